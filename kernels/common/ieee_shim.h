@@ -1,0 +1,64 @@
+// The one place where per-element arithmetic meets the hardware (DESIGN contract 1).
+// Every rule does its per-element arithmetic through these functions, so each operation is one
+// correctly rounded IEEE operation on both targets: the __*_rn intrinsics on the device (never
+// contracted into an FMA by nvcc), and plain operations on the host, which is built with
+// -ffp-contract=off. fma appears only where a rule calls fh::ffma explicitly.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#if !defined(__CUDACC__)
+#include <cmath>
+#endif
+
+#if defined(__CUDACC__)
+#define FH_HD __host__ __device__ __forceinline__
+#define FH_HD_NOINLINE __host__ __device__
+#else
+#define FH_HD inline
+#define FH_HD_NOINLINE
+#endif
+
+namespace fh {
+
+#if defined(__CUDA_ARCH__)
+FH_HD float fadd(float a, float b) { return __fadd_rn(a, b); }
+FH_HD float fsub(float a, float b) { return __fsub_rn(a, b); }
+FH_HD float fmul(float a, float b) { return __fmul_rn(a, b); }
+FH_HD float fdiv(float a, float b) { return __fdiv_rn(a, b); }
+FH_HD float fsqrt(float a) { return __fsqrt_rn(a); }
+FH_HD float ffma(float a, float b, float c) { return __fmaf_rn(a, b, c); }
+FH_HD double dadd(double a, double b) { return __dadd_rn(a, b); }
+FH_HD double dsub(double a, double b) { return __dsub_rn(a, b); }
+FH_HD double dmul(double a, double b) { return __dmul_rn(a, b); }
+FH_HD double ddiv(double a, double b) { return __ddiv_rn(a, b); }
+FH_HD double dsqrt(double a) { return __dsqrt_rn(a); }
+FH_HD double dfma(double a, double b, double c) { return __fma_rn(a, b, c); }
+FH_HD float d2f(double a) { return __double2float_rn(a); }
+FH_HD uint32_t f2u(float x) { return __float_as_uint(x); }
+FH_HD float u2f(uint32_t u) { return __uint_as_float(u); }
+#else
+inline float fadd(float a, float b) { return a + b; }
+inline float fsub(float a, float b) { return a - b; }
+inline float fmul(float a, float b) { return a * b; }
+inline float fdiv(float a, float b) { return a / b; }
+inline float fsqrt(float a) { return std::sqrt(a); }
+inline float ffma(float a, float b, float c) { return std::fmaf(a, b, c); }
+inline double dadd(double a, double b) { return a + b; }
+inline double dsub(double a, double b) { return a - b; }
+inline double dmul(double a, double b) { return a * b; }
+inline double ddiv(double a, double b) { return a / b; }
+inline double dsqrt(double a) { return std::sqrt(a); }
+inline double dfma(double a, double b, double c) { return std::fma(a, b, c); }
+inline float d2f(double a) { return static_cast<float>(a); }
+inline uint32_t f2u(float x) { uint32_t u; std::memcpy(&u, &x, 4); return u; }
+inline float u2f(uint32_t u) { float x; std::memcpy(&x, &u, 4); return x; }
+#endif
+
+FH_HD float fneg(float a) { return u2f(f2u(a) ^ 0x80000000u); }  // exact, also for NaN and 0
+FH_HD float fabs_(float a) { return u2f(f2u(a) & 0x7fffffffu); }
+FH_HD bool fisnan(float a) { return (f2u(a) & 0x7fffffffu) > 0x7f800000u; }
+FH_HD bool fisfinite(float a) { return (f2u(a) & 0x7f800000u) != 0x7f800000u; }
+// max of two magnitudes-only helper with NaN propagation (a NaN wins), used by block absmax.
+FH_HD float fmax_nan(float a, float b) { return (fisnan(a) || a > b) ? a : b; }
+
+}  // namespace fh

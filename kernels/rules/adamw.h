@@ -1,0 +1,65 @@
+// AdamW, as torch.optim.AdamW documents it (amsgrad is not supported: it refuses amsgrad=True
+// by not having the option; FORGE's paper uses plain AdamW).
+//   g <- -g if maximize
+//   p <- p * (1 - lr*wd)
+//   m <- b1*m + (1-b1)*g
+//   v <- b2*v + (1-b2)*g*g
+//   p <- p - (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps),  bc_i = 1 - b_i^t
+#pragma once
+#include "kernels/rules/rule_common.h"
+
+namespace fh {
+
+struct AdamW {
+  static constexpr const char* kName = "adamw";
+  struct Hyper {
+    double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 1e-2;
+    bool maximize = false;
+  };
+  struct Scalars {
+    float decay;            // 1 - lr*wd
+    float beta1, one_minus_beta1, beta2, one_minus_beta2;
+    float step_size;        // lr / bc1
+    float sqrt_bc2;         // sqrt(1 - b2^t)
+    float eps;
+    bool maximize;
+  };
+  static void validate(const Hyper& h) {
+    require_hyper(finite_nonneg(h.lr), kName, "lr must be finite and >= 0");
+    require_hyper(beta_ok(h.beta1) && beta_ok(h.beta2), kName, "betas must be in [0, 1)");
+    require_hyper(finite_nonneg(h.eps), kName, "eps must be finite and >= 0");
+    require_hyper(finite_nonneg(h.weight_decay), kName, "weight_decay must be finite and >= 0");
+  }
+  static StateDecls states(const Hyper&) {
+    StateDecls d;
+    d.slot[0] = {"exp_avg", true, false};
+    d.slot[1] = {"exp_avg_sq", true, true};
+    return d;
+  }
+  static Scalars scalars(const Hyper& h, int64_t t) {
+    const double bc1 = 1.0 - std::pow(h.beta1, double(t));
+    const double bc2 = 1.0 - std::pow(h.beta2, double(t));
+    Scalars s;
+    s.decay = round_scalar(1.0 - h.lr * h.weight_decay);
+    s.beta1 = round_scalar(h.beta1);
+    s.one_minus_beta1 = round_scalar(1.0 - h.beta1);
+    s.beta2 = round_scalar(h.beta2);
+    s.one_minus_beta2 = round_scalar(1.0 - h.beta2);
+    s.step_size = round_scalar(h.lr / bc1);
+    s.sqrt_bc2 = round_scalar(std::sqrt(bc2));
+    s.eps = round_scalar(h.eps);
+    s.maximize = h.maximize;
+    return s;
+  }
+  FH_HD static void update(const Scalars& s, float& p, float g, float* st) {
+    g = maybe_negate(g, s.maximize);
+    float m = fadd(fmul(s.beta1, st[0]), fmul(s.one_minus_beta1, g));
+    float v = fadd(fmul(s.beta2, st[1]), fmul(s.one_minus_beta2, fmul(g, g)));
+    float denom = fadd(fdiv(fsqrt(v), s.sqrt_bc2), s.eps);
+    p = fsub(fmul(p, s.decay), fdiv(fmul(s.step_size, m), denom));
+    st[0] = m;
+    st[1] = v;
+  }
+};
+
+}  // namespace fh

@@ -1,0 +1,27 @@
+// Plain SGD, as torch.optim.SGD with momentum = 0 documents it.
+//   g <- -g if maximize;  g <- g + wd*p;  p <- p - lr*g
+#pragma once
+#include "kernels/rules/rule_common.h"
+
+namespace fh {
+
+struct SGD {
+  static constexpr const char* kName = "sgd";
+  struct Hyper { double lr = 1e-3, weight_decay = 0.0; bool maximize = false; };
+  struct Scalars { float lr, l2; bool maximize; };
+  static void validate(const Hyper& h) {
+    require_hyper(finite_nonneg(h.lr), kName, "lr must be finite and >= 0");
+    require_hyper(finite_nonneg(h.weight_decay), kName, "weight_decay must be finite and >= 0");
+  }
+  static StateDecls states(const Hyper&) { return StateDecls{}; }
+  static Scalars scalars(const Hyper& h, int64_t) {
+    return Scalars{round_scalar(h.lr), round_scalar(h.weight_decay), h.maximize};
+  }
+  FH_HD static void update(const Scalars& s, float& p, float g, float*) {
+    g = maybe_negate(g, s.maximize);
+    g = fadd(g, fmul(s.l2, p));
+    p = fsub(p, fmul(s.lr, g));
+  }
+};
+
+}  // namespace fh
