@@ -18,6 +18,25 @@ struct MmaModelParams {
 
 inline constexpr MmaModelParams kHopperMma{};
 
+// Limits of the model (checked by mma_check_params): the terms of one instruction live in a
+// fixed stack buffer, and the exact sum must fit a signed 64-bit integer (terms < 2^(align_bits+2),
+// at most group+1 of them).
+inline constexpr int kMmaMaxGroup = 64;
+inline constexpr int kMmaMaxAlignBits = 48;
+
+// The one NaN the instruction produces, whatever NaN (or inf*0, or +inf with -inf) caused it.
+inline constexpr uint32_t kMmaNaNBits = 0x7FFFFFFFu;
+
+// Throws std::invalid_argument unless 1 <= group <= kMmaMaxGroup,
+// 1 <= align_bits <= kMmaMaxAlignBits and |clamp_exp| <= 10000. Every entry point below calls it.
+void mma_check_params(const MmaModelParams& params);
+
+// Output-level rules that every entry point follows (Hopper, verified on the H200):
+// zero products and a zero C are not terms; a zero or underflowed result is +0 whatever its sign;
+// a sum whose truncated magnitude reaches 2^128 gives +-inf (never +-FLT_MAX); any NaN input,
+// inf*0, or +inf together with -inf gives kMmaNaNBits; otherwise any infinity gives that infinity.
+// bf16 and fp32 subnormals are inputs as they are (alignment exponent -126, no flush).
+
 // One instruction's output element: C + sum of n <= params.group products a[i]*b[i]
 // (a, b are bf16 bit patterns; missing terms up to the group are zero padding).
 float mma_group_dot(const uint16_t* a, const uint16_t* b, int n, float c,
@@ -25,7 +44,8 @@ float mma_group_dot(const uint16_t* a, const uint16_t* b, int n, float c,
 
 // A K-long dot product chained one instruction per group, in order, starting from c0:
 // acc = c0; for each group g: acc = mma_group_dot(a[g*group..], b[g*group..], acc).
-// a and b have stride 1; the last group is zero-padded.
+// a and b have stride 1; the last group is zero-padded. K == 0 returns c0 unchanged (no
+// instruction runs).
 float mma_chain_dot(const uint16_t* a, const uint16_t* b, int64_t K, float c0,
                     const MmaModelParams& params = kHopperMma);
 

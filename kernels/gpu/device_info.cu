@@ -1,0 +1,47 @@
+#include "kernels/gpu/device_info.h"
+
+#include <cublas_api.h>
+#include <cuda_runtime.h>
+
+namespace fh {
+
+namespace {
+DeviceInfo probe() {
+  DeviceInfo info;
+  int rt = 0;
+  if (cudaRuntimeGetVersion(&rt) == cudaSuccess) info.runtime = std::to_string(rt);
+  int major = 0, minor = 0, patch = 0;
+  if (cublasGetProperty(MAJOR_VERSION, &major) == CUBLAS_STATUS_SUCCESS &&
+      cublasGetProperty(MINOR_VERSION, &minor) == CUBLAS_STATUS_SUCCESS &&
+      cublasGetProperty(PATCH_LEVEL, &patch) == CUBLAS_STATUS_SUCCESS)
+    info.cublas = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+  int drv = 0;
+  if (cudaDriverGetVersion(&drv) == cudaSuccess && drv > 0) info.driver = std::to_string(drv);
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    info.reason = std::string(cudaGetErrorName(err)) + " (" + cudaGetErrorString(err) + ")";
+    cudaGetLastError();  // clear the sticky-free error so later calls start clean
+    return info;
+  }
+  if (count == 0) { info.reason = "no CUDA device"; return info; }
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) { info.reason = "cudaGetDeviceProperties failed"; return info; }
+  if (prop.major < 9) {
+    info.reason = std::string("device ") + prop.name + " is not sm_90 (the kernels are built for sm_90a)";
+    return info;
+  }
+  info.available = true;
+  info.name = prop.name;
+  info.compute_capability = std::to_string(prop.major) + "." + std::to_string(prop.minor);
+  info.sm_count = prop.multiProcessorCount;
+  return info;
+}
+}  // namespace
+
+const DeviceInfo& query_device_info() {
+  static const DeviceInfo info = probe();
+  return info;
+}
+
+}  // namespace fh

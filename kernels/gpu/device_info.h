@@ -1,0 +1,24 @@
+// Interface owned by the lead (forge-verify and the report /meta depend on it); extend, do not change.
+// Whether a GPU is here, and what it is, without linking the driver library: the static CUDA
+// runtime answers cudaGetDeviceCount with an error on a machine without a driver, and that
+// error is the "no GPU" reason that GPU checks report as not-run.
+#pragma once
+#include <string>
+
+namespace fh {
+
+struct DeviceInfo {
+  bool available = false;
+  std::string reason;           // why not available ("no CUDA driver", ...)
+  std::string name = "none";    // e.g. "NVIDIA H200"
+  std::string compute_capability = "none";
+  std::string driver = "none";  // driver API version as the runtime reports it, e.g. "13000"
+  std::string runtime = "unknown";
+  std::string cublas = "unknown";
+  int sm_count = 0;
+};
+
+// Queried once and cached; device 0.
+const DeviceInfo& query_device_info();
+
+}  // namespace fh

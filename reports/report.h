@@ -1,0 +1,201 @@
+// The HDF5 run report (DESIGN "Reports", contract 7). A run builds a Report in memory, one
+// CaseRecord per (claim, case), and writes it once at the end; write() goes through a temporary
+// file and rename(), so the final name only ever holds a complete report. The layout is
+// documented in reports/SCHEMA.md; read_report() and validate_report_schema() are its reader
+// and its checker (tests and baseline diffs use them).
+//
+// All HDF5 use in this module is serialised by one mutex (the serial HDF5 library is not
+// thread-safe) and runs with HDF5's automatic error printing off; HDF5 errors become
+// std::runtime_error. Bad names or inconsistent evidence handed to the builder are
+// std::invalid_argument, thrown at the call that adds them.
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fh {
+
+enum class Verdict { pass, fail, not_run };
+const char* verdict_name(Verdict v);           // "pass", "fail", "not-run"
+Verdict parse_verdict(std::string_view name);  // inverse; throws std::invalid_argument
+
+// Aggregation rule used at every level: fail if any fail, else pass if any pass, else not-run
+// (so an empty set is not-run).
+struct Counts {
+  int64_t n_pass = 0, n_fail = 0, n_not_run = 0;
+  Verdict verdict() const;
+  void add(Verdict v);
+  Counts& operator+=(const Counts& o);
+  friend bool operator==(const Counts&, const Counts&) = default;
+};
+
+// One check's verdict and its evidence. Unmeasured doubles are NaN.
+struct Check {
+  std::string name;
+  Verdict verdict = Verdict::not_run;
+  std::string reason;       // required for not-run ("no GPU"); optional otherwise
+  std::string metric_name;  // required for pass/fail, e.g. "max_rel_err", "differing"
+  double metric = std::numeric_limits<double>::quiet_NaN();
+  double bound = std::numeric_limits<double>::quiet_NaN();  // required (not NaN) for pass/fail
+  // Bitwise evidence, present when differing >= 0.
+  int64_t differing = -1;   // number of differing elements; -1: not a bitwise check
+  double max_ulp = 0;       // largest ulp distance among them
+  std::string first_diff;   // first differing coordinate, e.g. "tile=(2,0) element=(5,17) step=3"
+
+  bool has_bitwise() const { return differing >= 0; }
+
+  static Check passed(std::string name, std::string metric_name, double metric, double bound);
+  static Check failed(std::string name, std::string metric_name, double metric, double bound,
+                      std::string reason = {});
+  static Check not_run(std::string name, std::string reason);
+  // Adds bitwise evidence to a check made by one of the factories above.
+  Check& bitwise(int64_t differing, double max_ulp, std::string first_diff);
+};
+
+enum class DType { f64, i64 };
+
+// A per-case metric array. 1-D f64, 1-D i64, or 2-D f64 (row-major), e.g. curves, histograms.
+struct Dataset {
+  std::string name;
+  DType dtype = DType::f64;
+  std::vector<uint64_t> shape;  // {n} or {rows, cols}
+  std::vector<double> f64;      // used when dtype == f64
+  std::vector<int64_t> i64;     // used when dtype == i64
+  std::string description;      // optional; written as an attribute when not empty
+};
+
+// Provenance, as string key/values, written as attributes of /meta. The required keys must all
+// be present (a value may say "none" or "unknown"); other keys are allowed.
+struct Meta {
+  std::map<std::string, std::string> values;
+
+  static const std::vector<std::string>& required_keys();
+  // Every required key set to "unknown", except start_time_utc, which is now.
+  static Meta unknown();
+  Meta& set(const std::string& key, const std::string& value);
+  std::string get(const std::string& key) const;  // "" when absent
+  friend bool operator==(const Meta&, const Meta&) = default;
+};
+
+std::string utc_now_iso8601();  // e.g. "2026-07-01T12:34:56Z"
+
+// What a report holds, as plain data: Report::snapshot() builds it from memory, read_report()
+// from a file, so the two compare directly. Lists keep insertion (creation) order.
+struct CaseData {
+  std::string name;
+  Verdict verdict = Verdict::not_run;
+  Counts counts;
+  std::vector<std::pair<std::string, std::string>> attrs;
+  std::vector<Check> checks;
+  std::vector<Dataset> datasets;
+};
+struct ClaimData {
+  std::string name;
+  Verdict verdict = Verdict::not_run;
+  Counts counts;  // over all checks of all its cases
+  int64_t n_cases = 0;
+  std::vector<CaseData> cases;
+};
+struct ReportData {
+  int64_t schema_version = 0;
+  Verdict verdict = Verdict::not_run;
+  Counts counts;
+  Meta meta;
+  std::vector<ClaimData> claims;
+
+  const ClaimData* find_claim(std::string_view name) const;
+  const CaseData* find_case(std::string_view claim, std::string_view case_name) const;
+};
+
+constexpr int64_t kReportSchemaVersion = 1;
+
+// Throws std::invalid_argument unless `name` can be an HDF5 link/attribute name in this schema:
+// not empty, no '/', not made only of '.', no NUL, valid UTF-8. `what` goes into the message.
+void require_valid_name(const std::string& name, const char* what);
+
+class CaseRecord {
+ public:
+  CaseRecord(std::string claim, std::string name);
+
+  const std::string& claim() const { return claim_; }
+  const std::string& name() const { return name_; }
+
+  // String attribute of the case (e.g. shape, rule, dtype). Setting a key again replaces it.
+  // The aggregate names verdict, n_pass, n_fail, n_not_run are reserved.
+  CaseRecord& set_attr(const std::string& key, const std::string& value);
+  // Check names are unique within the case.
+  CaseRecord& add_check(Check c);
+  // Dataset names are unique within the case.
+  CaseRecord& add_f64(const std::string& name, std::vector<double> values,
+                      std::string description = {});
+  CaseRecord& add_i64(const std::string& name, std::vector<int64_t> values,
+                      std::string description = {});
+  CaseRecord& add_f64_2d(const std::string& name, uint64_t rows, uint64_t cols,
+                         std::vector<double> row_major, std::string description = {});
+
+  const std::vector<std::pair<std::string, std::string>>& attrs() const { return attrs_; }
+  const std::vector<Check>& checks() const { return checks_; }
+  const std::vector<Dataset>& datasets() const { return datasets_; }
+  Counts counts() const;
+  Verdict verdict() const { return counts().verdict(); }
+  CaseData data() const;
+
+ private:
+  void add_dataset(Dataset d);
+  std::string claim_, name_;
+  std::vector<std::pair<std::string, std::string>> attrs_;
+  std::vector<Check> checks_;
+  std::vector<Dataset> datasets_;
+};
+
+class Report {
+ public:
+  // Throws std::invalid_argument if a required meta key is missing or a key/value is invalid.
+  explicit Report(Meta meta);
+  Report(Report&&) noexcept;
+  Report& operator=(Report&&) noexcept;
+  ~Report();
+
+  // Creates the case (and its claim on first use). Claim "meta" is reserved; a case name may
+  // appear once per claim. The reference stays valid for the Report's lifetime.
+  CaseRecord& add_case(const std::string& claim, const std::string& case_name);
+
+  const Meta& meta() const { return meta_; }
+  Verdict verdict() const;
+  ReportData snapshot() const;
+
+  // Writes path + ".tmp.<pid>", fsyncs it, renames it to `path`. On failure removes the
+  // temporary file, leaves whatever was at `path` untouched, and throws std::runtime_error
+  // naming `path`.
+  void write(const std::string& path) const;
+
+ private:
+  struct Claim {
+    std::string name;
+    std::vector<std::unique_ptr<CaseRecord>> cases;
+  };
+  Meta meta_;
+  std::vector<Claim> claims_;
+};
+
+// Reads a report written by Report::write. Throws std::runtime_error (naming the path and the
+// object) if the file cannot be opened or lacks something the schema requires.
+ReportData read_report(const std::string& path);
+
+// Every way the file departs from reports/SCHEMA.md (types, required and unexpected objects,
+// aggregates that disagree with their checks, evidence rules). Empty means valid.
+std::vector<std::string> validate_report_schema(const std::string& path);
+
+namespace testing_hooks {
+// Fault injection for tests: the n-th write step (0-based; steps are file creation, each
+// group/attribute/dataset, file close, fsync, rename) fails as an HDF5 call would. -1: off.
+void set_write_fault(int64_t n);
+// Number of steps the last successful write() took.
+int64_t last_write_steps();
+}  // namespace testing_hooks
+
+}  // namespace fh

@@ -1,0 +1,307 @@
+// forge-verify: the audit. Runs every claim that this machine can judge for one configuration,
+// prints a verdict table per claim, writes the HDF5 report, and exits non-zero on any failure.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "kernels/gpu/device_info.h"
+#include "kernels/rules/hyper_fields.h"
+#include "suites/forge_verify/git_revision.h"
+#include "suites/forge_verify/verify_config.h"
+
+namespace fh {
+namespace {
+
+constexpr int kExitFail = 1, kExitUsage = 2;
+
+struct UsageError : std::runtime_error { using std::runtime_error::runtime_error; };
+
+const char* kHelp = R"(forge-verify: audit the FORGE claims (fused optimizer step in the wgrad GEMM)
+
+Usage: forge-verify [options]
+
+With no options it runs every claim on the default configuration: the eight rules with
+torch.optim's default hyperparameters, state formats fp32, bf16, int8 (block 64), weight stores
+fp32_master, bf16_rne, bf16_sr, one layer of out=192, in=256, T=100 tokens, 5 steps, seed
+20261202. Claims that need a GPU are reported "not-run: no GPU" on a machine without one.
+
+Options:
+  --rule NAME[,NAME...]    rules to audit (repeatable): adamw nadam radam lion rmsprop adagrad
+                           sgd sgd_momentum (default: all)
+  --format F[,F...]        optimizer-state formats: fp32 bf16 int8 (default: all)
+  --store S[,S...]         weight stores: fp32_master bf16_rne bf16_sr (default: all)
+  --shape OUTxINxT         layer shape and token count, each >= 1 (default: 192x256x100)
+  --steps N                consecutive optimizer steps per case, >= 1 (default: 5)
+  --seed N                 seed of every generated input (default: 20261202)
+  --samples N              elements per rule and input class for the MPFR check (default: 4000)
+  --hyper KEY=VALUE        set a hyperparameter (torch.optim names; beta1/beta2 for betas;
+                           flags as 0/1) on every selected rule that has it (repeatable);
+                           an error if no selected rule has KEY or VALUE is invalid
+  --claim NAME[,NAME...]   run only these claims (see --list-claims)
+  --list-claims            print the claims and what each judges, then exit
+  --report PATH            where the HDF5 report goes (default: ./forge-verify-<UTC>.h5)
+  --quiet                  no progress lines on stderr
+  --help                   this text
+
+Exit status: 0 when no check failed (not-run checks are allowed), 1 when any check failed,
+2 for bad usage or input (nothing is run and no report is written).
+)";
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  if (out.empty()) throw UsageError("empty list '" + s + "'");
+  return out;
+}
+
+int64_t parse_int(const std::string& s, const char* what, int64_t min_value) {
+  size_t pos = 0;
+  long long v = 0;
+  try { v = std::stoll(s, &pos); } catch (...) { pos = 0; }
+  if (pos != s.size() || s.empty()) throw UsageError(std::string(what) + ": not an integer: '" + s + "'");
+  if (v < min_value) throw UsageError(std::string(what) + " must be >= " + std::to_string(min_value) + ", got " + s);
+  return v;
+}
+
+double parse_double(const std::string& s, const char* what) {
+  size_t pos = 0;
+  double v = 0;
+  try { v = std::stod(s, &pos); } catch (...) { pos = 0; }
+  // stod accepts "nan" and "inf": those parse, and set_hyper refuses them as non-finite.
+  if (pos != s.size() || s.empty()) throw UsageError(std::string(what) + ": not a number: '" + s + "'");
+  return v;
+}
+
+void check_report_path_writable(const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path p(path);
+  fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw UsageError("report directory does not exist: " + dir.string());
+  if (fs::is_directory(p, ec)) throw UsageError("report path is a directory: " + path);
+  // Probe by creating (and removing) a file beside it: the report itself is written atomically
+  // at the end, but a run that cannot write it should fail before it spends its time.
+  const fs::path probe = dir / (".forge-verify-probe." + std::to_string(::getpid()));
+  { std::ofstream f(probe); if (!f) throw UsageError("report directory is not writable: " + dir.string()); }
+  fs::remove(probe, ec);
+}
+
+VerifyConfig parse_args(int argc, char** argv, bool& list_only) {
+  VerifyConfig cfg;
+  std::vector<RuleId> rules;
+  std::vector<std::pair<std::string, double>> hypers;
+  auto need = [&](int& i) -> std::string {
+    if (i + 1 >= argc) throw UsageError(std::string(argv[i]) + " needs a value");
+    return argv[++i];
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") { std::fputs(kHelp, stdout); std::exit(0); }
+    else if (a == "--list-claims") list_only = true;
+    else if (a == "--quiet") cfg.quiet = true;
+    else if (a == "--rule") {
+      for (const auto& n : split_list(need(i))) {
+        auto id = parse_rule(n);
+        if (!id) throw UsageError("unknown rule '" + n + "' (known: adamw nadam radam lion rmsprop adagrad sgd sgd_momentum)");
+        if (std::find(rules.begin(), rules.end(), *id) == rules.end()) rules.push_back(*id);
+      }
+    } else if (a == "--format") {
+      cfg.formats.clear();
+      for (const auto& n : split_list(need(i))) {
+        if (n == "fp32") cfg.formats.push_back(StateFormat::fp32);
+        else if (n == "bf16") cfg.formats.push_back(StateFormat::bf16);
+        else if (n == "int8") cfg.formats.push_back(StateFormat::int8);
+        else throw UsageError("unknown state format '" + n + "' (known: fp32 bf16 int8)");
+      }
+    } else if (a == "--store") {
+      cfg.stores.clear();
+      for (const auto& n : split_list(need(i))) {
+        if (n == "fp32_master") cfg.stores.push_back(WeightStore::fp32_master);
+        else if (n == "bf16_rne") cfg.stores.push_back(WeightStore::bf16_rne);
+        else if (n == "bf16_sr") cfg.stores.push_back(WeightStore::bf16_sr);
+        else throw UsageError("unknown weight store '" + n + "' (known: fp32_master bf16_rne bf16_sr)");
+      }
+    } else if (a == "--shape") {
+      const std::string v = need(i);
+      std::vector<std::string> parts;
+      std::stringstream ss(v);
+      for (std::string p; std::getline(ss, p, 'x');) parts.push_back(p);
+      if (parts.size() != 3) throw UsageError("--shape wants OUTxINxT, got '" + v + "'");
+      cfg.out = parse_int(parts[0], "--shape OUT", 1);
+      cfg.in = parse_int(parts[1], "--shape IN", 1);
+      cfg.tokens = parse_int(parts[2], "--shape T", 1);
+    } else if (a == "--steps") cfg.steps = parse_int(need(i), "--steps", 1);
+    else if (a == "--seed") cfg.seed = uint64_t(parse_int(need(i), "--seed", 0));
+    else if (a == "--samples") cfg.rule_samples = parse_int(need(i), "--samples", 1);
+    else if (a == "--hyper") {
+      const std::string v = need(i);
+      const auto eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) throw UsageError("--hyper wants KEY=VALUE, got '" + v + "'");
+      hypers.emplace_back(v.substr(0, eq), parse_double(v.substr(eq + 1), "--hyper value"));
+    } else if (a == "--claim") {
+      for (const auto& n : split_list(need(i))) cfg.claims.push_back(n);
+    } else if (a == "--report") cfg.report_path = need(i);
+    else throw UsageError("unknown option '" + a + "' (see --help)");
+  }
+  if (rules.empty()) rules.assign(std::begin(kAllRules), std::end(kAllRules));
+  for (RuleId id : rules) cfg.rules.push_back(default_rule_config(id));
+  for (const auto& [key, value] : hypers) {
+    bool any = false;
+    try {
+      for (auto& rc : cfg.rules) any |= set_hyper(rc, key, value);
+    } catch (const std::invalid_argument& e) { throw UsageError(e.what()); }
+    if (!any) throw UsageError("--hyper " + key + ": no selected rule has a hyperparameter of that name");
+  }
+  if (cfg.out * cfg.in > (int64_t(1) << 26) || cfg.tokens > (int64_t(1) << 20))
+    throw UsageError("--shape too large for a CPU audit (out*in <= 2^26, T <= 2^20)");
+  std::set<std::string> known;
+  for (const auto& c : all_claims()) known.insert(c.name);
+  for (const auto& c : cfg.claims)
+    if (!known.count(c)) throw UsageError("unknown claim '" + c + "' (see --list-claims)");
+  if (cfg.report_path.empty()) {
+    std::string t = utc_now_iso8601();
+    std::replace(t.begin(), t.end(), ':', '-');
+    cfg.report_path = "forge-verify-" + t + ".h5";
+  }
+  return cfg;
+}
+
+std::string format_number(double x) {
+  if (std::isnan(x)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", x);
+  return buf;
+}
+
+void print_table(const ReportData& data) {
+  for (const ClaimData& claim : data.claims) {
+    std::printf("\n== %s: %s (%lld pass, %lld fail, %lld not-run)\n", claim.name.c_str(),
+                verdict_name(claim.verdict), (long long)claim.counts.n_pass,
+                (long long)claim.counts.n_fail, (long long)claim.counts.n_not_run);
+    std::printf("  %-34s %-22s %-8s %-12s %-12s %s\n", "case", "check", "verdict", "metric", "bound", "evidence");
+    for (const CaseData& cs : claim.cases)
+      for (const Check& ck : cs.checks) {
+        std::string ev;
+        if (ck.verdict == Verdict::not_run) ev = ck.reason;
+        else if (ck.has_bitwise())
+          ev = std::to_string(ck.differing) + " differ" +
+               (ck.differing ? ", max " + format_number(ck.max_ulp) + " ulp, first " + ck.first_diff : "");
+        else ev = ck.metric_name + (ck.reason.empty() ? "" : "; " + ck.reason);
+        std::printf("  %-34s %-22s %-8s %-12s %-12s %s\n", cs.name.c_str(), ck.name.c_str(),
+                    verdict_name(ck.verdict), format_number(ck.metric).c_str(),
+                    format_number(ck.bound).c_str(), ev.c_str());
+      }
+  }
+  std::printf("\noverall: %s (%lld pass, %lld fail, %lld not-run)\n", verdict_name(data.verdict),
+              (long long)data.counts.n_pass, (long long)data.counts.n_fail,
+              (long long)data.counts.n_not_run);
+}
+
+std::string describe_config(const VerifyConfig& cfg) {
+  std::ostringstream o;
+  o << "shape=" << cfg.out << "x" << cfg.in << "x" << cfg.tokens << " steps=" << cfg.steps
+    << " seed=" << cfg.seed << " samples=" << cfg.rule_samples << " formats=";
+  for (auto f : cfg.formats) o << state_format_name(f) << ",";
+  o << " stores=";
+  for (auto w : cfg.stores) o << weight_store_name(w) << ",";
+  o << " rules=";
+  for (const auto& r : cfg.rules) o << rule_name(r.id) << "{" << describe_hyper(r) << "};";
+  return o.str();
+}
+
+int run(int argc, char** argv) {
+  bool list_only = false;
+  VerifyConfig cfg = parse_args(argc, argv, list_only);
+  const auto claims = all_claims();
+  if (list_only) {
+    for (const auto& c : claims) std::printf("%-34s %s%s\n", c.name.c_str(), c.what.c_str(), c.needs_gpu ? " [GPU]" : "");
+    return 0;
+  }
+  check_report_path_writable(cfg.report_path);
+  const DeviceInfo dev = query_device_info();
+  cfg.gpu_available = dev.available;
+  cfg.gpu_reason = dev.available ? "" : dev.reason;
+
+  Meta meta = Meta::unknown();
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  meta.set("git_revision", kGitRevision).set("host", host).set("seed", std::to_string(cfg.seed))
+      .set("configuration", describe_config(cfg)).set("gpu_name", dev.available ? dev.name : "none")
+      .set("driver", dev.driver).set("cuda_runtime", dev.runtime).set("cublas", dev.cublas)
+      .set("tool", "forge-verify");
+  Report report(meta);
+
+  Progress progress{cfg.quiet, 0, 0};
+  std::vector<const ClaimSpec*> selected;
+  for (const auto& c : claims)
+    if (cfg.claims.empty() || std::find(cfg.claims.begin(), cfg.claims.end(), c.name) != cfg.claims.end())
+      selected.push_back(&c);
+  progress.claim_count = int(selected.size());
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const ClaimSpec* c : selected) {
+    ++progress.claim_index;
+    progress.claim(c->name, c->what);
+    if (c->needs_gpu && !cfg.gpu_available) {
+      report.add_case(c->name, "all").add_check(Check::not_run(c->name, "no GPU: " + cfg.gpu_reason));
+      continue;
+    }
+    c->run(cfg, report, progress);
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const ReportData data = report.snapshot();
+  print_table(data);
+  report.write(cfg.report_path);
+  std::printf("report: %s (%.1f s)\n", cfg.report_path.c_str(), secs);
+  return data.verdict == Verdict::fail ? kExitFail : 0;
+}
+
+}  // namespace
+
+void Progress::claim(const std::string& name, const std::string& what) const {
+  if (!quiet) std::fprintf(stderr, "[%d/%d] %s: %s\n", claim_index, claim_count, name.c_str(), what.c_str());
+}
+void Progress::note(const std::string& text) const {
+  if (!quiet) std::fprintf(stderr, "        %s\n", text.c_str());
+}
+
+std::string case_name(RuleId r, StateFormat f, WeightStore w) {
+  return std::string(rule_name(r)) + "." + state_format_name(f) + "." + weight_store_name(w);
+}
+std::string case_name(RuleId r, StateFormat f) {
+  return std::string(rule_name(r)) + "." + state_format_name(f);
+}
+
+std::vector<ClaimSpec> all_claims() {
+  std::vector<ClaimSpec> out;
+  add_core_claims(out);
+  add_twin_claims(out);
+  add_gpu_claims(out);
+  return out;
+}
+
+}  // namespace fh
+
+int main(int argc, char** argv) {
+  try {
+    return fh::run(argc, argv);
+  } catch (const fh::UsageError& e) {
+    std::fprintf(stderr, "forge-verify: %s\n", e.what());
+    return fh::kExitUsage;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "forge-verify: invalid input: %s\n", e.what());
+    return fh::kExitUsage;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "forge-verify: error: %s\n", e.what());
+    return fh::kExitFail;
+  }
+}
