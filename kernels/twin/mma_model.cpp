@@ -14,17 +14,9 @@ namespace {
 constexpr uint32_t kPosInfBits = 0x7F800000u;
 constexpr uint32_t kNegInfBits = 0xFF800000u;
 
-// Every term is held as sig * 2^(exp - 23) with sig < 2^25: a C significand as it is (23
-// fraction bits), a bf16 product significand (14 fraction bits) shifted up by 9. One shift rule
-// then aligns both kinds.
-constexpr int kTermFrac = 23;
-constexpr int kProductUp = kTermFrac - 14;
-
-struct Terms {
-  uint32_t sig[kMmaMaxGroup + 1];
-  int exp[kMmaMaxGroup + 1];
-  uint32_t neg[kMmaMaxGroup + 1];  // 0 or ~0: lets the sum negate without a branch
-};
+// Significand fraction bits: a bf16 product has 14, an fp32 C has 23.
+constexpr int kProductFrac = 14;
+constexpr int kCFrac = 23;
 
 // Exact sum S (on the grid 2^base) rounded to fp32 bits. Truncation or RNE at the fp32 quantum,
 // keeping subnormals; zero and underflow give +0; a magnitude reaching 2^128 gives inf.
@@ -59,71 +51,89 @@ uint32_t round_to_fp32(int64_t s, int base, MmaModelParams::OutRound mode) {
   return sign | (uint32_t(biased) << 23) | (uint32_t(mant) & 0x7FFFFFu);
 }
 
+// Exponent given to a zero product: far below any clamp, so it never sets E_max and always
+// shifts out (its significand is 0 anyway). Keeps the loops free of data-dependent branches.
+constexpr int kZeroTermExp = -(1 << 20);
+
+// Some a or b in the group is inf or NaN: the finite terms cannot matter any more.
+uint32_t special_group(const uint16_t* a, int64_t as, const uint16_t* b, int64_t bs, int n,
+                       uint32_t c) {
+  bool pos_inf = false, neg_inf = false;
+  for (int i = 0; i < n; ++i) {
+    const uint32_t x = a[i * as], y = b[i * bs];
+    const bool nan_x = (x & 0x7FFFu) > 0x7F80u, nan_y = (y & 0x7FFFu) > 0x7F80u;
+    const bool inf_x = (x & 0x7FFFu) == 0x7F80u, inf_y = (y & 0x7FFFu) == 0x7F80u;
+    const bool zero_x = (x & 0x7FFFu) == 0, zero_y = (y & 0x7FFFu) == 0;
+    if (nan_x || nan_y || (inf_x && zero_y) || (inf_y && zero_x)) return kMmaNaNBits;
+    if (inf_x || inf_y) (((x ^ y) & 0x8000u) ? neg_inf : pos_inf) = true;
+  }
+  if ((c & 0x7FFFFFFFu) > kPosInfBits) return kMmaNaNBits;
+  if ((c & 0x7FFFFFFFu) == kPosInfBits) ((c >> 31) ? neg_inf : pos_inf) = true;
+  if (pos_inf && neg_inf) return kMmaNaNBits;
+  return pos_inf ? kPosInfBits : kNegInfBits;
+}
+
 // One instruction: C (fp32 bits) + sum_{i<n} a[i*as] * b[i*bs]. Params already checked.
 uint32_t group_core(const uint16_t* a, int64_t as, const uint16_t* b, int64_t bs, int n,
                     uint32_t c, const MmaModelParams& p) {
-  Terms t;
-  int nt = 0;
+  // Pass 1: alignment exponents, E_max, and whether any operand is inf/NaN.
+  int exps[kMmaMaxGroup];
   int emax = p.clamp_exp;
-  bool pos_inf = false, neg_inf = false;
-
+  uint32_t field_max = 0;  // 0xFF: some operand is inf or NaN
   for (int i = 0; i < n; ++i) {
     const uint32_t x = a[i * as], y = b[i * bs];
-    const uint32_t ex = (x >> 7) & 0xFFu, ey = (y >> 7) & 0xFFu;
-    const uint32_t mx = x & 0x7Fu, my = y & 0x7Fu;
-    const uint32_t neg = ((x ^ y) & 0x8000u) ? ~0u : 0u;
-    if (ex == 0xFFu || ey == 0xFFu) [[unlikely]] {
-      if ((ex == 0xFFu && mx) || (ey == 0xFFu && my)) return kMmaNaNBits;
-      const bool zero_x = ex == 0 && mx == 0, zero_y = ey == 0 && my == 0;
-      if (zero_x || zero_y) return kMmaNaNBits;  // inf * 0
-      (neg ? neg_inf : pos_inf) = true;
-      continue;
-    }
-    // Subnormals keep exponent -126 and a 0.xxx significand: no normalization, no flush.
-    const uint32_t sx = ex ? (mx | 0x80u) : mx, sy = ey ? (my | 0x80u) : my;
-    const uint32_t prod = sx * sy;
-    if (prod == 0) continue;  // zero products are not terms
-    // Alignment exponent of the unnormalized product (significand in [1,4)), not renormalized.
-    const int e = (ex ? int(ex) - 127 : -126) + (ey ? int(ey) - 127 : -126);
-    t.sig[nt] = prod << kProductUp;
-    t.exp[nt] = e;
-    t.neg[nt] = neg;
-    ++nt;
+    const uint32_t fx = (x >> 7) & 0xFFu, fy = (y >> 7) & 0xFFu;
+    field_max = std::max(field_max, std::max(fx, fy));
+    // Alignment exponent of the unnormalized product (significand in [1,4)), not renormalized;
+    // subnormals count as exponent -126 = max(field, 1) - 127. Zero products are not terms.
+    const bool zero = (x & 0x7FFFu) == 0 || (y & 0x7FFFu) == 0;
+    const int e = zero ? kZeroTermExp : int(std::max(fx, 1u) + std::max(fy, 1u)) - 254;
+    exps[i] = e;
     emax = std::max(emax, e);
   }
-
   const uint32_t ec = (c >> 23) & 0xFFu, mc = c & 0x7FFFFFu;
-  if (ec == 0xFFu) {
-    if (mc) return kMmaNaNBits;
-    ((c >> 31) ? neg_inf : pos_inf) = true;
-  } else if (ec || mc) {  // a zero C is not a term
-    const int e = ec ? int(ec) - 127 : -126;
-    t.sig[nt] = ec ? (mc | 0x800000u) : mc;
-    t.exp[nt] = e;
-    t.neg[nt] = (c >> 31) ? ~0u : 0u;
-    ++nt;
-    emax = std::max(emax, e);
+  if (field_max == 0xFFu || ec == 0xFFu) [[unlikely]] {
+    if (field_max == 0xFFu) return special_group(a, as, b, bs, n, c);
+    return mc ? kMmaNaNBits : c;  // C alone is NaN or an infinity
   }
+  const bool has_c = (c & 0x7FFFFFFFu) != 0;  // a zero C is not a term
+  const int e_c = int(std::max(ec, 1u)) - 127;
+  if (has_c) emax = std::max(emax, e_c);
 
-  if (pos_inf && neg_inf) return kMmaNaNBits;
-  if (pos_inf) return kPosInfBits;
-  if (neg_inf) return kNegInfBits;
-
-  // Align every term to the grid 2^(emax - align_bits), truncating its magnitude (toward zero),
-  // then sum exactly. Term i lands at sig * 2^(exp - 23 - base) = sig << (exp - emax + up).
+  // Pass 2: align every term to the grid 2^(emax - align_bits), truncating its magnitude
+  // (toward zero), and sum exactly. A product P * 2^(e - 14) lands at
+  // (P << (align_bits - 14)) >> (emax - e); the shift is capped at 63, enough to clear any term
+  // (P << (align_bits - 14) < 2^(align_bits + 2) <= 2^50).
   const int base = emax - p.align_bits;
-  const int up = p.align_bits - kTermFrac;
+  const int lift_p = p.align_bits - kProductFrac;  // >= 0 only when align_bits >= 14
   int64_t sum = 0;
-  for (int i = 0; i < nt; ++i) {
-    const int sh = t.exp[i] - emax + up;
-    uint64_t mag;
-    if (sh >= 0) {
-      mag = uint64_t(t.sig[i]) << sh;
-    } else {
-      mag = sh <= -32 ? 0 : uint64_t(t.sig[i] >> -sh);
+  if (lift_p >= 0) {
+    for (int i = 0; i < n; ++i) {
+      const uint32_t x = a[i * as], y = b[i * bs];
+      // Subnormals have no hidden bit: a 0.xxx significand, no flush.
+      const uint32_t sx = (x & 0x7Fu) | uint32_t((x & 0x7F80u) != 0) << 7;
+      const uint32_t sy = (y & 0x7Fu) | uint32_t((y & 0x7F80u) != 0) << 7;
+      const int r = std::min(emax - exps[i], 63);
+      const uint64_t mag = (uint64_t(sx * sy) << lift_p) >> r;
+      const uint64_t neg = uint64_t(0) - uint64_t(((x ^ y) >> 15) & 1u);  // 0 or all ones
+      sum += int64_t((mag ^ neg) - neg);
     }
-    const uint64_t m = int64_t(int32_t(t.neg[i]));  // 0 or all ones
-    sum += int64_t((mag ^ m) - m);
+  } else {  // narrow alignments (other architectures' models): shift right only
+    for (int i = 0; i < n; ++i) {
+      const uint32_t x = a[i * as], y = b[i * bs];
+      const uint32_t sx = (x & 0x7Fu) | uint32_t((x & 0x7F80u) != 0) << 7;
+      const uint32_t sy = (y & 0x7Fu) | uint32_t((y & 0x7F80u) != 0) << 7;
+      const int r = std::min(emax - exps[i] - lift_p, 63);
+      const uint64_t mag = uint64_t(sx * sy) >> r;
+      const uint64_t neg = uint64_t(0) - uint64_t(((x ^ y) >> 15) & 1u);
+      sum += int64_t((mag ^ neg) - neg);
+    }
+  }
+  if (has_c) {
+    const uint64_t sig = mc | uint64_t(ec != 0) << 23;
+    const int sh = e_c - emax + p.align_bits - kCFrac;  // may be either sign
+    const uint64_t mag = sh >= 0 ? sig << sh : (sh <= -63 ? 0 : sig >> -sh);
+    sum += (c >> 31) ? -int64_t(mag) : int64_t(mag);
   }
   return round_to_fp32(sum, base, p.out_round);
 }

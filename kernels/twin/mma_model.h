@@ -56,6 +56,7 @@ float mma_chain_dot_strided(const uint16_t* a, int64_t a_stride, const uint16_t*
 
 // The whole m16n8k16 instruction as the GPU suite feeds it: A row-major 16x16, B given as
 // [n][k] (8 rows of 16, i.e. column-major 16x8), C and D row-major 16x8. D may alias C.
+// D[i][j] = mma_group_dot(A row i, B_nk row j, C[i][j]); params.group must be 16.
 void mma_m16n8k16_model(const uint16_t* A, const uint16_t* B_nk, const float* C, float* D,
                         const MmaModelParams& params = kHopperMma);
 
