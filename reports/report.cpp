@@ -347,6 +347,14 @@ CaseRecord& Report::add_case(const std::string& claim, const std::string& case_n
   return *it->cases.back();
 }
 
+CaseRecord* Report::find_case(const std::string& claim, const std::string& case_name) {
+  for (auto& cl : claims_)
+    if (cl.name == claim)
+      for (auto& c : cl.cases)
+        if (c->name() == case_name) return c.get();
+  return nullptr;
+}
+
 ReportData Report::snapshot() const {
   ReportData r;
   r.schema_version = kReportSchemaVersion;
@@ -771,8 +779,7 @@ class Walker {
         continue;
       }
       if (k != Kind::group) { violation(where, "unexpected object (a claim must be a group)"); continue; }
-      r.claims.push_back(read_claim(root, name));
-      sum += r.claims.back().counts;
+      r.claims.push_back(read_claim(root, name, sum));
     }
     if (!have_meta) problem("/meta", "missing group");
     check_aggregate("/", r.verdict, r.counts, sum);
@@ -982,7 +989,9 @@ class Walker {
     return m;
   }
 
-  ClaimData read_claim(hid_t root, const std::string& name) {
+  // Aggregates are checked against counts recomputed from the checks below them (added to
+  // `actual`), so one damaged level is reported once, where it is, not again at every parent.
+  ClaimData read_claim(hid_t root, const std::string& name, Counts& actual) {
     ClaimData c;
     c.name = name;
     const std::string where = "/" + name;
@@ -999,17 +1008,18 @@ class Walker {
         violation(where + "/" + cn, "unexpected object (a case must be a group)");
         continue;
       }
-      c.cases.push_back(read_case(g, where, cn));
-      sum += c.cases.back().counts;
+      c.cases.push_back(read_case(g, where, cn, sum));
     }
     if (c.n_cases != static_cast<int64_t>(c.cases.size()))
       violation(where, "n_cases is " + std::to_string(c.n_cases) + " but it has " +
                            std::to_string(c.cases.size()) + " cases");
     check_aggregate(where, c.verdict, c.counts, sum);
+    actual += sum;
     return c;
   }
 
-  CaseData read_case(hid_t claim, const std::string& claim_where, const std::string& name) {
+  CaseData read_case(hid_t claim, const std::string& claim_where, const std::string& name,
+                     Counts& actual) {
     CaseData c;
     c.name = name;
     const std::string where = claim_where + "/" + name;
@@ -1042,6 +1052,7 @@ class Walker {
     Counts sum;
     for (const auto& ch : c.checks) sum.add(ch.verdict);
     check_aggregate(where, c.verdict, c.counts, sum);
+    actual += sum;
     return c;
   }
 
@@ -1075,6 +1086,7 @@ class Walker {
       c.differing = get_i64(g, where, "differing").value_or(-1);
       c.max_ulp = get_f64(g, where, "max_ulp").value_or(0);
       c.first_diff = get_str(g, where, "first_diff").value_or("");
+      if (c.differing < 0) violation(where, "differing is negative");
     } else if (present != 0) {
       problem(where, "bitwise evidence needs all of differing, max_ulp, first_diff");
     }

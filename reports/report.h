@@ -164,6 +164,8 @@ class Report {
   // appear once per claim. The reference stays valid for the Report's lifetime.
   CaseRecord& add_case(const std::string& claim, const std::string& case_name);
 
+  CaseRecord* find_case(const std::string& claim, const std::string& case_name);  // null if absent
+
   const Meta& meta() const { return meta_; }
   Verdict verdict() const;
   ReportData snapshot() const;
