@@ -284,6 +284,7 @@ std::string case_name(RuleId r, StateFormat f) {
 std::vector<ClaimSpec> all_claims() {
   std::vector<ClaimSpec> out;
   add_core_claims(out);
+  add_format_claims(out);
   add_twin_claims(out);
   add_gpu_claims(out);
   return out;

@@ -44,7 +44,8 @@ struct ClaimSpec {
 std::vector<ClaimSpec> all_claims();
 
 // Claim families, one file each.
-void add_core_claims(std::vector<ClaimSpec>& out);  // claims_core.cpp: rules, formats, two-phase
+void add_core_claims(std::vector<ClaimSpec>& out);    // claims_core.cpp: rules, two-phase
+void add_format_claims(std::vector<ClaimSpec>& out);  // claims_formats.cpp: INT8 codec, SR
 void add_twin_claims(std::vector<ClaimSpec>& out);  // claims_twin.cpp: host twin, Proposition 1
 void add_gpu_claims(std::vector<ClaimSpec>& out);   // claims_gpu.cpp: kernels on the GPU
 

@@ -1,0 +1,89 @@
+#include "reference/rule_samples.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace fh {
+
+
+// A float with random sign (if signed_), binary exponent uniform in [e_lo, e_hi] and a random
+// 23-bit fraction; exponents below -126 give subnormals (ldexp rounds them once, to nearest).
+float rand_float(CaseRng& rng, int e_lo, int e_hi, bool signed_) {
+  const double frac = 1.0 + double(rng.below(1u << 23)) / double(1u << 23);
+  const int e = int(rng.range(e_lo, e_hi));
+  float x = float(std::ldexp(frac, e));
+  if (signed_ && (rng.next_u64() & 1)) x = -x;
+  return x;
+}
+
+// Which state slots hold a non-negative quantity (second moments, accumulators).
+StateDecls decls_of(const RuleConfig& c) {
+  return visit_rule(c.id, [&](auto rule) { return decltype(rule)::states(hyper_of<decltype(rule)>(c)); });
+}
+
+// Random states in the rule's domain. RMSprop centered needs square_avg >= grad_avg^2 (torch's
+// states always satisfy it); it gets square_avg = grad_avg^2 (1 + x) with x >= 2^-8.
+void random_states(CaseRng& rng, const RuleConfig& c, int64_t t, float* st) {
+  const StateDecls decls = decls_of(c);
+  for (int k = 0; k < kMaxStates; ++k) {
+    st[k] = 0.0f;
+    if (!decls.slot[k].kept) continue;
+    if (t == 1 && (rng.next_u64() & 1)) { st[k] = float(decls.slot[k].initial); continue; }  // torch's start
+    st[k] = decls.slot[k].nonnegative ? rand_float(rng, -54, 13, false) : rand_float(rng, -27, 7);
+  }
+  if (c.id == RuleId::rmsprop && std::get<RMSprop::Hyper>(c.hyper).centered) {
+    const double ga = st[2];
+    st[0] = float(ga * ga * (1.0 + std::ldexp(1.0, int(rng.range(-8, 3))))) + st[0] * 1e-3f;
+  }
+}
+
+// The smallest float >= x*x (a square_avg that keeps square_avg >= grad_avg^2 exactly).
+static float square_rounded_up(float x) {
+  const double sq = double(x) * double(x);  // exact
+  float f = float(sq);
+  if (double(f) < sq) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+  return f;
+}
+
+static std::vector<int64_t> steps_of(RuleId id) {
+  if (id == RuleId::radam) return {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 100, 10000, 1000000};
+  return {1, 2, 3, 10, 100, 10000, 1000000};
+}
+
+std::vector<RuleSample> make_rule_samples(CaseRng& rng, const RuleConfig& c, int n_random) {
+  std::vector<RuleSample> out;
+  const std::vector<int64_t> steps = steps_of(c.id);
+  for (int i = 0; i < n_random; ++i) {
+    RuleSample e{};
+    e.t = steps[rng.below(steps.size())];
+    e.p = (rng.below(64) == 0) ? 0.0f : rand_float(rng, -14, 3);
+    e.g = (rng.below(64) == 0) ? 0.0f : rand_float(rng, -34, 10);
+    random_states(rng, c, e.t, e.st);
+    e.adversarial = false;
+    out.push_back(e);
+  }
+  // Adversarial: zeros of both signs, subnormals, tiny and huge (up to 1e18) gradients,
+  // subnormal weights and states, zero states, first steps and very late steps.
+  const float gs[] = {0.0f, -0.0f, 1e-45f, -1e-40f, 1e-40f, 1e-30f, -1e-30f, 1e-20f, 1.0f, -1.0f,
+                      1e10f, 1e18f, -1e18f};
+  const float ps[] = {0.0f, -0.0f, 1e-40f, -1e-40f, 1.0f, -2.5f, 1e-30f, 1e20f};
+  const float signed_st[] = {0.0f, -0.0f, 1e-40f, 0.25f};
+  const float nonneg_st[] = {0.0f, -0.0f, 1e-40f, 0.25f};
+  const StateDecls decls = decls_of(c);
+  const bool centered = c.id == RuleId::rmsprop && std::get<RMSprop::Hyper>(c.hyper).centered;
+  for (int64_t t : {int64_t(1), int64_t(2), int64_t(3), int64_t(10000), int64_t(1000000)})
+    for (float g : gs)
+      for (float p : ps)
+        for (int s = 0; s < 4; ++s) {
+          RuleSample e{};
+          e.t = t; e.p = p; e.g = g; e.adversarial = true;
+          for (int k = 0; k < kMaxStates; ++k)
+            if (decls.slot[k].kept) e.st[k] = decls.slot[k].nonnegative ? nonneg_st[s] : signed_st[(s + k) % 4];
+          if (centered) e.st[0] = std::max(e.st[0], square_rounded_up(e.st[2]));  // stay in the domain
+          out.push_back(e);
+        }
+  return out;
+}
+
+}  // namespace fh

@@ -1,0 +1,156 @@
+// Core-numerics claims (no GPU): each fp32 rule against its MPFR twin, the two-phase standard
+// step with an exact versus an fp32 sequential gradient, the INT8 codec bound, and the exact
+// unbiasedness of stochastic rounding.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "kernels/formats/host_param.h"
+#include "kernels/rules/hyper_fields.h"
+#include "oracles/bitwise.h"
+#include "oracles/dot_bound.h"
+#include "oracles/ulp.h"
+#include "reference/case_gen.h"
+#include "reference/exact_gradient.h"
+#include "reference/mpfr_rules.h"
+#include "reference/two_phase_host.h"
+#include "reference/rule_samples.h"
+#include "suites/forge_verify/verify_config.h"
+
+namespace fh {
+namespace {
+
+// ---- rules_vs_mpfr -------------------------------------------------------------------------
+
+void run_rules_vs_mpfr(const VerifyConfig& cfg, Report& report, const Progress& progress) {
+  for (const RuleConfig& rc : cfg.rules) {
+    CaseRecord& cs = report.add_case("rules_vs_mpfr", rule_name(rc.id));
+    cs.set_attr("rule", rule_name(rc.id)).set_attr("hyper", describe_hyper(rc));
+    double worst_ratio = 0, worst_ulps = 0;
+    int64_t judged = 0, failures = 0, out_of_range = 0;
+    std::string first_failure;
+    // Two input classes: random elements in the rule's domain, and the adversarial grid.
+    std::vector<double> class_ulps(2, 0.0), class_ratio(2, 0.0);
+    const std::vector<std::string> class_names{"random", "adversarial"};
+    CaseRng rng(cfg.seed ^ (uint64_t(rc.id) << 32));
+    std::map<int64_t, MpfrStepScalars> ref_scalars;
+    for (const RuleSample& s : make_rule_samples(rng, rc, int(cfg.rule_samples))) {
+      auto it = ref_scalars.find(s.t);
+      if (it == ref_scalars.end()) it = ref_scalars.emplace(s.t, mpfr_step_scalars(rc, s.t)).first;
+      const RuleRefResult ref = mpfr_rule_step(it->second, s.p, s.g, s.st);
+      float p = s.p, st[kMaxStates];
+      std::copy(s.st, s.st + kMaxStates, st);
+      visit_rule(rc.id, [&](auto r) {
+        using Rule = decltype(r);
+        Rule::update(Rule::scalars(hyper_of<Rule>(rc), s.t), p, s.g, st);
+      });
+      const RuleCheck ck = check_rule_element(ref, p, st);
+      if (!ck.judged) ++out_of_range;
+      ++judged;
+      const int cls = s.adversarial ? 1 : 0;
+      auto fold = [&](const OutputCheck& o) {
+        if (!o.judged || o.was_nan || !std::isfinite(o.err)) return;
+        class_ulps[cls] = std::max(class_ulps[cls], o.err_ulps);
+        class_ratio[cls] = std::max(class_ratio[cls], o.ratio);
+      };
+      fold(ck.p);
+      for (int k = 0; k < kMaxStates; ++k) fold(ck.st[k]);
+      if (!ck.pass) {
+        ++failures;
+        if (first_failure.empty())
+          first_failure = class_names[cls] + " t=" + std::to_string(s.t) + " output " + ck.first_failure;
+      }
+    }
+    worst_ulps = std::max(class_ulps[0], class_ulps[1]);
+    worst_ratio = std::max(class_ratio[0], class_ratio[1]);
+    std::string classes;
+    for (const auto& n : class_names) classes += (classes.empty() ? "" : ",") + n;
+    cs.set_attr("input_classes", classes);
+    cs.add_f64("max_err_ulps", class_ulps, "per input class: largest |fp32 - exact| in ulps of the exact value");
+    cs.add_f64("max_err_over_bound", class_ratio, "per input class: largest |fp32 - exact| / bound");
+    cs.add_i64("counts", {judged, failures, out_of_range}, "elements, elements outside the bound, elements with an output outside fp32's range (IEEE inf/NaN, judged by the suite, not bounded)");
+    if (failures == 0 && judged > 0)
+      cs.add_check(Check::passed("within_bound", "max_err_over_bound", worst_ratio, 1.0));
+    else
+      cs.add_check(Check::failed("within_bound", "max_err_over_bound", worst_ratio, 1.0,
+                                 std::to_string(failures) + " elements outside the bound; first: " + first_failure));
+    cs.add_check(Check::passed("max_err_ulps", "max_err_ulps", worst_ulps, INFINITY));
+    progress.note(std::string(rule_name(rc.id)) + ": " + std::to_string(judged) + " elements, max " +
+                  std::to_string(worst_ulps) + " ulp, max err/bound " + std::to_string(worst_ratio));
+  }
+}
+
+// ---- two_phase_exact_vs_seq -----------------------------------------------------------------
+
+void run_two_phase(const VerifyConfig& cfg, Report& report, const Progress& progress) {
+  // G once per input distribution; the rule cases reuse it.
+  const WgradCase normal = make_wgrad_case(cfg.seed, cfg.tokens, cfg.in, cfg.out, CaseDistribution::normal);
+  const WgradCase ints = make_wgrad_case(cfg.seed + 1, cfg.tokens, cfg.in, cfg.out, CaseDistribution::small_integer);
+  std::vector<double> abs_sum;
+  const auto g_exact = exact_wgrad(normal.X.data(), normal.dY.data(), cfg.tokens, cfg.in, cfg.out, &abs_sum);
+  const auto g_seq = fp32_sequential_wgrad(normal.X.data(), normal.dY.data(), cfg.tokens, cfg.in, cfg.out);
+  double worst_ratio = 0;
+  int64_t outside = 0;
+  for (size_t i = 0; i < g_exact.size(); ++i) {
+    // G_exact is the exact sum rounded once, so the sequential sum may be half an ulp further.
+    const double bound = seq_fp32_dot_bound(cfg.tokens, abs_sum[i]) + 0.5 * ulp_f32(g_exact[i]);
+    const double err = std::fabs(double(g_seq[i]) - double(g_exact[i]));
+    if (err > bound) ++outside;
+    if (bound > 0) worst_ratio = std::max(worst_ratio, err / bound);
+  }
+  const auto gi_exact = exact_wgrad(ints.X.data(), ints.dY.data(), cfg.tokens, cfg.in, cfg.out);
+  const auto gi_seq = fp32_sequential_wgrad(ints.X.data(), ints.dY.data(), cfg.tokens, cfg.in, cfg.out);
+  const BitwiseReport gi_cmp = compare_bitwise(gi_exact, gi_seq, cfg.out, cfg.in, {"G small-integer"});
+
+  for (const RuleConfig& rc : cfg.rules)
+    for (StateFormat sf : cfg.formats)
+      for (WeightStore ws : cfg.stores) {
+        CaseRecord& cs = report.add_case("two_phase_exact_vs_seq", case_name(rc.id, sf, ws));
+        cs.set_attr("rule", rule_name(rc.id)).set_attr("state_format", state_format_name(sf))
+          .set_attr("weight_store", weight_store_name(ws)).set_attr("hyper", describe_hyper(rc))
+          .set_attr("shape", std::to_string(cfg.out) + "x" + std::to_string(cfg.in) + "x" + std::to_string(cfg.tokens));
+        if (outside == 0) cs.add_check(Check::passed("G_within_dot_bound", "max_err_over_bound", worst_ratio, 1.0));
+        else cs.add_check(Check::failed("G_within_dot_bound", "max_err_over_bound", worst_ratio, 1.0,
+                                        std::to_string(outside) + " elements of G outside the bound"));
+        // W after cfg.steps steps from the two gradients, on normal data: the deviation is data.
+        HostParam w_exact = HostParam::make(rc, sf, ws, cfg.out, cfg.in, normal.w0, cfg.seed, 1);
+        HostParam w_seq = w_exact;
+        std::vector<double> w_dev_ulps;
+        for (int64_t step = 1; step <= cfg.steps; ++step) {
+          apply_two_phase_update(w_exact, g_exact, step);
+          apply_two_phase_update(w_seq, g_seq, step);
+          uint64_t worst = 0;
+          for (int64_t i = 0; i < cfg.out * cfg.in; ++i) {
+            const uint64_t d = ulp_distance_f32(w_exact.weight(i), w_seq.weight(i));
+            if (d != kUlpNaN) worst = std::max(worst, d);
+          }
+          w_dev_ulps.push_back(double(worst));
+        }
+        cs.add_f64("w_max_dev_ulps_per_step", w_dev_ulps, "largest |W(exact G) - W(fp32 sequential G)| in ulps, per step");
+        // Small-integer inputs: both G are exact, so both steps must agree bit for bit.
+        HostParam a = HostParam::make(rc, sf, ws, cfg.out, cfg.in, ints.w0, cfg.seed, 1);
+        HostParam b = a;
+        apply_two_phase_update(a, gi_exact, 1);
+        apply_two_phase_update(b, gi_seq, 1);
+        BitwiseReport wcmp = ws == WeightStore::fp32_master
+            ? compare_bitwise(a.master, b.master, cfg.out, cfg.in, {"W small-integer", {}, 1})
+            : compare_bitwise(a.bf16, b.bf16, cfg.out, cfg.in, {"W small-integer", {}, 1});
+        const int64_t differ = gi_cmp.n_differ + wcmp.n_differ;
+        Check c = differ == 0 ? Check::passed("exact_inputs_bitwise", "differing", 0, 0)
+                              : Check::failed("exact_inputs_bitwise", "differing", double(differ), 0,
+                                              gi_cmp.n_differ ? gi_cmp.to_string() : wcmp.to_string());
+        c.bitwise(differ, double(std::max(gi_cmp.max_ulp, wcmp.max_ulp)),
+                  differ ? (gi_cmp.n_differ ? gi_cmp.to_string() : wcmp.to_string()) : "");
+        cs.add_check(c);
+      }
+  progress.note("G: " + std::to_string(outside) + " elements outside the dot bound, max err/bound " + std::to_string(worst_ratio));
+}
+
+}  // namespace
+
+void add_core_claims(std::vector<ClaimSpec>& out) {
+  out.push_back({"rules_vs_mpfr", "each fp32 rule within its stated bound of its MPFR twin", false, run_rules_vs_mpfr});
+  out.push_back({"two_phase_exact_vs_seq", "two-phase step: exact G vs fp32 sequential G within the dot-product bound", false, run_two_phase});
+}
+
+}  // namespace fh
