@@ -94,7 +94,7 @@ std::vector<uint16_t> gen_bf16(CaseRng& rng, int64_t n, CaseDistribution dist,
                                const CaseDistParams& p) {
   if (n < 0) throw std::invalid_argument("gen_bf16: negative count");
   check_params(dist, p);
-  std::vector<uint16_t> v(size_t(n));
+  std::vector<uint16_t> v(static_cast<size_t>(n));
   for (auto& b : v) {
     switch (dist) {
       case CaseDistribution::normal: b = draw_normal_bf16(rng, p.scale); break;
@@ -118,7 +118,7 @@ std::vector<uint16_t> gen_bf16(CaseRng& rng, int64_t n, CaseDistribution dist,
 std::vector<float> gen_weights_f32(CaseRng& rng, int64_t n, double scale) {
   if (n < 0) throw std::invalid_argument("gen_weights_f32: negative count");
   if (!(scale >= 0.0) || !(scale < 1e30)) throw std::invalid_argument("gen_weights_f32: bad scale");
-  std::vector<float> w(size_t(n));
+  std::vector<float> w(static_cast<size_t>(n));
   for (auto& x : w) x = float(scale * rng.normalish());
   return w;
 }

@@ -41,7 +41,7 @@ Options:
   --shape OUTxINxT         layer shape and token count, each >= 1 (default: 192x256x100)
   --steps N                consecutive optimizer steps per case, >= 1 (default: 5)
   --seed N                 seed of every generated input (default: 20261202)
-  --samples N              elements per rule and input class for the MPFR check (default: 4000)
+  --samples N              elements per rule and input class for the MPFR check (default: 1000)
   --hyper KEY=VALUE        set a hyperparameter (torch.optim names; beta1/beta2 for betas;
                            flags as 0/1) on every selected rule that has it (repeatable);
                            an error if no selected rule has KEY or VALUE is invalid

@@ -17,7 +17,7 @@ struct VerifyConfig {
   int64_t out = 192, in = 256, tokens = 100;  // one layer: W [out, in], T tokens (ragged on purpose)
   int64_t steps = 5;
   uint64_t seed = 20261202;
-  int64_t rule_samples = 4000;            // elements per rule and input class in the MPFR check
+  int64_t rule_samples = 1000;            // elements per rule and input class in the MPFR check
   std::vector<std::string> claims;        // empty: all
   std::string report_path;                // default: ./forge-verify-<UTC time>.h5
   bool gpu_available = false;
