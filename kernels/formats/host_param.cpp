@@ -7,6 +7,10 @@ namespace fh {
 
 void require_block_aligned(StateFormat sf, int64_t edge, int64_t global_cols, const char* what) {
   if (sf != StateFormat::int8) return;
+  if (edge < 0 || edge > global_cols)
+    throw std::invalid_argument(std::string(what) + " edge at column " + std::to_string(edge) +
+                                " lies outside the tensor's " + std::to_string(global_cols) +
+                                " columns");
   if (edge % kInt8Block != 0 && edge != global_cols)
     throw std::invalid_argument(std::string(what) + " edge at column " + std::to_string(edge) +
                                 " would split an INT8 block of " + std::to_string(kInt8Block) +
@@ -130,6 +134,10 @@ void apply_rule_region(const RuleConfig& rule, StateFormat sf, WeightStore ws, c
   if (step < 1) throw std::invalid_argument("apply_rule_region: step counts from 1");
   if (r0 < 0 || r1 > pv_in.rows || c0 < 0 || c1 > pv_in.cols || r0 > r1 || c0 > c1)
     throw std::invalid_argument("apply_rule_region: region outside the tensor");
+  // The shard's own edges too: blocks are counted from the view's column 0, so a shard starting
+  // mid-block would put every local block across a global one.
+  require_block_aligned(sf, pv_in.col0, pv_in.global_cols, "shard");
+  require_block_aligned(sf, pv_in.col0 + pv_in.cols, pv_in.global_cols, "shard");
   require_block_aligned(sf, pv_in.col0 + c0, pv_in.global_cols, "update region");
   require_block_aligned(sf, pv_in.col0 + c1, pv_in.global_cols, "update region");
   ParamView pv = pv_in;

@@ -1,18 +1,34 @@
 // INT8 block-quantized optimizer state: blocks of 64 contiguous elements along `in`, one fp32
-// absmax per block (DESIGN contract 5: a block never straddles a tile or shard edge).
+// absmax per block (DESIGN contract 5: a block never straddles a tile or shard edge; the block at
+// a row's end may be shorter). The derivation of everything below is in INT8_CODEC.md next to
+// this file; suites/cpu/test_int8_codec.cpp checks it exactly.
 //
-// Codec (linear, absmax-scaled, round-to-nearest-even on the integer grid):
-//   signed moments      q in [-127, 127],  step = absmax / 127
-//   non-negative moments q in [0, 255],    step = absmax / 255
-//   encode: q = clamp(rne(x / absmax * L)), L = 127 or 255, evaluated as fl(fl(x / absmax) * L)
-//   decode: x' = fl(fl(q * absmax) / L)
-// Error bound (derived in reports/SCHEMA.md "INT8 codec bound" and checked exactly by
-// suites/cpu/test_int8_codec.cpp): for a finite block with absmax a > 0 and every element x,
-//   |x' - x| <= a / (2L) + a * 4u / L * (L + 1) + 2^-149,   u = 2^-24,
-// i.e. half a quantisation step plus a few fp32 roundings of size a*u, plus one subnormal ulp.
-// Special blocks: absmax = 0 -> every q = 0, decodes to +0 exactly. A NaN anywhere in the block
-// makes absmax NaN and the whole block (only that block) decodes to NaN. An infinity makes
-// absmax inf: the infinite elements decode to +-inf... see int8_encode for the exact rule.
+// Codec (linear, absmax-scaled), L = 127 for signed moments (q in [-127, 127], stored as int8)
+// and L = 255 for non-negative moments (q in [0, 255], stored as uint8):
+//   absmax: a = max |x_i| over the block (a NaN element makes a NaN)
+//   encode: q_i = clamp(rne(fl(fl(x_i / a) * L)), lo, L),   lo = -L or 0
+//   decode: x'_i = fl(fl(q_i / L) * a)      (q_i = 0 gives +0 without touching a)
+// Each fl is one correctly rounded fp32 operation of the IEEE shim (fh::fdiv, fh::fmul), so
+// host and device give the same bits. |fl(q/L)| <= 1, so decode never overflows, and q = +-L
+// decodes to +-a exactly.
+// Error bound, for a finite block with absmax a and every element x (x >= 0 for the
+// non-negative codec), u = 2^-24:
+//   |x' - x| <= B(a) = a / (2L) + 4 u a + 2^-150
+// (half a quantisation step, two fp32 roundings in encode and two in decode, and half a
+// subnormal spacing for a decode that lands in the subnormal range); int8_codec_bound returns B
+// rounded up.
+// Special blocks:
+//   a = 0 (all elements +-0): every q = 0, every element decodes to +0.
+//   a = NaN (some element NaN): q = 0, absmax stays that NaN, and every element of this block
+//     (only this block) decodes to it.
+//   a = inf (some element +-inf, none NaN): +inf -> q = L, -inf -> q = -L (0 for the
+//     non-negative codec), every finite element -> q = 0. Decode: +-inf at +-L, +0 elsewhere.
+//     The finite elements' values are lost (B(inf) = inf); no other block is affected.
+//   negative x in the non-negative codec (never produced by a correct rule): q = 0, decodes
+//     to +0; |x| still counts toward a.
+// Re-encoding a decoded block reproduces a and q exactly (for every finite a; for the
+// non-negative codec, when no element is negative). For a <= L * 2^-149 (a subnormal absmax
+// coarser than the step) the codec is even lossless: decode(encode(x)) = x.
 #pragma once
 #include "kernels/common/ieee_shim.h"
 
@@ -22,37 +38,34 @@ constexpr int kInt8Block = 64;
 
 FH_HD int int8_levels(bool nonnegative) { return nonnegative ? 255 : 127; }
 
-// Round half to even of a finite float in [-256, 256] to an integer, exactly.
+// Round half to even of a float in [-2^22, 2^22] to an integer, exactly: adding 1.5*2^23 lands
+// in [2^23, 2^24), where the fp32 spacing is 1, so the addition rounds to an integer (RNE) and
+// the subtraction is exact.
 FH_HD int rne_small(float y) {
-  // Adding and subtracting 1.5*2^23 rounds to an integer with the current (nearest-even) mode.
   const float magic = 12582912.0f;
   return int(fsub(fadd(y, magic), magic));
 }
 
-// Encode n <= 64 values of one block. q is int8 storage; for non-negative moments the byte is
-// read as unsigned (0..255). Negative inputs to the non-negative codec (never produced by a
-// correct rule) clamp to 0.
+// Encode n <= 64 values of one block. q is the byte storage: int8 for signed moments, uint8 for
+// non-negative ones.
 FH_HD void int8_encode_block(const float* x, int n, bool nonnegative, uint8_t* q, float* absmax) {
   float a = 0.0f;
   for (int i = 0; i < n; ++i) a = fmax_nan(a, fabs_(x[i]));
   *absmax = a;
   const int L = int8_levels(nonnegative);
-  const bool special = !(a > 0.0f) || !fisfinite(a);  // zero, NaN or inf absmax
+  const int lo = nonnegative ? 0 : -L;
+  const bool regular = a > 0.0f && fisfinite(a);  // false for 0, NaN and inf
+  const bool infinite = a > 0.0f && !fisfinite(a);
   for (int i = 0; i < n; ++i) {
     int qi = 0;
-    if (!special) {
-      int r = rne_small(fmul(fdiv(x[i], a), float(L)));
-      int lo = nonnegative ? 0 : -L;
-      qi = r < lo ? lo : (r > L ? L : r);
-    } else if (!fisnan(a) && !(a > 0.0f)) {
-      qi = 0;
-    } else {
-      // inf absmax: infinite elements keep their sign at the extreme level, others go to 0,
-      // and decode gives +-inf for them (inf * L / L) and 0 for the rest (0 * inf is avoided
-      // in decode). NaN absmax: q is irrelevant, decode returns NaN.
-      qi = fisfinite(x[i]) ? 0 : (f2u(x[i]) >> 31 ? -L : L);
-      if (nonnegative && qi < 0) qi = 0;
+    if (regular) {
+      // |x / a| <= 1, so the rounding cannot leave [-L, L]; the clamp is for the non-negative
+      // codec's negative inputs (and keeps bad input from wrapping a byte).
+      qi = rne_small(fmul(fdiv(x[i], a), float(L)));
+    } else if (infinite && !fisfinite(x[i])) {
+      qi = (f2u(x[i]) >> 31) ? -L : L;
     }
+    qi = qi < lo ? lo : (qi > L ? L : qi);
     q[i] = uint8_t(qi & 0xff);
   }
 }
@@ -61,8 +74,20 @@ FH_HD float int8_decode(uint8_t qbyte, bool nonnegative, float absmax) {
   const int L = int8_levels(nonnegative);
   const int q = nonnegative ? int(qbyte) : int(int8_t(qbyte));
   if (fisnan(absmax)) return absmax;
-  if (q == 0) return 0.0f;
-  return fdiv(fmul(float(q), absmax), float(L));
+  if (q == 0) return 0.0f;  // also avoids 0 * inf in an infinite block
+  return fmul(fdiv(float(q), float(L)), absmax);
+}
+
+// B(a) = a/(2L) + 4*2^-24*a + 2^-150, rounded up (host only; the bound is a verdict's threshold,
+// never used by a producer). Each double operation below errs by at most 2^-53 relatively and
+// every term is >= 2^-150 (no underflow), so the computed sum is >= B(1 - 2^-53)^3; the final
+// factor (1 + 2^-50), itself rounded, more than makes up for it. NaN gives NaN, inf gives inf.
+inline double int8_codec_bound(float absmax, bool nonnegative) {
+  const double a = double(absmax);
+  const double half_step = a / double(2 * int8_levels(nonnegative));
+  const double roundings = a * 0x1p-22;  // 4u*a, exact
+  const double subnormal = 0x1p-150;
+  return ((half_step + roundings) + subnormal) * (1.0 + 0x1p-50);
 }
 
 }  // namespace fh

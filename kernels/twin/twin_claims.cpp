@@ -1,4 +1,5 @@
 #include "kernels/twin/twin_claims.h"
+#include "oracles/param_compare.h"
 
 #include <algorithm>
 #include <cmath>
@@ -59,73 +60,15 @@ std::string combo_name(RuleId r, StateFormat f, WeightStore w) {
 
 // ---------------------------------------------------------------- evidence
 
-struct Evidence {
-  int64_t differing = 0;
-  double max_ulp = 0;
-  std::string first_diff;
-  int64_t compared = 0;  // arrays compared
-
-  void add(const BitwiseReport& r, const std::string& where = {}) {
-    ++compared;
-    if (r.equal()) return;
-    differing += r.n_differ;
-    const double u = r.max_ulp == kUlpNaN ? std::numeric_limits<double>::infinity() : double(r.max_ulp);
-    max_ulp = std::max(max_ulp, u);
-    if (first_diff.empty()) first_diff = (where.empty() ? "" : where + ": ") + r.to_string();
-  }
-  void add(const Evidence& e) {
-    compared += e.compared;
-    differing += e.differing;
-    max_ulp = std::max(max_ulp, e.max_ulp);
-    if (first_diff.empty()) first_diff = e.first_diff;
-  }
-  // Bitwise verdicts: metric = differing elements, bound = 0 (bounded cases overwrite both).
-  void fill(ClaimCaseResult& c) const {
-    c.metric = double(differing);
-    c.bound = 0.0;
-    c.differing = differing;
-    c.max_ulp = max_ulp;
-    c.first_diff = first_diff;
-  }
-};
-
-// Every stored array of two parameters: weights (master and bf16), every kept state slot in its
-// stored form (int8: codes and absmax), bit for bit.
-void compare_params(Evidence& ev, const HostParam& a, const HostParam& b, int64_t step,
-                    TileShape tile, const std::string& where) {
-  const int64_t R = a.rows, C = a.cols;
-  auto ctx = [&](const std::string& what, TileShape t) {
-    BitwiseContext c;
-    c.name = what;
-    c.tile = t;
-    c.step = step;
-    return c;
-  };
-  if (a.weight_store == WeightStore::fp32_master)
-    ev.add(compare_bitwise(a.master, b.master, R, C, ctx("weight (fp32 master)", tile)), where);
-  ev.add(compare_bitwise(a.bf16, b.bf16, R, C,
-                         ctx(a.weight_store == WeightStore::fp32_master ? "weight (bf16 copy)" : "weight (bf16)", tile)),
-         where);
-  for (int k = 0; k < kMaxStates; ++k) {
-    const StateDecl& d = a.decls.slot[k];
-    if (!d.kept) continue;
-    const std::string nm = std::string("state ") + d.name;
-    switch (a.state_format) {
-      case StateFormat::fp32: ev.add(compare_bitwise(a.st_f32[k], b.st_f32[k], R, C, ctx(nm, tile)), where); break;
-      case StateFormat::bf16: ev.add(compare_bitwise(a.st_bf16[k], b.st_bf16[k], R, C, ctx(nm, tile)), where); break;
-      case StateFormat::int8: {
-        BitwiseContext cc = ctx(nm + " (int8 codes)", tile);
-        cc.signed_codes = !d.nonnegative;
-        ev.add(compare_bitwise(a.st_i8[k], b.st_i8[k], R, C, cc), where);
-        const TileShape blk_tile{tile.rows, std::max<int64_t>(1, tile.cols / kInt8Block)};
-        ev.add(compare_bitwise(a.st_absmax[k], b.st_absmax[k], R, a.blocks_per_row(),
-                               ctx(nm + " (int8 absmax per block)", blk_tile)),
-               where);
-        break;
-      }
-    }
-  }
+// Bitwise verdicts: metric = differing elements, bound = 0 (bounded cases overwrite both).
+void fill(const ParamEvidence& ev, ClaimCaseResult& c) {
+  c.metric = double(ev.differing);
+  c.bound = 0.0;
+  c.differing = ev.differing;
+  c.max_ulp = ev.max_ulp;
+  c.first_diff = ev.first_diff;
 }
+using Evidence = ParamEvidence;
 
 void compare_dx(Evidence& ev, const std::vector<float>& a, const std::vector<float>& b, int64_t T,
                 int64_t in, int64_t step, const std::string& where) {
@@ -307,7 +250,7 @@ std::vector<ClaimCaseResult> run_prop1_cases(const Prop1Config& cfg) {
         ctx.name = "G order-matched vs reference";
         ev.add(compare_bitwise(g_om, g_ref, out, in, ctx));
       }
-      ev.fill(c);
+      fill(ev, c);
       c.pass = ev.differing == 0;
       c.note = "seed " + std::to_string(inp.seed);
       results.push_back(std::move(c));
@@ -337,7 +280,7 @@ std::vector<ClaimCaseResult> run_prop1_cases(const Prop1Config& cfg) {
         compare_params(ev, twin, two_phase, step, tile, "twin vs order-matched");
         compare_dx(ev, dx_twin, dx_two, T, in, step, "twin vs order-matched");
       }
-      ev.fill(c);
+      fill(ev, c);
       c.pass = ev.differing == 0;
       c.note = std::to_string(cfg.steps) + " steps, " + std::to_string(ev.compared) +
                " arrays compared, visit " + tile_visit_order_name(cfg.visit) + ", seed " +
@@ -428,7 +371,7 @@ std::vector<ClaimCaseResult> run_schedule_invariance_cases(const ScheduleInvaria
       ClaimCaseResult c;
       c.claim = "schedule_invariance";
       c.case_name = shape.label() + " | " + variants[vi].name + " | " + weight_store_name(kAllStores[wi]);
-      ev[vi][wi].fill(c);
+      fill(ev[vi][wi], c);
       c.pass = ev[vi][wi].differing == 0;
       std::string list;
       for (const auto& s : covered[wi]) list += (list.empty() ? "" : ",") + s;
@@ -479,7 +422,7 @@ std::vector<ClaimCaseResult> run_schedule_invariance_cases(const ScheduleInvaria
     fused_twin_step(wa, s1.X.data(), s1.dY.data(), T, 1, base);
     fused_twin_step(wb, s1.X.data(), s1.dY.data(), T, 1, vs);
     compare_params(ev_w, wb, wa, 1, TileShape{128, 128}, "W after one adamw step");
-    ev_g.fill(c);
+    fill(ev_g, c);
     c.metric = worst;
     c.bound = 1.0;
     c.pass = ev_g.differing > 0 && worst <= 1.0 && ev_om.differing == 0 && ev_w.differing > 0;
@@ -541,7 +484,7 @@ std::vector<ClaimCaseResult> run_corollary1_cases(const Corollary1Config& cfg) {
           }
         }
     }
-    ev_g.fill(cg);
+    fill(ev_g, cg);
     cg.metric = worst;
     cg.bound = 1.0;
     cg.pass = worst <= 1.0;
@@ -590,7 +533,7 @@ std::vector<ClaimCaseResult> run_corollary1_cases(const Corollary1Config& cfg) {
       }
       Evidence both = ev_twin;
       both.add(ev_ref);
-      both.fill(c);
+      fill(both, c);
       c.pass = both.differing == 0;
       c.note = "W/state twin vs exact-G step differ in " + std::to_string(ev_dev.differing) +
                " (max " + std::to_string(ev_dev.max_ulp) + " ulp), all explained by G";
@@ -651,7 +594,7 @@ std::vector<ClaimCaseResult> run_corollary1_cases(const Corollary1Config& cfg) {
         two_phase_step_host(ref, s.X.data(), s.dY.data(), T, k + 1, GradProducer::tensor_core_chain);
         compare_params(ev, twin, ref, k + 1, tile, "twin vs tensor_core_chain standard step");
       }
-      ev.fill(c);
+      fill(ev, c);
       c.pass = ev.differing == 0;
       results.push_back(std::move(c));
     }
@@ -690,7 +633,7 @@ std::vector<ClaimCaseResult> run_nonseparable_cases(const NonseparableConfig& cf
     c.case_name = shape.label() + " | LAMB tile-local trust ratio through the twin MUST differ";
     Evidence ev;
     lamb_compare(sched, ev);
-    ev.fill(c);
+    fill(ev, c);
     c.pass = ev.differing > 0;
     c.note = c.pass ? "differs, as it must: the suite sees a wrong fusion"
                     : "NO difference: the suite cannot see a non-separable fusion";
@@ -702,7 +645,7 @@ std::vector<ClaimCaseResult> run_nonseparable_cases(const NonseparableConfig& cf
     c.case_name = shape.label() + " | control: LAMB with one tile covering the tensor matches";
     Evidence ev;
     lamb_compare(one_tile, ev);
-    ev.fill(c);
+    fill(ev, c);
     c.pass = ev.differing == 0;
     c.note = "the difference above comes from the tiling alone";
     results.push_back(std::move(c));
@@ -721,7 +664,7 @@ std::vector<ClaimCaseResult> run_nonseparable_cases(const NonseparableConfig& cf
       order_matched_step(two, s.X.data(), s.dY.data(), T, k + 1, sched.order);
       compare_params(ev, fused, two, k + 1, tile, "adamw twin vs order-matched");
     }
-    ev.fill(c);
+    fill(ev, c);
     c.pass = ev.differing == 0;
     results.push_back(std::move(c));
   }

@@ -1,0 +1,24 @@
+// Bitwise comparison of two whole parameters (weights, the bf16 copy, every kept state slot in
+// its stored form; int8: codes and absmax), folding DESIGN contract 7's evidence over arrays and
+// steps. Used by the twin claims, the GPU suites and forge-verify.
+#pragma once
+#include <string>
+#include "kernels/formats/host_param.h"
+#include "oracles/bitwise.h"
+
+namespace fh {
+
+struct ParamEvidence {
+  int64_t differing = 0;   // elements that differ, summed over arrays and steps
+  double max_ulp = 0;      // largest ulp distance among them (+inf when a NaN differs)
+  std::string first_diff;  // the first difference, with its array, coordinate, tile and step
+  int64_t compared = 0;    // arrays compared
+  void add(const BitwiseReport& r, const std::string& where = {});
+  void add(const ParamEvidence& e);
+};
+
+// Every stored array of a and b (same rule, format, store and shape), bit for bit.
+void compare_params(ParamEvidence& ev, const HostParam& a, const HostParam& b, int64_t step,
+                    TileShape tile, const std::string& where);
+
+}  // namespace fh
