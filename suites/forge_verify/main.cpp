@@ -101,7 +101,9 @@ VerifyConfig parse_args(int argc, char** argv, bool& list_only) {
   std::vector<RuleId> rules;
   std::vector<std::pair<std::string, double>> hypers;
   auto need = [&](int& i) -> std::string {
-    if (i + 1 >= argc) throw UsageError(std::string(argv[i]) + " needs a value");
+    // A following option is not a value: "--steps --report x" is a missing value, not "--report".
+    if (i + 1 >= argc || std::strncmp(argv[i + 1], "--", 2) == 0)
+      throw UsageError(std::string(argv[i]) + " needs a value");
     return argv[++i];
   };
   for (int i = 1; i < argc; ++i) {
