@@ -1,0 +1,74 @@
+// Runtime dispatch of the fused kernel: checks, per-step scalars on the host (double, rounded
+// once, DESIGN contract 1), then the rule family's instantiation (rule_family_<rule>.cu).
+#include <string>
+
+#include "kernels/gpu/gpu_api.h"
+#include "kernels/gpu/rule_family.h"
+
+namespace fh::gpu {
+
+namespace {
+
+void require_state_pointers(const ParamView& pv, WeightStore ws, const StateDecls& decls, StateFormat sf,
+                            const char* who) {
+  if (ws == WeightStore::fp32_master && !pv.master)
+    throw std::invalid_argument(std::string(who) + ": fp32_master store needs pv.master");
+  if (ws != WeightStore::fp32_master && !pv.bf16)
+    throw std::invalid_argument(std::string(who) + ": bf16 store needs pv.bf16");
+  for (int k = 0; k < kMaxStates; ++k) {
+    if (!decls.slot[k].kept) continue;
+    if (!pv.state[k].data)
+      throw std::invalid_argument(std::string(who) + ": state slot " + std::to_string(k) + " (" +
+                                  decls.slot[k].name + ") has no storage");
+    if (sf == StateFormat::int8 && !pv.state[k].absmax)
+      throw std::invalid_argument(std::string(who) + ": int8 state slot " + std::to_string(k) +
+                                  " has no absmax");
+    if (pv.state[k].nonnegative != decls.slot[k].nonnegative)
+      throw std::invalid_argument(std::string(who) + ": state slot " + std::to_string(k) +
+                                  " has the wrong codec sign");
+  }
+}
+
+}  // namespace
+
+void validate_param_view(const RuleConfig& rule, StateFormat sf, WeightStore ws, const ParamView& pv,
+                         int64_t step, const char* who) {
+  if (step < 1) throw std::invalid_argument(std::string(who) + ": step counts from 1");
+  if (pv.rows < 1 || pv.cols < 1) throw std::invalid_argument(std::string(who) + ": empty weight view");
+  if (pv.row0 < 0 || pv.col0 < 0 || pv.global_cols < pv.col0 + pv.cols)
+    throw std::invalid_argument(std::string(who) + ": view does not fit its global row length");
+  // INT8 blocks must not straddle the view's edges (DESIGN contract 5).
+  require_block_aligned(sf, pv.col0, pv.global_cols, who);
+  require_block_aligned(sf, pv.col0 + pv.cols, pv.global_cols, who);
+  visit_rule(rule.id, [&](auto r) {
+    using Rule = decltype(r);
+    Rule::validate(hyper_of<Rule>(rule));
+    require_state_pointers(pv, ws, Rule::states(hyper_of<Rule>(rule)), sf, who);
+  });
+}
+
+void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateFormat sf,
+                        WeightStore ws, const ParamView& pv_in, int64_t step, TileShape tile,
+                        cudaStream_t stream) {
+  validate_problem(p, "fused_wgrad_update");
+  validate_param_view(rule, sf, ws, pv_in, step, "fused_wgrad_update");
+  if (!tile_supported(tile))
+    throw std::invalid_argument("fused_wgrad_update: unsupported tile " + std::to_string(tile.rows) +
+                                "x" + std::to_string(tile.cols) + " (128x128 or 64x64)");
+  if (pv_in.rows != p.out || pv_in.cols != p.in)
+    throw std::invalid_argument("fused_wgrad_update: W view is " + std::to_string(pv_in.rows) + "x" +
+                                std::to_string(pv_in.cols) + " but G is " + std::to_string(p.out) +
+                                "x" + std::to_string(p.in));
+  // Tile column edges fall at col0 + k * TC: for INT8 state they must be block aligned.
+  require_block_aligned(sf, pv_in.col0 + (tile.cols < pv_in.cols ? tile.cols : pv_in.cols),
+                        pv_in.global_cols, "fused_wgrad_update tile");
+  ParamView pv = pv_in;
+  pv.sr.step = uint32_t(step);
+  visit_rule(rule.id, [&](auto r) {
+    using Rule = decltype(r);
+    const typename Rule::Scalars s = Rule::scalars(hyper_of<Rule>(rule), step);
+    launch_fused_typed<Rule>(sf, ws, p, s, pv, tile, stream);
+  });
+}
+
+}  // namespace fh::gpu

@@ -1,0 +1,110 @@
+// Error checks, DeviceParam and the cuBLAS handle of the GPU API (kernels/gpu/gpu_api.h).
+#include "kernels/gpu/gpu_api.h"
+
+#include <atomic>
+
+namespace fh::gpu {
+
+void cuda_check(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return;
+  throw std::runtime_error(std::string(what) + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+}
+
+void cublas_check(cublasStatus_t s, const char* what) {
+  if (s == CUBLAS_STATUS_SUCCESS) return;
+  throw std::runtime_error(std::string(what) + ": cuBLAS status " + std::to_string(int(s)) + " (" +
+                           cublasGetStatusName(s) + ": " + cublasGetStatusString(s) + ")");
+}
+
+void validate_problem(const WgradProblem& p, const char* who) {
+  if (!p.x || !p.dy) throw std::invalid_argument(std::string(who) + ": X and dY must be device pointers");
+  if (p.tokens < 1 || p.out < 1 || p.in < 1)
+    throw std::invalid_argument(std::string(who) + ": tokens, out and in must be >= 1 (got T=" +
+                                std::to_string(p.tokens) + ", out=" + std::to_string(p.out) +
+                                ", in=" + std::to_string(p.in) + ")");
+  if (p.tokens > (int64_t(1) << 31) || p.out > (int64_t(1) << 31) || p.in > (int64_t(1) << 31))
+    throw std::invalid_argument(std::string(who) + ": dimensions above 2^31 are not supported");
+}
+
+namespace {
+std::atomic<int> g_fused_planted_defect{0};
+}
+void set_fused_planted_defect(FusedPlantedDefect d) { g_fused_planted_defect.store(int(d)); }
+FusedPlantedDefect fused_planted_defect() { return FusedPlantedDefect(g_fused_planted_defect.load()); }
+
+bool tile_supported(TileShape t) {
+  return (t.rows == 128 && t.cols == 128) || (t.rows == 64 && t.cols == 64);
+}
+
+DeviceParam::DeviceParam(const HostParam& hp) {
+  shape_.rule = hp.rule;
+  shape_.state_format = hp.state_format;
+  shape_.weight_store = hp.weight_store;
+  shape_.rows = hp.rows;
+  shape_.cols = hp.cols;
+  shape_.decls = hp.decls;
+  shape_.sr = hp.sr;
+  master_ = DeviceBuffer<float>(hp.master);
+  bf16_ = DeviceBuffer<uint16_t>(hp.bf16);
+  for (int k = 0; k < kMaxStates; ++k) {
+    st_f32_[k] = DeviceBuffer<float>(hp.st_f32[k]);
+    st_bf16_[k] = DeviceBuffer<uint16_t>(hp.st_bf16[k]);
+    st_i8_[k] = DeviceBuffer<uint8_t>(hp.st_i8[k]);
+    st_absmax_[k] = DeviceBuffer<float>(hp.st_absmax[k]);
+  }
+}
+
+void DeviceParam::upload(const HostParam& hp) {
+  if (hp.rows != shape_.rows || hp.cols != shape_.cols || hp.state_format != shape_.state_format ||
+      hp.weight_store != shape_.weight_store)
+    throw std::invalid_argument("DeviceParam::upload: shape or format differs from construction");
+  master_.upload(hp.master);
+  bf16_.upload(hp.bf16);
+  for (int k = 0; k < kMaxStates; ++k) {
+    st_f32_[k].upload(hp.st_f32[k]);
+    st_bf16_[k].upload(hp.st_bf16[k]);
+    st_i8_[k].upload(hp.st_i8[k]);
+    st_absmax_[k].upload(hp.st_absmax[k]);
+  }
+}
+
+ParamView DeviceParam::view() const {
+  ParamView pv;
+  pv.rows = shape_.rows;
+  pv.cols = shape_.cols;
+  pv.global_cols = shape_.cols;
+  pv.master = master_.size() ? master_.data() : nullptr;
+  pv.bf16 = bf16_.size() ? bf16_.data() : nullptr;
+  pv.sr = shape_.sr;
+  for (int k = 0; k < kMaxStates; ++k) {
+    if (!shape_.decls.slot[k].kept) continue;
+    StateView& sv = pv.state[k];
+    sv.nonnegative = shape_.decls.slot[k].nonnegative;
+    switch (shape_.state_format) {
+      case StateFormat::fp32: sv.data = st_f32_[k].data(); break;
+      case StateFormat::bf16: sv.data = st_bf16_[k].data(); break;
+      case StateFormat::int8: sv.data = st_i8_[k].data(); sv.absmax = st_absmax_[k].data(); break;
+    }
+  }
+  return pv;
+}
+
+void DeviceParam::download_into(HostParam& hp) const {
+  if (hp.rows != shape_.rows || hp.cols != shape_.cols || hp.state_format != shape_.state_format ||
+      hp.weight_store != shape_.weight_store)
+    throw std::invalid_argument("DeviceParam::download_into: shape or format differs");
+  cuda_check(cudaDeviceSynchronize(), "DeviceParam::download_into (pending kernels)");
+  master_.download(hp.master);
+  bf16_.download(hp.bf16);
+  for (int k = 0; k < kMaxStates; ++k) {
+    st_f32_[k].download(hp.st_f32[k]);
+    st_bf16_[k].download(hp.st_bf16[k]);
+    st_i8_[k].download(hp.st_i8[k]);
+    st_absmax_[k].download(hp.st_absmax[k]);
+  }
+}
+
+CublasHandle::CublasHandle() { cublas_check(cublasCreate(&h_), "cublasCreate"); }
+CublasHandle::~CublasHandle() { if (h_) cublasDestroy(h_); }
+
+}  // namespace fh::gpu

@@ -1,0 +1,154 @@
+// Host-callable API of the GPU kernel set (issue 4): device buffers, a HostParam mirrored on the
+// device, the fused wgrad-plus-update kernel, the order-matched materializer, the standalone rule
+// kernel and the cuBLAS references. Every entry point checks its arguments and throws
+// std::invalid_argument on bad input, std::runtime_error (with CUDA's error string) on CUDA errors.
+#pragma once
+#include <cuda_runtime_api.h>
+#include <cublas_v2.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/formats/host_param.h"
+
+namespace fh::gpu {
+
+// Throws std::runtime_error("<what>: <CUDA error name>: <string>") unless e == cudaSuccess.
+void cuda_check(cudaError_t e, const char* what);
+void cublas_check(cublasStatus_t s, const char* what);
+
+// An owning device allocation of n elements of T (RAII; movable, not copyable).
+template <class T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t n) : n_(n) {
+    if (n) cuda_check(cudaMalloc(reinterpret_cast<void**>(&p_), n * sizeof(T)), "cudaMalloc");
+  }
+  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { upload(host); }
+  ~DeviceBuffer() { if (p_) cudaFree(p_); }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+      if (p_) cudaFree(p_);
+      p_ = std::exchange(o.p_, nullptr);
+      n_ = std::exchange(o.n_, 0);
+    }
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  T* data() const { return p_; }
+  size_t size() const { return n_; }
+  void upload(const std::vector<T>& host) {
+    if (host.size() != n_) throw std::invalid_argument("DeviceBuffer::upload: size mismatch");
+    if (n_) cuda_check(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), "upload");
+  }
+  void download(std::vector<T>& host) const {
+    host.resize(n_);
+    if (n_) cuda_check(cudaMemcpy(host.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost), "download");
+  }
+  std::vector<T> download() const { std::vector<T> h; download(h); return h; }
+  void zero() { if (n_) cuda_check(cudaMemset(p_, 0, n_ * sizeof(T)), "cudaMemset"); }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+// A HostParam's storage mirrored on the device; view() is the device ParamView.
+class DeviceParam {
+ public:
+  explicit DeviceParam(const HostParam& hp);
+  ParamView view() const;                   // row0 = col0 = 0, global_cols = cols, sr = hp.sr
+  void upload(const HostParam& hp);         // same shape and format as at construction
+  void download_into(HostParam& hp) const;  // overwrites hp's weights and state with the device's
+
+ private:
+  HostParam shape_;  // format, decls and sr of the mirrored param (vectors left empty)
+  DeviceBuffer<float> master_;
+  DeviceBuffer<uint16_t> bf16_;
+  DeviceBuffer<float> st_f32_[kMaxStates];
+  DeviceBuffer<uint16_t> st_bf16_[kMaxStates];
+  DeviceBuffer<uint8_t> st_i8_[kMaxStates];
+  DeviceBuffer<float> st_absmax_[kMaxStates];
+};
+
+// The wgrad GEMM's inputs, device pointers: X [tokens, in], dY [tokens, out], bf16 row-major.
+struct WgradProblem {
+  const uint16_t* x = nullptr;
+  const uint16_t* dy = nullptr;
+  int64_t tokens = 0, out = 0, in = 0;
+};
+void validate_problem(const WgradProblem& p, const char* who);
+
+// Checks a device ParamView against a rule and format before a launch: step >= 1, view inside
+// its global rows, INT8 block alignment of its edges, storage for every kept state slot.
+void validate_param_view(const RuleConfig& rule, StateFormat sf, WeightStore ws, const ParamView& pv,
+                         int64_t step, const char* who);
+
+// Tile of G per block. Supported: 128 x 128 (the paper's) and 64 x 64.
+struct TileShape {
+  int rows = 128, cols = 128;
+};
+bool tile_supported(TileShape t);
+
+// The fused kernel: G = dY^T X tile by tile in registers and shared memory, then the rule on
+// each tile; writes only weights and state. pv: device ParamView of W [out, in] (or a shard of it:
+// then pv.row0 / pv.col0 / pv.global_cols place it); `step` counts from 1 and also keys the
+// stochastic rounding (pv.sr.step is overwritten with it).
+void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateFormat sf,
+                        WeightStore ws, const ParamView& pv, int64_t step, TileShape tile = {},
+                        cudaStream_t stream = 0);
+
+// Test only: defects the GPU suite plants in the fused kernel's epilogue to show that its
+// comparisons catch them (process-wide; none unless a suite sets one). state_row_offset: the
+// first tile updates its rows with the state of the row below; edge_mask_short: a segment
+// clipped at the right edge of W leaves its last element un-updated.
+enum class FusedPlantedDefect : int { none = 0, state_row_offset = 1, edge_mask_short = 2 };
+void set_fused_planted_defect(FusedPlantedDefect d);
+FusedPlantedDefect fused_planted_defect();
+
+// The order-matched reference, phase 1: the fused kernel's mainloop, storing fp32 G [out, in]
+// row-major (ldg = in) to g.
+void wgrad_materialize(const WgradProblem& p, float* g, TileShape tile = {}, cudaStream_t stream = 0);
+
+// Phase 2 of both two-phase references: the rule over the whole tensor, one thread per
+// (row, 64-column block) segment, G [rows, cols] with leading dimension ldg.
+void rule_apply_device(const RuleConfig& rule, StateFormat sf, WeightStore ws, const ParamView& pv,
+                       int64_t step, const float* g, int64_t ldg, cudaStream_t stream = 0);
+
+// A cuBLAS handle (RAII).
+class CublasHandle {
+ public:
+  CublasHandle();
+  ~CublasHandle();
+  CublasHandle(const CublasHandle&) = delete;
+  CublasHandle& operator=(const CublasHandle&) = delete;
+  cublasHandle_t get() const { return h_; }
+
+ private:
+  cublasHandle_t h_ = nullptr;
+};
+
+// cuBLAS wgrad: G [out, in] fp32 row-major = dY^T X via cublasGemmEx (bf16 in, fp32 compute and
+// out, default algorithm), m = in, n = out, k = tokens, X as A (no transpose), dY as B (transposed).
+void cublas_wgrad(cublasHandle_t h, const WgradProblem& p, float* g, cudaStream_t stream = 0);
+
+// cuBLAS dgrad: dX [tokens, in] fp32 row-major = dY [tokens, out] . W [out, in] (W in bf16,
+// the copy the forward pass reads).
+void cublas_dgrad(cublasHandle_t h, const uint16_t* dy, const uint16_t* w_bf16, int64_t tokens,
+                  int64_t out, int64_t in, float* dx, cudaStream_t stream = 0);
+
+// The mma probe (kernels/gpu/mma_probe.cu): n instances, each a chain of `chain` m16n8k16
+// instructions D = mma(A_c, B_c, D_prev) from C. Device arrays:
+//   a [n][chain][16][16] bf16 (row-major A), b [n][chain][8][16] bf16 (B as [n][k]),
+//   c [n][16][8] fp32, d [n][16][8] fp32 (out).
+void mma_probe(const uint16_t* a, const uint16_t* b, const float* c, float* d, int64_t n, int chain,
+               cudaStream_t stream = 0);
+
+}  // namespace fh::gpu

@@ -1,0 +1,27 @@
+// Per-rule entry points of the kernel set. The templates are defined in fused_wgrad_update.cuh
+// and rule_kernel.cuh and explicitly instantiated once per rule in rule_family_<rule>.cu, so the
+// 8 rules x 3 state formats x 3 weight stores compile in parallel translation units; the runtime
+// dispatchers (fused_wgrad_update.cu, rule_kernel.cu) see only these declarations.
+#pragma once
+#include "kernels/gpu/gpu_api.h"
+
+namespace fh::gpu {
+
+template <class Rule>
+void launch_fused_typed(StateFormat sf, WeightStore ws, const WgradProblem& p,
+                        const typename Rule::Scalars& s, const ParamView& pv, TileShape tile,
+                        cudaStream_t stream);
+
+template <class Rule>
+void launch_rule_typed(StateFormat sf, WeightStore ws, const typename Rule::Scalars& s,
+                       const ParamView& pv, const float* g, int64_t ldg, cudaStream_t stream);
+
+}  // namespace fh::gpu
+
+// Explicit instantiation of both entry points for one rule (used by rule_family_<rule>.cu).
+#define FH_GPU_INSTANTIATE_RULE_FAMILY(RULE)                                                        \
+  template void launch_fused_typed<RULE>(StateFormat, WeightStore, const WgradProblem&,             \
+                                         const RULE::Scalars&, const ParamView&, TileShape,         \
+                                         cudaStream_t);                                             \
+  template void launch_rule_typed<RULE>(StateFormat, WeightStore, const RULE::Scalars&,             \
+                                        const ParamView&, const float*, int64_t, cudaStream_t);

@@ -1,0 +1,157 @@
+// The wgrad mainloop shared by the fused kernel and the order-matched materializer: one block
+// accumulates a TR x TC tile of G = dY^T X in fp32 registers over all T tokens, chaining one
+// mma.sync m16n8k16 per 16 tokens in token order from +0 (index math: wgrad_tile_layout.h).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/gpu/wgrad_tile_layout.h"
+
+namespace fh::gpu {
+
+// Kernel arguments of the mainloop (device pointers). vec_*: the operand's rows start on 16-byte
+// boundaries (base aligned and row length a multiple of 8), so staging may use 16-byte cp.async.
+struct WgradTileArgs {
+  const uint16_t* x;
+  const uint16_t* dy;
+  int64_t T, out, in;
+  bool vec_x, vec_dy;
+  int planted_defect;  // FusedPlantedDefect (gpu_api.h): 0 except in the suite that plants one
+};
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16-byte async copy global -> shared; bytes beyond src_bytes (0..16) are zero filled.
+__device__ __forceinline__ void cp_async_16_zfill(void* smem_dst, const void* gsrc, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem_dst)),
+               "l"(gsrc), "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const uint16_t* row_addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(row_addr))
+               : "memory");
+}
+
+// d = A * B + d, one m16n8k16 bf16 -> fp32 instruction.
+__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                               uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Stage `rows` x `width` bf16 of a row-major [nrows_total, ld] operand, starting at (r0, c0),
+// into shared memory dst[k][0..width) with row stride lds; out-of-range elements are +0.
+// vec: 16-byte cp.async with zero fill (rows 16-byte aligned); otherwise plain loads and stores.
+template <int kRows, int kWidth, int kThreads>
+__device__ __forceinline__ void stage_operand(uint16_t* dst, int lds, const uint16_t* src, int64_t ld,
+                                              int64_t nrows_total, int64_t r0, int64_t c0, bool vec,
+                                              int tid) {
+  constexpr int kGroups = kRows * kWidth / 8;
+  static_assert(kGroups % kThreads == 0, "staging groups must divide evenly among threads");
+#pragma unroll
+  for (int it = 0; it < kGroups / kThreads; ++it) {
+    const FragCoord gc = staging_group(tid + it * kThreads, kWidth);
+    uint16_t* d = dst + gc.row * lds + gc.col;
+    const int64_t r = r0 + gc.row, c = c0 + gc.col;
+    const int n_ok = staging_valid_count(r, c, nrows_total, ld);
+    if (vec) {
+      const uint16_t* s = n_ok ? src + r * ld + c : src;  // a valid address even when nothing is read
+      cp_async_16_zfill(d, s, 2 * n_ok);
+    } else {
+      uint32_t w[4];
+#pragma unroll
+      for (int e = 0; e < 8; e += 2) {
+        const uint32_t lo = e < n_ok ? src[r * ld + c + e] : 0u;
+        const uint32_t hi = e + 1 < n_ok ? src[r * ld + c + e + 1] : 0u;
+        w[e / 2] = lo | (hi << 16);
+      }
+      *reinterpret_cast<uint4*>(d) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+  }
+}
+
+// The mainloop. smem: Cfg::kOperandBytes of dynamic shared memory (16-byte aligned). On return
+// acc holds the tile's G values for this thread (acc_tile_coord gives their positions) and every
+// thread has passed a final __syncthreads, so the caller may reuse smem.
+template <class Cfg>
+__device__ __forceinline__ void wgrad_mainloop(const WgradTileArgs& a, int64_t o0, int64_t i0,
+                                               uint16_t* smem, float (&acc)[Cfg::kMT][Cfg::kNT][4]) {
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const FragCoord wo = warp_origin<Cfg>(warp);
+#pragma unroll
+  for (int mt = 0; mt < Cfg::kMT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;  // +0: the chain's start
+
+  const int64_t nchunks = (a.T + Cfg::TK - 1) / Cfg::TK;
+  auto stage = [&](int64_t chunk) {
+    uint16_t* sA = smem + (chunk & 1) * Cfg::kStageElems;
+    uint16_t* sB = sA + Cfg::TK * Cfg::kLdA;
+    const int64_t t0 = chunk * Cfg::TK;
+    stage_operand<Cfg::TK, Cfg::TR, Cfg::kThreads>(sA, Cfg::kLdA, a.dy, a.out, a.T, t0, o0, a.vec_dy, tid);
+    stage_operand<Cfg::TK, Cfg::TC, Cfg::kThreads>(sB, Cfg::kLdB, a.x, a.in, a.T, t0, i0, a.vec_x, tid);
+  };
+
+  stage(0);
+  cp_async_commit();
+  for (int64_t chunk = 0; chunk < nchunks; ++chunk) {
+    if (chunk + 1 < nchunks) stage(chunk + 1);
+    cp_async_commit();     // possibly empty: keeps the group count uniform
+    cp_async_wait<1>();    // everything but the newest group (chunk + 1) has landed
+    __syncthreads();
+    const uint16_t* sA = smem + (chunk & 1) * Cfg::kStageElems;
+    const uint16_t* sB = sA + Cfg::TK * Cfg::kLdA;
+    const int ksteps = chunk_ksteps(a.T, chunk * Cfg::TK, Cfg::kKSteps);
+#pragma unroll
+    for (int ks = 0; ks < Cfg::kKSteps; ++ks) {
+      if (ks >= ksteps) break;  // block-uniform: k-steps wholly past T are not issued
+      const int k0 = 16 * ks;
+      uint32_t af[Cfg::kMT][4];
+      uint32_t bf[Cfg::kNT][2];
+#pragma unroll
+      for (int mt = 0; mt < Cfg::kMT; ++mt) {
+        const FragCoord ra = ldsm_a_row_address(lane, wo.row + 16 * mt, k0);
+        ldmatrix_x4_trans(af[mt], sA + ra.row * Cfg::kLdA + ra.col);
+      }
+#pragma unroll
+      for (int np = 0; np < Cfg::kNT / 2; ++np) {
+        const FragCoord rb = ldsm_b_row_address(lane, k0, wo.col + 16 * np);
+        uint32_t r[4];
+        ldmatrix_x4_trans(r, sB + rb.row * Cfg::kLdB + rb.col);
+        bf[2 * np][0] = r[0];
+        bf[2 * np][1] = r[1];
+        bf[2 * np + 1][0] = r[2];
+        bf[2 * np + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int mt = 0; mt < Cfg::kMT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < Cfg::kNT; ++nt) mma_bf16_16816(acc[mt][nt], af[mt], bf[nt][0], bf[nt][1]);
+    }
+    __syncthreads();  // the next iteration stages into the buffer just read
+  }
+  cp_async_wait<0>();
+}
+
+// Host side: can operand rows be staged with 16-byte copies?
+inline bool rows_16b_aligned(const void* base, int64_t row_len) {
+  return (reinterpret_cast<uintptr_t>(base) % 16 == 0) && (row_len % 8 == 0);
+}
+
+}  // namespace fh::gpu

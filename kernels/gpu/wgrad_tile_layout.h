@@ -1,0 +1,139 @@
+// Index math of the wgrad tile kernels (fused and order-matched), in one host-and-device header
+// so that a CPU test can emulate the whole mainloop with exactly the functions the device uses
+// (suites/cpu/test_gpu_tile_layout.cpp). No CUDA intrinsics here.
+//
+// Problem: G[o][i] = sum_t dY[t][o] * X[t][i], X [T, in], dY [T, out] bf16 row-major.
+// One block computes a TR x TC tile of G at (o0, i0), 8 warps in a 2 x 4 grid, each warp a
+// (TR/2) x (TC/4) sub-tile of m16n8 instruction tiles. Tokens arrive in chunks of TK = 64,
+// staged in shared memory token-major: sA[k][m] = dY[t0+k][o0+m], sB[k][n] = X[t0+k][i0+n],
+// zero where out of range. The MMA operands are A[m][k] = sA[k][m] (M = out) and
+// B[k][n] = sB[k][n] (N = in), K = tokens: both are read with ldmatrix .trans.
+//
+// Order (DESIGN contract 3): every accumulator starts at +0 and chains one m16n8k16 instruction
+// per 16 tokens, in token order, over all T tokens: k-step s covers tokens 16s .. 16s+15, the
+// last one zero padded; k-steps wholly past T are not issued.
+#pragma once
+#include "kernels/common/ieee_shim.h"
+
+namespace fh::gpu {
+
+struct FragCoord {
+  int row, col;
+};
+
+// PTX ISA, mma.m16n8k16 with .bf16 operands (groupID = lane >> 2, tig = lane % 4).
+// A (16 x 16, .row): element a_i, i = 2 * reg + half (half 0 = low 16 bits):
+//   row = groupID + 8 * ((i >> 1) & 1), col = 2 * tig + (i & 1) + 8 * (i >> 2).
+FH_HD FragCoord mma_a_coord(int lane, int reg, int half) {
+  const int g = lane >> 2, q = lane & 3, i = 2 * reg + half;
+  return {g + 8 * ((i >> 1) & 1), 2 * q + (i & 1) + 8 * (i >> 2)};
+}
+// B (16 x 8, .col): b_i, i = 2 * reg + half: row (k) = 2 * tig + (i & 1) + 8 * (i >> 1),
+// col (n) = groupID.
+FH_HD FragCoord mma_b_coord(int lane, int reg, int half) {
+  const int g = lane >> 2, q = lane & 3, i = 2 * reg + half;
+  return {2 * q + (i & 1) + 8 * (i >> 1), g};
+}
+// C and D (16 x 8 fp32): c_i: row = groupID + 8 * (i >> 1), col = 2 * tig + (i & 1).
+FH_HD FragCoord mma_c_coord(int lane, int i) {
+  const int g = lane >> 2, q = lane & 3;
+  return {g + 8 * (i >> 1), 2 * q + (i & 1)};
+}
+
+// ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16: lanes 8j .. 8j+7 give the addresses of rows
+// 0..7 of stored 8x8 matrix j (16 contiguous bytes each); lane l's register j then holds, in
+// half h, the stored element (row 2 * (l % 4) + h, col l / 4) of matrix j.
+FH_HD FragCoord ldmatrix_trans_element(int lane, int half) {
+  return {2 * (lane & 3) + half, lane >> 2};
+}
+
+// The stored (k, m) row address lane `lane` gives when loading the A fragment of the 16x16
+// block at (m0, k0) of A (stored as sA[k][m]). Register j must be a-register j: rows m0 + 8 * (j & 1),
+// columns k0 + 8 * (j >> 1) (see mma_a_coord), so matrix j starts at stored row k0 + 8 * (j >> 1),
+// column m0 + 8 * (j & 1).
+FH_HD FragCoord ldsm_a_row_address(int lane, int m0, int k0) {
+  const int j = lane >> 3, r = lane & 7;
+  return {k0 + 8 * (j >> 1) + r, m0 + 8 * (j & 1)};
+}
+// The stored (k, n) row address for the B fragments of two adjacent n8 tiles at (k0, n0) and
+// (k0, n0 + 8) (stored as sB[k][n]): register j is b-register (j & 1) of n-tile (j >> 1).
+FH_HD FragCoord ldsm_b_row_address(int lane, int k0, int n0) {
+  const int j = lane >> 3, r = lane & 7;
+  return {k0 + 8 * (j & 1) + r, n0 + 8 * (j >> 1)};
+}
+
+// Shapes and shared-memory layout of one tile configuration.
+template <int TR_, int TC_>
+struct WgradTileCfg {
+  static constexpr int TR = TR_, TC = TC_;
+  static constexpr int kThreads = 256, kWarps = 8, TK = 64;
+  // Blocks per SM the register budget is capped for (__launch_bounds__): two, so that one
+  // block's epilogue (memory bound) overlaps another's mainloop.
+  static constexpr int kMinBlocksPerSm = 2;
+  static constexpr int kWarpsM = 2, kWarpsN = 4;
+  static constexpr int kWarpM = TR / kWarpsM, kWarpN = TC / kWarpsN;
+  static constexpr int kMT = kWarpM / 16, kNT = kWarpN / 8;  // instruction tiles per warp
+  static constexpr int kKSteps = TK / 16;
+  // Row strides (bf16 elements) of the staged operands: +8 elements (16 bytes) keeps every
+  // ldmatrix row 16-byte aligned and puts the 8 rows of a matrix on distinct banks.
+  static constexpr int kLdA = TR + 8, kLdB = TC + 8;
+  static constexpr int kStageElems = TK * kLdA + TK * kLdB;
+  static constexpr int kStages = 2;
+  // Row stride (floats) of the fp32 G tile in the fused epilogue: odd, so the 32 consecutive
+  // rows that a warp's segments start on fall on distinct banks.
+  static constexpr int kLdG = TC + 5;
+  static constexpr int kSegmentsPerRow = TC / 64;  // 64-column segments (one INT8 block each)
+  static constexpr int kSegments = TR * kSegmentsPerRow;
+  static constexpr size_t kOperandBytes = size_t(kStages) * kStageElems * 2;
+  static constexpr size_t kGTileBytes = size_t(TR) * kLdG * 4;
+  static constexpr size_t kSmemBytes = kOperandBytes > kGTileBytes ? kOperandBytes : kGTileBytes;
+  static_assert(TR % 32 == 0 && TC % 64 == 0, "tile rows must be a multiple of 32, columns of 64");
+  static_assert(kNT % 2 == 0, "B fragments are loaded two n8 tiles at a time");
+  static_assert(kMT >= 1, "at least one m16 tile per warp");
+};
+
+// Warp w's sub-tile origin inside the tile.
+template <class Cfg>
+FH_HD FragCoord warp_origin(int warp) {
+  return {(warp / Cfg::kWarpsN) * Cfg::kWarpM, (warp % Cfg::kWarpsN) * Cfg::kWarpN};
+}
+
+// Accumulator acc[mt][nt][i] of lane `lane` in warp `warp` is G-tile element:
+template <class Cfg>
+FH_HD FragCoord acc_tile_coord(int warp, int lane, int mt, int nt, int i) {
+  const FragCoord w = warp_origin<Cfg>(warp);
+  const FragCoord c = mma_c_coord(lane, i);
+  return {w.row + 16 * mt + c.row, w.col + 8 * nt + c.col};
+}
+
+// The staging of one token chunk: 16-byte groups of 8 bf16, `width` elements per staged row
+// (TR for dY, TC for X). Group `idx` covers staged row idx / (width / 8), elements
+// 8 * (idx % (width / 8)) .. +7. Thread tid handles groups tid, tid + 256, ...
+FH_HD FragCoord staging_group(int idx, int width) {
+  const int per_row = width / 8;
+  return {idx / per_row, 8 * (idx % per_row)};
+}
+
+// How many of the 8 elements of a staging group at (row r, column c) of a row-major operand with
+// nrows rows of ld elements are inside it (the rest are staged as +0).
+FH_HD int staging_valid_count(int64_t r, int64_t c, int64_t nrows, int64_t ld) {
+  if (r >= nrows) return 0;
+  const int64_t left = ld - c;
+  return left <= 0 ? 0 : (left >= 8 ? 8 : int(left));
+}
+
+// Number of k16 instructions the chunk starting at token t0 issues.
+FH_HD int chunk_ksteps(int64_t T, int64_t t0, int kmax) {
+  const int64_t left = T - t0;
+  const int64_t s = (left + 15) / 16;
+  return s < kmax ? int(s) : kmax;
+}
+
+// Fused epilogue: segment `seg` of the tile (consecutive threads take consecutive rows, so a
+// warp's G-tile reads fall on distinct banks) is tile row seg % TR, columns 64 * (seg / TR) ..
+template <class Cfg>
+FH_HD FragCoord segment_origin(int seg) {
+  return {seg % Cfg::TR, 64 * (seg / Cfg::TR)};
+}
+
+}  // namespace fh::gpu

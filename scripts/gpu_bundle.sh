@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Builds what the GPU runner runs and packs it into bundle/fh_gpu_bundle.tar.gz (kept well under
+# the ~64 MiB that travels to the runner): the stripped GPU suite binaries (suites/gpu/test_*),
+# forge-verify, forge-bench with Google Benchmark's shared library beside it ($ORIGIN run path),
+# and, under lib/, the shared libraries of the HDF5 and MPFR chains as a fallback for a runner
+# that lacks one (gpu_runner.sh puts lib/ on LD_LIBRARY_PATH only when ldd reports a library
+# missing). cuBLAS is never bundled: the runner's own cuBLAS 13.1 in /usr/local/cuda is the one
+# the suites describe.
+# Usage: scripts/gpu_bundle.sh            (build dir: $FH_BUILD_DIR or build/, jobs: $FH_JOBS)
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BUILD="${FH_BUILD_DIR:-$ROOT/build}"
+JOBS="${FH_JOBS:-$(nproc)}"
+OUTDIR="$ROOT/bundle"
+LIMIT_BYTES=$((60 * 1024 * 1024))
+export PATH="/usr/local/cuda/bin:$PATH"
+
+if [ ! -f "$BUILD/build.ninja" ]; then
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" >/dev/null
+fi
+
+gpu_suites=()
+for src in "$ROOT"/suites/gpu/test_*.cu "$ROOT"/suites/gpu/test_*.cpp; do
+  [ -e "$src" ] || continue
+  name="$(basename "$src")"; gpu_suites+=("${name%.*}")
+done
+targets=("${gpu_suites[@]}" forge-verify)
+if ninja -C "$BUILD" -t targets all 2>/dev/null | grep -q '^forge-bench:'; then
+  targets+=(forge-bench)
+else
+  echo "gpu_bundle: forge-bench is not configured (Google Benchmark not found): bundle without benchmarks" >&2
+fi
+echo "gpu_bundle: building ${targets[*]}"
+cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}"
+
+STAGE="$(mktemp -d)"
+trap 'rm -rf "$STAGE"' EXIT
+mkdir -p "$STAGE/fh_gpu_bundle/bin" "$STAGE/fh_gpu_bundle/lib"
+B="$STAGE/fh_gpu_bundle"
+for t in "${targets[@]}"; do
+  strip -o "$B/bin/$t" "$BUILD/$t"
+done
+if [ -x "$B/bin/forge-bench" ]; then
+  bm="$(ldd "$BUILD/forge-bench" | awk '/libbenchmark\.so/ {print $3}')"
+  [ -n "$bm" ] || { echo "gpu_bundle: forge-bench does not link libbenchmark?" >&2; exit 1; }
+  cp -L "$bm" "$B/bin/"
+fi
+
+# Fallback libraries: everything the binaries resolve here except glibc's own libraries, the C++
+# runtime (the runner's GCC 13 one is newer), the CUDA libraries and libbenchmark (shipped above).
+skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libresolv|libstdc\+\+|libgcc_s|libcublas|libcublasLt|libcudart|libbenchmark)'
+for t in "${targets[@]}"; do
+  ldd "$BUILD/$t" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
+done | sort -u | while read -r soname path; do
+  if [[ "$soname" =~ $skip ]]; then continue; fi
+  cp -L "$path" "$B/lib/$soname"
+done
+strip --strip-unneeded "$B"/lib/*.so* 2>/dev/null || true
+
+# What was built, for the runner's report.
+{
+  echo "built_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "git_revision=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet 2>/dev/null || echo -dirty)"
+  echo "nvcc=$(nvcc --version | tail -1)"
+  echo "binaries=${targets[*]}"
+  echo "gpu_suites=${gpu_suites[*]}"
+} > "$B/MANIFEST"
+
+mkdir -p "$OUTDIR"
+rm -f "$OUTDIR/fh_gpu_bundle.tar.gz"
+tar -C "$STAGE" -czf "$OUTDIR/fh_gpu_bundle.tar.gz" fh_gpu_bundle
+size=$(stat -c %s "$OUTDIR/fh_gpu_bundle.tar.gz")
+echo "gpu_bundle: $OUTDIR/fh_gpu_bundle.tar.gz, $((size / 1024)) KiB ($(du -sk "$B" | cut -f1) KiB unpacked)"
+ls -la "$B/bin" "$B/lib" | sed 's/^/  /'
+if [ "$size" -gt "$LIMIT_BYTES" ]; then
+  echo "gpu_bundle: the bundle is over $((LIMIT_BYTES / 1024 / 1024)) MiB: it may not travel to the runner" >&2
+  exit 1
+fi

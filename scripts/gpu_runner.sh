@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# The GPU-runner entry point (issue 4): unpacks bundle/fh_gpu_bundle.tar.gz (scripts/gpu_bundle.sh
+# builds it on the CI-like machine; nothing is built here), then runs every GPU suite, the
+# benchmarks and forge-verify, leaving every log, the benchmark JSON, the golden instruction set
+# and the HDF5 report in one output folder, plus SUMMARY.txt. It says plainly which binaries or
+# libraries are missing. Exit status: 0 when everything that ran passed, 1 otherwise, 2 when the
+# bundle is missing or unusable.
+# Usage: scripts/gpu_runner.sh OUTDIR
+# Env: FH_BENCH_FILTER (Google Benchmark regex), FH_SKIP_BENCH=1, FH_SANITIZE=1 (compute-sanitizer
+# memcheck/racecheck/initcheck on the fused suite's small cases), FH_ALLOW_SKIP=1 (a skipped GPU
+# test is not a failure: for trying the script on a machine without a GPU).
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+OUT="${1:?usage: gpu_runner.sh OUTDIR}"
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+SUMMARY="$OUT/SUMMARY.txt"
+: > "$SUMMARY"
+say() { echo "$*" | tee -a "$SUMMARY"; }
+
+TARBALL="${FH_BUNDLE:-$ROOT/bundle/fh_gpu_bundle.tar.gz}"
+if [ ! -f "$TARBALL" ]; then
+  say "MISSING: bundle $TARBALL (build it with scripts/gpu_bundle.sh on the build machine)"
+  exit 2
+fi
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+tar -C "$WORK" -xzf "$TARBALL" || { say "MISSING: cannot unpack $TARBALL"; exit 2; }
+B="$WORK/fh_gpu_bundle"
+cp "$B/MANIFEST" "$OUT/MANIFEST" 2>/dev/null || true
+
+say "== forge-harness GPU run $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+say "bundle: $(grep -E '^(git_revision|built_utc)=' "$B/MANIFEST" 2>/dev/null | tr '\n' ' ')"
+if command -v nvidia-smi >/dev/null 2>&1; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader > "$OUT/nvidia-smi.txt" 2>&1
+  say "gpu: $(head -1 "$OUT/nvidia-smi.txt")"
+else
+  say "gpu: nvidia-smi not found (the suites will say whether the CUDA runtime sees a GPU)"
+fi
+
+# Binaries and libraries: what the manifest promised, and what each binary cannot load.
+read -r -a expected < <(sed -n 's/^binaries=//p' "$B/MANIFEST")
+missing_bins=0
+for t in "${expected[@]}"; do
+  [ -x "$B/bin/$t" ] || { say "MISSING: binary $t (listed in the manifest, not in the bundle)"; missing_bins=1; }
+done
+check_libs() {  # prints the sonames a binary cannot resolve
+  ldd "$1" 2>/dev/null | awk '/not found/ {print $1}'
+}
+# cuBLAS comes from the runner's CUDA (13.1); its directory may not be on the built-in run path.
+if ldd "$B"/bin/* 2>/dev/null | grep -q 'libcublas.*not found'; then
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
+    if [ -e "$d/libcublas.so.13" ]; then
+      export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      say "note: cuBLAS from $d"
+      break
+    fi
+  done
+fi
+need_fallback=0
+for bin in "$B"/bin/*; do
+  [ -x "$bin" ] && [ ! -d "$bin" ] || continue
+  case "$(basename "$bin")" in *.so*) continue;; esac
+  if [ -n "$(check_libs "$bin")" ]; then need_fallback=1; fi
+done
+if [ "$need_fallback" = 1 ]; then
+  say "note: system libraries missing, using the bundled fallback libraries in lib/"
+  export LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+runnable=()
+for t in "${expected[@]}"; do
+  [ -x "$B/bin/$t" ] || continue
+  miss="$(check_libs "$B/bin/$t" | tr '\n' ' ')"
+  if [ -n "$miss" ]; then
+    say "MISSING: $t cannot load: $miss"
+  else
+    runnable+=("$t")
+  fi
+done
+ldd "$B"/bin/* > "$OUT/ldd.txt" 2>&1 || true
+
+status=0
+[ "$missing_bins" = 1 ] && status=1
+has() { local x; for x in "${runnable[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
+
+# GPU suites (GoogleTest): XML and the log per suite; each prints one-line summaries.
+read -r -a suites < <(sed -n 's/^gpu_suites=//p' "$B/MANIFEST")
+for s in "${suites[@]}"; do
+  if ! has "$s"; then say "suite $s: NOT RUN (missing binary or library)"; status=1; continue; fi
+  extra_env=()
+  [ "$s" = test_gpu_mma_model ] && extra_env=(FH_GOLDEN_OUT="$OUT/mma_h200.bin")
+  start=$(date +%s)
+  env "${extra_env[@]}" "$B/bin/$s" --gtest_output="xml:$OUT/$s.xml" > "$OUT/$s.log" 2>&1
+  rc=$?
+  verdict=$([ $rc -eq 0 ] && echo PASS || echo FAIL)
+  [ $rc -eq 0 ] || status=1
+  skipped=$(sed -n 's/^\[  SKIPPED \] \([0-9][0-9]*\) tests\{0,1\}, listed below.*/\1/p' "$OUT/$s.log" | head -1)
+  skipped=${skipped:-0}
+  if [ "$skipped" -gt 0 ]; then
+    verdict="$verdict, $skipped test(s) SKIPPED: $(grep -m1 -o 'no GPU: .*' "$OUT/$s.log" || echo see log)"
+    [ "${FH_ALLOW_SKIP:-0}" = 1 ] || status=1  # on the runner a skipped GPU test is a failure
+  fi
+  say "suite $s: $verdict (rc $rc, $(( $(date +%s) - start )) s)"
+  grep -E '^\[(mma model|fused|cublas|linear_backward)\]|^\[  FAILED  \] [A-Za-z]' "$OUT/$s.log" | sed 's/^/    /' | tee -a "$SUMMARY" >/dev/null
+done
+
+# compute-sanitizer on the fused suite's small cases (optional: slow).
+if [ "${FH_SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null 2>&1 && has test_gpu_fused; then
+  for tool in memcheck racecheck initcheck; do
+    compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/bin/test_gpu_fused" \
+      --gtest_filter='GpuFused.SanitizerSmoke:GpuFused.LinearBackward*' \
+      > "$OUT/sanitizer_$tool.log" 2>&1
+    rc=$?
+    say "compute-sanitizer $tool: $([ $rc -eq 0 ] && echo clean || echo "FAIL (rc $rc)")  $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer_$tool.log" | tail -1)"
+    [ $rc -eq 0 ] || status=1
+  done
+fi
+
+# Benchmarks.
+if [ "${FH_SKIP_BENCH:-0}" = 1 ]; then
+  say "forge-bench: skipped (FH_SKIP_BENCH=1)"
+elif has forge-bench; then
+  "$B/bin/forge-bench" --benchmark_out="$OUT/bench.json" --benchmark_out_format=json \
+    ${FH_BENCH_FILTER:+--benchmark_filter="$FH_BENCH_FILTER"} > "$OUT/bench.log" 2>&1
+  rc=$?
+  say "forge-bench: $([ $rc -eq 0 ] && echo done || echo "FAIL (rc $rc)"), JSON in bench.json $(grep -m1 -o 'no GPU: .*' "$OUT/bench.log")"
+  [ $rc -eq 0 ] || status=1
+  grep -E '_median' "$OUT/bench.log" | awk '{printf "    %-70s %10s %s\n", $1, $2, $3}' | tee -a "$SUMMARY" >/dev/null
+else
+  say "forge-bench: NOT RUN (missing binary or library)"
+  status=1
+fi
+
+# forge-verify: every claim, GPU claims included, report in the output folder.
+if has forge-verify; then
+  "$B/bin/forge-verify" --report "$OUT/forge-verify.h5" > "$OUT/forge-verify.log" 2>&1
+  rc=$?
+  say "forge-verify: $([ $rc -eq 0 ] && echo PASS || echo "FAIL (rc $rc)"), report forge-verify.h5"
+  [ $rc -eq 0 ] || status=1
+  tail -5 "$OUT/forge-verify.log" | sed 's/^/    /' | tee -a "$SUMMARY" >/dev/null
+else
+  say "forge-verify: NOT RUN (missing binary or library)"
+  status=1
+fi
+
+say "== overall: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
+exit $status

@@ -1,0 +1,177 @@
+// Fused wgrad-plus-update against the two-phase paths (issue 4 benchmarks), Google Benchmark with
+// CUDA-event manual time and the L2 flushed before every timed repetition:
+//   fused        : fused_wgrad_update (G never leaves the SM)
+//   order_matched: wgrad_materialize (fp32 G to memory) + rule_apply_device
+//   cublas       : cublas_wgrad (fp32 G to memory) + rule_apply_device
+// Layers out x in with T tokens, AdamW with (a) fp32 master + fp32 moments, (b) bf16 weights +
+// bf16 moments. Counters: bytes/s and FLOP/s achieved, and floor_ratio = time / (bytes that must
+// move / the runner's measured copy rate, 4.2 TB/s).
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/gpu/device_info.h"
+#include "kernels/gpu/gpu_api.h"
+
+namespace fh::gpu {
+namespace {
+
+constexpr double kCopyRateBytesPerS = 4.2e12;  // GPU_RUNNER.md, device-to-device, read + write
+
+enum class Path { fused, order_matched, cublas };
+const char* path_name(Path p) {
+  return p == Path::fused ? "fused" : p == Path::order_matched ? "order_matched" : "cublas";
+}
+
+uint64_t mix(uint64_t& s) {
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+std::vector<uint16_t> rand_bf16(size_t n, uint64_t seed) {
+  std::vector<uint16_t> v(n);
+  for (auto& x : v) {
+    const uint64_t r = mix(seed);
+    x = uint16_t(((r & 1) << 15) | (uint32_t(120 + (r >> 8) % 8) << 7) | ((r >> 20) & 0x7f));
+  }
+  return v;
+}
+
+// Bytes the step must move: weights and state read and written, the bf16 working copy written,
+// the inputs read once. G is not counted (the fused path never moves it).
+double floor_bytes(int64_t out, int64_t in, int64_t T, StateFormat sf, WeightStore ws) {
+  const double n = double(out) * double(in);
+  const double w = ws == WeightStore::fp32_master ? 4 + 4 + 2 : 2 + 2;
+  const double st = sf == StateFormat::fp32 ? 8 : sf == StateFormat::bf16 ? 4 : 2;
+  return n * (w + 2 * st) + 2.0 * double(T) * double(in + out);
+}
+
+struct Setup {
+  int64_t out, in, T;
+  StateFormat sf;
+  WeightStore ws;
+  RuleConfig rule = default_rule_config(RuleId::adamw);
+  DeviceBuffer<uint16_t> x, dy;
+  std::unique_ptr<DeviceParam> param;
+  DeviceBuffer<float> g;
+  DeviceBuffer<unsigned char> flush;
+  CublasHandle cublas;
+  Setup(int64_t out_, int64_t in_, int64_t T_, StateFormat sf_, WeightStore ws_)
+      : out(out_), in(in_), T(T_), sf(sf_), ws(ws_), x(rand_bf16(size_t(T * in), 1)), dy(rand_bf16(size_t(T * out), 2)),
+        g(size_t(out * in)) {
+    std::vector<float> w0(size_t(out * in));
+    uint64_t s = 3;
+    for (auto& v : w0) v = float(int64_t(mix(s) >> 40) - (int64_t(1) << 23)) / float(1 << 24);
+    param = std::make_unique<DeviceParam>(HostParam::make(rule, sf, ws, out, in, w0, 11, 0));
+    int l2 = 0;
+    cuda_check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0), "L2 size");
+    flush = DeviceBuffer<unsigned char>(size_t(l2) * 2);
+  }
+  WgradProblem problem() const { return WgradProblem{x.data(), dy.data(), T, out, in}; }
+};
+
+Setup& setup_for(int64_t out, int64_t in, int64_t T, StateFormat sf, WeightStore ws) {
+  static std::map<std::string, std::unique_ptr<Setup>> cache;
+  const std::string key = std::to_string(out) + "x" + std::to_string(in) + "x" + std::to_string(T) + "/" +
+                          state_format_name(sf) + "/" + weight_store_name(ws);
+  auto& p = cache[key];
+  if (!p) {
+    cache.clear();  // one configuration's buffers at a time
+    auto& q = cache[key];
+    q = std::make_unique<Setup>(out, in, T, sf, ws);
+    return *q;
+  }
+  return *p;
+}
+
+void run_path(Setup& su, Path path) {
+  const WgradProblem p = su.problem();
+  const ParamView pv = su.param->view();
+  switch (path) {
+    case Path::fused: fused_wgrad_update(p, su.rule, su.sf, su.ws, pv, 1); break;
+    case Path::order_matched:
+      wgrad_materialize(p, su.g.data());
+      rule_apply_device(su.rule, su.sf, su.ws, pv, 1, su.g.data(), su.in);
+      break;
+    case Path::cublas:
+      cublas_wgrad(su.cublas.get(), p, su.g.data());
+      rule_apply_device(su.rule, su.sf, su.ws, pv, 1, su.g.data(), su.in);
+      break;
+  }
+}
+
+void bench_step(benchmark::State& state, Path path, int64_t out, int64_t in, int64_t T, StateFormat sf,
+                WeightStore ws) {
+  Setup& su = setup_for(out, in, T, sf, ws);
+  cudaEvent_t start, stop;
+  cuda_check(cudaEventCreate(&start), "event");
+  cuda_check(cudaEventCreate(&stop), "event");
+  run_path(su, path);  // warm up (and raise smem limits)
+  cuda_check(cudaDeviceSynchronize(), "warm-up");
+  for (auto _ : state) {
+    cuda_check(cudaMemsetAsync(su.flush.data(), int(state.iterations() & 0xff), su.flush.size()), "L2 flush");
+    cuda_check(cudaEventRecord(start), "event");
+    run_path(su, path);
+    cuda_check(cudaEventRecord(stop), "event");
+    cuda_check(cudaEventSynchronize(stop), "event");
+    float ms = 0;
+    cuda_check(cudaEventElapsedTime(&ms, start, stop), "event");
+    state.SetIterationTime(double(ms) * 1e-3);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  const double bytes = floor_bytes(out, in, T, sf, ws);
+  const double flops = 2.0 * double(out) * double(in) * double(T);
+  state.counters["bytes_per_s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["flop_per_s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  // floor_ratio = time per step / floor time: an inverted iteration-invariant rate of the floor
+  // time gives elapsed / (iterations * floor).
+  const double floor_s = bytes / kCopyRateBytesPerS;
+  state.counters["floor_us"] = floor_s * 1e6;
+  state.counters["floor_ratio"] = benchmark::Counter(
+      floor_s, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.SetLabel(std::string(path_name(path)) + " adamw/" + state_format_name(sf) + "/" + weight_store_name(ws));
+}
+
+}  // namespace
+}  // namespace fh::gpu
+
+int main(int argc, char** argv) {
+  using namespace fh;
+  using namespace fh::gpu;
+  benchmark::Initialize(&argc, argv);
+  const DeviceInfo& dev = query_device_info();
+  if (!dev.available) {
+    std::printf("forge-bench: no GPU: %s (nothing to benchmark)\n", dev.reason.c_str());
+    return 0;
+  }
+  std::printf("forge-bench: %s, driver %s, runtime %s, cuBLAS %s\n", dev.name.c_str(), dev.driver.c_str(),
+              dev.runtime.c_str(), dev.cublas.c_str());
+  struct Layer { int64_t out, in; };
+  const Layer layers[] = {{4096, 4096}, {14336, 4096}, {4096, 14336}};
+  const int64_t tokens[] = {512, 2048, 8192};
+  const std::pair<StateFormat, WeightStore> configs[] = {{StateFormat::fp32, WeightStore::fp32_master},
+                                                         {StateFormat::bf16, WeightStore::bf16_rne}};
+  for (const auto& [sf, ws] : configs)
+    for (const Layer& l : layers)
+      for (int64_t T : tokens)
+        for (Path p : {Path::fused, Path::order_matched, Path::cublas}) {
+          const std::string name = std::string("adamw_") + state_format_name(sf) + "_" + weight_store_name(ws) + "/" +
+                                   path_name(p) + "/out" + std::to_string(l.out) + "_in" + std::to_string(l.in) +
+                                   "_T" + std::to_string(T);
+          benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { bench_step(st, p, l.out, l.in, T, sf, ws); })
+              ->UseManualTime()
+              ->Unit(benchmark::kMicrosecond)
+              ->Repetitions(5)
+              ->ReportAggregatesOnly(true)
+              ->MinTime(0.05);
+        }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,302 @@
+// CPU emulation of the GPU wgrad mainloop's index math (kernels/gpu/wgrad_tile_layout.h), using
+// the very functions the device code calls: the PTX fragment layouts cover their matrices
+// exactly once, ldmatrix .trans with the kernel's row addresses yields the fragments the MMA
+// expects, and a full emulation of the mainloop (staging, ldmatrix, one instruction-model call
+// per mma.sync, the epilogue's coordinates) reproduces the order-matched G bit for bit on ragged
+// shapes. What this cannot check is the hardware's own semantics of ldmatrix / mma.sync: the GPU
+// suites do (suites/gpu/test_gpu_mma_model.cu, test_gpu_fused.cu).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <array>
+#include <cstring>
+#include <vector>
+
+#include "kernels/common/bf16.h"
+#include "kernels/gpu/wgrad_tile_layout.h"
+#include "kernels/twin/mma_model.h"
+#include "kernels/twin/order_matched_host.h"
+
+namespace fh::gpu {
+namespace {
+
+uint64_t splitmix(uint64_t& s) {
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// bf16 with random sign, exponent in [-8, 8], random mantissa; 1 in 16 exact zeros.
+uint16_t random_bf16(uint64_t& s) {
+  const uint64_t r = splitmix(s);
+  if ((r & 15) == 0) return 0;
+  const uint32_t sign = (r >> 4) & 1, exp = 127 - 8 + uint32_t((r >> 5) % 17), mant = (r >> 16) & 0x7f;
+  return uint16_t((sign << 15) | (exp << 7) | mant);
+}
+
+TEST(GpuTileLayout, FragmentLayoutsCoverEachElementOnce) {
+  int a[16][16] = {}, b[16][8] = {}, c[16][8] = {};
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int reg = 0; reg < 4; ++reg)
+      for (int h = 0; h < 2; ++h) {
+        const FragCoord x = mma_a_coord(lane, reg, h);
+        ASSERT_TRUE(x.row >= 0 && x.row < 16 && x.col >= 0 && x.col < 16);
+        ++a[x.row][x.col];
+      }
+    for (int reg = 0; reg < 2; ++reg)
+      for (int h = 0; h < 2; ++h) {
+        const FragCoord x = mma_b_coord(lane, reg, h);
+        ASSERT_TRUE(x.row >= 0 && x.row < 16 && x.col >= 0 && x.col < 8);
+        ++b[x.row][x.col];
+      }
+    for (int i = 0; i < 4; ++i) {
+      const FragCoord x = mma_c_coord(lane, i);
+      ASSERT_TRUE(x.row >= 0 && x.row < 16 && x.col >= 0 && x.col < 8);
+      ++c[x.row][x.col];
+    }
+  }
+  for (int r = 0; r < 16; ++r)
+    for (int k = 0; k < 16; ++k) EXPECT_EQ(a[r][k], 1) << "A(" << r << "," << k << ")";
+  for (int r = 0; r < 16; ++r)
+    for (int n = 0; n < 8; ++n) {
+      EXPECT_EQ(b[r][n], 1) << "B(" << r << "," << n << ")";
+      EXPECT_EQ(c[r][n], 1) << "C(" << r << "," << n << ")";
+    }
+  // Spot values straight from the PTX ISA's figures: lane 5 is groupID 1, threadID_in_group 1.
+  EXPECT_EQ(mma_a_coord(5, 0, 1).row, 1); EXPECT_EQ(mma_a_coord(5, 0, 1).col, 3);
+  EXPECT_EQ(mma_a_coord(5, 1, 0).row, 9); EXPECT_EQ(mma_a_coord(5, 1, 0).col, 2);
+  EXPECT_EQ(mma_a_coord(5, 2, 0).row, 1); EXPECT_EQ(mma_a_coord(5, 2, 0).col, 10);
+  EXPECT_EQ(mma_a_coord(5, 3, 1).row, 9); EXPECT_EQ(mma_a_coord(5, 3, 1).col, 11);
+  EXPECT_EQ(mma_b_coord(5, 1, 1).row, 11); EXPECT_EQ(mma_b_coord(5, 1, 1).col, 1);
+  EXPECT_EQ(mma_c_coord(5, 3).row, 9); EXPECT_EQ(mma_c_coord(5, 3).col, 3);
+}
+
+// ldmatrix.sync.aligned.m8n8.x4.trans.b16 as the PTX ISA describes it: row addresses from lanes
+// 8j..8j+7 for matrix j; lane l's register j holds matrix j's stored (2*(l%4)+h, l/4).
+void emulate_ldmatrix_x4_trans(const std::vector<uint16_t>& smem, const int64_t (&row_addr)[32],
+                               uint32_t (&regs)[32][4]) {
+  for (int lane = 0; lane < 32; ++lane)
+    for (int j = 0; j < 4; ++j) {
+      uint32_t v = 0;
+      for (int h = 0; h < 2; ++h) {
+        const FragCoord e = ldmatrix_trans_element(lane, h);
+        v |= uint32_t(smem[size_t(row_addr[8 * j + e.row] + e.col)]) << (16 * h);
+      }
+      regs[lane][j] = v;
+    }
+}
+
+uint16_t half_of(uint32_t r, int h) { return uint16_t(h ? r >> 16 : r & 0xffff); }
+
+TEST(GpuTileLayout, LdmatrixRowAddressesGiveTheMmaFragments) {
+  // Stored matrices with unique element tags: sA[k][m] = tag(k, m), row stride ld.
+  const int ld = 136, rows = 64;
+  std::vector<uint16_t> s(size_t(rows * ld));
+  for (int k = 0; k < rows; ++k)
+    for (int m = 0; m < ld; ++m) s[size_t(k * ld + m)] = uint16_t(k * 256 + m);
+  for (int m0 : {0, 16, 48, 112})
+    for (int k0 : {0, 16, 48}) {
+      int64_t addr[32];
+      for (int l = 0; l < 32; ++l) {
+        const FragCoord ra = ldsm_a_row_address(l, m0, k0);
+        addr[l] = int64_t(ra.row) * ld + ra.col;
+        ASSERT_EQ(ra.col % 8, 0) << "ldmatrix rows must be 16-byte aligned";
+      }
+      uint32_t regs[32][4];
+      emulate_ldmatrix_x4_trans(s, addr, regs);
+      for (int l = 0; l < 32; ++l)
+        for (int r = 0; r < 4; ++r)
+          for (int h = 0; h < 2; ++h) {
+            const FragCoord a = mma_a_coord(l, r, h);  // A[m][k] = sA[k][m]
+            EXPECT_EQ(half_of(regs[l][r], h), uint16_t((k0 + a.col) * 256 + (m0 + a.row)))
+                << "A lane " << l << " reg " << r << " half " << h;
+          }
+      // B: sB[k][n] = tag(k, n), two n8 tiles at n0 and n0 + 8.
+      const int n0 = m0;
+      for (int l = 0; l < 32; ++l) {
+        const FragCoord rb = ldsm_b_row_address(l, k0, n0);
+        addr[l] = int64_t(rb.row) * ld + rb.col;
+      }
+      emulate_ldmatrix_x4_trans(s, addr, regs);
+      for (int l = 0; l < 32; ++l)
+        for (int j = 0; j < 4; ++j)
+          for (int h = 0; h < 2; ++h) {
+            const FragCoord b = mma_b_coord(l, j & 1, h);  // n-tile j >> 1
+            EXPECT_EQ(half_of(regs[l][j], h), uint16_t((k0 + b.row) * 256 + (n0 + 8 * (j >> 1) + b.col)))
+                << "B lane " << l << " reg " << j << " half " << h;
+          }
+    }
+}
+
+// The whole block mainloop on the CPU, step for step as wgrad_mainloop does it.
+template <class Cfg>
+std::vector<float> emulate_wgrad(const std::vector<uint16_t>& X, const std::vector<uint16_t>& dY,
+                                 int64_t T, int64_t out, int64_t in, int64_t* instructions,
+                                 int64_t* outside_reads) {
+  std::vector<float> G(size_t(out * in), -1.0f);
+  std::vector<uint16_t> sA(size_t(Cfg::TK * Cfg::kLdA)), sB(size_t(Cfg::TK * Cfg::kLdB));
+  const auto stage = [&](std::vector<uint16_t>& dst, int lds, int width, const std::vector<uint16_t>& src,
+                         int64_t ld, int64_t t0, int64_t c0) {
+    std::fill(dst.begin(), dst.end(), uint16_t(0xffff));  // garbage where nothing is staged
+    const int groups = Cfg::TK * width / 8;
+    for (int tid = 0; tid < Cfg::kThreads; ++tid)
+      for (int it = 0; it < groups / Cfg::kThreads; ++it) {
+        const FragCoord gc = staging_group(tid + it * Cfg::kThreads, width);
+        const int64_t r = t0 + gc.row, c = c0 + gc.col;
+        const int n_ok = staging_valid_count(r, c, T, ld);
+        for (int e = 0; e < 8; ++e) {
+          if (e < n_ok && (r >= T || c + e >= ld)) ++*outside_reads;  // would read another row or past the end
+          dst[size_t(gc.row * lds + gc.col + e)] = e < n_ok ? src.at(size_t(r * ld + c + e)) : uint16_t(0);
+        }
+      }
+  };
+  for (int64_t o0 = 0; o0 < out; o0 += Cfg::TR)
+    for (int64_t i0 = 0; i0 < in; i0 += Cfg::TC) {
+      std::vector<float> acc(size_t(Cfg::kWarps * 32 * Cfg::kMT * Cfg::kNT * 4), 0.0f);
+      auto accp = [&](int w, int l, int mt, int nt) { return &acc[size_t((((w * 32 + l) * Cfg::kMT + mt) * Cfg::kNT + nt) * 4)]; };
+      for (int64_t t0 = 0; t0 < T; t0 += Cfg::TK) {
+        stage(sA, Cfg::kLdA, Cfg::TR, dY, out, t0, o0);
+        stage(sB, Cfg::kLdB, Cfg::TC, X, in, t0, i0);
+        const int ksteps = chunk_ksteps(T, t0, Cfg::kKSteps);
+        for (int ks = 0; ks < ksteps; ++ks) {
+          const int k0 = 16 * ks;
+          for (int w = 0; w < Cfg::kWarps; ++w) {
+            const FragCoord wo = warp_origin<Cfg>(w);
+            std::vector<std::array<uint32_t, 4>> af(size_t(32 * Cfg::kMT));
+            std::vector<std::array<uint32_t, 2>> bf(size_t(32 * Cfg::kNT));
+            for (int mt = 0; mt < Cfg::kMT; ++mt) {
+              int64_t addr[32];
+              for (int l = 0; l < 32; ++l) {
+                const FragCoord ra = ldsm_a_row_address(l, wo.row + 16 * mt, k0);
+                addr[l] = int64_t(ra.row) * Cfg::kLdA + ra.col;
+              }
+              uint32_t regs[32][4];
+              emulate_ldmatrix_x4_trans(sA, addr, regs);
+              for (int l = 0; l < 32; ++l)
+                for (int r = 0; r < 4; ++r) af[size_t(l * Cfg::kMT + mt)][r] = regs[l][r];
+            }
+            for (int np = 0; np < Cfg::kNT / 2; ++np) {
+              int64_t addr[32];
+              for (int l = 0; l < 32; ++l) {
+                const FragCoord rb = ldsm_b_row_address(l, k0, wo.col + 16 * np);
+                addr[l] = int64_t(rb.row) * Cfg::kLdB + rb.col;
+              }
+              uint32_t regs[32][4];
+              emulate_ldmatrix_x4_trans(sB, addr, regs);
+              for (int l = 0; l < 32; ++l) {
+                bf[size_t(l * Cfg::kNT + 2 * np)] = {regs[l][0], regs[l][1]};
+                bf[size_t(l * Cfg::kNT + 2 * np + 1)] = {regs[l][2], regs[l][3]};
+              }
+            }
+            for (int mt = 0; mt < Cfg::kMT; ++mt)
+              for (int nt = 0; nt < Cfg::kNT; ++nt) {
+                // One mma.sync: gather the warp's registers into the instruction's matrices.
+                uint16_t A[256], Bnk[128];
+                float C[128], D[128];
+                for (int l = 0; l < 32; ++l) {
+                  for (int r = 0; r < 4; ++r)
+                    for (int h = 0; h < 2; ++h) {
+                      const FragCoord x = mma_a_coord(l, r, h);
+                      A[x.row * 16 + x.col] = half_of(af[size_t(l * Cfg::kMT + mt)][r], h);
+                    }
+                  for (int r = 0; r < 2; ++r)
+                    for (int h = 0; h < 2; ++h) {
+                      const FragCoord x = mma_b_coord(l, r, h);
+                      Bnk[x.col * 16 + x.row] = half_of(bf[size_t(l * Cfg::kNT + nt)][r], h);
+                    }
+                  for (int i = 0; i < 4; ++i) {
+                    const FragCoord x = mma_c_coord(l, i);
+                    C[x.row * 8 + x.col] = accp(w, l, mt, nt)[i];
+                  }
+                }
+                mma_m16n8k16_model(A, Bnk, C, D);
+                ++*instructions;
+                for (int l = 0; l < 32; ++l)
+                  for (int i = 0; i < 4; ++i) {
+                    const FragCoord x = mma_c_coord(l, i);
+                    accp(w, l, mt, nt)[i] = D[x.row * 8 + x.col];
+                  }
+              }
+          }
+        }
+      }
+      // Epilogue: the accumulators' tile coordinates, clipped to G (as the materializer stores).
+      for (int w = 0; w < Cfg::kWarps; ++w)
+        for (int l = 0; l < 32; ++l)
+          for (int mt = 0; mt < Cfg::kMT; ++mt)
+            for (int nt = 0; nt < Cfg::kNT; ++nt)
+              for (int i = 0; i < 4; ++i) {
+                const FragCoord c = acc_tile_coord<Cfg>(w, l, mt, nt, i);
+                const int64_t r = o0 + c.row, col = i0 + c.col;
+                if (r < out && col < in) G[size_t(r * in + col)] = accp(w, l, mt, nt)[i];
+              }
+    }
+  return G;
+}
+
+template <class Cfg>
+void check_emulation(int64_t out, int64_t in, int64_t T, uint64_t seed) {
+  uint64_t s = seed;
+  std::vector<uint16_t> X(size_t(T * in)), dY(size_t(T * out));
+  for (auto& v : X) v = random_bf16(s);
+  for (auto& v : dY) v = random_bf16(s);
+  int64_t instr = 0, outside = 0;
+  std::vector<float> G;
+  ASSERT_NO_THROW(G = emulate_wgrad<Cfg>(X, dY, T, out, in, &instr, &outside));
+  EXPECT_EQ(outside, 0) << "staging read elements outside the operand's rows";
+  const std::vector<float> ref = order_matched_wgrad(X.data(), dY.data(), T, in, out, fused_kernel_order());
+  int64_t diff = 0, first = -1;
+  for (size_t i = 0; i < G.size(); ++i)
+    if (std::memcmp(&G[i], &ref[i], 4) != 0) { if (first < 0) first = int64_t(i); ++diff; }
+  std::printf("[tile %dx%d] out=%lld in=%lld T=%lld: %zu outputs, %lld emulated mma.sync, %lld mismatches\n",
+              Cfg::TR, Cfg::TC, (long long)out, (long long)in, (long long)T, G.size(), (long long)instr,
+              (long long)diff);
+  EXPECT_EQ(diff, 0) << "first at row " << first / in << " col " << first % in;
+}
+
+TEST(GpuTileLayout, EmulatedMainloopEqualsOrderMatchedChain128) {
+  check_emulation<WgradTileCfg<128, 128>>(200, 136, 37, 1);
+  check_emulation<WgradTileCfg<128, 128>>(130, 129, 100, 2);
+  check_emulation<WgradTileCfg<128, 128>>(1, 1, 1, 3);
+  check_emulation<WgradTileCfg<128, 128>>(37, 77, 20, 8);
+  check_emulation<WgradTileCfg<128, 128>>(128, 128, 64, 4);
+}
+
+TEST(GpuTileLayout, EmulatedMainloopEqualsOrderMatchedChain64) {
+  check_emulation<WgradTileCfg<64, 64>>(200, 136, 37, 5);
+  check_emulation<WgradTileCfg<64, 64>>(65, 70, 129, 6);
+  check_emulation<WgradTileCfg<64, 64>>(3, 5, 16, 7);
+}
+
+TEST(GpuTileLayout, EpilogueSegmentsAndAccumulatorsCoverTheTileOnce) {
+  auto check = [](auto cfg) {
+    using Cfg = decltype(cfg);
+    std::vector<int> acc_hits(size_t(Cfg::TR * Cfg::TC), 0), seg_hits(size_t(Cfg::TR * Cfg::TC), 0);
+    for (int w = 0; w < Cfg::kWarps; ++w)
+      for (int l = 0; l < 32; ++l)
+        for (int mt = 0; mt < Cfg::kMT; ++mt)
+          for (int nt = 0; nt < Cfg::kNT; ++nt)
+            for (int i = 0; i < 4; ++i) {
+              const FragCoord c = acc_tile_coord<Cfg>(w, l, mt, nt, i);
+              ASSERT_TRUE(c.row < Cfg::TR && c.col < Cfg::TC);
+              ++acc_hits[size_t(c.row * Cfg::TC + c.col)];
+            }
+    for (int seg = 0; seg < Cfg::kSegments; ++seg) {
+      const FragCoord so = segment_origin<Cfg>(seg);
+      ASSERT_EQ(so.col % 64, 0);
+      for (int e = 0; e < 64; ++e) ++seg_hits[size_t(so.row * Cfg::TC + so.col + e)];
+    }
+    for (size_t i = 0; i < acc_hits.size(); ++i) {
+      ASSERT_EQ(acc_hits[i], 1) << "accumulator coverage at " << i;
+      ASSERT_EQ(seg_hits[i], 1) << "segment coverage at " << i;
+    }
+    EXPECT_LE(Cfg::kSmemBytes, size_t(227 * 1024));
+    EXPECT_GE(Cfg::kSmemBytes, Cfg::kGTileBytes);
+  };
+  check(WgradTileCfg<128, 128>{});
+  check(WgradTileCfg<64, 64>{});
+}
+
+}  // namespace
+}  // namespace fh::gpu

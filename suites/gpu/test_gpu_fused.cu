@@ -1,0 +1,361 @@
+// The fused kernel on the GPU against its references, bit for bit (issue 4):
+//   Proposition 1 on the GPU: fused == order-matched two-phase (materializer + rule kernel);
+//   Twin = GPU: fused == host twin (kernels/twin/fused_twin.h), and materialized G == the model
+//     chain, with the rule applied on the host (apply_rule_region) == fused;
+//   Corollary 1 on cuBLAS: cuBLAS G == the model's sequential k16 chain (mismatches reported),
+//     and fused == cuBLAS + rule kernel where that holds;
+//   Remark 1: linear_backward's dX == cuBLAS dX on the pre-step W; a planted read-after-update
+//     is caught; consumers > 1 is refused.
+// Every rule x state format x weight store, several steps, ragged shapes, both tile shapes.
+#include <cmath>
+#include <tuple>
+
+#include "kernels/gpu/gpu_api.h"
+#include "kernels/gpu/linear_backward.h"
+#include "kernels/twin/fused_twin.h"
+#include "kernels/twin/mma_model.h"
+#include "suites/gpu/gpu_suite_util.h"
+
+namespace fh::gpu {
+namespace {
+
+using test::BitDiff;
+
+constexpr StateFormat kFormats[] = {StateFormat::fp32, StateFormat::bf16, StateFormat::int8};
+constexpr WeightStore kStores[] = {WeightStore::fp32_master, WeightStore::bf16_rne, WeightStore::bf16_sr};
+
+struct Shape {
+  int64_t out, in, T;
+};
+
+// G [out, in] as the model's sequential chain from +0 (the fused kernel's and cuBLAS's order),
+// parallel over rows.
+std::vector<float> model_chain_wgrad(const std::vector<uint16_t>& X, const std::vector<uint16_t>& dY,
+                                     int64_t T, int64_t out, int64_t in) {
+  std::vector<uint16_t> XT(size_t(in * T)), dYT(size_t(out * T));
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t i = 0; i < in; ++i) XT[size_t(i * T + t)] = X[size_t(t * in + i)];
+    for (int64_t o = 0; o < out; ++o) dYT[size_t(o * T + t)] = dY[size_t(t * out + o)];
+  }
+  std::vector<float> G(size_t(out * in));
+  test::parallel_for(out, [&](int64_t o) {
+    for (int64_t i = 0; i < in; ++i)
+      G[size_t(o * in + i)] = mma_chain_dot(&dYT[size_t(o * T)], &XT[size_t(i * T)], T, 0.0f);
+  });
+  return G;
+}
+
+struct StepData {
+  std::vector<uint16_t> X, dY;
+  DeviceBuffer<uint16_t> dX, ddY;
+  WgradProblem prob;
+  StepData(const Shape& s, uint64_t seed)
+      : X(test::random_bf16_vec(size_t(s.T * s.in), seed * 2 + 1)),
+        dY(test::random_bf16_vec(size_t(s.T * s.out), seed * 2 + 2, 6, -8)),
+        dX(X), ddY(dY) {
+    prob = WgradProblem{dX.data(), ddY.data(), s.T, s.out, s.in};
+  }
+};
+
+std::string config_name(RuleId r, StateFormat sf, WeightStore ws) {
+  return std::string(rule_name(r)) + "/" + state_format_name(sf) + "/" + weight_store_name(ws);
+}
+
+HostParam make_param(RuleId r, StateFormat sf, WeightStore ws, const Shape& s, uint64_t seed) {
+  return HostParam::make(default_rule_config(r), sf, ws, s.out, s.in,
+                         test::random_weights(size_t(s.out * s.in), seed), seed * 7 + 3, uint32_t(seed % 1000));
+}
+
+// (b) + (c) on small ragged shapes: fused (both tiles) vs order-matched vs the host twin.
+TEST(GpuFused, FusedEqualsOrderMatchedAndTwinOnRaggedShapes) {
+  FH_REQUIRE_GPU();
+  const Shape shapes[] = {{200, 200, 1}, {200, 200, 37}, {200, 200, 100}, {70, 130, 64}};
+  const int kSteps = 3;
+  int64_t compared_om = 0, diff_om = 0, compared_twin = 0, diff_twin = 0, configs = 0;
+  for (const Shape& s : shapes) {
+    std::vector<StepData> steps;
+    for (int st = 1; st <= kSteps; ++st) steps.emplace_back(s, uint64_t(s.out * 1000003 + s.T * 101 + st));
+    for (RuleId r : kAllRules)
+      for (StateFormat sf : kFormats)
+        for (WeightStore ws : kStores)
+          for (TileShape tile : {TileShape{128, 128}, TileShape{64, 64}}) {
+            ++configs;
+            const HostParam hp0 = make_param(r, sf, ws, s, uint64_t(configs));
+            HostParam twin = hp0, fused_h = hp0, om_h = hp0;
+            DeviceParam fused(hp0), om(hp0);
+            DeviceBuffer<float> g(size_t(s.out * s.in));
+            TwinSchedule sched;
+            sched.tile_rows = tile.rows;
+            sched.tile_cols = tile.cols;
+            for (int st = 1; st <= kSteps; ++st) {
+              const StepData& d = steps[size_t(st - 1)];
+              fused_wgrad_update(d.prob, hp0.rule, sf, ws, fused.view(), st, tile);
+              wgrad_materialize(d.prob, g.data(), tile);
+              rule_apply_device(hp0.rule, sf, ws, om.view(), st, g.data(), s.in);
+              fused_twin_step(twin, d.X.data(), d.dY.data(), s.T, st, sched);
+              fused.download_into(fused_h);
+              om.download_into(om_h);
+              const BitDiff a = test::compare_params(fused_h, om_h);
+              const BitDiff b = test::compare_params(fused_h, twin);
+              compared_om += a.compared; diff_om += a.differing;
+              compared_twin += b.compared; diff_twin += b.differing;
+              const std::string where = config_name(r, sf, ws) + " tile " + std::to_string(tile.rows) +
+                                        " shape " + std::to_string(s.out) + "x" + std::to_string(s.in) +
+                                        " T=" + std::to_string(s.T) + " step " + std::to_string(st);
+              EXPECT_EQ(a.differing, 0) << "fused vs order-matched, " << where << ", first " << a.first;
+              EXPECT_EQ(b.differing, 0) << "fused vs twin, " << where << ", first " << b.first;
+            }
+          }
+  }
+  std::printf("[fused] ragged: %lld configs x %d steps; fused vs order-matched: %lld values, %lld differ; "
+              "fused vs host twin: %lld values, %lld differ\n", (long long)configs, kSteps,
+              (long long)compared_om, (long long)diff_om, (long long)compared_twin, (long long)diff_twin);
+}
+
+// A few configurations on one ragged shape, every kernel of the set once: small enough for
+// compute-sanitizer (scripts/gpu_runner.sh with FH_SANITIZE=1 runs memcheck, racecheck and
+// initcheck on this test and the linear_backward one).
+TEST(GpuFused, SanitizerSmoke) {
+  FH_REQUIRE_GPU();
+  const Shape s{200, 200, 37};
+  StepData d(s, 31337);
+  CublasHandle h;
+  int64_t differing = 0, compared = 0;
+  const std::tuple<RuleId, StateFormat, WeightStore> configs[] = {
+      {RuleId::adamw, StateFormat::fp32, WeightStore::fp32_master},
+      {RuleId::adamw, StateFormat::int8, WeightStore::bf16_sr},
+      {RuleId::lion, StateFormat::bf16, WeightStore::bf16_rne}};
+  for (const auto& [r, sf, ws] : configs)
+    for (TileShape tile : {TileShape{128, 128}, TileShape{64, 64}}) {
+      const HostParam hp0 = make_param(r, sf, ws, s, 12);
+      HostParam a = hp0, b = hp0;
+      DeviceParam fused(hp0), om(hp0), cub(hp0);
+      DeviceBuffer<float> g(size_t(s.out * s.in)), gc(size_t(s.out * s.in));
+      fused_wgrad_update(d.prob, hp0.rule, sf, ws, fused.view(), 1, tile);
+      wgrad_materialize(d.prob, g.data(), tile);
+      rule_apply_device(hp0.rule, sf, ws, om.view(), 1, g.data(), s.in);
+      cublas_wgrad(h.get(), d.prob, gc.data());
+      rule_apply_device(hp0.rule, sf, ws, cub.view(), 1, gc.data(), s.in);
+      fused.download_into(a);
+      om.download_into(b);
+      const BitDiff x = test::compare_params(a, b);
+      compared += x.compared;
+      differing += x.differing;
+      EXPECT_EQ(x.differing, 0) << config_name(r, sf, ws) << " tile " << tile.rows << ", first " << x.first;
+    }
+  std::printf("[fused] sanitizer smoke: %lld values, %lld differ\n", (long long)compared, (long long)differing);
+}
+
+// The comparisons above can fail: defects planted in the fused epilogue are seen by both the
+// order-matched and the twin comparison.
+TEST(GpuFused, PlantedEpilogueDefectsAreCaught) {
+  FH_REQUIRE_GPU();
+  const Shape s{200, 200, 37};
+  StepData d(s, 2718);
+  for (FusedPlantedDefect defect : {FusedPlantedDefect::state_row_offset, FusedPlantedDefect::edge_mask_short})
+    for (auto [sf, ws] : {std::pair{StateFormat::fp32, WeightStore::fp32_master},
+                          std::pair{StateFormat::int8, WeightStore::bf16_sr}}) {
+      const HostParam hp0 = make_param(RuleId::adamw, sf, ws, s, 21);
+      HostParam fused_h = hp0, om_h = hp0, twin = hp0;
+      DeviceParam fused(hp0), om(hp0);
+      DeviceBuffer<float> g(size_t(s.out * s.in));
+      // Step 1 clean (so the state is non-trivial), step 2 with the defect.
+      for (int st = 1; st <= 2; ++st) {
+        set_fused_planted_defect(st == 2 ? defect : FusedPlantedDefect::none);
+        fused_wgrad_update(d.prob, hp0.rule, sf, ws, fused.view(), st);
+        set_fused_planted_defect(FusedPlantedDefect::none);
+        wgrad_materialize(d.prob, g.data());
+        rule_apply_device(hp0.rule, sf, ws, om.view(), st, g.data(), s.in);
+        fused_twin_step(twin, d.X.data(), d.dY.data(), s.T, st, TwinSchedule{});
+      }
+      fused.download_into(fused_h);
+      om.download_into(om_h);
+      const BitDiff a = test::compare_params(fused_h, om_h), b = test::compare_params(fused_h, twin);
+      std::printf("[fused] planted defect %d (%s/%s): fused vs order-matched %lld differ, fused vs twin %lld differ (both must be > 0)\n",
+                  int(defect), state_format_name(sf), weight_store_name(ws), (long long)a.differing, (long long)b.differing);
+      EXPECT_GT(a.differing, 0) << "planted defect " << int(defect) << " not caught by the order-matched comparison";
+      EXPECT_GT(b.differing, 0) << "planted defect " << int(defect) << " not caught by the twin comparison";
+    }
+}
+
+// (b) + (c) at 1024 x 1024, T = 512: fused == order-matched for every config; the materialized G
+// == the model chain; fused == the host rule applied to that G.
+TEST(GpuFused, FusedEqualsOrderMatchedAndHostRuleAt1024) {
+  FH_REQUIRE_GPU();
+  const Shape s{1024, 1024, 512};
+  const int kSteps = 2;
+  std::vector<StepData> steps;
+  std::vector<std::vector<float>> g_model;
+  int64_t g_compared = 0, g_diff = 0;
+  for (int st = 1; st <= kSteps; ++st) {
+    steps.emplace_back(s, uint64_t(777 + st));
+    g_model.push_back(model_chain_wgrad(steps.back().X, steps.back().dY, s.T, s.out, s.in));
+    DeviceBuffer<float> g(size_t(s.out * s.in));
+    wgrad_materialize(steps.back().prob, g.data());
+    const BitDiff d = test::compare_floats("G", g.download(), g_model.back());
+    g_compared += d.compared; g_diff += d.differing;
+    EXPECT_EQ(d.differing, 0) << "materialized G vs model chain, step " << st << ", first " << d.first;
+  }
+  int64_t compared_om = 0, diff_om = 0, compared_host = 0, diff_host = 0, configs = 0;
+  for (RuleId r : kAllRules)
+    for (StateFormat sf : kFormats)
+      for (WeightStore ws : kStores) {
+        ++configs;
+        HostParam hp0 = make_param(r, sf, ws, s, uint64_t(5000 + configs));
+        HostParam host = hp0, fused_h = hp0, om_h = hp0;
+        DeviceParam fused(hp0), om(hp0);
+        DeviceBuffer<float> g(size_t(s.out * s.in));
+        for (int st = 1; st <= kSteps; ++st) {
+          const StepData& d = steps[size_t(st - 1)];
+          fused_wgrad_update(d.prob, hp0.rule, sf, ws, fused.view(), st);
+          wgrad_materialize(d.prob, g.data());
+          rule_apply_device(hp0.rule, sf, ws, om.view(), st, g.data(), s.in);
+          apply_rule_region(host.rule, sf, ws, host.view(), st, g_model[size_t(st - 1)].data(), s.in, 0,
+                            s.out, 0, s.in);
+          fused.download_into(fused_h);
+          om.download_into(om_h);
+          const BitDiff a = test::compare_params(fused_h, om_h);
+          const BitDiff b = test::compare_params(fused_h, host);
+          compared_om += a.compared; diff_om += a.differing;
+          compared_host += b.compared; diff_host += b.differing;
+          EXPECT_EQ(a.differing, 0) << "fused vs order-matched, " << config_name(r, sf, ws) << " step " << st << ", first " << a.first;
+          EXPECT_EQ(b.differing, 0) << "fused vs host rule on model G, " << config_name(r, sf, ws) << " step " << st << ", first " << b.first;
+        }
+      }
+  std::printf("[fused] 1024x1024 T=512: materialized G vs model chain: %lld values, %lld differ; %lld configs x %d steps; "
+              "fused vs order-matched: %lld values, %lld differ; fused vs host rule on model G: %lld values, %lld differ\n",
+              (long long)g_compared, (long long)g_diff, (long long)configs, kSteps, (long long)compared_om,
+              (long long)diff_om, (long long)compared_host, (long long)diff_host);
+}
+
+// (d) cuBLAS's G against the model's sequential chain, and fused against cuBLAS + rule kernel.
+void check_cublas_shape(const Shape& s) {
+  StepData d(s, uint64_t(s.out * 31 + s.T));
+  CublasHandle h;
+  DeviceBuffer<float> g_cublas(size_t(s.out * s.in)), g_mat(size_t(s.out * s.in));
+  cublas_wgrad(h.get(), d.prob, g_cublas.data());
+  wgrad_materialize(d.prob, g_mat.data());
+  cuda_check(cudaDeviceSynchronize(), "cublas_wgrad");
+  const std::vector<float> gc = g_cublas.download();
+  const std::vector<float> model = model_chain_wgrad(d.X, d.dY, s.T, s.out, s.in);
+  const BitDiff vs_model = test::compare_floats("G", gc, model);
+  const BitDiff vs_mat = test::compare_floats("G", gc, g_mat.download());
+  std::printf("[cublas] %lldx%lld T=%lld: cuBLAS G vs model chain: %lld values, %lld differ%s%s; "
+              "cuBLAS G vs materializer: %lld differ\n", (long long)s.out, (long long)s.in, (long long)s.T,
+              (long long)vs_model.compared, (long long)vs_model.differing, vs_model.differing ? ", first " : "",
+              vs_model.first.c_str(), (long long)vs_mat.differing);
+  EXPECT_EQ(vs_model.differing, 0) << "cuBLAS no longer computes the sequential k16 chain for this shape";
+  EXPECT_EQ(vs_mat.differing, 0);
+  // Fused vs the cuBLAS two-phase step for AdamW in the two benchmarked configurations.
+  for (auto [sf, ws] : {std::pair{StateFormat::fp32, WeightStore::fp32_master},
+                        std::pair{StateFormat::bf16, WeightStore::bf16_rne}}) {
+    const HostParam hp0 = make_param(RuleId::adamw, sf, ws, s, 99);
+    HostParam a = hp0, b = hp0;
+    DeviceParam fused(hp0), cub(hp0);
+    fused_wgrad_update(d.prob, hp0.rule, sf, ws, fused.view(), 1);
+    rule_apply_device(hp0.rule, sf, ws, cub.view(), 1, g_cublas.data(), s.in);
+    fused.download_into(a);
+    cub.download_into(b);
+    const BitDiff w = test::compare_params(a, b);
+    std::printf("[cublas] %lldx%lld T=%lld adamw/%s/%s: fused vs cuBLAS+rule: %lld values, %lld differ\n",
+                (long long)s.out, (long long)s.in, (long long)s.T, state_format_name(sf), weight_store_name(ws),
+                (long long)w.compared, (long long)w.differing);
+    EXPECT_EQ(w.differing, 0) << "first " << w.first;
+  }
+}
+
+TEST(GpuFused, CublasGEqualsModelChain4096) {
+  FH_REQUIRE_GPU();
+  check_cublas_shape({4096, 4096, 512});
+}
+
+TEST(GpuFused, CublasGEqualsModelChainRagged1000) {
+  FH_REQUIRE_GPU();
+  check_cublas_shape({1000, 1000, 500});
+}
+
+// (e) Remark 1.
+TEST(GpuFused, LinearBackwardReadsOldWeightsAndRefusesSharedWeights) {
+  FH_REQUIRE_GPU();
+  const Shape s{300, 200, 77};
+  StepData d(s, 4242);
+  RuleConfig rule = default_rule_config(RuleId::adamw);
+  std::get<AdamW::Hyper>(rule.hyper).lr = 0.05;  // large enough that the bf16 weights change
+  const HostParam hp0 = HostParam::make(rule, StateFormat::fp32, WeightStore::bf16_rne, s.out, s.in,
+                                        test::random_weights(size_t(s.out * s.in), 17));
+  CublasHandle h;
+  // Reference: cuBLAS dX on the pre-step weights.
+  DeviceBuffer<uint16_t> w_old(hp0.bf16);
+  DeviceBuffer<float> dx_ref(size_t(s.T * s.in)), dx(size_t(s.T * s.in)), dx_planted(size_t(s.T * s.in));
+  cublas_dgrad(h.get(), d.ddY.data(), w_old.data(), s.T, s.out, s.in, dx_ref.data());
+
+  DeviceParam p(hp0), alone(hp0), planted(hp0);
+  LinearBackwardArgs a;
+  a.problem = d.prob;
+  a.rule = rule;
+  a.state_format = StateFormat::fp32;
+  a.weight_store = WeightStore::bf16_rne;
+  a.param = p.view();
+  a.step = 1;
+  a.dx = dx.data();
+  linear_backward(h.get(), a);
+  fused_wgrad_update(d.prob, rule, StateFormat::fp32, WeightStore::bf16_rne, alone.view(), 1);
+  LinearBackwardArgs ap = a;
+  ap.param = planted.view();
+  ap.dx = dx_planted.data();
+  ap.planted_read_after_update = true;
+  linear_backward(h.get(), ap);
+  cuda_check(cudaDeviceSynchronize(), "linear_backward");
+
+  const std::vector<float> ref = dx_ref.download();
+  const BitDiff dxd = test::compare_floats("dX", dx.download(), ref);
+  const BitDiff pld = test::compare_floats("dX", dx_planted.download(), ref);
+  HostParam after = hp0, after_alone = hp0;
+  p.download_into(after);
+  alone.download_into(after_alone);
+  const BitDiff wd = test::compare_params(after, after_alone);
+  const BitDiff changed = test::compare_params(after, hp0);
+  std::printf("[linear_backward] dX vs cuBLAS dX on old W: %lld values, %lld differ; planted read-after-update: "
+              "%lld differ (must be > 0); W vs fused alone: %lld differ; W elements changed by the step: %lld\n",
+              (long long)dxd.compared, (long long)dxd.differing, (long long)pld.differing,
+              (long long)wd.differing, (long long)changed.differing);
+  EXPECT_EQ(dxd.differing, 0) << "first " << dxd.first;
+  EXPECT_GT(pld.differing, 0) << "the planted read-after-update went unnoticed";
+  EXPECT_EQ(wd.differing, 0) << "first " << wd.first;
+  EXPECT_GT(changed.differing, 0) << "the step did not change W, so the dX check proves nothing";
+
+  // Shared weights are refused before anything runs.
+  DeviceParam shared(hp0);
+  LinearBackwardArgs as = a;
+  as.param = shared.view();
+  as.consumers = 2;
+  EXPECT_THROW(linear_backward(h.get(), as), std::invalid_argument);
+  HostParam shared_after = hp0;
+  shared.download_into(shared_after);
+  EXPECT_EQ(test::compare_params(shared_after, hp0).differing, 0) << "a refused call changed W";
+}
+
+TEST(GpuFused, BadArgumentsAreRefused) {
+  FH_REQUIRE_GPU();
+  const Shape s{64, 130, 16};
+  StepData d(s, 5);
+  const HostParam hp = make_param(RuleId::adamw, StateFormat::int8, WeightStore::fp32_master, s, 3);
+  DeviceParam p(hp);
+  EXPECT_THROW(fused_wgrad_update(d.prob, hp.rule, StateFormat::int8, WeightStore::fp32_master, p.view(), 1,
+                                  TileShape{96, 96}), std::invalid_argument);
+  EXPECT_THROW(fused_wgrad_update(d.prob, hp.rule, StateFormat::int8, WeightStore::fp32_master, p.view(), 0),
+               std::invalid_argument);
+  ParamView shard = p.view();
+  shard.col0 = 32;  // an INT8 block would straddle the shard's edge
+  shard.global_cols = 256;
+  EXPECT_THROW(fused_wgrad_update(d.prob, hp.rule, StateFormat::int8, WeightStore::fp32_master, shard, 1),
+               std::invalid_argument);
+  WgradProblem wrong = d.prob;
+  wrong.in = 129;
+  EXPECT_THROW(fused_wgrad_update(wrong, hp.rule, StateFormat::int8, WeightStore::fp32_master, p.view(), 1),
+               std::invalid_argument);
+  std::printf("[fused] bad arguments: 4 refusals checked\n");
+}
+
+}  // namespace
+}  // namespace fh::gpu

@@ -1,0 +1,133 @@
+// The instruction model proved on the real instruction (DESIGN contract 2): >= 10^7 outputs of
+// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 from random and adversarial seeded inputs
+// (kernels/gpu/mma_probe_cases.h) against fh::mma_m16n8k16_model, bit for bit; also counts how
+// many a plain fp32 fmaf loop would have missed. With FH_GOLDEN_OUT set, writes the golden file
+// (seeds + hardware outputs) that suites/cpu/test_mma_golden.cpp re-checks in every CI run.
+#include <cstdlib>
+#include <fstream>
+
+#include "kernels/gpu/gpu_api.h"
+#include "kernels/gpu/mma_probe_cases.h"
+#include "kernels/twin/mma_model.h"
+#include "suites/gpu/gpu_suite_util.h"
+
+namespace fh::gpu {
+namespace {
+
+constexpr int64_t kInstancesPerCategory = 6656;  // 12 categories x 6656 x 128 = 1.02e7 outputs
+constexpr int kGoldenPerCategory = 16;
+
+struct CategoryResult {
+  int64_t outputs = 0, mismatches = 0, fma_misses = 0;
+  std::string first;
+};
+
+float fma_loop(const ProbeCase& pc, int row, int col) {
+  float acc = pc.c[size_t(row * 8 + col)];
+  for (int s = 0; s < pc.chain; ++s)
+    for (int k = 0; k < 16; ++k)
+      acc = std::fmaf(bf16_to_float(pc.a[size_t(s * 256 + row * 16 + k)]),
+                      bf16_to_float(pc.b[size_t(s * 128 + col * 16 + k)]), acc);
+  return acc;
+}
+
+TEST(GpuMmaModel, ModelEqualsHardwareOnTenMillionOutputs) {
+  FH_REQUIRE_GPU();
+  std::vector<GoldenRecord> golden;
+  int64_t total = 0, total_mis = 0, total_fma = 0;
+  for (int ci = 0; ci < kProbeCategories; ++ci) {
+    const ProbeCategory cat = ProbeCategory(ci);
+    const int chain = probe_chain_length(cat);
+    const int64_t n = kInstancesPerCategory;
+    std::vector<ProbeCase> cases(static_cast<size_t>(n));
+    test::parallel_for(n, [&](int64_t i) { cases[size_t(i)] = make_probe_case(cat, probe_seed(cat, uint64_t(i))); });
+    std::vector<uint16_t> a(size_t(n) * chain * 256), b(size_t(n) * chain * 128);
+    std::vector<float> c(size_t(n) * 128);
+    for (int64_t i = 0; i < n; ++i) {
+      std::copy(cases[size_t(i)].a.begin(), cases[size_t(i)].a.end(), a.begin() + i * chain * 256);
+      std::copy(cases[size_t(i)].b.begin(), cases[size_t(i)].b.end(), b.begin() + i * chain * 128);
+      std::copy(cases[size_t(i)].c.begin(), cases[size_t(i)].c.end(), c.begin() + i * 128);
+    }
+    DeviceBuffer<uint16_t> da(a), db(b);
+    DeviceBuffer<float> dc(c), dd(c.size());
+    mma_probe(da.data(), db.data(), dc.data(), dd.data(), n, chain);
+    cuda_check(cudaDeviceSynchronize(), "mma_probe");
+    const std::vector<float> hw = dd.download();
+
+    std::vector<int64_t> mis(size_t(n), 0), fmam(size_t(n), 0);
+    test::parallel_for(n, [&](int64_t i) {
+      const ProbeCase& pc = cases[size_t(i)];
+      float d[128];
+      std::copy(pc.c.begin(), pc.c.end(), d);
+      for (int s = 0; s < chain; ++s) mma_m16n8k16_model(&pc.a[size_t(s) * 256], &pc.b[size_t(s) * 128], d, d);
+      for (int e = 0; e < 128; ++e) {
+        const uint32_t h = f32_bits(hw[size_t(i * 128 + e)]);
+        if (f32_bits(d[e]) != h) ++mis[size_t(i)];
+        if (f32_bits(fma_loop(pc, e / 8, e % 8)) != h) ++fmam[size_t(i)];
+      }
+    });
+    CategoryResult r;
+    r.outputs = n * 128;
+    for (int64_t i = 0; i < n; ++i) {
+      r.mismatches += mis[size_t(i)];
+      r.fma_misses += fmam[size_t(i)];
+      if (mis[size_t(i)] && r.first.empty()) {
+        const ProbeCase& pc = cases[size_t(i)];
+        float d[128];
+        std::copy(pc.c.begin(), pc.c.end(), d);
+        for (int s = 0; s < chain; ++s) mma_m16n8k16_model(&pc.a[size_t(s) * 256], &pc.b[size_t(s) * 128], d, d);
+        for (int e = 0; e < 128; ++e)
+          if (f32_bits(d[e]) != f32_bits(hw[size_t(i * 128 + e)])) {
+            char buf[160];
+            std::snprintf(buf, sizeof buf, "instance %lld (seed %llu) D[%d][%d]: model 0x%08x, H200 0x%08x",
+                          (long long)i, (unsigned long long)probe_seed(cat, uint64_t(i)), e / 8, e % 8,
+                          f32_bits(d[e]), f32_bits(hw[size_t(i * 128 + e)]));
+            r.first = buf;
+            break;
+          }
+      }
+    }
+    // More clamp-region records: a clamp off by a few exponents shows in few outputs.
+    const int golden_n = cat == ProbeCategory::clamp_region ? 4 * kGoldenPerCategory : kGoldenPerCategory;
+    for (int i = 0; i < golden_n; ++i) {
+      GoldenRecord g;
+      g.category = uint32_t(ci);
+      g.chain = uint32_t(chain);
+      g.seed = probe_seed(cat, uint64_t(i));
+      g.input_hash = probe_case_hash(cases[size_t(i)]);
+      for (int e = 0; e < 128; ++e) g.d[e] = f32_bits(hw[size_t(i * 128 + e)]);
+      golden.push_back(g);
+    }
+    std::printf("[mma model] %-24s chain %d: %lld outputs, %lld model mismatches, %lld fp32-fma-loop misses%s%s\n",
+                probe_category_name(cat), chain, (long long)r.outputs, (long long)r.mismatches,
+                (long long)r.fma_misses, r.first.empty() ? "" : "; first: ", r.first.c_str());
+    EXPECT_EQ(r.mismatches, 0) << probe_category_name(cat) << ": " << r.first;
+    total += r.outputs;
+    total_mis += r.mismatches;
+    total_fma += r.fma_misses;
+  }
+  std::printf("[mma model] SUMMARY: %lld outputs compared, %lld model mismatches, %lld (%.1f%%) a plain fp32 fmaf loop would have missed\n",
+              (long long)total, (long long)total_mis, (long long)total_fma, 100.0 * double(total_fma) / double(total));
+  EXPECT_GE(total, 10000000);
+
+  if (const char* path = std::getenv("FH_GOLDEN_OUT")) {
+    std::ofstream f(path, std::ios::binary);
+    ASSERT_TRUE(f) << "cannot write " << path;
+    const uint32_t count = uint32_t(golden.size()), reserved = 0;
+    f.write(kGoldenMagic, 8);
+    f.write(reinterpret_cast<const char*>(&count), 4);
+    f.write(reinterpret_cast<const char*>(&reserved), 4);
+    for (const GoldenRecord& g : golden) {
+      f.write(reinterpret_cast<const char*>(&g.category), 4);
+      f.write(reinterpret_cast<const char*>(&g.chain), 4);
+      f.write(reinterpret_cast<const char*>(&g.seed), 8);
+      f.write(reinterpret_cast<const char*>(&g.input_hash), 8);
+      f.write(reinterpret_cast<const char*>(g.d), 512);
+    }
+    ASSERT_TRUE(f.good()) << "write failed: " << path;
+    std::printf("[mma model] golden set: %u records written to %s\n", count, path);
+  }
+}
+
+}  // namespace
+}  // namespace fh::gpu
