@@ -1,5 +1,7 @@
 #include "reference/case_gen.h"
 
+#include <cstdio>
+
 #include <cerrno>
 #include <cstdlib>
 #include <stdexcept>
@@ -154,6 +156,12 @@ uint64_t case_seed(uint64_t fallback) {
   if (errno != 0 || !end || *end != '\0' || *s == '-')
     throw std::invalid_argument(std::string("FH_SEED is not an unsigned integer: '") + s + "'");
   return uint64_t(v);
+}
+
+uint64_t announce_seed(const char* suite, uint64_t fallback) {
+  const uint64_t seed = case_seed(fallback);
+  std::printf("%s: seed 0x%llx (set FH_SEED to change)\n", suite, (unsigned long long)seed);
+  return seed;
 }
 
 }  // namespace fh

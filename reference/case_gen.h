@@ -63,5 +63,8 @@ WgradCase make_wgrad_case(uint64_t seed, int64_t T, int64_t in, int64_t out, Cas
 // The suite seed: FH_SEED from the environment (decimal or 0x-hex) when set, else `fallback`.
 // Throws std::invalid_argument on an unparsable FH_SEED.
 uint64_t case_seed(uint64_t fallback);
+// case_seed, printed once as "<suite>: seed 0x... (set FH_SEED to change)" so a failure can be
+// reproduced (Eigen's habit). Call it once per suite and keep the value.
+uint64_t announce_seed(const char* suite, uint64_t fallback);
 
 }  // namespace fh

@@ -25,17 +25,9 @@ struct AdamW {
     bool maximize;
   };
   static void validate(const Hyper& h) {
-    require_hyper(finite_nonneg(h.lr), kName, "lr must be finite and >= 0");
-    require_hyper(beta_ok(h.beta1) && beta_ok(h.beta2), kName, "betas must be in [0, 1)");
-    require_hyper(finite_nonneg(h.eps), kName, "eps must be finite and >= 0");
-    require_hyper(finite_nonneg(h.weight_decay), kName, "weight_decay must be finite and >= 0");
+    validate_adam_family(kName, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay);
   }
-  static StateDecls states(const Hyper&) {
-    StateDecls d;
-    d.slot[0] = {"exp_avg", true, false};
-    d.slot[1] = {"exp_avg_sq", true, true};
-    return d;
-  }
+  static StateDecls states(const Hyper&) { return adam_family_states(); }
   static Scalars scalars(const Hyper& h, int64_t t) {
     const double bc1 = 1.0 - std::pow(h.beta1, double(t));
     const double bc2 = 1.0 - std::pow(h.beta2, double(t));

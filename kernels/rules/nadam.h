@@ -25,18 +25,10 @@ struct NAdam {
     bool maximize;
   };
   static void validate(const Hyper& h) {
-    require_hyper(finite_nonneg(h.lr), kName, "lr must be finite and >= 0");
-    require_hyper(beta_ok(h.beta1) && beta_ok(h.beta2), kName, "betas must be in [0, 1)");
-    require_hyper(finite_nonneg(h.eps), kName, "eps must be finite and >= 0");
-    require_hyper(finite_nonneg(h.weight_decay), kName, "weight_decay must be finite and >= 0");
+    validate_adam_family(kName, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay);
     require_hyper(finite_nonneg(h.momentum_decay), kName, "momentum_decay must be finite and >= 0");
   }
-  static StateDecls states(const Hyper&) {
-    StateDecls d;
-    d.slot[0] = {"exp_avg", true, false};
-    d.slot[1] = {"exp_avg_sq", true, true};
-    return d;
-  }
+  static StateDecls states(const Hyper&) { return adam_family_states(); }
   static double mu(const Hyper& h, int64_t t) {
     return h.beta1 * (1.0 - 0.5 * std::pow(0.96, double(t) * h.momentum_decay));
   }

@@ -26,17 +26,9 @@ struct RAdam {
     bool maximize;
   };
   static void validate(const Hyper& h) {
-    require_hyper(finite_nonneg(h.lr), kName, "lr must be finite and >= 0");
-    require_hyper(beta_ok(h.beta1) && beta_ok(h.beta2), kName, "betas must be in [0, 1)");
-    require_hyper(finite_nonneg(h.eps), kName, "eps must be finite and >= 0");
-    require_hyper(finite_nonneg(h.weight_decay), kName, "weight_decay must be finite and >= 0");
+    validate_adam_family(kName, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay);
   }
-  static StateDecls states(const Hyper&) {
-    StateDecls d;
-    d.slot[0] = {"exp_avg", true, false};
-    d.slot[1] = {"exp_avg_sq", true, true};
-    return d;
-  }
+  static StateDecls states(const Hyper&) { return adam_family_states(); }
   // rho_t and the rectification term, shared with the references so the branch is the same.
   static double rho_t(const Hyper& h, int64_t t) {
     const double rho_inf = 2.0 / (1.0 - h.beta2) - 1.0;

@@ -42,6 +42,21 @@ inline void require_hyper(bool ok, const char* rule, const char* what) {
 inline bool finite_nonneg(double x) { return std::isfinite(x) && x >= 0.0; }
 inline bool beta_ok(double b) { return std::isfinite(b) && b >= 0.0 && b < 1.0; }
 
+// The checks and state slots the Adam family (AdamW, NAdam, RAdam) shares.
+inline void validate_adam_family(const char* rule, double lr, double beta1, double beta2, double eps,
+                                 double weight_decay) {
+  require_hyper(finite_nonneg(lr), rule, "lr must be finite and >= 0");
+  require_hyper(beta_ok(beta1) && beta_ok(beta2), rule, "betas must be in [0, 1)");
+  require_hyper(finite_nonneg(eps), rule, "eps must be finite and >= 0");
+  require_hyper(finite_nonneg(weight_decay), rule, "weight_decay must be finite and >= 0");
+}
+inline StateDecls adam_family_states() {
+  StateDecls d;
+  d.slot[0] = {"exp_avg", true, false};
+  d.slot[1] = {"exp_avg_sq", true, true};
+  return d;
+}
+
 // maximize: torch negates the gradient first; negation is exact.
 FH_HD float maybe_negate(float g, bool maximize) { return maximize ? fneg(g) : g; }
 

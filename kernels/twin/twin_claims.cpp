@@ -124,6 +124,13 @@ double order_dot_bound(const uint16_t* X, const uint16_t* dY, int64_t T, int64_t
 
 // ---------------------------------------------------------------- runners' pieces
 
+// The configured hyperparameters of a rule, or torch.optim's defaults.
+RuleConfig config_for(RuleId id, const std::vector<RuleConfig>& configs) {
+  for (const RuleConfig& rc : configs)
+    if (rc.id == id) return rc;
+  return default_rule_config(id);
+}
+
 struct ComboSpec { RuleId rule; StateFormat format; WeightStore store; };
 
 std::vector<ComboSpec> combos_for(const TwinShapeCase& s, const std::vector<RuleId>& rules,
@@ -266,7 +273,7 @@ std::vector<ClaimCaseResult> run_prop1_cases(const Prop1Config& cfg) {
         results.push_back(std::move(c));
         continue;
       }
-      const RuleConfig rc = default_rule_config(cb.rule);
+      const RuleConfig rc = config_for(cb.rule, cfg.rule_configs);
       HostParam twin = HostParam::make(rc, cb.format, cb.store, out, in, inp.w0,
                                        mix_seed(cfg.seed, 12, si), uint32_t(si + 1));
       HostParam two_phase = twin;  // each producer keeps its own W and state from here on
@@ -513,7 +520,7 @@ std::vector<ClaimCaseResult> run_corollary1_cases(const Corollary1Config& cfg) {
         results.push_back(std::move(c));
         continue;
       }
-      const RuleConfig rc = default_rule_config(cb.rule);
+      const RuleConfig rc = config_for(cb.rule, cfg.rule_configs);
       HostParam twin = HostParam::make(rc, cb.format, cb.store, out, in, inp.w0,
                                        mix_seed(cfg.seed, 31, si), uint32_t(si + 1));
       HostParam ref = twin;

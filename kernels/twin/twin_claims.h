@@ -57,6 +57,7 @@ struct Prop1Config {
   int steps = 5;
   std::vector<TwinShapeCase> shapes;   // empty: default_prop1_shapes(seed)
   std::vector<RuleId> rules;           // empty: all (kAllRules)
+  std::vector<RuleConfig> rule_configs;  // hyperparameters per rule; a rule not listed: defaults
   std::vector<StateFormat> formats;    // empty: fp32, bf16, int8
   std::vector<WeightStore> stores;     // empty: all three
   TileVisitOrder visit = TileVisitOrder::random;
@@ -82,6 +83,7 @@ struct Corollary1Config {
   int steps = 3;
   std::vector<TwinShapeCase> shapes;   // empty: two ragged shapes
   std::vector<RuleId> rules;           // empty: all
+  std::vector<RuleConfig> rule_configs;  // hyperparameters per rule; a rule not listed: defaults
   std::vector<WeightStore> stores;     // empty: all
   std::vector<StateFormat> formats;    // empty: fp32 for every rule, plus bf16 and int8 for adamw
   TwinPlantedDefects defects;          // planted in the twin only

@@ -16,16 +16,13 @@
 #include "kernels/common/philox.h"
 #include "kernels/formats/host_param.h"
 
+#include "reference/case_gen.h"
+
 namespace fh {
 namespace {
 
 uint64_t test_seed() {
-  static const uint64_t seed = [] {
-    const char* s = std::getenv("FH_SEED");
-    const uint64_t v = s ? std::strtoull(s, nullptr, 0) : 0x9e11c0ffeeull;
-    std::printf("test_bf16_philox: seed 0x%llx (set FH_SEED to change)\n", (unsigned long long)v);
-    return v;
-  }();
+  static const uint64_t seed = announce_seed("test_bf16_philox", 0x9e11c0ffeeull);
   return seed;
 }
 

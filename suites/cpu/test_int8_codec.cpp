@@ -17,16 +17,13 @@
 #include "kernels/formats/host_param.h"
 #include "kernels/formats/int8_block.h"
 
+#include "reference/case_gen.h"
+
 namespace fh {
 namespace {
 
 uint64_t test_seed() {
-  static const uint64_t seed = [] {
-    const char* s = std::getenv("FH_SEED");
-    const uint64_t v = s ? std::strtoull(s, nullptr, 0) : 0x1e7c0dec5eedull;
-    std::printf("test_int8_codec: seed 0x%llx (set FH_SEED to change)\n", (unsigned long long)v);
-    return v;
-  }();
+  static const uint64_t seed = announce_seed("test_int8_codec", 0x1e7c0dec5eedull);
   return seed;
 }
 
@@ -297,16 +294,22 @@ TEST(Int8Codec, SpecialBlocks) {
     int8_encode_block(x, kInt8Block, nonneg, q, &a);
     EXPECT_EQ(a, x[kInt8Block - 1]);
     EXPECT_EQ(bits(int8_decode(q[kInt8Block - 1], nonneg, a)), bits(a));
-    // NaN anywhere: absmax is that NaN (sign cleared), every element of the block decodes to it.
+    // NaN anywhere: absmax is the canonical quiet NaN whatever the payloads (so a warp
+    // reduction and a sequential loop store the same bits), every element decodes to it.
     for (uint32_t nan_bits : {0x7fc00000u, 0xffc00001u, 0x7f800001u, 0xffffffffu}) {
       for (int i = 0; i < kInt8Block; ++i) x[i] = float(i) * 0.25f;
       x[40] = u2f(nan_bits);
+      x[7] = u2f(0x7fa00003u);  // a second NaN with another payload, earlier in the block
       int8_encode_block(x, kInt8Block, nonneg, q, &a);
-      EXPECT_EQ(bits(a), nan_bits & 0x7fffffffu);
+      EXPECT_EQ(bits(a), kInt8CanonicalNanBits);
       for (int i = 0; i < kInt8Block; ++i) {
         EXPECT_EQ(q[i], 0);
-        EXPECT_EQ(bits(int8_decode(q[i], nonneg, a)), nan_bits & 0x7fffffffu);
+        EXPECT_EQ(bits(int8_decode(q[i], nonneg, a)), kInt8CanonicalNanBits);
       }
+      // Any visiting order of the absmax steps gives the same stored absmax.
+      float rev = 0.0f;
+      for (int i = kInt8Block - 1; i >= 0; --i) rev = int8_absmax_step(rev, x[i]);
+      EXPECT_EQ(bits(int8_canonical_absmax(rev)), bits(a));
     }
     // +-inf: absmax +inf; +inf -> L, -inf -> -L (non-negative: 0), finite -> +0.
     for (int i = 0; i < kInt8Block; ++i) x[i] = float(i) - 30.0f;

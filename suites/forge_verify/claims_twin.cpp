@@ -37,6 +37,7 @@ void run_prop1(const VerifyConfig& cfg, Report& report, const Progress& progress
   shape.out = cfg.out; shape.in = cfg.in; shape.T = cfg.tokens;
   pc.shapes = {shape};
   pc.rules = rule_ids(cfg);
+  pc.rule_configs = cfg.rules;
   pc.formats = cfg.formats;
   pc.stores = cfg.stores;
   const auto results = run_prop1_cases(pc);
@@ -56,6 +57,7 @@ void run_corollary1(const VerifyConfig& cfg, Report& report, const Progress& pro
   Corollary1Config cc;
   cc.seed = cfg.seed;
   cc.rules = rule_ids(cfg);
+  cc.rule_configs = cfg.rules;
   cc.stores = cfg.stores;
   const auto results = run_corollary1_cases(cc);
   record(report, results, "corollary1_cpu");
