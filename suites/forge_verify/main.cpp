@@ -239,8 +239,10 @@ int run(int argc, char** argv) {
   ::gethostname(host, sizeof host - 1);
   meta.set("git_revision", kGitRevision).set("host", host).set("seed", std::to_string(cfg.seed))
       .set("configuration", describe_config(cfg)).set("gpu_name", dev.available ? dev.name : "none")
-      .set("driver", dev.driver).set("cuda_runtime", dev.runtime).set("cublas", dev.cublas)
-      .set("tool", "forge-verify");
+      .set("gpu_driver", dev.driver).set("cuda_runtime", dev.runtime).set("cublas", dev.cublas)
+      .set("gpu_compute_capability", dev.compute_capability)
+      .set("gpu_sm_count", std::to_string(dev.sm_count))
+      .set("tool", "forge-verify").set("tool_version", std::string("forge-verify ") + kGitRevision);
   Report report(meta);
 
   Progress progress{cfg.quiet, 0, 0};

@@ -8,6 +8,8 @@
 //     is caught; consumers > 1 is refused.
 // Every rule x state format x weight store, several steps, ragged shapes, both tile shapes.
 #include <cmath>
+#include <cstdlib>
+#include <memory>
 #include <tuple>
 
 #include "kernels/gpu/gpu_api.h"
@@ -119,7 +121,14 @@ TEST(GpuFused, SanitizerSmoke) {
   FH_REQUIRE_GPU();
   const Shape s{200, 200, 37};
   StepData d(s, 31337);
-  CublasHandle h;
+  // FH_SMOKE_NO_CUBLAS=1 leaves cuBLAS out (gpu_runner.sh sets it for initcheck only): cuBLAS's
+  // Hopper kernels store G through the TMA engine, whose writes initcheck does not track, so every
+  // later read of that G is reported as uninitialized although it is not.
+  const char* no_cublas_env = std::getenv("FH_SMOKE_NO_CUBLAS");
+  const bool with_cublas = !(no_cublas_env && std::string(no_cublas_env) == "1");
+  if (!with_cublas) std::printf("[fused] sanitizer smoke: cuBLAS part skipped (FH_SMOKE_NO_CUBLAS=1)\n");
+  std::unique_ptr<CublasHandle> h;
+  if (with_cublas) h = std::make_unique<CublasHandle>();
   int64_t differing = 0, compared = 0;
   const std::tuple<RuleId, StateFormat, WeightStore> configs[] = {
       {RuleId::adamw, StateFormat::fp32, WeightStore::fp32_master},
@@ -134,8 +143,10 @@ TEST(GpuFused, SanitizerSmoke) {
       fused_wgrad_update(d.prob, hp0.rule, sf, ws, fused.view(), 1, tile);
       wgrad_materialize(d.prob, g.data(), tile);
       rule_apply_device(hp0.rule, sf, ws, om.view(), 1, g.data(), s.in);
-      cublas_wgrad(h.get(), d.prob, gc.data());
-      rule_apply_device(hp0.rule, sf, ws, cub.view(), 1, gc.data(), s.in);
+      if (with_cublas) {
+        cublas_wgrad(h->get(), d.prob, gc.data());
+        rule_apply_device(hp0.rule, sf, ws, cub.view(), 1, gc.data(), s.in);
+      }
       fused.download_into(a);
       om.download_into(b);
       const BitDiff x = test::compare_params(a, b);
