@@ -49,11 +49,11 @@ struct AdamWTorchFused {
   static constexpr int64_t kMaxStep = int64_t(1) << 24;
 
   static void validate(const Hyper& h) {
-    AdamW::validate(h);
+    validate_adam_family(kName, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay);
     require_hyper(h.powf_build == PowfBuild::no_fmad || h.powf_build == PowfBuild::fmad, kName,
                   "powf_build must be no_fmad or fmad");
   }
-  static StateDecls states(const Hyper& h) { return AdamW::states(h); }
+  static StateDecls states(const Hyper&) { return adam_family_states(); }
 
   // The host computes what torch's kernel computes per tensor: the powf port runs the same fp32
   // operations (on the host with the rcp.approx model of cuda_powf.h; `rcp` may carry a table
