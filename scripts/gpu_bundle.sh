@@ -24,7 +24,7 @@ for src in "$ROOT"/suites/gpu/test_*.cu "$ROOT"/suites/gpu/test_*.cpp; do
   [ -e "$src" ] || continue
   name="$(basename "$src")"; gpu_suites+=("${name%.*}")
 done
-targets=("${gpu_suites[@]}" forge-verify)
+targets=("${gpu_suites[@]}" forge-verify forge-torch-compat)
 if ninja -C "$BUILD" -t targets all 2>/dev/null | grep -q '^forge-bench:'; then
   targets+=(forge-bench)
 else

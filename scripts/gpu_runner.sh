@@ -89,6 +89,8 @@ for s in "${suites[@]}"; do
   if ! has "$s"; then say "suite $s: NOT RUN (missing binary or library)"; status=1; continue; fi
   extra_env=()
   [ "$s" = test_gpu_mma_model ] && extra_env=(FH_GOLDEN_OUT="$OUT/mma_h200.bin")
+  # The powf suite measures the rcp.approx exceptions and a golden powf sample for CPU re-checks.
+  [ "$s" = test_gpu_cuda_powf ] && extra_env=(FH_RCP_TABLE_OUT="$OUT/rcp_exceptions.bin" FH_POWF_GOLDEN_OUT="$OUT/cuda_powf_h200.bin")
   start=$(date +%s)
   env "${extra_env[@]}" "$B/bin/$s" --gtest_output="xml:$OUT/$s.xml" > "$OUT/$s.log" 2>&1
   rc=$?
@@ -148,6 +150,22 @@ if has forge-verify; then
   grep -E '^(overall|report):' "$OUT/forge-verify.log" | sed 's/^/    /' | tee -a "$SUMMARY" >/dev/null
 else
   say "forge-verify: NOT RUN (missing binary or library)"
+  status=1
+fi
+
+# The torch cross-check: our PyTorch-compatible AdamW (host, forge-torch-compat) against
+# torch.optim.AdamW(fused=True) on this GPU. FH_SKIP_TORCH=1 skips it; FH_TORCH_QUICK=1 uses 2^20 elements.
+if [ "${FH_SKIP_TORCH:-0}" = 1 ]; then
+  say "torch cross-check: skipped (FH_SKIP_TORCH=1)"
+elif has forge-torch-compat && command -v python3 >/dev/null 2>&1; then
+  PYTHONUNBUFFERED=1 python3 "$ROOT/scripts/torch_crosscheck.py" --binary "$B/bin/forge-torch-compat" \
+    ${FH_TORCH_QUICK:+--quick} "$OUT/torch_crosscheck" > "$OUT/torch_crosscheck.log" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] || status=1
+  say "torch cross-check: $([ $rc -eq 0 ] && echo PASS || echo "FAIL (rc $rc)")"
+  tail -n 40 "$OUT/torch_crosscheck.log" | sed 's/^/    /' | tee -a "$SUMMARY" >/dev/null
+else
+  say "torch cross-check: NOT RUN (forge-torch-compat or python3 missing)"
   status=1
 fi
 
