@@ -25,7 +25,7 @@ for src in "$ROOT"/suites/gpu/test_*.cu "$ROOT"/suites/gpu/test_*.cpp; do
   name="$(basename "$src")"; gpu_suites+=("${name%.*}")
 done
 targets=("${gpu_suites[@]}" forge-verify forge-torch-compat)
-if ninja -C "$BUILD" -t targets all 2>/dev/null | grep -q '^forge-bench:'; then
+if ninja -C "$BUILD" -t targets all 2>/dev/null | grep "^forge-bench:" >/dev/null; then
   targets+=(forge-bench)
 else
   echo "gpu_bundle: forge-bench is not configured (Google Benchmark not found): bundle without benchmarks" >&2

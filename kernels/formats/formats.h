@@ -74,26 +74,64 @@ FH_HD void store_weight(const ParamView& pv, WeightStore ws, int64_t idx, int64_
   }
 }
 
+// One element's weight and state, loaded (fp32 / bf16 state formats). Loading, updating and
+// storing are separate pieces so that a GPU thread can load several elements before it updates
+// the first (more loads in flight); each element's bits depend only on its own inputs.
+// idx indexes the weight, sidx the state: they are equal except where a planted-defect suite
+// points the state at the wrong row (kernels/gpu/fused_wgrad_update.cuh).
+struct ElementValues {
+  float p;
+  float st[kMaxStates];
+};
+
+template <StateFormat SF, WeightStore WS>
+FH_HD ElementValues load_element(const ParamView& pv, int64_t idx, int64_t sidx) {
+  static_assert(SF != StateFormat::int8, "int8 state is decoded per block");
+  ElementValues e;
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+  for (int k = 0; k < kMaxStates; ++k) e.st[k] = pv.state[k].data ? load_state(pv.state[k], SF, sidx) : 0.0f;
+  e.p = load_weight(pv, WS, idx);
+  return e;
+}
+
+template <StateFormat SF, WeightStore WS>
+FH_HD void store_element(const ParamView& pv, int64_t idx, int64_t sidx, int64_t global_idx,
+                         const ElementValues& e) {
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+  for (int k = 0; k < kMaxStates; ++k)
+    if (pv.state[k].data) store_state(pv.state[k], SF, sidx, e.st[k]);
+  store_weight(pv, WS, idx, global_idx, e.p);
+}
+
+// The global element index of view element (r, c): the key of its random bits.
+FH_HD int64_t global_element_index(const ParamView& pv, int64_t r, int64_t c) {
+  return (pv.row0 + r) * pv.global_cols + (pv.col0 + c);
+}
+
+// Update element (r, c) of the view with gradient g (fp32 / bf16 state): the element-wise step
+// every producer applies, for the host loop and for a GPU thread alike.
+template <class Rule, StateFormat SF, WeightStore WS>
+FH_HD void update_element(const typename Rule::Scalars& s, const ParamView& pv, int64_t r, int64_t c, float g) {
+  const int64_t idx = r * pv.cols + c;
+  ElementValues e = load_element<SF, WS>(pv, idx, idx);
+  Rule::update(s, e.p, g, e.st);
+  store_element<SF, WS>(pv, idx, idx, global_element_index(pv, r, c), e);
+}
+
 // Update the segment [c0, c0 + n) of row r with gradient values g[0..n). For int8 state the
 // segment must be exactly one block of the view: c0 % 64 == 0 and n == min(64, cols - c0)
 // (callers guarantee it; the host entry points check it and refuse otherwise).
 template <class Rule, StateFormat SF, WeightStore WS>
 FH_HD void update_segment(const typename Rule::Scalars& s, const ParamView& pv, int64_t r,
                           int64_t c0, int n, const float* g) {
-  const int64_t base = r * pv.cols + c0;
-  const int64_t gbase = (pv.row0 + r) * pv.global_cols + (pv.col0 + c0);
   if constexpr (SF != StateFormat::int8) {
-    for (int i = 0; i < n; ++i) {
-      float st[kMaxStates];
-      for (int k = 0; k < kMaxStates; ++k)
-        st[k] = pv.state[k].data ? load_state(pv.state[k], SF, base + i) : 0.0f;
-      float p = load_weight(pv, WS, base + i);
-      Rule::update(s, p, g[i], st);
-      for (int k = 0; k < kMaxStates; ++k)
-        if (pv.state[k].data) store_state(pv.state[k], SF, base + i, st[k]);
-      store_weight(pv, WS, base + i, gbase + i, p);
-    }
+    for (int i = 0; i < n; ++i) update_element<Rule, SF, WS>(s, pv, r, c0 + i, g[i]);
   } else {
+    const int64_t base = r * pv.cols + c0;
     const int64_t blk = r * pv.blocks_per_row() + c0 / kInt8Block;
     float st_new[kMaxStates][kInt8Block];
     for (int i = 0; i < n; ++i) {
@@ -106,7 +144,7 @@ FH_HD void update_segment(const typename Rule::Scalars& s, const ParamView& pv, 
       float p = load_weight(pv, WS, base + i);
       Rule::update(s, p, g[i], st);
       for (int k = 0; k < kMaxStates; ++k) st_new[k][i] = st[k];
-      store_weight(pv, WS, base + i, gbase + i, p);
+      store_weight(pv, WS, base + i, global_element_index(pv, r, c0 + i), p);
     }
     for (int k = 0; k < kMaxStates; ++k) {
       const StateView& sv = pv.state[k];
@@ -116,5 +154,70 @@ FH_HD void update_segment(const typename Rule::Scalars& s, const ParamView& pv, 
     }
   }
 }
+
+#if defined(__CUDACC__)
+// The int8 block of row r starting at column c0 (c0 % 64 == 0, n = min(64, cols - c0)), updated
+// by one warp: lane l takes elements c0 + l and c0 + l + 32 (consecutive lanes, consecutive
+// bytes), the old absmax of each slot is read once, the new one is a warp max-reduction. Same
+// bits as update_segment's int8 path: decode, the rule and the per-element encode are the same
+// functions, the max of magnitudes is exact and order independent, and a NaN absmax is stored
+// canonical on both paths (int8_canonical_absmax). g(e) gives the gradient of element c0 + e.
+// srow is the row whose state is used: r, except where a planted-defect suite points it
+// elsewhere. Every lane of the warp must call it with the same r, srow, c0, n.
+template <class Rule, WeightStore WS, class GradAt>
+__device__ __forceinline__ void update_int8_block_warp(const typename Rule::Scalars& s, const ParamView& pv,
+                                                       int64_t r, int64_t srow, int64_t c0, int n,
+                                                       GradAt g, int lane) {
+  const int64_t base = r * pv.cols + c0;          // weights
+  const int64_t sbase = srow * pv.cols + c0;      // state bytes
+  const int64_t blk = srow * pv.blocks_per_row() + c0 / kInt8Block;
+  float amax_old[kMaxStates];
+#pragma unroll
+  for (int k = 0; k < kMaxStates; ++k) amax_old[k] = pv.state[k].data ? pv.state[k].absmax[blk] : 0.0f;
+  // Load both elements first (independent loads in flight), then update.
+  uint8_t qold[2][kMaxStates];
+  float p[2], gv[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int e = lane + 32 * h;
+    const bool in = e < n;
+    p[h] = in ? load_weight(pv, WS, base + e) : 0.0f;
+    gv[h] = in ? g(e) : 0.0f;
+#pragma unroll
+    for (int k = 0; k < kMaxStates; ++k)
+      qold[h][k] = (in && pv.state[k].data) ? static_cast<const uint8_t*>(pv.state[k].data)[sbase + e] : uint8_t(0);
+  }
+  float st_new[2][kMaxStates];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int e = lane + 32 * h;
+    float st[kMaxStates];
+#pragma unroll
+    for (int k = 0; k < kMaxStates; ++k)
+      st[k] = pv.state[k].data ? int8_decode(qold[h][k], pv.state[k].nonnegative, amax_old[k]) : 0.0f;
+    if (e < n) {
+      Rule::update(s, p[h], gv[h], st);
+      store_weight(pv, WS, base + e, global_element_index(pv, r, c0 + e), p[h]);
+    }
+#pragma unroll
+    for (int k = 0; k < kMaxStates; ++k) st_new[h][k] = e < n ? st[k] : 0.0f;  // +0 leaves the max alone
+  }
+#pragma unroll
+  for (int k = 0; k < kMaxStates; ++k) {
+    const StateView& sv = pv.state[k];
+    if (!sv.data) continue;  // uniform across the warp
+    float a = int8_absmax_step(int8_absmax_step(0.0f, st_new[0][k]), st_new[1][k]);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) a = fmax_nan(a, __shfl_xor_sync(0xffffffffu, a, off));
+    a = int8_canonical_absmax(a);
+    uint8_t* q = static_cast<uint8_t*>(sv.data) + sbase;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      if (lane + 32 * h < n) q[lane + 32 * h] = int8_encode_value(st_new[h][k], a, sv.nonnegative);
+    // Every lane read the old absmax before the shuffles above, which wait for the whole warp.
+    if (lane == 0) sv.absmax[blk] = a;
+  }
+}
+#endif
 
 }  // namespace fh

@@ -5,7 +5,7 @@
 //
 // Codec (linear, absmax-scaled), L = 127 for signed moments (q in [-127, 127], stored as int8)
 // and L = 255 for non-negative moments (q in [0, 255], stored as uint8):
-//   absmax: a = max |x_i| over the block (a NaN element makes a NaN)
+//   absmax: a = max |x_i| over the block (a NaN element makes a, stored as 0x7FC00000)
 //   encode: q_i = clamp(rne(fl(fl(x_i / a) * L)), lo, L),   lo = -L or 0
 //   decode: x'_i = fl(fl(q_i / L) * a)      (q_i = 0 gives +0 without touching a)
 // Each fl is one correctly rounded fp32 operation of the IEEE shim (fh::fdiv, fh::fmul), so
@@ -19,8 +19,9 @@
 // rounded up.
 // Special blocks:
 //   a = 0 (all elements +-0): every q = 0, every element decodes to +0.
-//   a = NaN (some element NaN): q = 0, absmax stays that NaN, and every element of this block
-//     (only this block) decodes to it.
+//   a = NaN (some element NaN): q = 0, absmax is stored as the one quiet NaN 0x7FC00000
+//     (whatever the elements' NaN payloads: kInt8CanonicalNanBits), and every element of this
+//     block (only this block) decodes to it.
 //   a = inf (some element +-inf, none NaN): +inf -> q = L, -inf -> q = -L (0 for the
 //     non-negative codec), every finite element -> q = 0. Decode: +-inf at +-L, +0 elsewhere.
 //     The finite elements' values are lost (B(inf) = inf); no other block is affected.
@@ -46,28 +47,47 @@ FH_HD int rne_small(float y) {
   return int(fsub(fadd(y, magic), magic));
 }
 
+// The one quiet NaN a NaN block's absmax is stored as. The max over a block is exact and
+// independent of the order the elements are visited in, except for which NaN payload wins; fixing
+// the stored NaN makes the absmax order independent too, so the GPU's warp reduction and the
+// host's sequential loop store the same bits.
+constexpr uint32_t kInt8CanonicalNanBits = 0x7fc00000u;
+
+// One step of the block absmax: a = max(a, |x|), a NaN on either side making a NaN. Start from
+// +0; any visiting order gives the same result up to the NaN payload (see int8_canonical_absmax).
+FH_HD float int8_absmax_step(float a, float x) { return fmax_nan(a, fabs_(x)); }
+FH_HD float int8_canonical_absmax(float a) { return fisnan(a) ? u2f(kInt8CanonicalNanBits) : a; }
+
+// The absmax of n <= 64 values of one block, as stored (NaN canonical).
+FH_HD float int8_block_absmax(const float* x, int n) {
+  float a = 0.0f;
+  for (int i = 0; i < n; ++i) a = int8_absmax_step(a, x[i]);
+  return int8_canonical_absmax(a);
+}
+
+// The byte of one element x of a block whose stored absmax is a (int8 for signed moments, uint8
+// for non-negative ones).
+FH_HD uint8_t int8_encode_value(float x, float a, bool nonnegative) {
+  const int L = int8_levels(nonnegative);
+  const int lo = nonnegative ? 0 : -L;
+  int qi = 0;
+  if (a > 0.0f && fisfinite(a)) {  // regular block (false for 0, NaN and inf)
+    // |x / a| <= 1, so the rounding cannot leave [-L, L]; the clamp is for the non-negative
+    // codec's negative inputs (and keeps bad input from wrapping a byte).
+    qi = rne_small(fmul(fdiv(x, a), float(L)));
+  } else if (a > 0.0f && !fisfinite(x)) {  // infinite block (a = inf): only +-inf keep a level
+    qi = (f2u(x) >> 31) ? -L : L;
+  }
+  qi = qi < lo ? lo : (qi > L ? L : qi);
+  return uint8_t(qi & 0xff);
+}
+
 // Encode n <= 64 values of one block. q is the byte storage: int8 for signed moments, uint8 for
 // non-negative ones.
 FH_HD void int8_encode_block(const float* x, int n, bool nonnegative, uint8_t* q, float* absmax) {
-  float a = 0.0f;
-  for (int i = 0; i < n; ++i) a = fmax_nan(a, fabs_(x[i]));
+  const float a = int8_block_absmax(x, n);
   *absmax = a;
-  const int L = int8_levels(nonnegative);
-  const int lo = nonnegative ? 0 : -L;
-  const bool regular = a > 0.0f && fisfinite(a);  // false for 0, NaN and inf
-  const bool infinite = a > 0.0f && !fisfinite(a);
-  for (int i = 0; i < n; ++i) {
-    int qi = 0;
-    if (regular) {
-      // |x / a| <= 1, so the rounding cannot leave [-L, L]; the clamp is for the non-negative
-      // codec's negative inputs (and keeps bad input from wrapping a byte).
-      qi = rne_small(fmul(fdiv(x[i], a), float(L)));
-    } else if (infinite && !fisfinite(x[i])) {
-      qi = (f2u(x[i]) >> 31) ? -L : L;
-    }
-    qi = qi < lo ? lo : (qi > L ? L : qi);
-    q[i] = uint8_t(qi & 0xff);
-  }
+  for (int i = 0; i < n; ++i) q[i] = int8_encode_value(x[i], a, nonnegative);
 }
 
 FH_HD float int8_decode(uint8_t qbyte, bool nonnegative, float absmax) {

@@ -1,7 +1,8 @@
 // The fused wgrad-plus-update kernel (FORGE): each block computes one TR x TC tile of
 // G = dY^T X with the shared mainloop, parks the fp32 tile in shared memory (no byte of G reaches
-// global memory) and applies the rule to it through fh::update_segment, the element-wise driver
-// every producer uses. Also the order-matched materializer kernel (same mainloop, stores G).
+// global memory) and applies the rule to it with the element-wise pieces every producer uses
+// (fh::update_element's load / update / store, fh::update_int8_block_warp for int8 state), in a
+// coalesced order: consecutive lanes take consecutive columns (kernels/gpu/NOTES.md, v2). Also the order-matched materializer kernel (same mainloop, stores G).
 // Instantiated per rule family in kernels/gpu/rule_family_*.cu.
 #pragma once
 #include <stdexcept>
@@ -13,6 +14,76 @@
 
 namespace fh::gpu {
 
+// Epilogue loads per thread before the first update (fp32 / bf16 state): four elements, each
+// with its weight and state loads, in flight at once.
+constexpr int kFusedEpilogueBatch = 4;
+
+// The planted edge-mask defect (suite only): the last column of a row whose final 64-column
+// segment is short (2..63 columns) is left unupdated, as a segment loop with n - 1 would.
+__device__ __forceinline__ bool planted_short_edge_skips(int64_t c, int64_t cols) {
+  const int64_t tail = cols % 64;
+  return c == cols - 1 && tail >= 2;
+}
+
+// fp32 / bf16 state: pass j of thread tid takes tile element tid + 256 * j (epilogue_element),
+// so a warp walks 32 consecutive columns of one row: coalesced global accesses, conflict-free
+// G-tile reads. Each element is the same update_element step the host applies.
+template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
+__device__ __forceinline__ void fused_epilogue_elements(const typename Rule::Scalars& s, const ParamView& pv,
+                                                        const float* sG, int64_t o0, int64_t i0,
+                                                        bool short_edge, bool shift_state) {
+  static_assert(Cfg::kElementPasses % kFusedEpilogueBatch == 0, "batches must divide the passes");
+  const int tid = threadIdx.x;
+#pragma unroll 1
+  for (int j0 = 0; j0 < Cfg::kElementPasses; j0 += kFusedEpilogueBatch) {
+    ElementValues e[kFusedEpilogueBatch];
+    float g[kFusedEpilogueBatch];
+    int64_t idx[kFusedEpilogueBatch], sidx[kFusedEpilogueBatch], gidx[kFusedEpilogueBatch];
+    bool ok[kFusedEpilogueBatch];
+#pragma unroll
+    for (int b = 0; b < kFusedEpilogueBatch; ++b) {
+      const FragCoord t = epilogue_element<Cfg>(tid, j0 + b);
+      const int64_t r = o0 + t.row, c = i0 + t.col;
+      ok[b] = r < pv.rows && c < pv.cols && !(short_edge && planted_short_edge_skips(c, pv.cols));
+      idx[b] = r * pv.cols + c;
+      // Planted defect (suite only): the state of the row below, a wrong state tile offset.
+      sidx[b] = (shift_state && r + 1 < pv.rows) ? idx[b] + pv.cols : idx[b];
+      gidx[b] = global_element_index(pv, r, c);
+      if (ok[b]) {
+        e[b] = load_element<SF, WS>(pv, idx[b], sidx[b]);
+        g[b] = sG[t.row * Cfg::kLdG + t.col];
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < kFusedEpilogueBatch; ++b) {
+      if (!ok[b]) continue;
+      Rule::update(s, e[b].p, g[b], e[b].st);
+      store_element<SF, WS>(pv, idx[b], sidx[b], gidx[b], e[b]);
+    }
+  }
+}
+
+// int8 state: pass j of warp w takes the tile's 64-column block w + 8 * j (epilogue_int8_block),
+// two elements per lane, the new absmax a warp reduction (update_int8_block_warp).
+template <class Cfg, class Rule, WeightStore WS>
+__device__ __forceinline__ void fused_epilogue_int8(const typename Rule::Scalars& s, const ParamView& pv,
+                                                    const float* sG, int64_t o0, int64_t i0,
+                                                    bool short_edge, bool shift_state) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#pragma unroll 1
+  for (int j = 0; j < Cfg::kBlockPasses; ++j) {
+    const FragCoord b = epilogue_int8_block<Cfg>(warp, j);
+    const int64_t r = o0 + b.row, c0 = i0 + b.col;
+    if (r >= pv.rows || c0 >= pv.cols) continue;  // uniform across the warp
+    const int64_t left = pv.cols - c0;
+    int n = left < kInt8Block ? int(left) : kInt8Block;
+    if (short_edge && left < kInt8Block && n > 1) --n;  // planted defect (suite only)
+    const int64_t srow = (shift_state && r + 1 < pv.rows) ? r + 1 : r;  // planted defect (suite only)
+    const float* grow = sG + b.row * Cfg::kLdG + b.col;
+    update_int8_block_warp<Rule, WS>(s, pv, r, srow, c0, n, [grow](int e) { return grow[e]; }, lane);
+  }
+}
+
 template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
     fused_wgrad_update_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv) {
@@ -22,7 +93,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   float acc[Cfg::kMT][Cfg::kNT][4];
   wgrad_mainloop<Cfg>(a, o0, i0, smem, acc);
 
-  // The G tile into shared memory (the operand buffers are free: the mainloop ended on a barrier).
+  // The G tile into shared memory (the operand buffers are free: the mainloop ended on a
+  // barrier), one 8-byte store per accumulator pair; kLdG makes them conflict free.
   float* sG = reinterpret_cast<float*>(fused_smem);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 #pragma unroll
@@ -30,33 +102,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
 #pragma unroll
     for (int nt = 0; nt < Cfg::kNT; ++nt)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const FragCoord c = acc_tile_coord<Cfg>(warp, lane, mt, nt, i);
-        sG[c.row * Cfg::kLdG + c.col] = acc[mt][nt][i];
+      for (int pair = 0; pair < 2; ++pair) {
+        const FragCoord c = acc_pair_tile_coord<Cfg>(warp, lane, mt, nt, pair);
+        *reinterpret_cast<float2*>(sG + c.row * Cfg::kLdG + c.col) =
+            make_float2(acc[mt][nt][2 * pair], acc[mt][nt][2 * pair + 1]);
       }
   __syncthreads();
 
-  // The rule, one (row, 64-column block) segment per thread, rows and columns clipped to W.
-  for (int seg = tid; seg < Cfg::kSegments; seg += Cfg::kThreads) {
-    const FragCoord so = segment_origin<Cfg>(seg);
-    const int64_t r = o0 + so.row, c0 = i0 + so.col;
-    if (r >= pv.rows || c0 >= pv.cols) continue;
-    const int64_t left = pv.cols - c0;
-    int n = left < 64 ? int(left) : 64;
-    if (a.planted_defect == int(FusedPlantedDefect::edge_mask_short) && left < 64 && n > 1) --n;
-    if (a.planted_defect == int(FusedPlantedDefect::state_row_offset) && blockIdx.x == 0 &&
-        blockIdx.y == 0 && r + 1 < pv.rows) {
-      ParamView q = pv;  // state of the row below: a wrong state tile offset
-      constexpr int64_t esz = SF == StateFormat::fp32 ? 4 : SF == StateFormat::bf16 ? 2 : 1;
-      for (int k = 0; k < kMaxStates; ++k) {
-        if (q.state[k].data) q.state[k].data = static_cast<unsigned char*>(q.state[k].data) + esz * pv.cols;
-        if (q.state[k].absmax) q.state[k].absmax += pv.blocks_per_row();
-      }
-      update_segment<Rule, SF, WS>(s, q, r, c0, n, sG + so.row * Cfg::kLdG + so.col);
-      continue;
-    }
-    update_segment<Rule, SF, WS>(s, pv, r, c0, n, sG + so.row * Cfg::kLdG + so.col);
-  }
+  const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
+  const bool shift_state = a.planted_defect == int(FusedPlantedDefect::state_row_offset) &&
+                           blockIdx.x == 0 && blockIdx.y == 0;
+  if constexpr (SF == StateFormat::int8)
+    fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state);
+  else
+    fused_epilogue_elements<Cfg, Rule, SF, WS>(s, pv, sG, o0, i0, short_edge, shift_state);
 }
 
 // Order-matched materializer: the same mainloop, fp32 G [out, in] (row-major, ld = in) stored.

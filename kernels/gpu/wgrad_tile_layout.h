@@ -79,11 +79,19 @@ struct WgradTileCfg {
   static constexpr int kLdA = TR + 8, kLdB = TC + 8;
   static constexpr int kStageElems = TK * kLdA + TK * kLdB;
   static constexpr int kStages = 2;
-  // Row stride (floats) of the fp32 G tile in the fused epilogue: odd, so the 32 consecutive
-  // rows that a warp's segments start on fall on distinct banks.
-  static constexpr int kLdG = TC + 5;
+  // Row stride (floats) of the fp32 G tile in the fused epilogue: = 8 (mod 32), so the
+  // accumulators' 8-byte pair stores (acc_pair_tile_coord) are conflict free in each half warp
+  // (rows g = 0..3 land on banks 8g .. 8g + 7), and 8-byte aligned; the epilogue's reads are
+  // 32 consecutive floats of one row per warp, conflict free for any stride.
+  static constexpr int kLdG = TC + 8;
   static constexpr int kSegmentsPerRow = TC / 64;  // 64-column segments (one INT8 block each)
   static constexpr int kSegments = TR * kSegmentsPerRow;
+  // Epilogue passes: fp32 / bf16 state, one tile element per thread per pass; int8 state, one
+  // 64-column block per warp per pass.
+  static constexpr int kElementPasses = TR * TC / kThreads;
+  static constexpr int kBlockPasses = kSegments / kWarps;
+  static_assert(kElementPasses * kThreads == TR * TC && kBlockPasses * kWarps == kSegments,
+                "the epilogue passes must cover the tile exactly");
   static constexpr size_t kOperandBytes = size_t(kStages) * kStageElems * 2;
   static constexpr size_t kGTileBytes = size_t(TR) * kLdG * 4;
   static constexpr size_t kSmemBytes = kOperandBytes > kGTileBytes ? kOperandBytes : kGTileBytes;
@@ -129,11 +137,38 @@ FH_HD int chunk_ksteps(int64_t T, int64_t t0, int kmax) {
   return s < kmax ? int(s) : kmax;
 }
 
-// Fused epilogue: segment `seg` of the tile (consecutive threads take consecutive rows, so a
-// warp's G-tile reads fall on distinct banks) is tile row seg % TR, columns 64 * (seg / TR) ..
+// Fused epilogue: segment `seg` of the tile is tile row seg % TR, columns 64 * (seg / TR) ..
+// (the v1 epilogue's one-segment-per-thread map; the v2 epilogue uses the maps below, and the
+// tests check that both cover the tile once).
 template <class Cfg>
 FH_HD FragCoord segment_origin(int seg) {
   return {seg % Cfg::TR, 64 * (seg / Cfg::TR)};
+}
+
+// Accumulators acc[mt][nt][2 * pair] and acc[mt][nt][2 * pair + 1] are the adjacent tile
+// elements (row, col) and (row, col + 1), col even: the epilogue parks them in shared memory
+// with one 8-byte store.
+template <class Cfg>
+FH_HD FragCoord acc_pair_tile_coord(int warp, int lane, int mt, int nt, int pair) {
+  return acc_tile_coord<Cfg>(warp, lane, mt, nt, 2 * pair);
+}
+
+// Fused epilogue, fp32 / bf16 state: pass j of thread tid updates tile element
+// idx = tid + kThreads * j, (idx / TC, idx % TC): a warp takes 32 consecutive columns of one
+// row, so its global loads and stores are coalesced and its G-tile reads hit 32 distinct banks.
+template <class Cfg>
+FH_HD FragCoord epilogue_element(int tid, int pass) {
+  const int idx = tid + Cfg::kThreads * pass;
+  return {idx / Cfg::TC, idx % Cfg::TC};
+}
+
+// Fused epilogue, int8 state: pass j of warp w updates the tile's 64-column block
+// b = w + kWarps * j at (b / kSegmentsPerRow, 64 * (b % kSegmentsPerRow)); lane l takes its
+// columns l and l + 32.
+template <class Cfg>
+FH_HD FragCoord epilogue_int8_block(int warp, int pass) {
+  const int b = warp + Cfg::kWarps * pass;
+  return {b / Cfg::kSegmentsPerRow, 64 * (b % Cfg::kSegmentsPerRow)};
 }
 
 }  // namespace fh::gpu

@@ -7,8 +7,9 @@
 // suites do (suites/gpu/test_gpu_mma_model.cu, test_gpu_fused.cu).
 #include <gtest/gtest.h>
 
-#include <cstdio>
+#include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -296,6 +297,97 @@ TEST(GpuTileLayout, EpilogueSegmentsAndAccumulatorsCoverTheTileOnce) {
   };
   check(WgradTileCfg<128, 128>{});
   check(WgradTileCfg<64, 64>{});
+}
+
+// The v2 fused epilogue: the accumulators are parked in the shared G tile (row stride kLdG) by
+// 8-byte pair stores, then read back per element (fp32 / bf16 state) or per 64-column block and
+// lane (int8 state). Tags stand for the accumulator values: every tile element must be read back
+// exactly once, from the accumulator acc_tile_coord puts there; stores must be 8-byte aligned and
+// bank-conflict free per half warp, the reads conflict free per warp.
+template <class Cfg>
+void check_fused_epilogue_layout() {
+  constexpr int kLd = Cfg::kLdG;
+  auto tag = [](int w, int l, int mt, int nt, int i) { return (((w * 32 + l) * Cfg::kMT + mt) * Cfg::kNT + nt) * 4 + i; };
+  std::vector<int> sG(size_t(Cfg::TR * kLd), -1), expect(size_t(Cfg::TR * Cfg::TC), -1);
+  int store_conflicts = 0, misaligned = 0;
+  for (int w = 0; w < Cfg::kWarps; ++w)
+    for (int mt = 0; mt < Cfg::kMT; ++mt)
+      for (int nt = 0; nt < Cfg::kNT; ++nt)
+        for (int pair = 0; pair < 2; ++pair)
+          for (int half = 0; half < 2; ++half) {  // an 8-byte warp store is two half-warp phases
+            int bank_use[32] = {};
+            for (int l = 16 * half; l < 16 * half + 16; ++l) {
+              const FragCoord c = acc_pair_tile_coord<Cfg>(w, l, mt, nt, pair);
+              const FragCoord c1 = acc_tile_coord<Cfg>(w, l, mt, nt, 2 * pair + 1);
+              ASSERT_TRUE(c1.row == c.row && c1.col == c.col + 1) << "a pair must be two adjacent columns";
+              const int addr = c.row * kLd + c.col;
+              if (addr % 2 != 0) ++misaligned;
+              for (int e = 0; e < 2; ++e) {
+                ASSERT_EQ(sG[size_t(addr + e)], -1) << "two accumulators parked at one address";
+                sG[size_t(addr + e)] = tag(w, l, mt, nt, 2 * pair + e);
+                expect[size_t(c.row * Cfg::TC + c.col + e)] = tag(w, l, mt, nt, 2 * pair + e);
+                if (++bank_use[(addr + e) % 32] > 1) ++store_conflicts;
+              }
+            }
+          }
+  EXPECT_EQ(misaligned, 0) << "pair stores must be 8-byte aligned";
+  EXPECT_EQ(store_conflicts, 0) << "bank conflicts in the accumulator pair stores";
+
+  // fp32 / bf16 state: thread tid's pass j reads epilogue_element(tid, j).
+  std::vector<int> hits(size_t(Cfg::TR * Cfg::TC), 0);
+  int read_conflicts = 0, wrong = 0, uncoalesced = 0;
+  for (int j = 0; j < Cfg::kElementPasses; ++j)
+    for (int w = 0; w < Cfg::kWarps; ++w) {
+      int bank_addr[32];
+      std::fill(bank_addr, bank_addr + 32, -1);
+      for (int l = 0; l < 32; ++l) {
+        const FragCoord t = epilogue_element<Cfg>(32 * w + l, j);
+        ASSERT_TRUE(t.row >= 0 && t.row < Cfg::TR && t.col >= 0 && t.col < Cfg::TC);
+        const FragCoord t0 = epilogue_element<Cfg>(32 * w, j);
+        if (t.row != t0.row || t.col != t0.col + l) ++uncoalesced;  // 32 consecutive columns of one row
+        const int addr = t.row * kLd + t.col;
+        if (sG[size_t(addr)] != expect[size_t(t.row * Cfg::TC + t.col)]) ++wrong;
+        ++hits[size_t(t.row * Cfg::TC + t.col)];
+        int& b = bank_addr[addr % 32];
+        if (b >= 0 && b != addr) ++read_conflicts;
+        b = addr;
+      }
+    }
+  for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i], 1) << "element epilogue coverage at " << i;
+  EXPECT_EQ(wrong, 0) << "element epilogue read a value other than its accumulator";
+  EXPECT_EQ(uncoalesced, 0) << "a warp's pass is not 32 consecutive columns of one row";
+  EXPECT_EQ(read_conflicts, 0) << "bank conflicts in the element epilogue's reads";
+
+  // int8 state: warp w's pass j is the block epilogue_int8_block(w, j), lane l columns l, l + 32.
+  std::fill(hits.begin(), hits.end(), 0);
+  read_conflicts = wrong = 0;
+  for (int j = 0; j < Cfg::kBlockPasses; ++j)
+    for (int w = 0; w < Cfg::kWarps; ++w) {
+      const FragCoord b = epilogue_int8_block<Cfg>(w, j);
+      ASSERT_EQ(b.col % 64, 0) << "an int8 pass must start on a block";
+      for (int h = 0; h < 2; ++h) {
+        int bank_addr[32];
+        std::fill(bank_addr, bank_addr + 32, -1);
+        for (int l = 0; l < 32; ++l) {
+          const int col = b.col + l + 32 * h, addr = b.row * kLd + col;
+          ASSERT_TRUE(b.row < Cfg::TR && col < Cfg::TC);
+          if (sG[size_t(addr)] != expect[size_t(b.row * Cfg::TC + col)]) ++wrong;
+          ++hits[size_t(b.row * Cfg::TC + col)];
+          int& bk = bank_addr[addr % 32];
+          if (bk >= 0 && bk != addr) ++read_conflicts;
+          bk = addr;
+        }
+      }
+    }
+  for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i], 1) << "int8 epilogue coverage at " << i;
+  EXPECT_EQ(wrong, 0) << "int8 epilogue read a value other than its accumulator";
+  EXPECT_EQ(read_conflicts, 0) << "bank conflicts in the int8 epilogue's reads";
+  EXPECT_LE(size_t(Cfg::TR) * kLd * 4, Cfg::kSmemBytes) << "the G tile must fit the kernel's shared memory";
+}
+
+TEST(GpuTileLayout, FusedEpilogueParksAndReadsEachAccumulatorOnceWithoutBankConflicts) {
+  check_fused_epilogue_layout<WgradTileCfg<128, 128>>();
+  check_fused_epilogue_layout<WgradTileCfg<64, 64>>();
 }
 
 }  // namespace
