@@ -6,7 +6,7 @@
 # libraries are missing. Exit status: 0 when everything that ran passed, 1 otherwise, 2 when the
 # bundle is missing or unusable.
 # Usage: scripts/gpu_runner.sh OUTDIR
-# Env: FH_BENCH_FILTER (Google Benchmark regex), FH_SKIP_BENCH=1, FH_SANITIZE=1 (compute-sanitizer
+# Env: FH_VERIFY_ARGS (extra forge-verify options), FH_SKIP_TORCH=1, FH_TORCH_QUICK=1, FH_BENCH_FILTER (Google Benchmark regex), FH_SKIP_BENCH=1, FH_SANITIZE=1 (compute-sanitizer
 # memcheck/racecheck/initcheck on the fused suite's small cases), FH_ALLOW_SKIP=1 (a skipped GPU
 # test is not a failure: for trying the script on a machine without a GPU).
 set -uo pipefail
@@ -141,7 +141,8 @@ fi
 
 # forge-verify: every claim, GPU claims included, report in the output folder.
 if has forge-verify; then
-  "$B/bin/forge-verify" --report "$OUT/forge-verify.h5" > "$OUT/forge-verify.log" 2>&1
+  # FH_VERIFY_ARGS: extra forge-verify options, e.g. "--claim gpu_fused_vs_twin" for a short run.
+  "$B/bin/forge-verify" ${FH_VERIFY_ARGS:-} --report "$OUT/forge-verify.h5" > "$OUT/forge-verify.log" 2>&1
   rc=$?
   say "forge-verify: $([ $rc -eq 0 ] && echo PASS || echo "FAIL (rc $rc)"), report forge-verify.h5"
   [ $rc -eq 0 ] || status=1
