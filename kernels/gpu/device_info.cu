@@ -3,9 +3,22 @@
 #include <cublas_api.h>
 #include <cuda_runtime.h>
 
+#include <fstream>
+#include <regex>
+
 namespace fh {
 
 namespace {
+// The kernel module's version ("580.159.04") as the driver publishes it; empty if unreadable.
+std::string nvidia_module_version() {
+  std::ifstream f("/proc/driver/nvidia/version");
+  std::string line;
+  std::getline(f, line);
+  std::smatch m;
+  if (std::regex_search(line, m, std::regex("Kernel Module[^0-9]*([0-9]+(\\.[0-9]+)+)"))) return m[1];
+  return {};
+}
+
 DeviceInfo probe() {
   DeviceInfo info;
   int rt = 0;
@@ -16,7 +29,10 @@ DeviceInfo probe() {
       cublasGetProperty(PATCH_LEVEL, &patch) == CUBLAS_STATUS_SUCCESS)
     info.cublas = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
   int drv = 0;
-  if (cudaDriverGetVersion(&drv) == cudaSuccess && drv > 0) info.driver = std::to_string(drv);
+  if (cudaDriverGetVersion(&drv) == cudaSuccess && drv > 0) {
+    const std::string module = nvidia_module_version();
+    info.driver = (module.empty() ? std::string("unknown") : module) + " (CUDA driver API " + std::to_string(drv) + ")";
+  }
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {

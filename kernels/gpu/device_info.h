@@ -12,7 +12,7 @@ struct DeviceInfo {
   std::string reason;           // why not available ("no CUDA driver", ...)
   std::string name = "none";    // e.g. "NVIDIA H200"
   std::string compute_capability = "none";
-  std::string driver = "none";  // driver API version as the runtime reports it, e.g. "13000"
+  std::string driver = "none";  // e.g. "580.159.04 (CUDA driver API 13000)"
   std::string runtime = "unknown";
   std::string cublas = "unknown";
   int sm_count = 0;
