@@ -1,0 +1,198 @@
+#include "oracles/fidelity.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include "kernels/formats/int8_block.h"
+#include "oracles/rule_bounds.h"
+#include "reference/mpfr_rules.h"
+
+namespace fh {
+
+namespace {
+
+double up(const mpreal& x) { return mpfr_get_d(x.mpfr_srcptr(), MPFR_RNDU); }
+
+bool same_bits(float a, float b) { return f2u(a) == f2u(b); }
+
+}  // namespace
+
+Int8MomentJudgement judge_int8_moments(const std::vector<float>& decoded,
+                                       const std::vector<float>& reference, int64_t rows,
+                                       int64_t cols, bool nonnegative) {
+  if (rows <= 0 || cols <= 0 || decoded.size() != size_t(rows * cols) || reference.size() != decoded.size())
+    throw std::invalid_argument("judge_int8_moments: sizes do not match rows x cols");
+  Int8MomentJudgement j;
+  const int L = int8_levels(nonnegative);
+  j.bound_rel_absmax = 1.0 / (2.0 * L) + 0x1p-22;
+  j.ratio_histogram.assign(21, 0);
+  auto violate = [&](int64_t r, int64_t c, double bound) {
+    if (j.violations++ == 0) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "row %lld col %lld: decoded %.9g reference %.9g bound %.9g",
+                    (long long)r, (long long)c, double(decoded[size_t(r * cols + c)]),
+                    double(reference[size_t(r * cols + c)]), bound);
+      j.first_violation = buf;
+    }
+  };
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c0 = 0; c0 < cols; c0 += kInt8Block) {
+      const int n = int(std::min<int64_t>(kInt8Block, cols - c0));
+      const float* ref = reference.data() + r * cols + c0;
+      const float* dec = decoded.data() + r * cols + c0;
+      const float a = int8_block_absmax(ref, n);  // the block's own absmax, from the reference
+      j.elements += n;
+      if (fisnan(a) || !fisfinite(a)) {  // INT8_CODEC.md's special blocks
+        ++j.special_blocks;
+        for (int i = 0; i < n; ++i) {
+          float want;
+          if (fisnan(a)) want = u2f(kInt8CanonicalNanBits);
+          else if (!fisfinite(ref[i]) && !(nonnegative && ref[i] < 0)) want = ref[i];
+          else want = 0.0f;
+          if (!same_bits(dec[i], want)) violate(r, c0 + i, NAN);
+        }
+        continue;
+      }
+      ++j.finite_blocks;
+      const double B = int8_codec_bound(a, nonnegative);
+      const mpreal Bm = ref_real(B);
+      for (int i = 0; i < n; ++i) {
+        if (!fisfinite(dec[i])) { violate(r, c0 + i, B); ++j.ratio_histogram[20]; continue; }
+        const mpreal err = abs(ref_real(dec[i]) - ref_real(ref[i]));  // exact at 256 bits
+        const bool ok = err <= Bm;
+        if (!ok) violate(r, c0 + i, B);
+        const double ratio = B > 0 ? up(err) / B : (err == 0 ? 0.0 : INFINITY);
+        j.max_ratio = std::max(j.max_ratio, ratio);
+        if (a > 0) j.max_err_rel_absmax = std::max(j.max_err_rel_absmax, up(err) / double(a));
+        j.ratio_histogram[ok ? std::min(19, int(ratio * 20)) : 20]++;
+      }
+    }
+  return j;
+}
+
+int64_t count_absmax_mismatches(const std::vector<float>& stored_absmax,
+                                const std::vector<float>& reference, int64_t rows, int64_t cols) {
+  const int64_t bpr = (cols + kInt8Block - 1) / kInt8Block;
+  if (stored_absmax.size() != size_t(rows * bpr) || reference.size() != size_t(rows * cols))
+    throw std::invalid_argument("count_absmax_mismatches: sizes do not match");
+  int64_t bad = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < bpr; ++b) {
+      const int64_t c0 = b * kInt8Block;
+      const int n = int(std::min<int64_t>(kInt8Block, cols - c0));
+      bad += !same_bits(stored_absmax[size_t(r * bpr + b)],
+                        int8_block_absmax(reference.data() + r * cols + c0, n));
+    }
+  return bad;
+}
+
+namespace {
+
+// A state input that may be off by `err` from the exact value x (a decoded INT8 moment).
+TrackedF32 state_in(float x, double err, bool nonnegative) {
+  TrackedF32 t = tracked_input(x);
+  if (t.out_of_range || err == 0) return t;
+  t.e = ref_real(err);
+  const mpreal lo = t.v - t.e;
+  if (nonnegative) {  // the unsigned codec decodes to >= 0
+    t.nonneg = true;
+    t.lo = lo > 0 ? lo : ref_real(0);
+  } else {
+    t.nonneg = lo >= 0;
+    t.lo = t.nonneg ? lo : ref_real(0);
+  }
+  return t;
+}
+
+TrackedF32 adamw_p(const AdamW::Hyper& h, const mpfr_scalars::AdamW& s, float p0, float g0,
+                   const TrackedF32& m0, const TrackedF32& v0) {
+  TrackedF32 g = tracked_input(g0);
+  if (h.maximize) g = t_neg(g);
+  const TrackedF32 m = t_add(t_mul(s.beta1, m0), t_mul(s.one_minus_beta1, g));
+  const TrackedF32 v = t_add(t_mul(s.beta2, v0), t_mul(s.one_minus_beta2, t_sq(g)));
+  const TrackedF32 denom = t_add(t_div(t_sqrt(v), s.sqrt_bc2), s.eps);
+  return t_sub(t_mul(tracked_input(p0), s.decay), t_div(t_mul(s.lr_over_bc1, m), denom));
+}
+
+TrackedF32 sgdm_p(const SGDMomentum::Hyper& h, const mpfr_scalars::SGDMomentum& s, int64_t t,
+                  float p0, float g0, const TrackedF32& b0) {
+  TrackedF32 g = tracked_input(g0);
+  if (h.maximize) g = t_neg(g);
+  const TrackedF32 p = tracked_input(p0);
+  g = t_add(g, t_mul(s.wd, p));
+  const TrackedF32 b = t == 1 ? g : t_add(t_mul(s.momentum, b0), t_mul(s.one_minus_dampening, g));
+  const TrackedF32 dir = h.nesterov ? t_add(g, t_mul(s.momentum, b)) : b;
+  return t_sub(p, t_mul(s.lr, dir));
+}
+
+}  // namespace
+
+PropagatedWeightBound propagated_weight_bound(const RuleConfig& rule, int64_t step, float p,
+                                              float g, const float* st_ref, const double* st_err) {
+  return propagated_weight_bound(mpfr_step_scalars(rule, step), p, g, st_ref, st_err);
+}
+
+PropagatedWeightBound propagated_weight_bound(const MpfrStepScalars& sc, float p, float g,
+                                              const float* st_ref, const double* st_err) {
+  const RuleConfig& rule = sc.config;
+  const int64_t step = sc.t;
+  PropagatedWeightBound out;
+  auto take = [&](const TrackedF32& with, const TrackedF32& without) {
+    const RefOutput a = ref_output(with), b = ref_output(without);
+    out.status_ok = a.status == RefStatus::bounded && b.status == RefStatus::bounded;
+    out.with_state_error = up(a.bound);
+    out.without_state_error = up(b.bound);
+  };
+  if (rule.id == RuleId::adamw) {
+    const auto& h = hyper_of<AdamW>(rule);
+    const auto& s = std::get<mpfr_scalars::AdamW>(sc.s);
+    take(adamw_p(h, s, p, g, state_in(st_ref[0], st_err[0], false), state_in(st_ref[1], st_err[1], true)),
+         adamw_p(h, s, p, g, state_in(st_ref[0], 0, false), state_in(st_ref[1], 0, true)));
+  } else if (rule.id == RuleId::sgd_momentum) {
+    const auto& h = hyper_of<SGDMomentum>(rule);
+    const auto& s = std::get<mpfr_scalars::SGDMomentum>(sc.s);
+    take(sgdm_p(h, s, step, p, g, state_in(st_ref[0], st_err[0], false)),
+         sgdm_p(h, s, step, p, g, state_in(st_ref[0], 0, false)));
+  } else {
+    throw std::invalid_argument(std::string("propagated_weight_bound: rule ") + rule_name(rule.id) +
+                                " is not supported (adamw, sgd_momentum)");
+  }
+  return out;
+}
+
+double hoeffding_threshold(int64_t n, double alpha) {
+  if (n <= 0 || !(alpha > 0 && alpha < 1)) throw std::invalid_argument("hoeffding_threshold: need n > 0, 0 < alpha < 1");
+  // Rounded up a little so that floating error in log/sqrt can only make the test stricter.
+  return std::sqrt(std::log(2.0 / alpha) / (2.0 * double(n))) * (1.0 + 1e-12);
+}
+
+double hoeffding_power(int64_t n, double alpha, double bias) {
+  const double d = hoeffding_threshold(n, alpha);
+  const double gap = std::fabs(bias) - d;
+  if (gap <= 0) return 0.0;  // no guarantee
+  return 1.0 - std::exp(-2.0 * double(n) * gap * gap);
+}
+
+MeanTest binomial_mean_test(int64_t n, int64_t k, double p, double alpha) {
+  if (k < 0 || k > n || !(p >= 0 && p <= 1)) throw std::invalid_argument("binomial_mean_test: bad counts or p");
+  MeanTest t;
+  t.n = n;
+  t.alpha = alpha;
+  t.expected = p;
+  t.observed = double(k) / double(n);
+  t.threshold = hoeffding_threshold(n, alpha);
+  t.reject = std::fabs(t.observed - t.expected) > t.threshold;
+  return t;
+}
+
+std::string MeanTest::to_string() const {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "n=%lld observed=%.6f expected=%.6f |diff|=%.3g threshold=%.3g (alpha=%g) %s",
+                (long long)n, observed, expected, std::fabs(observed - expected), threshold, alpha,
+                reject ? "REJECT" : "accept");
+  return buf;
+}
+
+}  // namespace fh

@@ -1,0 +1,83 @@
+// Judges of the low-precision fidelity claims (issue 5): Proposition 4's INT8 moment bound,
+// the weight bound that follows from it, and the statistical tests of stochastic rounding.
+// These judge values the producers in reference/fidelity_runs.h computed; they never produce them.
+//
+// Statistical tests use Hoeffding's inequality for the mean of n independent [0, 1] variables,
+// P(|mean - mu| >= d) <= 2 exp(-2 n d^2), so a test that rejects when |mean - mu| > d(alpha) with
+// d(alpha) = sqrt(ln(2/alpha) / (2n)) has false-alarm rate <= alpha whatever mu is (rigorous,
+// no normal approximation). Its power against a true mean mu' with |mu' - mu| = b > d is at
+// least 1 - exp(-2 n (b - d)^2) (the one-sided Hoeffding bound on the miss).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/rules/all_rules.h"
+
+namespace fh {
+
+// ---- Proposition 4: INT8 moments against the fp32 moments of the same step ----
+
+// decoded[i] is the INT8 path's state after the step, decoded; reference[i] the fp32-state path's
+// state after the same step from the same (decoded) start, i.e. the value the INT8 path encoded.
+// The block absmax is taken from the reference (max |reference| over the block, never from the
+// stored absmax: a producer that stores a wrong absmax must not set its own bound).
+// Checks, per element with a finite block: |decoded - reference| <= int8_codec_bound(a_block),
+// decided exactly (MPFR). Non-finite blocks are judged against INT8_CODEC.md's table instead:
+// a NaN block decodes to the canonical NaN everywhere, an inf block keeps +-inf where the
+// reference is +-inf and +0 elsewhere.
+struct Int8MomentJudgement {
+  int64_t elements = 0, finite_blocks = 0, special_blocks = 0;
+  int64_t violations = 0;         // elements outside the bound (or the special-block table)
+  double max_ratio = 0;           // max |err| / B(a) over finite blocks
+  double max_err_rel_absmax = 0;  // max |err| / a (the bound relative to a: 1/(2L) + 4u + ...)
+  double bound_rel_absmax = 0;    // 1/(2L) + 4u (the a-relative bound without the subnormal term)
+  std::vector<int64_t> ratio_histogram;  // err / B in 20 bins over [0, 1], violations in bin 20
+  std::string first_violation;    // "row r col c: decoded .. reference .. bound .."
+  bool pass() const { return violations == 0; }
+};
+Int8MomentJudgement judge_int8_moments(const std::vector<float>& decoded,
+                                       const std::vector<float>& reference, int64_t rows,
+                                       int64_t cols, bool nonnegative);
+
+// Stored absmax (INT8 path) against max |reference| over each block, bitwise (NaN canonical).
+int64_t count_absmax_mismatches(const std::vector<float>& stored_absmax,
+                                const std::vector<float>& reference, int64_t rows, int64_t cols);
+
+// The weight bound that follows from a bounded state error, by running error analysis
+// (oracles/rule_bounds.h): the rule's formula on Tracked values where state slot k enters with
+// exact value st_ref[k] and error st_err[k] (the codec bound of the previous step's moment),
+// every operation one fp32 rounding. Returned: a bound on |p_computed - p_exact| for a computed
+// p from any state within st_err of st_ref (the INT8 path), and the same bound with st_err = 0
+// (the fp32 path). |p_int8 - p_fp32| <= sum of the two. status_ok false: out of range / unbounded.
+// Supported: adamw, sgd_momentum (throws std::invalid_argument for other rules).
+struct PropagatedWeightBound {
+  double with_state_error = 0, without_state_error = 0;
+  bool status_ok = true;
+  double total() const { return with_state_error + without_state_error; }
+};
+PropagatedWeightBound propagated_weight_bound(const RuleConfig& rule, int64_t step, float p,
+                                              float g, const float* st_ref, const double* st_err);
+// The same with the step's exact scalars computed once (reference/mpfr_rules.h), for loops.
+struct MpfrStepScalars;
+PropagatedWeightBound propagated_weight_bound(const MpfrStepScalars& scalars, float p, float g,
+                                              const float* st_ref, const double* st_err);
+
+// ---- statistical tests (Hoeffding, two-sided) ----
+
+double hoeffding_threshold(int64_t n, double alpha);  // d(alpha) above
+// Lower bound on the probability that the test rejects when the true mean is off by `bias`.
+double hoeffding_power(int64_t n, double alpha, double bias);
+
+struct MeanTest {
+  int64_t n = 0;
+  double observed = 0, expected = 0;  // mean of the indicators, and mu
+  double threshold = 0;               // d(alpha)
+  double alpha = 0;
+  bool reject = false;                // |observed - expected| > threshold
+  std::string to_string() const;
+};
+// n indicators with k successes against an exact success probability p.
+MeanTest binomial_mean_test(int64_t n, int64_t k, double p, double alpha);
+
+}  // namespace fh
