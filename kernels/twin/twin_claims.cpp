@@ -15,18 +15,14 @@
 #include "reference/exact_gradient.h"
 #include "reference/two_phase_host.h"
 
+#include "reference/case_gen.h"
+
 namespace fh {
 
 namespace {
 
 // ---------------------------------------------------------------- inputs
 
-uint64_t mix_seed(uint64_t seed, uint64_t a, uint64_t b = 0) {
-  uint64_t z = seed ^ (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 struct StepInputs {
   std::vector<uint16_t> X, dY;  // [T, in], [T, out]

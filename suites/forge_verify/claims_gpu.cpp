@@ -21,7 +21,8 @@
 #include "kernels/gpu/cublas_order_probe.h"
 #include "kernels/gpu/device_info.h"
 #include "kernels/gpu/gpu_api.h"
-#include "kernels/gpu/mma_probe_cases.h"
+#include "kernels/common/host_parallel.h"
+#include "kernels/gpu/mma_probe_run.h"
 #include "kernels/twin/fused_twin.h"
 #include "kernels/twin/mma_model.h"
 #include "oracles/bitwise.h"
@@ -36,36 +37,7 @@ namespace {
 
 // ---------------------------------------------------------------- helpers
 
-uint64_t mix_seed(uint64_t seed, uint64_t a, uint64_t b = 0) {
-  uint64_t z = seed ^ (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
-// f(i) for i in [0, n) on the host's cores; the first exception is rethrown after the join.
-template <class F>
-void parallel_for(int64_t n, F&& f) {
-  const int64_t nt = std::max<int64_t>(1, std::min<int64_t>(n, std::min(32u, std::max(1u, std::thread::hardware_concurrency()))));
-  std::atomic<int64_t> next{0};
-  std::exception_ptr err;
-  std::mutex err_mu;
-  std::vector<std::thread> th;
-  for (int64_t t = 0; t < nt; ++t)
-    th.emplace_back([&] {
-      for (int64_t i; (i = next.fetch_add(1)) < n;) {
-        try {
-          f(i);
-        } catch (...) {
-          std::lock_guard<std::mutex> lk(err_mu);
-          if (!err) err = std::current_exception();
-          next.store(n);
-        }
-      }
-    });
-  for (auto& x : th) x.join();
-  if (err) std::rethrow_exception(err);
-}
 
 std::string shape_name(int64_t out, int64_t in, int64_t T) {
   return std::to_string(out) + "x" + std::to_string(in) + ".T" + std::to_string(T);
@@ -176,14 +148,6 @@ std::vector<float> twin_wgrad_parallel(const std::vector<uint16_t>& X, const std
 
 constexpr int64_t kMmaInstancesPerCategory = 656;  // 12 categories x 656 x 128 = 1.0e6 outputs
 
-float fma_loop(const gpu::ProbeCase& pc, int row, int col) {
-  float acc = pc.c[size_t(row * 8 + col)];
-  for (int s = 0; s < pc.chain; ++s)
-    for (int k = 0; k < 16; ++k)
-      acc = std::fmaf(bf16_to_float(pc.a[size_t(s * 256 + row * 16 + k)]),
-                      bf16_to_float(pc.b[size_t(s * 128 + col * 16 + k)]), acc);
-  return acc;
-}
 
 void run_gpu_mma_model(const VerifyConfig& cfg, Report& report, const Progress& progress) {
   using namespace gpu;
@@ -192,52 +156,10 @@ void run_gpu_mma_model(const VerifyConfig& cfg, Report& report, const Progress& 
     const ProbeCategory cat = ProbeCategory(ci);
     const int chain = probe_chain_length(cat);
     const int64_t n = kMmaInstancesPerCategory;
-    std::vector<ProbeCase> cases(static_cast<size_t>(n));
-    parallel_for(n, [&](int64_t i) { cases[size_t(i)] = make_probe_case(cat, mix_seed(cfg.seed, 11 + uint64_t(ci), uint64_t(i))); });
-    std::vector<uint16_t> a(size_t(n * chain * 256)), b(size_t(n * chain * 128));
-    std::vector<float> c(size_t(n * 128));
-    for (int64_t i = 0; i < n; ++i) {
-      std::copy(cases[size_t(i)].a.begin(), cases[size_t(i)].a.end(), a.begin() + i * chain * 256);
-      std::copy(cases[size_t(i)].b.begin(), cases[size_t(i)].b.end(), b.begin() + i * chain * 128);
-      std::copy(cases[size_t(i)].c.begin(), cases[size_t(i)].c.end(), c.begin() + i * 128);
-    }
-    DeviceBuffer<uint16_t> da(a), db(b);
-    DeviceBuffer<float> dc(c), dd(c.size());
-    mma_probe(da.data(), db.data(), dc.data(), dd.data(), n, chain);
-    cuda_check(cudaDeviceSynchronize(), "gpu_mma_model: mma_probe");
-    const std::vector<float> hw = dd.download();
-
-    std::vector<int64_t> mis(size_t(n), 0), fmam(size_t(n), 0);
-    std::vector<uint64_t> worst(size_t(n), 0);
-    std::vector<std::string> first(static_cast<size_t>(n));
-    parallel_for(n, [&](int64_t i) {
-      const ProbeCase& pc = cases[size_t(i)];
-      float d[128];
-      std::copy(pc.c.begin(), pc.c.end(), d);
-      for (int s = 0; s < chain; ++s) mma_m16n8k16_model(&pc.a[size_t(s) * 256], &pc.b[size_t(s) * 128], d, d);
-      for (int e = 0; e < 128; ++e) {
-        const float h = hw[size_t(i * 128 + e)];
-        if (f32_bits(d[e]) != f32_bits(h)) {
-          if (mis[size_t(i)]++ == 0) {
-            char buf[160];
-            std::snprintf(buf, sizeof buf, "instance %lld D[%d][%d]: model 0x%08x, GPU 0x%08x", (long long)i, e / 8,
-                          e % 8, f32_bits(d[e]), f32_bits(h));
-            first[size_t(i)] = buf;
-          }
-          worst[size_t(i)] = std::max(worst[size_t(i)], ulp_distance_f32(d[e], h));
-        }
-        if (f32_bits(fma_loop(pc, e / 8, e % 8)) != f32_bits(h)) ++fmam[size_t(i)];
-      }
-    });
-    int64_t m = 0, fm = 0;
-    uint64_t w = 0;
-    std::string first_diff;
-    for (int64_t i = 0; i < n; ++i) {
-      m += mis[size_t(i)];
-      fm += fmam[size_t(i)];
-      w = std::max(w, worst[size_t(i)]);
-      if (first_diff.empty()) first_diff = first[size_t(i)];
-    }
+    const ProbeJudgement j = probe_and_judge(cat, n, [&](int64_t i) { return mix_seed(cfg.seed, 11 + uint64_t(ci), uint64_t(i)); });
+    const int64_t m = j.mismatches, fm = j.fma_misses;
+    const uint64_t w = j.max_ulp;
+    const std::string first_diff = j.first;
     const int64_t outputs = n * 128;
     CaseRecord& cs = report.add_case("gpu_mma_model", probe_category_name(cat));
     cs.set_attr("category", probe_category_name(cat)).set_attr("chain", std::to_string(chain))

@@ -14,6 +14,7 @@
 #include "kernels/common/bf16.h"
 #include "kernels/formats/host_param.h"
 #include "kernels/gpu/device_info.h"
+#include "kernels/common/host_parallel.h"
 
 // Skips the current test (with the reason) on a machine without a usable GPU.
 #define FH_REQUIRE_GPU()                                                                 \
@@ -52,16 +53,7 @@ inline std::vector<float> random_weights(size_t n, uint64_t seed) {
   return w;
 }
 
-template <class F>
-void parallel_for(int64_t n, F&& f) {
-  const int nt = int(std::max(1u, std::min(64u, std::thread::hardware_concurrency())));
-  std::vector<std::thread> th;
-  for (int t = 0; t < nt; ++t)
-    th.emplace_back([&, t] {
-      for (int64_t i = t; i < n; i += nt) f(i);
-    });
-  for (auto& x : th) x.join();
-}
+using fh::parallel_for;  // kernels/common/host_parallel.h
 
 struct BitDiff {
   int64_t compared = 0, differing = 0;

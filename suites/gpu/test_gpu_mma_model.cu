@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "kernels/gpu/gpu_api.h"
-#include "kernels/gpu/mma_probe_cases.h"
+#include "kernels/gpu/mma_probe_run.h"
 #include "kernels/twin/mma_model.h"
 #include "suites/gpu/gpu_suite_util.h"
 
@@ -22,14 +22,6 @@ struct CategoryResult {
   std::string first;
 };
 
-float fma_loop(const ProbeCase& pc, int row, int col) {
-  float acc = pc.c[size_t(row * 8 + col)];
-  for (int s = 0; s < pc.chain; ++s)
-    for (int k = 0; k < 16; ++k)
-      acc = std::fmaf(bf16_to_float(pc.a[size_t(s * 256 + row * 16 + k)]),
-                      bf16_to_float(pc.b[size_t(s * 128 + col * 16 + k)]), acc);
-  return acc;
-}
 
 TEST(GpuMmaModel, ModelEqualsHardwareOnTenMillionOutputs) {
   FH_REQUIRE_GPU();
@@ -39,54 +31,14 @@ TEST(GpuMmaModel, ModelEqualsHardwareOnTenMillionOutputs) {
     const ProbeCategory cat = ProbeCategory(ci);
     const int chain = probe_chain_length(cat);
     const int64_t n = kInstancesPerCategory;
-    std::vector<ProbeCase> cases(static_cast<size_t>(n));
-    test::parallel_for(n, [&](int64_t i) { cases[size_t(i)] = make_probe_case(cat, probe_seed(cat, uint64_t(i))); });
-    std::vector<uint16_t> a(size_t(n) * chain * 256), b(size_t(n) * chain * 128);
-    std::vector<float> c(size_t(n) * 128);
-    for (int64_t i = 0; i < n; ++i) {
-      std::copy(cases[size_t(i)].a.begin(), cases[size_t(i)].a.end(), a.begin() + i * chain * 256);
-      std::copy(cases[size_t(i)].b.begin(), cases[size_t(i)].b.end(), b.begin() + i * chain * 128);
-      std::copy(cases[size_t(i)].c.begin(), cases[size_t(i)].c.end(), c.begin() + i * 128);
-    }
-    DeviceBuffer<uint16_t> da(a), db(b);
-    DeviceBuffer<float> dc(c), dd(c.size());
-    mma_probe(da.data(), db.data(), dc.data(), dd.data(), n, chain);
-    cuda_check(cudaDeviceSynchronize(), "mma_probe");
-    const std::vector<float> hw = dd.download();
-
-    std::vector<int64_t> mis(size_t(n), 0), fmam(size_t(n), 0);
-    test::parallel_for(n, [&](int64_t i) {
-      const ProbeCase& pc = cases[size_t(i)];
-      float d[128];
-      std::copy(pc.c.begin(), pc.c.end(), d);
-      for (int s = 0; s < chain; ++s) mma_m16n8k16_model(&pc.a[size_t(s) * 256], &pc.b[size_t(s) * 128], d, d);
-      for (int e = 0; e < 128; ++e) {
-        const uint32_t h = f32_bits(hw[size_t(i * 128 + e)]);
-        if (f32_bits(d[e]) != h) ++mis[size_t(i)];
-        if (f32_bits(fma_loop(pc, e / 8, e % 8)) != h) ++fmam[size_t(i)];
-      }
-    });
+    const ProbeJudgement j = probe_and_judge(cat, n, [&](int64_t i) { return probe_seed(cat, uint64_t(i)); });
+    const std::vector<ProbeCase>& cases = j.cases;
+    const std::vector<float>& hw = j.hw;
     CategoryResult r;
-    r.outputs = n * 128;
-    for (int64_t i = 0; i < n; ++i) {
-      r.mismatches += mis[size_t(i)];
-      r.fma_misses += fmam[size_t(i)];
-      if (mis[size_t(i)] && r.first.empty()) {
-        const ProbeCase& pc = cases[size_t(i)];
-        float d[128];
-        std::copy(pc.c.begin(), pc.c.end(), d);
-        for (int s = 0; s < chain; ++s) mma_m16n8k16_model(&pc.a[size_t(s) * 256], &pc.b[size_t(s) * 128], d, d);
-        for (int e = 0; e < 128; ++e)
-          if (f32_bits(d[e]) != f32_bits(hw[size_t(i * 128 + e)])) {
-            char buf[160];
-            std::snprintf(buf, sizeof buf, "instance %lld (seed %llu) D[%d][%d]: model 0x%08x, H200 0x%08x",
-                          (long long)i, (unsigned long long)probe_seed(cat, uint64_t(i)), e / 8, e % 8,
-                          f32_bits(d[e]), f32_bits(hw[size_t(i * 128 + e)]));
-            r.first = buf;
-            break;
-          }
-      }
-    }
+    r.outputs = j.outputs;
+    r.mismatches = j.mismatches;
+    r.fma_misses = j.fma_misses;
+    r.first = j.first;
     // More clamp-region records: a clamp off by a few exponents shows in few outputs.
     const int golden_n = cat == ProbeCategory::clamp_region ? 4 * kGoldenPerCategory : kGoldenPerCategory;
     for (int i = 0; i < golden_n; ++i) {

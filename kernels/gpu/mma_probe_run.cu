@@ -1,0 +1,80 @@
+#include "kernels/gpu/mma_probe_run.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "kernels/common/bf16.h"
+#include "kernels/common/host_parallel.h"
+#include "kernels/gpu/gpu_api.h"
+#include "kernels/twin/mma_model.h"
+#include "oracles/ulp.h"
+
+namespace fh::gpu {
+
+float probe_fma_loop(const ProbeCase& pc, int row, int col) {
+  float acc = pc.c[size_t(row * 8 + col)];
+  for (int s = 0; s < pc.chain; ++s)
+    for (int k = 0; k < 16; ++k)
+      acc = std::fmaf(bf16_to_float(pc.a[size_t(s * 256 + row * 16 + k)]),
+                      bf16_to_float(pc.b[size_t(s * 128 + col * 16 + k)]), acc);
+  return acc;
+}
+
+ProbeJudgement probe_and_judge(ProbeCategory cat, int64_t n, const std::function<uint64_t(int64_t)>& seed_of) {
+  ProbeJudgement r;
+  r.chain = probe_chain_length(cat);
+  const int chain = r.chain;
+  r.cases.resize(size_t(n));
+  std::vector<uint64_t> seeds(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) seeds[size_t(i)] = seed_of(i);
+  parallel_for(n, [&](int64_t i) { r.cases[size_t(i)] = make_probe_case(cat, seeds[size_t(i)]); });
+  std::vector<uint16_t> a(size_t(n) * chain * 256), b(size_t(n) * chain * 128);
+  std::vector<float> c(size_t(n) * 128);
+  for (int64_t i = 0; i < n; ++i) {
+    const ProbeCase& pc = r.cases[size_t(i)];
+    std::copy(pc.a.begin(), pc.a.end(), a.begin() + i * chain * 256);
+    std::copy(pc.b.begin(), pc.b.end(), b.begin() + i * chain * 128);
+    std::copy(pc.c.begin(), pc.c.end(), c.begin() + i * 128);
+  }
+  DeviceBuffer<uint16_t> da(a), db(b);
+  DeviceBuffer<float> dc(c), dd(c.size());
+  mma_probe(da.data(), db.data(), dc.data(), dd.data(), n, chain);
+  cuda_check(cudaDeviceSynchronize(), "mma_probe");
+  r.hw = dd.download();
+
+  std::vector<int64_t> mis(size_t(n), 0), fmam(size_t(n), 0);
+  std::vector<uint64_t> worst(size_t(n), 0);
+  std::vector<std::string> first(static_cast<size_t>(n));
+  parallel_for(n, [&](int64_t i) {
+    const ProbeCase& pc = r.cases[size_t(i)];
+    float d[128];
+    std::copy(pc.c.begin(), pc.c.end(), d);
+    for (int s = 0; s < chain; ++s) mma_m16n8k16_model(&pc.a[size_t(s) * 256], &pc.b[size_t(s) * 128], d, d);
+    for (int e = 0; e < 128; ++e) {
+      const float h = r.hw[size_t(i * 128 + e)];
+      if (f32_bits(d[e]) != f32_bits(h)) {
+        if (mis[size_t(i)]++ == 0) {
+          char buf[200];
+          std::snprintf(buf, sizeof buf, "instance %lld (seed %llu) D[%d][%d]: model 0x%08x, GPU 0x%08x",
+                        (long long)i, (unsigned long long)seeds[size_t(i)], e / 8, e % 8, f32_bits(d[e]), f32_bits(h));
+          first[size_t(i)] = buf;
+        }
+        worst[size_t(i)] = std::max(worst[size_t(i)], ulp_distance_f32(d[e], h));
+      }
+      if (f32_bits(probe_fma_loop(pc, e / 8, e % 8)) != f32_bits(h)) ++fmam[size_t(i)];
+    }
+  });
+  r.outputs = n * 128;
+  for (int64_t i = 0; i < n; ++i) {
+    r.mismatches += mis[size_t(i)];
+    r.fma_misses += fmam[size_t(i)];
+    r.max_ulp = std::max(r.max_ulp, worst[size_t(i)]);
+    if (r.first.empty()) r.first = first[size_t(i)];
+  }
+  return r;
+}
+
+}  // namespace fh::gpu
