@@ -195,4 +195,80 @@ std::string MeanTest::to_string() const {
   return buf;
 }
 
+GradRoundingJudgement judge_bf16_gradient_rounding(const std::vector<float>& g,
+                                                   const std::vector<float>& g_rounded) {
+  if (g.size() != g_rounded.size() || g.empty())
+    throw std::invalid_argument("judge_bf16_gradient_rounding: g and g_rounded must have the same, non-zero size");
+  GradRoundingJudgement j;
+  double sum_rel2 = 0;
+  int64_t n_rel = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    ++j.elements;
+    const float x = g[i], y = g_rounded[i];
+    j.changed += f2u(x) != f2u(y);
+    if (!fisfinite(x)) {
+      const bool ok = fisnan(x) ? fisnan(y) : f2u(x) == f2u(y);
+      if (!ok && j.violations++ == 0) j.first_violation = "element " + std::to_string(i) + ": non-finite g not kept";
+      continue;
+    }
+    const int biased = int((f2u(x) >> 23) & 0xff);
+    const double half_ulp = std::ldexp(1.0, (biased == 0 ? -126 : biased - 127) - 8);  // ulp = 2^(e-7)
+    const double err = std::fabs(double(y) - double(x));  // exact: both are floats near each other
+    const double ratio = err / half_ulp;
+    if (!(err <= half_ulp)) {
+      if (j.violations++ == 0) {
+        char buf[200];
+        std::snprintf(buf, sizeof buf, "element %zu: g %.9g rounded %.9g half ulp %.3g", i, double(x), double(y), half_ulp);
+        j.first_violation = buf;
+      }
+    }
+    if (std::isfinite(ratio)) j.max_half_ulp_ratio = std::max(j.max_half_ulp_ratio, ratio);
+    else j.max_half_ulp_ratio = INFINITY;
+    if (x != 0.0f) {
+      const double rel = err / std::fabs(double(x));
+      j.max_rel_err = std::max(j.max_rel_err, rel);
+      sum_rel2 += rel * rel;
+      ++n_rel;
+    }
+  }
+  j.rms_rel_err = n_rel ? std::sqrt(sum_rel2 / double(n_rel)) : 0.0;
+  return j;
+}
+
+UpdateDeviation measure_update_deviation(const std::vector<float>& before,
+                                         const std::vector<float>& after_ref,
+                                         const std::vector<float>& after_test) {
+  if (before.empty() || before.size() != after_ref.size() || before.size() != after_test.size())
+    throw std::invalid_argument("measure_update_deviation: before, after_ref, after_test must have the same, non-zero size");
+  UpdateDeviation u;
+  const size_t n = before.size();
+  u.elements = int64_t(n);
+  double su2 = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double du = double(after_ref[i]) - double(before[i]);
+    if (!std::isfinite(du)) throw std::invalid_argument("measure_update_deviation: non-finite update at element " + std::to_string(i));
+    su2 += du * du;
+    u.differing += f2u(after_ref[i]) != f2u(after_test[i]);
+  }
+  u.scale_rms = std::sqrt(su2 / double(n));
+  if (u.scale_rms == 0) throw std::invalid_argument("measure_update_deviation: the reference update is zero everywhere");
+  const double s = u.scale_rms;
+  double sd = 0, sdir = 0, sd2 = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double du = double(after_ref[i]) - double(before[i]);
+    const double d = double(after_test[i]) - double(after_ref[i]);
+    sd += d / s;
+    sdir += (du > 0 ? d : du < 0 ? -d : 0.0) / s;
+    sd2 += (d / s) * (d / s);
+    u.max_rel = std::max(u.max_rel, std::fabs(d) / s);
+    if (std::fabs(du) >= s / 16) u.max_rel_elem = std::max(u.max_rel_elem, std::fabs(d) / std::fabs(du));
+  }
+  u.sum_d_over_s = sd;
+  u.sum_d2_over_s2 = sd2;
+  u.bias_rel = sd / double(n);
+  u.directional_bias = sdir / double(n);
+  u.rms_rel = std::sqrt(sd2 / double(n));
+  return u;
+}
+
 }  // namespace fh

@@ -80,4 +80,41 @@ struct MeanTest {
 // n indicators with k successes against an exact success probability p.
 MeanTest binomial_mean_test(int64_t n, int64_t k, double p, double alpha);
 
+// ---- gradient fidelity: G rounded to bf16 before the optimizer, against G in fp32 ----
+
+// g_rounded[i] should be g[i] rounded to bf16 (RNE), widened. Checks per element, exactly (both
+// are floats, so |g_rounded - g| and the half ulp, a power of two, are exact in double):
+// |g_rounded - g| <= half a bf16 ulp of g (the ulp of the bf16 binade holding |g|; 2^-133 below
+// the normal range). A non-finite g must come back as itself (NaN as any NaN).
+struct GradRoundingJudgement {
+  int64_t elements = 0, violations = 0;
+  int64_t changed = 0;             // elements where g_rounded != g (the rounding did something)
+  double max_half_ulp_ratio = 0;   // max |g_rounded - g| / (ulp/2), <= 1 when it passes
+  double max_rel_err = 0;          // max |g_rounded - g| / |g| over g != 0 (<= 2^-8 for RNE)
+  double rms_rel_err = 0;          // rms of the same
+  std::string first_violation;     // "element i: g .. rounded .. half ulp .."
+  bool pass() const { return violations == 0; }
+};
+GradRoundingJudgement judge_bf16_gradient_rounding(const std::vector<float>& g,
+                                                   const std::vector<float>& g_rounded);
+
+// One optimizer step's weights from the same start `before`, taken once with the reference path
+// (after_ref) and once with the tested path (after_test); update u = after_ref - before and
+// deviation d = after_test - after_ref, in double. Relative to the update's scale s = rms(u):
+//   bias_rel          mean(d) / s                  (a systematic push in weight space)
+//   directional_bias  mean(d * sign(u)) / s        (> 0: the tested path overshoots the update)
+//   rms_rel           rms(d) / s
+//   max_rel           max |d| / s                  (relative to the scale, not per element: an
+//                                                   element whose update is ~0 would divide by ~0)
+//   max_rel_elem      max |d_i| / |u_i| over the elements with |u_i| >= s / 16
+struct UpdateDeviation {
+  int64_t elements = 0, differing = 0;  // differing: elements with after_test != after_ref (bits)
+  double scale_rms = 0;
+  double bias_rel = 0, directional_bias = 0, rms_rel = 0, max_rel = 0, max_rel_elem = 0;
+  double sum_d_over_s = 0, sum_d2_over_s2 = 0;  // for pooling over steps (bias and its spread)
+};
+UpdateDeviation measure_update_deviation(const std::vector<float>& before,
+                                         const std::vector<float>& after_ref,
+                                         const std::vector<float>& after_test);
+
 }  // namespace fh

@@ -614,6 +614,14 @@ std::vector<ClaimCaseResult> run_sr_layout_invariance(uint64_t seed, SrVariant v
 
 // ---- stagnation ----
 
+const char* stagnation_defect_name(StagnationDefect d) {
+  switch (d) {
+    case StagnationDefect::none: return "none";
+    case StagnationDefect::sr_is_rne: return "sr_is_rne";
+  }
+  return "?";
+}
+
 StagnationResult run_stagnation(const StagnationConfig& cfg) {
   StagnationResult res;
   const int64_t O = cfg.out, I = cfg.in, T = cfg.T;
@@ -657,16 +665,26 @@ StagnationResult run_stagnation(const StagnationConfig& cfg) {
                               {"bf16_rne", StateFormat::fp32, WeightStore::bf16_rne},
                               {"bf16_sr", StateFormat::fp32, WeightStore::bf16_sr},
                               {"int8_state", StateFormat::int8, WeightStore::fp32_master}};
+  auto wanted = [&](const std::string& label) {
+    return label == "fp32_master" || cfg.labels.empty() ||
+           std::find(cfg.labels.begin(), cfg.labels.end(), label) != cfg.labels.end();
+  };
+  for (const auto& l : cfg.labels)
+    if (l != "fp32_master" && l != "bf16_rne" && l != "bf16_sr" && l != "int8_state")
+      throw std::invalid_argument("run_stagnation: unknown variant label '" + l + "'");
+  if (cfg.run_seeds.empty() || cfg.steps < 1) throw std::invalid_argument("run_stagnation: needs run seeds and steps >= 1");
   TwinSchedule sched;
   sched.tile_rows = 32;
   sched.tile_cols = 64;
   const int tail = std::max(1, cfg.steps / 10);
   for (uint64_t rs : cfg.run_seeds)
     for (const Variant& v : variants) {
+      if (!wanted(v.label)) continue;
       StagnationRun run;
       run.label = v.label;
       run.run_seed = rs;
-      HostParam w = HostParam::make(rule, v.sf, v.ws, O, I, w0, rs, 1);
+      const bool planted_rne = cfg.defect == StagnationDefect::sr_is_rne && v.ws == WeightStore::bf16_sr;
+      HostParam w = HostParam::make(rule, v.sf, planted_rne ? WeightStore::bf16_rne : v.ws, O, I, w0, rs, 1);
       CaseRng data(cfg.seed ^ (rs * 0x9E3779B97F4A7C15ull));  // same data stream for every variant
       for (int s = 1; s <= cfg.steps; ++s) {
         const std::vector<uint16_t> X = gen_bf16(data, T * I, CaseDistribution::normal);
@@ -709,34 +727,181 @@ StagnationResult run_stagnation(const StagnationConfig& cfg) {
   for (const auto& r : res.runs)
     if (r.label == "bf16_rne")
       for (int s = cfg.steps / 2; s < cfg.steps; ++s) { vf += r.unchanged_frac[size_t(s)]; ++nv; }
-  res.rne_vanish_frac = vf / nv;
+  res.rne_vanish_frac = nv ? vf / nv : 0.0;
 
   const double noise = 2.0 * res.fp32_std;  // run-to-run noise of fp32 master (2 sample std)
-  ClaimCaseResult csr;
-  csr.claim = "stagnation";
-  csr.case_name = "bf16_sr final loss within fp32_master run-to-run noise";
-  csr.metric = res.sr_abs_diff;
-  csr.bound = noise;
-  csr.pass = res.sr_abs_diff <= noise;
-  csr.note = fmt("fp32 %.6g +- %.3g (std over seeds); SR gap %+.3f%%", res.fp32_mean, res.fp32_std, 100 * res.sr_gap);
-  res.cases.push_back(csr);
-  ClaimCaseResult crn;
-  crn.claim = "stagnation";
-  crn.case_name = "bf16_rne gap vs fp32_master (paper: ~6%)";
-  crn.metric = res.rne_gap;
-  crn.bound = noise / res.fp32_mean;
-  crn.pass = res.rne_gap > noise / res.fp32_mean;  // RNE stagnates visibly beyond the noise
-  crn.note = fmt("RNE gap %+.2f%%, vanished updates %.1f%% (second half), paper ~6%%", 100 * res.rne_gap,
-                 100 * res.rne_vanish_frac);
-  res.cases.push_back(crn);
-  ClaimCaseResult ci8;
-  ci8.claim = "stagnation";
-  ci8.case_name = "int8_state final loss within fp32_master run-to-run noise";
-  ci8.metric = std::fabs(mean(i8) - res.fp32_mean);
-  ci8.bound = noise;
-  ci8.pass = ci8.metric <= noise;
-  ci8.note = fmt("int8 gap %+.3f%%", 100 * res.int8_gap);
-  res.cases.push_back(ci8);
+  const bool planted = cfg.defect != StagnationDefect::none;
+  const std::string dtag = planted ? std::string(" defect=") + stagnation_defect_name(cfg.defect) : "";
+  // Cases only for the variants that ran (cfg.labels).
+  if (!sr.empty()) {
+    ClaimCaseResult csr;
+    csr.claim = "stagnation";
+    csr.case_name = "bf16_sr final loss within fp32_master run-to-run noise" + dtag;
+    csr.metric = res.sr_abs_diff;
+    csr.bound = noise;
+    csr.pass = res.sr_abs_diff <= noise;
+    csr.note = fmt("fp32 %.6g +- %.3g (std over seeds); SR gap %+.3f%%", res.fp32_mean, res.fp32_std, 100 * res.sr_gap);
+    res.cases.push_back(csr);
+  }
+  if (!rne.empty()) {
+    ClaimCaseResult crn;
+    crn.claim = "stagnation";
+    crn.case_name = "bf16_rne gap vs fp32_master (paper: ~6%)";
+    crn.metric = res.rne_gap;
+    crn.bound = noise / res.fp32_mean;
+    crn.pass = res.rne_gap > noise / res.fp32_mean;  // RNE stagnates visibly beyond the noise
+    crn.note = fmt("RNE gap %+.2f%%, vanished updates %.1f%% (second half), paper ~6%%", 100 * res.rne_gap,
+                   100 * res.rne_vanish_frac);
+    res.cases.push_back(crn);
+  }
+  if (!i8.empty()) {
+    ClaimCaseResult ci8;
+    ci8.claim = "stagnation";
+    ci8.case_name = "int8_state final loss within fp32_master run-to-run noise";
+    ci8.metric = std::fabs(mean(i8) - res.fp32_mean);
+    ci8.bound = noise;
+    ci8.pass = ci8.metric <= noise;
+    ci8.note = fmt("int8 gap %+.3f%%", 100 * res.int8_gap);
+    res.cases.push_back(ci8);
+  }
+  return res;
+}
+
+}  // namespace fh
+
+// ---- gradient fidelity ----
+
+namespace fh {
+
+const char* grad_fidelity_defect_name(GradFidelityDefect d) {
+  switch (d) {
+    case GradFidelityDefect::none: return "none";
+    case GradFidelityDefect::fp32_path_rounds_to_bf16: return "fp32_path_rounds_to_bf16";
+    case GradFidelityDefect::bf16_path_truncates: return "bf16_path_truncates";
+    case GradFidelityDefect::bf16_path_keeps_fp32: return "bf16_path_keeps_fp32";
+  }
+  return "?";
+}
+
+namespace {
+
+std::vector<float> bf16_rne_widened(const std::vector<float>& g) {
+  std::vector<float> r(g.size());
+  for (size_t i = 0; i < g.size(); ++i) r[i] = bf16_to_float(float_to_bf16_rne(g[i]));
+  return r;
+}
+std::vector<float> bf16_truncated_widened(const std::vector<float>& g) {
+  std::vector<float> r(g.size());
+  for (size_t i = 0; i < g.size(); ++i) r[i] = u2f(f2u(g[i]) & 0xffff0000u);
+  return r;
+}
+
+}  // namespace
+
+GradFidelityResult run_gradient_fidelity(const GradFidelityConfig& cfg) {
+  if (cfg.steps < 1 || cfg.out < 1 || cfg.in < 1 || cfg.T < 1)
+    throw std::invalid_argument("run_gradient_fidelity: steps, out, in, T must be >= 1");
+  GradFidelityResult res;
+  const std::string tag = std::string(rule_name(cfg.rule.id)) + " " + std::to_string(cfg.out) + "x" +
+                          std::to_string(cfg.in) + " T=" + std::to_string(cfg.T) + " " + std::to_string(cfg.steps) +
+                          " steps" +
+                          (cfg.defect == GradFidelityDefect::none ? "" : std::string(" defect=") + grad_fidelity_defect_name(cfg.defect));
+  auto inputs = [&](int64_t s) {
+    return make_wgrad_case(cfg.seed + uint64_t(s) * 0x9E3779B97F4A7C15ull, cfg.T, cfg.in, cfg.out, CaseDistribution::normal);
+  };
+  TwinSchedule sched;
+  sched.tile_rows = cfg.tile_rows;
+  sched.tile_cols = cfg.tile_cols;
+  const WgradCase c0 = inputs(0);
+  HostParam twin = HostParam::make(cfg.rule, StateFormat::fp32, WeightStore::fp32_master, cfg.out, cfg.in, c0.w0);
+  HostParam f32g = twin;  // the fp32-G two-phase path
+  HostParam free_b = twin;  // the free-running bf16-G path
+  std::vector<BitwiseReport> eq_reps;
+  ClaimCaseResult half;
+  half.claim = "gradient_fidelity";
+  half.case_name = tag + " bf16 G within half an ulp of G";
+  half.bound = 1.0;
+  double pooled_sum = 0, pooled_sum2 = 0;
+  int64_t pooled_n = 0;
+  const size_t n = size_t(cfg.out * cfg.in);
+  for (int s = 1; s <= cfg.steps; ++s) {
+    const WgradCase c = inputs(s);
+    const std::vector<float> G = twin_wgrad(c.X.data(), c.dY.data(), cfg.T, cfg.in, cfg.out, sched);
+    const std::vector<float> Gf = cfg.defect == GradFidelityDefect::fp32_path_rounds_to_bf16 ? bf16_rne_widened(G) : G;
+    const std::vector<float> Gb = cfg.defect == GradFidelityDefect::bf16_path_truncates ? bf16_truncated_widened(G)
+                                  : cfg.defect == GradFidelityDefect::bf16_path_keeps_fp32 ? G
+                                                                                           : bf16_rne_widened(G);
+    const HostParam start = f32g;
+    fused_twin_step(twin, c.X.data(), c.dY.data(), cfg.T, s, sched);
+    apply_two_phase_update(f32g, Gf, s);
+    eq_reps.push_back(compare_bitwise(f32g.master, twin.master, cfg.out, cfg.in, {"W", {cfg.tile_rows, cfg.tile_cols}, s}));
+    for (int k = 0; k < kMaxStates; ++k)
+      if (twin.decls.slot[k].kept)
+        eq_reps.push_back(compare_bitwise(f32g.st_f32[k], twin.st_f32[k], cfg.out, cfg.in,
+                                          {twin.decls.slot[k].name, {cfg.tile_rows, cfg.tile_cols}, s}));
+
+    // The rounding of G itself, judged exactly.
+    const GradRoundingJudgement gj = judge_bf16_gradient_rounding(G, Gb);
+    res.g_max_rel_err.push_back(gj.max_rel_err);
+    res.g_max_half_ulp_ratio.push_back(gj.max_half_ulp_ratio);
+    half.differing += gj.violations;
+    half.metric = std::max(half.metric, gj.max_half_ulp_ratio);
+    if (half.first_diff.empty() && !gj.pass()) half.first_diff = "step " + std::to_string(s) + " " + gj.first_violation;
+
+    // One bf16-G step from the fp32-G path's start.
+    HostParam resync = start;
+    apply_two_phase_update(resync, Gb, s);
+    const UpdateDeviation u = measure_update_deviation(start.master, f32g.master, resync.master);
+    res.update_rms.push_back(u.scale_rms);
+    res.bias_rel.push_back(u.bias_rel);
+    res.directional_bias.push_back(u.directional_bias);
+    res.rms_rel.push_back(u.rms_rel);
+    res.max_rel.push_back(u.max_rel);
+    res.max_rel_elem.push_back(u.max_rel_elem);
+    res.update_differing.push_back(u.differing);
+    pooled_sum += u.sum_d_over_s;
+    pooled_sum2 += u.sum_d2_over_s2;
+    pooled_n += u.elements;
+
+    apply_two_phase_update(free_b, Gb, s);
+    double mx = 0, ss = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double d = std::fabs(double(free_b.master[i]) - double(f32g.master[i]));
+      mx = std::max(mx, d);
+      ss += d * d;
+    }
+    res.traj_max_abs_dev.push_back(mx);
+    res.traj_rms_dev.push_back(std::sqrt(ss / double(n)));
+  }
+  res.pooled_bias_rel = pooled_sum / double(pooled_n);
+  const double var = pooled_sum2 / double(pooled_n) - res.pooled_bias_rel * res.pooled_bias_rel;
+  res.pooled_bias_stderr = std::sqrt(std::max(0.0, var) / double(pooled_n));
+  res.min_rms_rel = INFINITY;
+  for (int s = 0; s < cfg.steps; ++s) {
+    res.mean_rms_rel += res.rms_rel[size_t(s)] / cfg.steps;
+    res.max_max_rel = std::max(res.max_max_rel, res.max_rel[size_t(s)]);
+    res.min_rms_rel = std::min(res.min_rms_rel, res.rms_rel[size_t(s)]);
+  }
+
+  res.cases.push_back(bitwise_case("gradient_fidelity", tag + " fp32-G step == fused twin", eq_reps));
+  half.pass = half.differing == 0;
+  half.note = fmt("max |bf16(G) - G| / (ulp/2) %.6g; max relative G error %.6g (RNE: <= 2^-8, u of 8 significant bits)", half.metric,
+                  *std::max_element(res.g_max_rel_err.begin(), res.g_max_rel_err.end()));
+  res.cases.push_back(half);
+  ClaimCaseResult meas;
+  meas.claim = "gradient_fidelity";
+  meas.case_name = tag + " bf16-G update error is measurable";
+  meas.metric = res.min_rms_rel;
+  meas.bound = 0;  // a lower bound: pass when metric > bound
+  meas.pass = res.min_rms_rel > 0;
+  // Steps whose bf16-G weights equal the fp32-G weights bitwise (so metric != differing: not a
+  // bitwise case in the report).
+  meas.differing = std::count(res.update_differing.begin(), res.update_differing.end(), int64_t(0));
+  if (!meas.pass) meas.first_diff = "some step's bf16-G update equals the fp32-G update bitwise";
+  meas.note = fmt("pass when min over steps of rms(d)/rms(u) > 0 (a lower bound); mean rms_rel %.4g, max |d|/rms(u) %.4g",
+                  res.mean_rms_rel, res.max_max_rel) +
+              fmt("; pooled bias %.3g +- %.2g (stderr) of rms(u)", res.pooled_bias_rel, res.pooled_bias_stderr);
+  res.cases.push_back(meas);
   return res;
 }
 

@@ -6,6 +6,7 @@
 //   sr_statistics     the Philox stream as the kernel draws it: binomial tests per value class,
 //                     independence (neighbours, tiles, steps), layout invariance
 //   stagnation        least squares trained with fp32 master / bf16 RNE / bf16 SR / INT8 state
+//   gradient_fidelity the fused path's fp32 G against G rounded to bf16 before the optimizer
 // Each runner returns ClaimCaseResult cases (kernels/twin/twin_claims.h) plus the curves and
 // histograms a report stores. Judging goes through oracles/fidelity.h.
 //
@@ -116,12 +117,21 @@ std::vector<ClaimCaseResult> run_sr_layout_invariance(uint64_t seed, SrVariant v
 
 // ---- the stagnation experiment ----
 
+// Planted in the stagnation experiment's bf16_sr run only (default off).
+enum class StagnationDefect : uint8_t {
+  none,
+  sr_is_rne,  // planted: the run labelled bf16_sr stores its weights with round-to-nearest
+};
+const char* stagnation_defect_name(StagnationDefect d);
+
 struct StagnationConfig {
   uint64_t seed = 0x57A6BA7EULL;
   int64_t out = 32, in = 64, T = 64, eval_T = 256;
   int steps = 400;
   double lr = 5e-4, target_noise = 0.1, w_star_scale = 0.1;
   std::vector<uint64_t> run_seeds = {1, 2, 3};  // data order and SR seed per run
+  StagnationDefect defect = StagnationDefect::none;
+  std::vector<std::string> labels;  // variants to run (empty: all four; fp32_master always runs)
 };
 struct StagnationRun {
   std::string label;  // "fp32_master", "bf16_rne", "bf16_sr", "int8_state"
@@ -133,11 +143,54 @@ struct StagnationRun {
 struct StagnationResult {
   std::vector<StagnationRun> runs;
   double fp32_mean = 0, fp32_std = 0;         // final loss over seeds
-  double rne_gap = 0, sr_gap = 0, int8_gap = 0;  // relative final-loss gap vs fp32 master, mean over seeds
+  double rne_gap = 0, sr_gap = 0, int8_gap = 0;  // relative final-loss gap vs fp32 master, mean over seeds (NaN: not run)
   double sr_abs_diff = 0;                     // |mean SR - mean fp32|
   double rne_vanish_frac = 0;                 // RNE: mean unchanged fraction over the second half
   std::vector<ClaimCaseResult> cases;
 };
 StagnationResult run_stagnation(const StagnationConfig& cfg);
+
+// ---- gradient fidelity ----
+
+enum class GradFidelityDefect : uint8_t {
+  none,
+  fp32_path_rounds_to_bf16,  // planted: the "fp32-G" path secretly rounds G to bf16 (RNE)
+  bf16_path_truncates,       // planted: the bf16-G path truncates (round toward zero) instead of RNE
+  bf16_path_keeps_fp32,      // planted: the bf16-G path does not round at all
+};
+const char* grad_fidelity_defect_name(GradFidelityDefect d);
+
+struct GradFidelityConfig {
+  uint64_t seed = 0x6AD1F1DEULL;
+  RuleConfig rule = default_rule_config(RuleId::adamw);
+  int64_t out = 64, in = 128, T = 32;
+  int64_t tile_rows = 64, tile_cols = 64;
+  int steps = 50;
+  GradFidelityDefect defect = GradFidelityDefect::none;
+};
+struct GradFidelityResult {
+  // Per step s (1-based, index s-1). The bf16-G step is re-synchronised: it starts each step
+  // from the fp32-G path's weights and state, so each entry is that one step's deviation.
+  std::vector<double> update_rms;        // scale: rms of the fp32-G update
+  std::vector<double> bias_rel;          // mean(d) / scale, d = W_bf16G - W_fp32G after the step
+  std::vector<double> directional_bias;  // mean(d * sign(update)) / scale
+  std::vector<double> rms_rel;           // rms(d) / scale
+  std::vector<double> max_rel;           // max |d| / scale
+  std::vector<double> max_rel_elem;      // max |d_i| / |u_i| over |u_i| >= scale / 16
+  std::vector<int64_t> update_differing; // elements whose bf16-G weight differs from the fp32-G one
+  std::vector<double> g_max_rel_err, g_max_half_ulp_ratio;  // the rounding of G itself
+  // A free-running bf16-G trajectory (never re-synchronised) against the fp32-G one.
+  std::vector<double> traj_max_abs_dev, traj_rms_dev;
+  // Pooled over all steps and elements: the bias and its standard error (mean of d / scale).
+  double pooled_bias_rel = 0, pooled_bias_stderr = 0;
+  double mean_rms_rel = 0, max_max_rel = 0, min_rms_rel = 0;
+  // Cases: fp32-G path == fused twin bitwise; bf16-G rounding within half an ulp (exact);
+  // the bf16-G update error is measurable (min over steps of rms_rel > 0).
+  std::vector<ClaimCaseResult> cases;
+};
+// Each step: G from the twin (twin_wgrad, the fused path's G); the fused twin step; the fp32-G
+// two-phase step on that G (must equal the twin bitwise: it IS the fused path); the bf16-G step
+// (G rounded RNE, widened) from the fp32-G path's start; and one step of the free bf16-G run.
+GradFidelityResult run_gradient_fidelity(const GradFidelityConfig& cfg);
 
 }  // namespace fh

@@ -6,6 +6,9 @@ Reads one or more HDF5 reports (reports/SCHEMA.md: /<claim>/<case>/data/<dataset
   stagnation_unchanged.png   fraction of weights a step left unchanged (.../unchanged_frac)
   int8_error_hist.png        |err| / B(a) histograms of the INT8 moments (prop4_int8_histograms/*)
   int8_trajectory.png        per-step max |W_int8 - W_fp32| (prop4_int8_trajectory/*/max_abs_dev)
+  gradient_fidelity.png      per-step error and bias of the bf16-G update (gradient_fidelity*/*/rms_rel)
+Both layouts are read: the CPU suites' reports and forge-verify's (stagnation/curves <label> with
+2-D [run seed, step] curves, prop4_int8/* with the histograms and the trajectory).
 Only the figures whose data are present are written.
 
 Usage: render_fidelity.py REPORT.h5 [REPORT.h5 ...] [-o OUTDIR]
@@ -67,20 +70,35 @@ def main():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    data, _ = collect(args.reports)
+    data, attrs = collect(args.reports)
     os.makedirs(args.outdir, exist_ok=True)
     written = []
     colors = {"fp32_master": "k", "bf16_rne": "tab:red", "bf16_sr": "tab:blue", "int8_state": "tab:green"}
 
-    curves = data.get("stagnation_curves", {})
+    # Stagnation curves: the CPU suite stores one case per run (stagnation_curves/<label seed s>,
+    # 1-D), forge-verify one case per variant (stagnation/curves <label>, 2-D [run seed, step]).
+    def stagnation_runs(key):
+        runs = []
+        for case, d in sorted(data.get("stagnation_curves", {}).items()):
+            if key in d:
+                runs.append((case, case.split(" seed ")[0], d[key]))
+        for case, d in sorted(data.get("stagnation", {}).items()):
+            if key in d and case.startswith("curves "):
+                label = attrs["stagnation"][case].get("label", case[len("curves "):])
+                seeds = str(attrs["stagnation"][case].get("run_seeds", "")).split(",")
+                arr = d[key]
+                rows = arr if arr.ndim == 2 else arr.reshape(1, -1)
+                for i, y in enumerate(rows):
+                    runs.append(("%s seed %s" % (label, seeds[i] if i < len(seeds) else i), label, y))
+        return runs
+
     for key, fname, ylabel, logy in (("eval_loss", "stagnation_loss.png", "eval loss", True),
                                      ("unchanged_frac", "stagnation_unchanged.png", "unchanged weights per step", False)):
-        runs = [(case, d[key]) for case, d in sorted(curves.items()) if key in d]
+        runs = stagnation_runs(key)
         if not runs:
             continue
         fig, ax = plt.subplots(figsize=(8, 5))
-        for case, y in runs:
-            label = case.split(" seed ")[0]
+        for case, label, y in runs:
             ax.plot(range(1, len(y) + 1), y, color=colors.get(label, None), lw=1, alpha=0.8, label=case)
         if logy:
             ax.set_yscale("log")
@@ -93,36 +111,74 @@ def main():
         plt.close(fig)
         written.append(fname)
 
-    hists = data.get("prop4_int8_histograms", {})
+    def cases_with(key, claims):
+        return [("%s/%s" % (claim, case), d) for claim in claims for case, d in sorted(data.get(claim, {}).items())
+                if key in d]
+
+    # INT8 |err|/B histograms: prop4_int8_histograms/* (CPU suite) or prop4_int8/* (forge-verify).
+    hists = cases_with("err_over_bound_hist", ("prop4_int8_histograms", "prop4_int8"))
     if hists:
-        fig, axes = plt.subplots(1, len(hists), figsize=(4 * len(hists), 3.5), squeeze=False)
-        for ax, (case, d) in zip(axes[0], sorted(hists.items())):
+        fig, axes = plt.subplots(1, len(hists), figsize=(4.5 * len(hists), 3.8), squeeze=False)
+        for ax, (case, d) in zip(axes[0], hists):
             h = d["err_over_bound_hist"]
             edges = [i / 20 for i in range(20)]
-            ax.bar(edges, h[:20], width=0.05, align="edge", color="tab:green")
-            ax.set_title("%s (violations: %d)" % (case, int(h[20])), fontsize=9)
+            ax.bar(edges, [max(v, 0) for v in h[:20]], width=0.05, align="edge", color="tab:green", edgecolor="k", lw=0.3)
+            ax.set_title("%s\n(violations: %d)" % (case, int(h[20])), fontsize=7)
             ax.set_xlabel("|err| / B(absmax)")
-            ax.set_yscale("log")
+            ax.set_ylabel("elements")
+            ax.set_xlim(0, 1)
+            nz = [v for v in h[:20] if v > 0]
+            if nz and max(nz) > 100 * min(nz):  # log only where counts span decades
+                ax.set_yscale("log")
+            else:
+                ax.set_ylim(0, 1.1 * max(nz or [1]))
         fig.tight_layout()
         fig.savefig(os.path.join(args.outdir, "int8_error_hist.png"), dpi=120)
         plt.close(fig)
         written.append("int8_error_hist.png")
 
-    traj = data.get("prop4_int8_trajectory", {})
+    traj = cases_with("max_abs_dev", ("prop4_int8_trajectory", "prop4_int8"))
     if traj:
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        for case, d in sorted(traj.items()):
+        for case, d in traj:
             for key, style in (("max_abs_dev", "-"), ("rms_dev", "--"), ("max_update", ":")):
                 if key in d:
                     ax.plot(range(1, len(d[key]) + 1), d[key], style, label="%s %s" % (case, key))
         ax.set_yscale("symlog", linthresh=1e-8)
         ax.set_xlabel("step")
         ax.set_ylabel("|W_int8 - W_fp32|")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=6)
         fig.tight_layout()
         fig.savefig(os.path.join(args.outdir, "int8_trajectory.png"), dpi=120)
         plt.close(fig)
         written.append("int8_trajectory.png")
+
+    # Gradient fidelity: per-step error and bias of the bf16-G update relative to its scale.
+    grad = cases_with("rms_rel", ("gradient_fidelity_curves", "gradient_fidelity"))
+    if grad:
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+        for case, d in grad:
+            case = case.split("/")[-1].split(" bf16-G")[0]  # "adamw 64x128 T=32 50 steps"
+            steps = range(1, len(d["rms_rel"]) + 1)
+            axes[0].plot(steps, d["rms_rel"], "-", label="%s rms" % case)
+            if "max_rel" in d:
+                axes[0].plot(steps, d["max_rel"], ":", label="%s max" % case)
+            if "bias_rel" in d:
+                axes[1].plot(steps, d["bias_rel"], "-", label="%s bias" % case)
+            if "directional_bias" in d:
+                axes[1].plot(steps, d["directional_bias"], "--", label="%s directional" % case)
+        axes[0].set_yscale("log")
+        axes[0].set_ylabel("|W_bf16G - W_fp32G| / rms(update)")
+        axes[1].axhline(0, color="k", lw=0.5)
+        axes[1].set_ylabel("mean (W_bf16G - W_fp32G) / rms(update)")
+        for ax in axes:
+            ax.set_xlabel("step")
+            ax.legend(fontsize=6)
+        fig.suptitle("gradient fidelity: G rounded to bf16 before the optimizer vs fp32 G (fused path)", fontsize=9)
+        fig.tight_layout()
+        fig.savefig(os.path.join(args.outdir, "gradient_fidelity.png"), dpi=120)
+        plt.close(fig)
+        written.append("gradient_fidelity.png")
 
     if not written:
         sys.stderr.write("render_fidelity.py: no fidelity datasets found in %s\n" % ", ".join(args.reports))

@@ -88,6 +88,16 @@ TEST(ForgeVerifyCli, SmallRunWritesAValidReport) {
   EXPECT_EQ(two->cases.size(), 2u * 2u * 2u);
   EXPECT_NE(data.find_case("two_phase_exact_vs_seq", "lion.int8.bf16_sr"), nullptr);
   EXPECT_NE(data.find_claim("prop1_twin"), nullptr);
+  // Issue 5's low-precision fidelity claims, with their curves.
+  for (const char* claim : {"prop4_int8", "sr_statistics", "stagnation", "gradient_fidelity"}) {
+    const fh::ClaimData* c = data.find_claim(claim);
+    ASSERT_NE(c, nullptr) << claim;
+    EXPECT_EQ(c->verdict, fh::Verdict::pass) << claim;
+  }
+  const fh::CaseData* curves = data.find_case("stagnation", "curves bf16_rne");
+  ASSERT_NE(curves, nullptr);
+  ASSERT_FALSE(curves->datasets.empty());
+  EXPECT_EQ(curves->datasets[0].shape.size(), 2u) << "loss curves are [run seed, step]";
   EXPECT_EQ(data.verdict, fh::Verdict::pass);
   if (!fh::query_device_info().available) {
     const fh::CaseData* gpu = data.find_case("gpu_fused_vs_twin", "all");

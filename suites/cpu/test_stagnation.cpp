@@ -60,3 +60,18 @@ TEST(Stagnation, SrMatchesFp32MasterAndRneStagnates) {
 }
 
 }  // namespace
+
+// ---- planted defect: the run labelled bf16_sr rounds to nearest; the SR verdict must fail ----
+
+TEST(StagnationPlantedDefects, RneMislabelledAsSrIsCaught) {
+  StagnationConfig cfg;
+  cfg.seed = case_seed(cfg.seed);
+  cfg.labels = {"bf16_sr"};  // fp32_master always runs: the noise band
+  cfg.defect = StagnationDefect::sr_is_rne;
+  const StagnationResult r = run_stagnation(cfg);
+  std::printf("%s", format_claim_table(r.cases).c_str());
+  ASSERT_EQ(r.cases.size(), 1u);
+  EXPECT_FALSE(r.cases[0].pass) << "an RNE store labelled SR must leave the noise band: " << r.cases[0].note;
+  EXPECT_GT(r.sr_gap, 0.1);
+  EXPECT_THROW(run_stagnation([] { StagnationConfig c; c.labels = {"fp16"}; return c; }()), std::invalid_argument);
+}

@@ -5,22 +5,14 @@
 #include <cmath>
 
 #include "kernels/twin/twin_claims.h"
+#include "suites/forge_verify/claim_record.h"
 #include "suites/forge_verify/verify_config.h"
 
 namespace fh {
 namespace {
 
 void record(Report& report, const std::vector<ClaimCaseResult>& results, const std::string& claim) {
-  for (const ClaimCaseResult& r : results) {
-    CaseRecord& cs = report.add_case(claim, r.case_name);
-    if (!r.note.empty()) cs.set_attr("note", r.note);
-    if (r.not_run) { cs.add_check(Check::not_run(claim, r.note.empty() ? "not run" : r.note)); continue; }
-    const bool bitwise = r.bound == 0 && r.metric == double(r.differing);
-    Check c = r.pass ? Check::passed(claim, bitwise ? "differing" : "metric", r.metric, r.bound)
-                     : Check::failed(claim, bitwise ? "differing" : "metric", r.metric, r.bound, r.first_diff.empty() ? r.note : r.first_diff);
-    if (bitwise) c.bitwise(r.differing, r.max_ulp, r.differing ? (r.first_diff.empty() ? "unknown" : r.first_diff) : "");
-    cs.add_check(c);
-  }
+  record_claim_cases(report, results, claim);
 }
 
 std::vector<RuleId> rule_ids(const VerifyConfig& cfg) {

@@ -290,6 +290,7 @@ std::vector<ClaimSpec> all_claims() {
   add_core_claims(out);
   add_format_claims(out);
   add_twin_claims(out);
+  add_fidelity_claims(out);
   add_gpu_claims(out);
   return out;
 }

@@ -47,6 +47,7 @@ std::vector<ClaimSpec> all_claims();
 void add_core_claims(std::vector<ClaimSpec>& out);    // claims_core.cpp: rules, two-phase
 void add_format_claims(std::vector<ClaimSpec>& out);  // claims_formats.cpp: INT8 codec, SR
 void add_twin_claims(std::vector<ClaimSpec>& out);  // claims_twin.cpp: host twin, Proposition 1
+void add_fidelity_claims(std::vector<ClaimSpec>& out);  // claims_fidelity.cpp: issue 5, low precision
 void add_gpu_claims(std::vector<ClaimSpec>& out);   // claims_gpu.cpp: kernels on the GPU
 
 // Case names: "adamw.int8.bf16_sr".
