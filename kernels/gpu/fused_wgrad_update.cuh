@@ -151,11 +151,17 @@ inline WgradTileArgs make_tile_args(const WgradProblem& p) {
                        rows_16b_aligned(p.dy, p.out), int(fused_planted_defect())};
 }
 
-// Raises a kernel's dynamic shared-memory limit. Callers keep a function-local static per
-// kernel instantiation so that this runs once per process (a failed call is retried next launch).
+// Raises a kernel's dynamic shared-memory limit, and asks for the largest shared-memory carveout
+// so that two blocks of the 3-stage 128x128 tile (2 x 103 KB, v3) fit on one SM (the mainloop's
+// cp.async.cg bypasses L1; the carveout is a hint the driver may override). Callers keep a
+// function-local static per kernel instantiation so that this runs once per process (a failed
+// call is retried next launch).
 template <class Kernel>
 bool set_smem_limit(Kernel kernel, size_t bytes, const char* what) {
   cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)), what);
+  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                  int(cudaSharedmemCarveoutMaxShared)),
+             what);
   return true;
 }
 

@@ -84,14 +84,79 @@ __device__ __forceinline__ void stage_operand(uint16_t* dst, int lds, const uint
   }
 }
 
+// One warp's view of a staged chunk for mma_chunk_schedule (wgrad_tile_layout.h): ldmatrix from
+// the slot being read, mma.sync into the warp's accumulators.
+template <class Cfg>
+struct WarpMmaOps {
+  struct AFrag {
+    uint32_t r[4];
+  };
+  struct BPair {
+    uint32_t r[4];  // b-registers 0, 1 of n-tile 2 np, then of n-tile 2 np + 1
+  };
+  const uint16_t* sA;
+  const uint16_t* sB;
+  int lane;
+  FragCoord wo;
+  float (&acc)[Cfg::kMT][Cfg::kNT][4];
+
+  __device__ __forceinline__ void load_a(int mt, int ks, AFrag& f) const {
+    const FragCoord ra = ldsm_a_row_address(lane, wo.row + 16 * mt, 16 * ks);
+    ldmatrix_x4_trans(f.r, sA + ra.row * Cfg::kLdA + ra.col);
+  }
+  __device__ __forceinline__ void load_b(int np, int ks, BPair& f) const {
+    const FragCoord rb = ldsm_b_row_address(lane, 16 * ks, wo.col + 16 * np);
+    ldmatrix_x4_trans(f.r, sB + rb.row * Cfg::kLdB + rb.col);
+  }
+  __device__ __forceinline__ void mma(int mt, int nt, const AFrag& a, const BPair& b) const {
+    mma_bf16_16816(acc[mt][nt], a.r, b.r[2 * (nt & 1)], b.r[2 * (nt & 1) + 1]);
+  }
+};
+
+// The block's side of mainloop_schedule (wgrad_tile_layout.h): cp.async staging into ring slots,
+// barriers, and each warp's mma_chunk_schedule over a landed slot.
+template <class Cfg>
+struct BlockMainloopOps {
+  const WgradTileArgs& a;
+  int64_t o0, i0;
+  uint16_t* smem;
+  float (&acc)[Cfg::kMT][Cfg::kNT][4];
+  int tid, lane;
+  FragCoord wo;
+
+  __device__ __forceinline__ void stage(int64_t chunk, int slot) const {
+    uint16_t* sA = smem + slot * Cfg::kStageElems;
+    uint16_t* sB = sA + Cfg::TK * Cfg::kLdA;
+    const int64_t t0 = chunk * Cfg::TK;
+    stage_operand<Cfg::TK, Cfg::TR, Cfg::kThreads>(sA, Cfg::kLdA, a.dy, a.out, a.T, t0, o0, a.vec_dy, tid);
+    stage_operand<Cfg::TK, Cfg::TC, Cfg::kThreads>(sB, Cfg::kLdB, a.x, a.in, a.T, t0, i0, a.vec_x, tid);
+  }
+  __device__ __forceinline__ void commit() const { cp_async_commit(); }
+  template <int N>
+  __device__ __forceinline__ void wait() const {
+    cp_async_wait<N>();
+  }
+  __device__ __forceinline__ void barrier() const { __syncthreads(); }
+  __device__ __forceinline__ void compute(int64_t chunk, int slot) const {
+    const uint16_t* sA = smem + slot * Cfg::kStageElems;
+    WarpMmaOps<Cfg> ops{sA, sA + Cfg::TK * Cfg::kLdA, lane, wo, acc};
+    const int ksteps = chunk_ksteps(a.T, chunk * Cfg::TK, Cfg::kKSteps);
+    if (ksteps == Cfg::kKSteps)
+      mma_chunk_schedule<Cfg, true>(ops, ksteps);  // straight-line: every chunk but a ragged last
+    else
+      mma_chunk_schedule<Cfg, false>(ops, ksteps);
+  }
+};
+
 // The mainloop. smem: Cfg::kOperandBytes of dynamic shared memory (16-byte aligned). On return
 // acc holds the tile's G values for this thread (acc_tile_coord gives their positions) and every
 // thread has passed a final __syncthreads, so the caller may reuse smem.
+// v3: a kStages-deep cp.async ring with one barrier per chunk (mainloop_schedule), and each
+// chunk's instructions from mma_chunk_schedule (fragments software pipelined across k-steps).
 template <class Cfg>
 __device__ __forceinline__ void wgrad_mainloop(const WgradTileArgs& a, int64_t o0, int64_t i0,
                                                uint16_t* smem, float (&acc)[Cfg::kMT][Cfg::kNT][4]) {
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const FragCoord wo = warp_origin<Cfg>(warp);
 #pragma unroll
   for (int mt = 0; mt < Cfg::kMT; ++mt)
 #pragma unroll
@@ -99,54 +164,8 @@ __device__ __forceinline__ void wgrad_mainloop(const WgradTileArgs& a, int64_t o
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;  // +0: the chain's start
 
-  const int64_t nchunks = (a.T + Cfg::TK - 1) / Cfg::TK;
-  auto stage = [&](int64_t chunk) {
-    uint16_t* sA = smem + (chunk & 1) * Cfg::kStageElems;
-    uint16_t* sB = sA + Cfg::TK * Cfg::kLdA;
-    const int64_t t0 = chunk * Cfg::TK;
-    stage_operand<Cfg::TK, Cfg::TR, Cfg::kThreads>(sA, Cfg::kLdA, a.dy, a.out, a.T, t0, o0, a.vec_dy, tid);
-    stage_operand<Cfg::TK, Cfg::TC, Cfg::kThreads>(sB, Cfg::kLdB, a.x, a.in, a.T, t0, i0, a.vec_x, tid);
-  };
-
-  stage(0);
-  cp_async_commit();
-  for (int64_t chunk = 0; chunk < nchunks; ++chunk) {
-    if (chunk + 1 < nchunks) stage(chunk + 1);
-    cp_async_commit();     // possibly empty: keeps the group count uniform
-    cp_async_wait<1>();    // everything but the newest group (chunk + 1) has landed
-    __syncthreads();
-    const uint16_t* sA = smem + (chunk & 1) * Cfg::kStageElems;
-    const uint16_t* sB = sA + Cfg::TK * Cfg::kLdA;
-    const int ksteps = chunk_ksteps(a.T, chunk * Cfg::TK, Cfg::kKSteps);
-#pragma unroll
-    for (int ks = 0; ks < Cfg::kKSteps; ++ks) {
-      if (ks >= ksteps) break;  // block-uniform: k-steps wholly past T are not issued
-      const int k0 = 16 * ks;
-      uint32_t af[Cfg::kMT][4];
-      uint32_t bf[Cfg::kNT][2];
-#pragma unroll
-      for (int mt = 0; mt < Cfg::kMT; ++mt) {
-        const FragCoord ra = ldsm_a_row_address(lane, wo.row + 16 * mt, k0);
-        ldmatrix_x4_trans(af[mt], sA + ra.row * Cfg::kLdA + ra.col);
-      }
-#pragma unroll
-      for (int np = 0; np < Cfg::kNT / 2; ++np) {
-        const FragCoord rb = ldsm_b_row_address(lane, k0, wo.col + 16 * np);
-        uint32_t r[4];
-        ldmatrix_x4_trans(r, sB + rb.row * Cfg::kLdB + rb.col);
-        bf[2 * np][0] = r[0];
-        bf[2 * np][1] = r[1];
-        bf[2 * np + 1][0] = r[2];
-        bf[2 * np + 1][1] = r[3];
-      }
-#pragma unroll
-      for (int mt = 0; mt < Cfg::kMT; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < Cfg::kNT; ++nt) mma_bf16_16816(acc[mt][nt], af[mt], bf[nt][0], bf[nt][1]);
-    }
-    __syncthreads();  // the next iteration stages into the buffer just read
-  }
-  cp_async_wait<0>();
+  BlockMainloopOps<Cfg> ops{a, o0, i0, smem, acc, tid, lane, warp_origin<Cfg>(warp)};
+  mainloop_schedule<Cfg::kStages>((a.T + Cfg::TK - 1) / Cfg::TK, ops);
 }
 
 // Host side: can operand rows be staged with 16-byte copies?

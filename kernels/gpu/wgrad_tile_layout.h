@@ -78,7 +78,10 @@ struct WgradTileCfg {
   // ldmatrix row 16-byte aligned and puts the 8 rows of a matrix on distinct banks.
   static constexpr int kLdA = TR + 8, kLdB = TC + 8;
   static constexpr int kStageElems = TK * kLdA + TK * kLdB;
-  static constexpr int kStages = 2;
+  // Depth of the cp.async ring (v3: 3, was 2): chunk c + kStages - 1 is in flight while chunk c
+  // is multiplied. 128x128: 3 x 34816 B = 102 KB per block, two blocks (plus 1 KB each reserved)
+  // in the 228 KB of an SM; 4 stages (136 KB) would leave room for one block only.
+  static constexpr int kStages = 3;
   // Row stride (floats) of the fp32 G tile in the fused epilogue: = 8 (mod 32), so the
   // accumulators' 8-byte pair stores (acc_pair_tile_coord) are conflict free in each half warp
   // (rows g = 0..3 land on banks 8g .. 8g + 7), and 8-byte aligned; the epilogue's reads are
@@ -98,6 +101,7 @@ struct WgradTileCfg {
   static_assert(TR % 32 == 0 && TC % 64 == 0, "tile rows must be a multiple of 32, columns of 64");
   static_assert(kNT % 2 == 0, "B fragments are loaded two n8 tiles at a time");
   static_assert(kMT >= 1, "at least one m16 tile per warp");
+  static_assert(kStages >= 2, "the ring needs a slot being filled and a slot being read");
 };
 
 // Warp w's sub-tile origin inside the tile.
@@ -135,6 +139,93 @@ FH_HD int chunk_ksteps(int64_t T, int64_t t0, int kmax) {
   const int64_t left = T - t0;
   const int64_t s = (left + 15) / 16;
   return s < kmax ? int(s) : kmax;
+}
+
+// The staging ring (wgrad_mainloop): chunk c is staged into slot c % kStages. The prologue stages
+// chunks 0 .. kStages - 2; iteration c waits for chunk c, passes one barrier (after which every
+// warp is done reading slot (c - 1) % kStages), stages chunk c + kStages - 1 into that slot, then
+// multiplies slot c % kStages. Both slots advance by this step.
+FH_HD int next_pipeline_slot(int slot, int stages) { return slot + 1 == stages ? 0 : slot + 1; }
+
+// Unroll hint for loops that must unroll on the device (register arrays indexed by the loop
+// variable); nothing on the host.
+#if defined(__CUDACC__)
+#define FH_TILE_UNROLL _Pragma("unroll")
+#else
+#define FH_TILE_UNROLL
+#endif
+
+// The mainloop's schedule over chunks, the one sequence the device runs (wgrad_mainloop) and the
+// CPU emulation replays (test_gpu_tile_layout). Ops: stage(chunk, slot) issues the copies of a
+// chunk into a ring slot; commit() closes a cp.async group (group g is always chunk g: empty past
+// the last chunk); wait<N>() returns once all but the N newest groups have landed; barrier();
+// compute(chunk, slot) multiplies a landed chunk. Ends on wait<0> and a barrier, so the caller may
+// reuse the buffers.
+#if defined(__CUDACC__)
+#pragma nv_exec_check_disable
+#endif
+template <int kStages, class Ops>
+FH_HD void mainloop_schedule(int64_t nchunks, Ops& ops) {
+  int write_slot = 0;
+  FH_TILE_UNROLL
+  for (int c = 0; c < kStages - 1; ++c) {  // prologue: chunks 0 .. kStages - 2
+    if (c < nchunks) ops.stage(int64_t(c), write_slot);
+    ops.commit();
+    write_slot = next_pipeline_slot(write_slot, kStages);
+  }
+  int read_slot = 0;
+  for (int64_t chunk = 0; chunk < nchunks; ++chunk) {
+    ops.template wait<kStages - 2>();  // group `chunk` has landed
+    ops.barrier();  // everyone's copies visible; everyone done reading write_slot (chunk - 1)
+    if (chunk + kStages - 1 < nchunks) ops.stage(chunk + kStages - 1, write_slot);
+    ops.commit();
+    write_slot = next_pipeline_slot(write_slot, kStages);
+    ops.compute(chunk, read_slot);
+    read_slot = next_pipeline_slot(read_slot, kStages);
+  }
+  ops.template wait<0>();
+  ops.barrier();
+}
+
+// One warp's instructions for one staged chunk (wgrad_mainloop on the device, the CPU emulation
+// in test_gpu_tile_layout through the same function). Order: k-steps ks = 0 .. ksteps - 1 in
+// turn; in each, acc[mt][nt] += A(mt, ks) * B(nt, ks) for mt, then nt; so every accumulator
+// still gets one m16n8k16 per k-step, in token order (contract 3). The fragment loads are
+// software pipelined (v3): k-step ks + 1's B pairs go into the second of two B buffers before
+// k-step ks's first mma, and A fragment mt of k-step ks + 1 replaces A fragment mt of k-step ks
+// right after that fragment's last mma in k-step ks, so ldmatrix latency hides behind mma issue.
+// kFull (ksteps == kKSteps, every chunk but a ragged last one): no run-time branch inside the
+// chunk, so the whole chunk is one straight-line block for the scheduler.
+// Ops: types AFrag, BPair; load_a(mt, ks, AFrag&) (ldmatrix of A tile mt at k-step ks),
+// load_b(np, ks, BPair&) (B of n-tiles 2 np and 2 np + 1), mma(mt, nt, const AFrag&, const BPair&)
+// (n-tile nt is half nt & 1 of its pair).
+#if defined(__CUDACC__)
+#pragma nv_exec_check_disable
+#endif
+template <class Cfg, bool kFull, class Ops>
+FH_HD void mma_chunk_schedule(Ops& ops, int ksteps) {
+  typename Ops::AFrag af[Cfg::kMT];
+  typename Ops::BPair bp[2][Cfg::kNT / 2];
+  FH_TILE_UNROLL
+  for (int mt = 0; mt < Cfg::kMT; ++mt) ops.load_a(mt, 0, af[mt]);
+  FH_TILE_UNROLL
+  for (int np = 0; np < Cfg::kNT / 2; ++np) ops.load_b(np, 0, bp[0][np]);
+  FH_TILE_UNROLL
+  for (int ks = 0; ks < Cfg::kKSteps; ++ks) {
+    if (!kFull && ks >= ksteps) break;  // block-uniform: k-steps wholly past T are not issued
+    const bool more = kFull ? ks + 1 < Cfg::kKSteps : ks + 1 < ksteps;
+    const int cur = ks & 1;
+    if (more) {
+      FH_TILE_UNROLL
+      for (int np = 0; np < Cfg::kNT / 2; ++np) ops.load_b(np, ks + 1, bp[cur ^ 1][np]);
+    }
+    FH_TILE_UNROLL
+    for (int mt = 0; mt < Cfg::kMT; ++mt) {
+      FH_TILE_UNROLL
+      for (int nt = 0; nt < Cfg::kNT; ++nt) ops.mma(mt, nt, af[mt], bp[cur][nt >> 1]);
+      if (more) ops.load_a(mt, ks + 1, af[mt]);
+    }
+  }
 }
 
 // Fused epilogue: segment `seg` of the tile is tile row seg % TR, columns 64 * (seg / TR) ..

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <vector>
 
 #include "kernels/common/bf16.h"
@@ -130,16 +131,98 @@ TEST(GpuTileLayout, LdmatrixRowAddressesGiveTheMmaFragments) {
     }
 }
 
-// The whole block mainloop on the CPU, step for step as wgrad_mainloop does it.
+// One warp's ldmatrix / mma.sync on the CPU, for mma_chunk_schedule (the very schedule the device
+// runs): fragments hold all 32 lanes' registers; each mma gathers them into the instruction's
+// matrices and calls the instruction model.
 template <class Cfg>
-std::vector<float> emulate_wgrad(const std::vector<uint16_t>& X, const std::vector<uint16_t>& dY,
-                                 int64_t T, int64_t out, int64_t in, int64_t* instructions,
-                                 int64_t* outside_reads) {
-  std::vector<float> G(size_t(out * in), -1.0f);
-  std::vector<uint16_t> sA(size_t(Cfg::TK * Cfg::kLdA)), sB(size_t(Cfg::TK * Cfg::kLdB));
-  const auto stage = [&](std::vector<uint16_t>& dst, int lds, int width, const std::vector<uint16_t>& src,
-                         int64_t ld, int64_t t0, int64_t c0) {
-    std::fill(dst.begin(), dst.end(), uint16_t(0xffff));  // garbage where nothing is staged
+struct EmulatedWarpOps {
+  struct AFrag {
+    uint32_t r[32][4];
+  };
+  struct BPair {
+    uint32_t r[32][4];
+  };
+  const std::vector<uint16_t>& ring;
+  int64_t a_base, b_base;  // element offsets of the slot's sA and sB in the ring
+  FragCoord wo;
+  float* acc;  // [32 lanes][kMT][kNT][4]
+  int64_t* instructions;
+
+  float* accp(int l, int mt, int nt) const { return acc + ((size_t(l) * Cfg::kMT + mt) * Cfg::kNT + nt) * 4; }
+  void load_a(int mt, int ks, AFrag& f) const {
+    int64_t addr[32];
+    for (int l = 0; l < 32; ++l) {
+      const FragCoord ra = ldsm_a_row_address(l, wo.row + 16 * mt, 16 * ks);
+      addr[l] = a_base + int64_t(ra.row) * Cfg::kLdA + ra.col;
+    }
+    emulate_ldmatrix_x4_trans(ring, addr, f.r);
+  }
+  void load_b(int np, int ks, BPair& f) const {
+    int64_t addr[32];
+    for (int l = 0; l < 32; ++l) {
+      const FragCoord rb = ldsm_b_row_address(l, 16 * ks, wo.col + 16 * np);
+      addr[l] = b_base + int64_t(rb.row) * Cfg::kLdB + rb.col;
+    }
+    emulate_ldmatrix_x4_trans(ring, addr, f.r);
+  }
+  void mma(int mt, int nt, const AFrag& a, const BPair& b) const {
+    uint16_t A[256], Bnk[128];
+    float C[128], D[128];
+    for (int l = 0; l < 32; ++l) {
+      for (int r = 0; r < 4; ++r)
+        for (int h = 0; h < 2; ++h) {
+          const FragCoord x = mma_a_coord(l, r, h);
+          A[x.row * 16 + x.col] = half_of(a.r[l][r], h);
+        }
+      for (int r = 0; r < 2; ++r)
+        for (int h = 0; h < 2; ++h) {
+          const FragCoord x = mma_b_coord(l, r, h);
+          Bnk[x.col * 16 + x.row] = half_of(b.r[l][2 * (nt & 1) + r], h);
+        }
+      for (int i = 0; i < 4; ++i) {
+        const FragCoord x = mma_c_coord(l, i);
+        C[x.row * 8 + x.col] = accp(l, mt, nt)[i];
+      }
+    }
+    mma_m16n8k16_model(A, Bnk, C, D);
+    ++*instructions;
+    for (int l = 0; l < 32; ++l)
+      for (int i = 0; i < 4; ++i) {
+        const FragCoord x = mma_c_coord(l, i);
+        accp(l, mt, nt)[i] = D[x.row * 8 + x.col];
+      }
+  }
+};
+
+// The block's side of mainloop_schedule on the CPU. Copies land as late as the schedule allows
+// (only when a wait retires their group), so a read before its wait sees the slot's previous
+// contents; a copy issued into a slot that some warp may still be reading (the slot read since
+// the last barrier), or into a slot with a copy still in flight, is counted as a hazard; compute
+// checks that its slot holds the chunk it was asked for.
+template <class Cfg>
+struct EmulatedBlockOps {
+  struct Group {
+    bool empty = true;
+    int64_t chunk = -1;
+    int slot = -1;
+    std::vector<uint16_t> contents;  // the slot's kStageElems elements once landed
+  };
+  const std::vector<uint16_t>& X;
+  const std::vector<uint16_t>& dY;
+  int64_t T, out, in, o0, i0;
+  std::vector<uint16_t> ring = std::vector<uint16_t>(size_t(Cfg::kStages) * Cfg::kStageElems, uint16_t(0xffff));
+  std::vector<int64_t> slot_chunk = std::vector<int64_t>(size_t(Cfg::kStages), -1);
+  std::deque<Group> in_flight;
+  Group open;         // the group being filled (committed by commit())
+  int busy_slot = -1;  // the slot warps may be reading: set by compute, kept until the next barrier
+  bool barrier_since_compute = true;
+  std::vector<float> acc = std::vector<float>(size_t(Cfg::kWarps) * 32 * Cfg::kMT * Cfg::kNT * 4, 0.0f);
+  int64_t* instructions;
+  int64_t* outside_reads;
+  int64_t hazards = 0, stale_reads = 0, full_chunks = 0, tail_chunks = 0;
+
+  void stage_operand_emu(std::vector<uint16_t>& dst, int64_t base, int lds, int width,
+                         const std::vector<uint16_t>& src, int64_t ld, int64_t t0, int64_t c0) {
     const int groups = Cfg::TK * width / 8;
     for (int tid = 0; tid < Cfg::kThreads; ++tid)
       for (int it = 0; it < groups / Cfg::kThreads; ++it) {
@@ -148,80 +231,82 @@ std::vector<float> emulate_wgrad(const std::vector<uint16_t>& X, const std::vect
         const int n_ok = staging_valid_count(r, c, T, ld);
         for (int e = 0; e < 8; ++e) {
           if (e < n_ok && (r >= T || c + e >= ld)) ++*outside_reads;  // would read another row or past the end
-          dst[size_t(gc.row * lds + gc.col + e)] = e < n_ok ? src.at(size_t(r * ld + c + e)) : uint16_t(0);
+          dst[size_t(base + gc.row * lds + gc.col + e)] = e < n_ok ? src.at(size_t(r * ld + c + e)) : uint16_t(0);
         }
       }
-  };
+  }
+  void stage(int64_t chunk, int slot) {
+    if (slot == busy_slot) ++hazards;  // a lagging warp may still read this slot
+    for (const Group& g : in_flight)
+      if (!g.empty && g.slot == slot) ++hazards;  // two copies in flight into one slot
+    open.empty = false;
+    open.chunk = chunk;
+    open.slot = slot;
+    open.contents.assign(size_t(Cfg::kStageElems), uint16_t(0xffff));  // garbage where nothing is staged
+    stage_operand_emu(open.contents, 0, Cfg::kLdA, Cfg::TR, dY, out, chunk * Cfg::TK, o0);
+    stage_operand_emu(open.contents, Cfg::TK * Cfg::kLdA, Cfg::kLdB, Cfg::TC, X, in, chunk * Cfg::TK, i0);
+  }
+  void commit() {
+    in_flight.push_back(open);
+    open = Group{};
+  }
+  template <int N>
+  void wait() {
+    while (in_flight.size() > size_t(N)) {
+      const Group& g = in_flight.front();
+      if (!g.empty) {
+        std::copy(g.contents.begin(), g.contents.end(), ring.begin() + int64_t(g.slot) * Cfg::kStageElems);
+        slot_chunk[size_t(g.slot)] = g.chunk;
+      }
+      in_flight.pop_front();
+    }
+  }
+  void barrier() {
+    busy_slot = -1;
+    barrier_since_compute = true;
+  }
+  void compute(int64_t chunk, int slot) {
+    if (!barrier_since_compute) ++hazards;  // copies of other threads not known to be visible
+    barrier_since_compute = false;
+    busy_slot = slot;
+    if (slot_chunk[size_t(slot)] != chunk) ++stale_reads;
+    for (const Group& g : in_flight)
+      if (!g.empty && g.slot == slot) ++stale_reads;  // reading a slot whose copy has not landed
+    const int ksteps = chunk_ksteps(T, chunk * Cfg::TK, Cfg::kKSteps);
+    ++(ksteps == Cfg::kKSteps ? full_chunks : tail_chunks);
+    for (int w = 0; w < Cfg::kWarps; ++w) {
+      EmulatedWarpOps<Cfg> ops{ring, int64_t(slot) * Cfg::kStageElems,
+                               int64_t(slot) * Cfg::kStageElems + Cfg::TK * Cfg::kLdA, warp_origin<Cfg>(w),
+                               acc.data() + size_t(w) * 32 * Cfg::kMT * Cfg::kNT * 4, instructions};
+      if (ksteps == Cfg::kKSteps)
+        mma_chunk_schedule<Cfg, true>(ops, ksteps);
+      else
+        mma_chunk_schedule<Cfg, false>(ops, ksteps);
+    }
+  }
+};
+
+struct EmulationStats {
+  int64_t instructions = 0, outside_reads = 0, hazards = 0, stale_reads = 0, full_chunks = 0, tail_chunks = 0;
+};
+
+// The whole block mainloop on the CPU: mainloop_schedule and mma_chunk_schedule, the functions the
+// device runs, over emulated staging, ring, ldmatrix and mma.sync.
+template <class Cfg>
+std::vector<float> emulate_wgrad(const std::vector<uint16_t>& X, const std::vector<uint16_t>& dY,
+                                 int64_t T, int64_t out, int64_t in, EmulationStats& st) {
+  std::vector<float> G(size_t(out * in), -1.0f);
   for (int64_t o0 = 0; o0 < out; o0 += Cfg::TR)
     for (int64_t i0 = 0; i0 < in; i0 += Cfg::TC) {
-      std::vector<float> acc(size_t(Cfg::kWarps * 32 * Cfg::kMT * Cfg::kNT * 4), 0.0f);
-      auto accp = [&](int w, int l, int mt, int nt) { return &acc[size_t((((w * 32 + l) * Cfg::kMT + mt) * Cfg::kNT + nt) * 4)]; };
-      for (int64_t t0 = 0; t0 < T; t0 += Cfg::TK) {
-        stage(sA, Cfg::kLdA, Cfg::TR, dY, out, t0, o0);
-        stage(sB, Cfg::kLdB, Cfg::TC, X, in, t0, i0);
-        const int ksteps = chunk_ksteps(T, t0, Cfg::kKSteps);
-        for (int ks = 0; ks < ksteps; ++ks) {
-          const int k0 = 16 * ks;
-          for (int w = 0; w < Cfg::kWarps; ++w) {
-            const FragCoord wo = warp_origin<Cfg>(w);
-            std::vector<std::array<uint32_t, 4>> af(size_t(32 * Cfg::kMT));
-            std::vector<std::array<uint32_t, 2>> bf(size_t(32 * Cfg::kNT));
-            for (int mt = 0; mt < Cfg::kMT; ++mt) {
-              int64_t addr[32];
-              for (int l = 0; l < 32; ++l) {
-                const FragCoord ra = ldsm_a_row_address(l, wo.row + 16 * mt, k0);
-                addr[l] = int64_t(ra.row) * Cfg::kLdA + ra.col;
-              }
-              uint32_t regs[32][4];
-              emulate_ldmatrix_x4_trans(sA, addr, regs);
-              for (int l = 0; l < 32; ++l)
-                for (int r = 0; r < 4; ++r) af[size_t(l * Cfg::kMT + mt)][r] = regs[l][r];
-            }
-            for (int np = 0; np < Cfg::kNT / 2; ++np) {
-              int64_t addr[32];
-              for (int l = 0; l < 32; ++l) {
-                const FragCoord rb = ldsm_b_row_address(l, k0, wo.col + 16 * np);
-                addr[l] = int64_t(rb.row) * Cfg::kLdB + rb.col;
-              }
-              uint32_t regs[32][4];
-              emulate_ldmatrix_x4_trans(sB, addr, regs);
-              for (int l = 0; l < 32; ++l) {
-                bf[size_t(l * Cfg::kNT + 2 * np)] = {regs[l][0], regs[l][1]};
-                bf[size_t(l * Cfg::kNT + 2 * np + 1)] = {regs[l][2], regs[l][3]};
-              }
-            }
-            for (int mt = 0; mt < Cfg::kMT; ++mt)
-              for (int nt = 0; nt < Cfg::kNT; ++nt) {
-                // One mma.sync: gather the warp's registers into the instruction's matrices.
-                uint16_t A[256], Bnk[128];
-                float C[128], D[128];
-                for (int l = 0; l < 32; ++l) {
-                  for (int r = 0; r < 4; ++r)
-                    for (int h = 0; h < 2; ++h) {
-                      const FragCoord x = mma_a_coord(l, r, h);
-                      A[x.row * 16 + x.col] = half_of(af[size_t(l * Cfg::kMT + mt)][r], h);
-                    }
-                  for (int r = 0; r < 2; ++r)
-                    for (int h = 0; h < 2; ++h) {
-                      const FragCoord x = mma_b_coord(l, r, h);
-                      Bnk[x.col * 16 + x.row] = half_of(bf[size_t(l * Cfg::kNT + nt)][r], h);
-                    }
-                  for (int i = 0; i < 4; ++i) {
-                    const FragCoord x = mma_c_coord(l, i);
-                    C[x.row * 8 + x.col] = accp(w, l, mt, nt)[i];
-                  }
-                }
-                mma_m16n8k16_model(A, Bnk, C, D);
-                ++*instructions;
-                for (int l = 0; l < 32; ++l)
-                  for (int i = 0; i < 4; ++i) {
-                    const FragCoord x = mma_c_coord(l, i);
-                    accp(w, l, mt, nt)[i] = D[x.row * 8 + x.col];
-                  }
-              }
-          }
-        }
-      }
+      EmulatedBlockOps<Cfg> blk{X, dY, T, out, in, o0, i0};
+      blk.instructions = &st.instructions;
+      blk.outside_reads = &st.outside_reads;
+      mainloop_schedule<Cfg::kStages>((T + Cfg::TK - 1) / Cfg::TK, blk);
+      st.hazards += blk.hazards;
+      st.stale_reads += blk.stale_reads;
+      st.full_chunks += blk.full_chunks;
+      st.tail_chunks += blk.tail_chunks;
+      if (!blk.in_flight.empty()) ++st.hazards;  // the caller would reuse smem with copies in flight
       // Epilogue: the accumulators' tile coordinates, clipped to G (as the materializer stores).
       for (int w = 0; w < Cfg::kWarps; ++w)
         for (int l = 0; l < 32; ++l)
@@ -230,7 +315,8 @@ std::vector<float> emulate_wgrad(const std::vector<uint16_t>& X, const std::vect
               for (int i = 0; i < 4; ++i) {
                 const FragCoord c = acc_tile_coord<Cfg>(w, l, mt, nt, i);
                 const int64_t r = o0 + c.row, col = i0 + c.col;
-                if (r < out && col < in) G[size_t(r * in + col)] = accp(w, l, mt, nt)[i];
+                const float v = blk.acc[(((size_t(w) * 32 + l) * Cfg::kMT + mt) * Cfg::kNT + nt) * 4 + i];
+                if (r < out && col < in) G[size_t(r * in + col)] = v;
               }
     }
   return G;
@@ -242,17 +328,24 @@ void check_emulation(int64_t out, int64_t in, int64_t T, uint64_t seed) {
   std::vector<uint16_t> X(size_t(T * in)), dY(size_t(T * out));
   for (auto& v : X) v = random_bf16(s);
   for (auto& v : dY) v = random_bf16(s);
-  int64_t instr = 0, outside = 0;
+  EmulationStats st;
   std::vector<float> G;
-  ASSERT_NO_THROW(G = emulate_wgrad<Cfg>(X, dY, T, out, in, &instr, &outside));
-  EXPECT_EQ(outside, 0) << "staging read elements outside the operand's rows";
+  ASSERT_NO_THROW(G = emulate_wgrad<Cfg>(X, dY, T, out, in, st));
+  EXPECT_EQ(st.outside_reads, 0) << "staging read elements outside the operand's rows";
+  EXPECT_EQ(st.hazards, 0) << "a copy into a slot still being read, or a read without a barrier";
+  EXPECT_EQ(st.stale_reads, 0) << "a chunk multiplied from a slot that does not hold it yet";
+  const int64_t tiles = ((out + Cfg::TR - 1) / Cfg::TR) * ((in + Cfg::TC - 1) / Cfg::TC);
+  EXPECT_EQ(st.full_chunks + st.tail_chunks, tiles * ((T + Cfg::TK - 1) / Cfg::TK));
+  EXPECT_EQ(st.instructions, tiles * Cfg::kWarps * Cfg::kMT * Cfg::kNT * ((T + 15) / 16))
+      << "one mma.sync per accumulator tile and k-step, none past T";
   const std::vector<float> ref = order_matched_wgrad(X.data(), dY.data(), T, in, out, fused_kernel_order());
   int64_t diff = 0, first = -1;
   for (size_t i = 0; i < G.size(); ++i)
     if (std::memcmp(&G[i], &ref[i], 4) != 0) { if (first < 0) first = int64_t(i); ++diff; }
-  std::printf("[tile %dx%d] out=%lld in=%lld T=%lld: %zu outputs, %lld emulated mma.sync, %lld mismatches\n",
-              Cfg::TR, Cfg::TC, (long long)out, (long long)in, (long long)T, G.size(), (long long)instr,
-              (long long)diff);
+  std::printf("[tile %dx%d, %d stages] out=%lld in=%lld T=%lld: %zu outputs, %lld emulated mma.sync "
+              "(%lld full chunks, %lld ragged), %lld mismatches\n",
+              Cfg::TR, Cfg::TC, Cfg::kStages, (long long)out, (long long)in, (long long)T, G.size(),
+              (long long)st.instructions, (long long)st.full_chunks, (long long)st.tail_chunks, (long long)diff);
   EXPECT_EQ(diff, 0) << "first at row " << first / in << " col " << first % in;
 }
 
@@ -262,12 +355,16 @@ TEST(GpuTileLayout, EmulatedMainloopEqualsOrderMatchedChain128) {
   check_emulation<WgradTileCfg<128, 128>>(1, 1, 1, 3);
   check_emulation<WgradTileCfg<128, 128>>(37, 77, 20, 8);
   check_emulation<WgradTileCfg<128, 128>>(128, 128, 64, 4);
+  check_emulation<WgradTileCfg<128, 128>>(130, 128, 320, 9);  // five full chunks: the ring wraps
+  check_emulation<WgradTileCfg<128, 128>>(128, 130, 200, 10);  // three full chunks, a ragged fourth
 }
 
 TEST(GpuTileLayout, EmulatedMainloopEqualsOrderMatchedChain64) {
   check_emulation<WgradTileCfg<64, 64>>(200, 136, 37, 5);
   check_emulation<WgradTileCfg<64, 64>>(65, 70, 129, 6);
   check_emulation<WgradTileCfg<64, 64>>(3, 5, 16, 7);
+  check_emulation<WgradTileCfg<64, 64>>(70, 64, 448, 11);  // seven full chunks
+  check_emulation<WgradTileCfg<64, 64>>(64, 66, 136, 12);  // two full chunks, 8 tokens in a third
 }
 
 TEST(GpuTileLayout, EpilogueSegmentsAndAccumulatorsCoverTheTileOnce) {
@@ -293,6 +390,9 @@ TEST(GpuTileLayout, EpilogueSegmentsAndAccumulatorsCoverTheTileOnce) {
       ASSERT_EQ(seg_hits[i], 1) << "segment coverage at " << i;
     }
     EXPECT_LE(Cfg::kSmemBytes, size_t(227 * 1024));
+    // kMinBlocksPerSm blocks (each with the 1 KB the driver reserves) in an SM's 228 KB.
+    EXPECT_LE(size_t(Cfg::kMinBlocksPerSm) * (Cfg::kSmemBytes + 1024), size_t(228 * 1024))
+        << "the staging ring leaves room for fewer blocks per SM than the register cap is set for";
     EXPECT_GE(Cfg::kSmemBytes, Cfg::kGTileBytes);
   };
   check(WgradTileCfg<128, 128>{});
