@@ -16,6 +16,7 @@
 #include "reference/case_gen.h"
 #include "reference/fidelity_runs.h"
 #include "reference/two_phase_host.h"
+#include "reports/claim_record.h"
 #include "reports/report.h"
 
 namespace {
@@ -50,14 +51,8 @@ Report& report() {
   }();
   return r;
 }
-void record(const ClaimCaseResult& c, CaseRecord* rec = nullptr) {
-  CaseRecord& cr = rec ? *rec : report().add_case(c.claim, c.case_name);
-  Check k = c.pass ? Check::passed("verdict", "metric", c.metric, c.bound)
-                   : Check::failed("verdict", "metric", c.metric, c.bound, c.first_diff);
-  if (c.bound == 0) k.bitwise(c.differing, c.max_ulp, c.first_diff);
-  cr.add_check(k);
-  if (!c.note.empty()) cr.set_attr("note", c.note);
-}
+// One case record per result, as forge-verify records them (reports/claim_record.h).
+CaseRecord& record(const ClaimCaseResult& c) { return *record_claim_cases(report(), {c}, c.claim).front(); }
 struct WriteReportAtExit : ::testing::Environment {
   void TearDown() override {
     const char* dir = std::getenv("FH_FIDELITY_REPORT_DIR");
@@ -102,10 +97,7 @@ TEST(Prop4Int8, OneStepMomentsWithinCodecBoundAndWeightsWithinPropagatedBound) {
       EXPECT_EQ(r.moments[k].violations, 0);
     }
     EXPECT_GT(r.next_step_max_diff, 0.0) << "the moment error must reach the next step's weights";
-    for (const auto& c : r.cases) {
-      CaseRecord& cr = report().add_case(c.claim, c.case_name);
-      record(c, &cr);
-    }
+    for (const auto& c : r.cases) record(c);
     for (int k = 0; k < kMaxStates; ++k)
       if (r.kept[k]) {
         std::vector<int64_t> h = r.moments[k].ratio_histogram;
@@ -158,8 +150,7 @@ TEST(Prop4Int8, TrajectoryOver100StepsRecorded) {
   }
   std::printf("  largest single-step update: int8 path %.3g, fp32 path %.3g; (step, element) pairs entering "
               "with v decoded 0 and m != 0: %lld\n", max8, maxf, (long long)zero_v);
-  CaseRecord& cr = report().add_case(tr.verdict.claim, tr.verdict.case_name);
-  record(tr.verdict, &cr);
+  CaseRecord& cr = record(tr.verdict);
   cr.add_f64("max_abs_dev", tr.max_abs_dev, "per step max |W_int8 - W_fp32|");
   cr.add_f64("rms_dev", tr.rms_dev, "per step rms |W_int8 - W_fp32|");
   cr.add_f64("max_update", tr.max_update, "per step max |W_fp32(t) - W_fp32(t-1)|");

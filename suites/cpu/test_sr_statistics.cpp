@@ -17,6 +17,7 @@
 
 #include "reference/case_gen.h"
 #include "reference/fidelity_runs.h"
+#include "reports/claim_record.h"
 #include "reports/report.h"
 
 namespace {
@@ -37,15 +38,9 @@ Report& report() {
   static Report r = [] { return Report(Meta::unknown()); }();
   return r;
 }
+// One case record per result, as forge-verify records them (reports/claim_record.h).
 void record(const std::vector<ClaimCaseResult>& rs) {
-  for (const auto& c : rs) {
-    CaseRecord& cr = report().add_case(c.claim, c.case_name);
-    Check k = c.pass ? Check::passed("verdict", "metric", c.metric, c.bound)
-                     : Check::failed("verdict", "metric", c.metric, c.bound, c.first_diff);
-    if (c.bound == 0) k.bitwise(c.differing, c.max_ulp, c.first_diff);
-    cr.add_check(k);
-    if (!c.note.empty()) cr.set_attr("note", c.note);
-  }
+  for (const auto& c : rs) record_claim_cases(report(), {c}, c.claim);
 }
 struct WriteReportAtExit : ::testing::Environment {
   void TearDown() override {

@@ -9,7 +9,7 @@
 #include <cstdio>
 
 #include "reference/fidelity_runs.h"
-#include "suites/forge_verify/claim_record.h"
+#include "reports/claim_record.h"
 #include "suites/forge_verify/verify_config.h"
 
 namespace fh {

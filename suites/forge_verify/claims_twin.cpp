@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "kernels/twin/twin_claims.h"
-#include "suites/forge_verify/claim_record.h"
+#include "reports/claim_record.h"
 #include "suites/forge_verify/verify_config.h"
 
 namespace fh {

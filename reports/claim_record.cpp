@@ -1,4 +1,4 @@
-#include "suites/forge_verify/claim_record.h"
+#include "reports/claim_record.h"
 
 namespace fh {
 
