@@ -51,7 +51,8 @@ void compare_params(ParamEvidence& ev, const HostParam& a, const HostParam& b, i
         BitwiseContext cc = ctx(nm + " (int8 codes)", tile);
         cc.signed_codes = !d.nonnegative;
         ev.add(compare_bitwise(a.st_i8[k], b.st_i8[k], R, C, cc), where);
-        const TileShape blk_tile{tile.rows, std::max<int64_t>(1, tile.cols / kInt8Block)};
+        // absmax has one column per block; no tile given means no tile evidence there either.
+        const TileShape blk_tile = tile.rows == 0 ? TileShape{} : TileShape{tile.rows, std::max<int64_t>(1, tile.cols / kInt8Block)};
         ev.add(compare_bitwise(a.st_absmax[k], b.st_absmax[k], R, a.blocks_per_row(),
                                ctx(nm + " (int8 absmax per block)", blk_tile)),
                where);

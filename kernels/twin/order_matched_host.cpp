@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "reference/two_phase_host.h"
+
 namespace fh {
 
 namespace {
@@ -56,20 +58,12 @@ std::vector<float> order_matched_dgrad(const uint16_t* dY, const uint16_t* Wb, i
   return dX;
 }
 
-void apply_rule_whole(HostParam& w, const std::vector<float>& G, int64_t step) {
-  if (int64_t(G.size()) != w.rows * w.cols)
-    throw std::invalid_argument("apply_rule_whole: G has " + std::to_string(G.size()) +
-                                " elements, the weight " + std::to_string(w.rows * w.cols));
-  apply_rule_region(w.rule, w.state_format, w.weight_store, w.view(), step, G.data(), w.cols, 0,
-                    w.rows, 0, w.cols);
-}
-
 void order_matched_step(HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T,
                         int64_t step, const ReductionOrder& order, std::vector<float>* dX) {
   if (step < 1) throw std::invalid_argument("order_matched_step: step counts from 1");
   if (dX) *dX = order_matched_dgrad(dY, w.bf16.data(), T, w.cols, w.rows, order);
   const std::vector<float> G = order_matched_wgrad(X, dY, T, w.cols, w.rows, order);
-  apply_rule_whole(w, G, step);
+  apply_two_phase_update(w, G, step);  // phase two, shared with the two-phase reference
 }
 
 }  // namespace fh

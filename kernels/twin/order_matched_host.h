@@ -24,8 +24,6 @@ std::vector<float> order_matched_dgrad(const uint16_t* dY, const uint16_t* Wb, i
 // the whole tensor through apply_rule_region.
 void order_matched_step(HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T,
                         int64_t step, const ReductionOrder& order, std::vector<float>* dX = nullptr);
-
-// Phase two alone: the rule on the whole tensor with a given G [rows, cols].
-void apply_rule_whole(HostParam& w, const std::vector<float>& G, int64_t step);
+// Phase two alone is reference/two_phase_host.h's apply_two_phase_update.
 
 }  // namespace fh

@@ -528,8 +528,8 @@ std::vector<ClaimCaseResult> run_corollary1_cases(const Corollary1Config& cfg) {
         fused_twin_step(twin, s.X.data(), s.dY.data(), T, step, sched);
         two_phase_step_host(ref, s.X.data(), s.dY.data(), T, step, GradProducer::exact);
         // The rule (phase two alone) on each producer's own G reproduces its W and state.
-        apply_rule_whole(twin_explained, g_twin[size_t(k)], step);
-        apply_rule_whole(ref_explained, g_exact[size_t(k)], step);
+        apply_two_phase_update(twin_explained, g_twin[size_t(k)], step);
+        apply_two_phase_update(ref_explained, g_exact[size_t(k)], step);
         compare_params(ev_twin, twin, twin_explained, step, tile, "twin vs rule(G_twin)");
         compare_params(ev_ref, ref, ref_explained, step, tile, "exact-G standard step vs rule(G_exact)");
         compare_params(ev_dev, twin, ref, step, tile, "twin vs exact-G standard step (informational)");

@@ -12,6 +12,7 @@
 
 #include "kernels/twin/fused_twin.h"
 #include "kernels/twin/order_matched_host.h"
+#include "reference/two_phase_host.h"
 #include "kernels/twin/twin_claims.h"
 #include "reference/case_gen.h"
 
@@ -104,7 +105,7 @@ TEST(Prop1Twin, RefusesBadInput) {
   EXPECT_THROW(fh::fused_twin_step(w, c.X.data(), c.dY.data(), 20, 1, s), std::invalid_argument);
   EXPECT_THROW(fh::fused_twin_step(w, nullptr, c.dY.data(), 20, 1, fh::TwinSchedule{}), std::invalid_argument);
   std::vector<float> G_wrong(10);
-  EXPECT_THROW(fh::apply_rule_whole(w, G_wrong, 1), std::invalid_argument);
+  EXPECT_THROW(fh::apply_two_phase_update(w, G_wrong, 1), std::invalid_argument);
 }
 
 // Proposition 3's premise: the twin holds one tile of G (plus a split-K partial), never a full G,

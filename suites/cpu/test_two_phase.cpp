@@ -23,6 +23,7 @@
 #include "kernels/rules/all_rules.h"
 #include "oracles/bitwise.h"
 #include "oracles/dot_bound.h"
+#include "oracles/param_compare.h"
 #include "oracles/ulp.h"
 #include "reference/case_gen.h"
 #include "reference/exact_gradient.h"
@@ -313,34 +314,12 @@ TEST(Producers, Fp32SequentialRoundsEveryAddInTokenOrder) {
 
 // ---------------------------------------------------------------- two-phase step
 
+// Every stored array (weights, bf16 copy, each state slot; int8 codes and absmax) bit for bit.
 void expect_params_equal(const fh::HostParam& a, const fh::HostParam& b, const std::string& what,
                          int64_t step) {
-  fh::BitwiseContext ctx{what + " weights", {}, step};
-  if (a.weight_store == fh::WeightStore::fp32_master) {
-    const auto r = fh::compare_bitwise(a.master, b.master, a.rows, a.cols, ctx);
-    EXPECT_TRUE(r.equal()) << r.to_string();
-  }
-  ctx.name = what + " bf16 weights";
-  auto r = fh::compare_bitwise(a.bf16, b.bf16, a.rows, a.cols, ctx);
-  EXPECT_TRUE(r.equal()) << r.to_string();
-  for (int k = 0; k < fh::kMaxStates; ++k) {
-    if (!a.decls.slot[k].kept) continue;
-    ctx.name = what + " state " + a.decls.slot[k].name;
-    switch (a.state_format) {
-      case fh::StateFormat::fp32: r = fh::compare_bitwise(a.st_f32[k], b.st_f32[k], a.rows, a.cols, ctx); break;
-      case fh::StateFormat::bf16: r = fh::compare_bitwise(a.st_bf16[k], b.st_bf16[k], a.rows, a.cols, ctx); break;
-      case fh::StateFormat::int8: {
-        ctx.signed_codes = !a.decls.slot[k].nonnegative;
-        r = fh::compare_bitwise(a.st_i8[k], b.st_i8[k], a.rows, a.cols, ctx);
-        EXPECT_TRUE(r.equal()) << r.to_string();
-        ctx.name += " absmax";
-        r = fh::compare_bitwise(a.st_absmax[k], b.st_absmax[k], a.rows, a.blocks_per_row(), ctx);
-        ctx.signed_codes = false;
-        break;
-      }
-    }
-    EXPECT_TRUE(r.equal()) << r.to_string();
-  }
+  fh::ParamEvidence ev;
+  fh::compare_params(ev, a, b, step, {}, what);
+  EXPECT_EQ(ev.differing, 0) << ev.first_diff;
 }
 
 // For every rule x state format x weight store and every shape, two steps of the two-phase

@@ -9,6 +9,7 @@
 #include "kernels/rules/hyper_fields.h"
 #include "oracles/bitwise.h"
 #include "oracles/dot_bound.h"
+#include "oracles/param_compare.h"
 #include "oracles/ulp.h"
 #include "reference/case_gen.h"
 #include "reference/exact_gradient.h"
@@ -132,15 +133,12 @@ void run_two_phase(const VerifyConfig& cfg, Report& report, const Progress& prog
         HostParam b = a;
         apply_two_phase_update(a, gi_exact, 1);
         apply_two_phase_update(b, gi_seq, 1);
-        BitwiseReport wcmp = ws == WeightStore::fp32_master
-            ? compare_bitwise(a.master, b.master, cfg.out, cfg.in, {"W small-integer", {}, 1})
-            : compare_bitwise(a.bf16, b.bf16, cfg.out, cfg.in, {"W small-integer", {}, 1});
-        const int64_t differ = gi_cmp.n_differ + wcmp.n_differ;
-        Check c = differ == 0 ? Check::passed("exact_inputs_bitwise", "differing", 0, 0)
-                              : Check::failed("exact_inputs_bitwise", "differing", double(differ), 0,
-                                              gi_cmp.n_differ ? gi_cmp.to_string() : wcmp.to_string());
-        c.bitwise(differ, double(std::max(gi_cmp.max_ulp, wcmp.max_ulp)),
-                  differ ? (gi_cmp.n_differ ? gi_cmp.to_string() : wcmp.to_string()) : "");
+        ParamEvidence ev;
+        ev.add(gi_cmp);
+        compare_params(ev, a, b, 1, {}, "W and state, small-integer inputs");
+        Check c = ev.differing == 0 ? Check::passed("exact_inputs_bitwise", "differing", 0, 0)
+                                    : Check::failed("exact_inputs_bitwise", "differing", double(ev.differing), 0, ev.first_diff);
+        c.bitwise(ev.differing, ev.max_ulp, ev.first_diff);
         cs.add_check(c);
       }
   progress.note("G: " + std::to_string(outside) + " elements outside the dot bound, max err/bound " + std::to_string(worst_ratio));
