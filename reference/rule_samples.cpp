@@ -86,4 +86,12 @@ std::vector<RuleSample> make_rule_samples(CaseRng& rng, const RuleConfig& c, int
   return out;
 }
 
+Fp32Step fp32_step(const RuleConfig& c, int64_t t) {
+  return visit_rule(c.id, [&](auto rule) -> Fp32Step {
+    using Rule = decltype(rule);
+    const auto s = Rule::scalars(hyper_of<Rule>(c), t);
+    return [s](float& p, float g, float* st) { Rule::update(s, p, g, st); };
+  });
+}
+
 }  // namespace fh

@@ -4,6 +4,7 @@
 // suites/cpu/test_rules_vs_mpfr.cpp and forge-verify's rules_vs_mpfr claim.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 #include "kernels/rules/all_rules.h"
 #include "reference/case_gen.h"
@@ -21,6 +22,11 @@ StateDecls decls_of(const RuleConfig& c);
 
 // Random states in the rule's domain for step t (RMSprop centered keeps square_avg >= grad_avg^2).
 void random_states(CaseRng& rng, const RuleConfig& c, int64_t t, float* st);
+
+// The fp32 rule at step t with its per-step scalars computed once (host, double, rounded once):
+// call it per element. NAdam's scalars cost O(t), so callers keep one per step.
+using Fp32Step = std::function<void(float& p, float g, float* st)>;
+Fp32Step fp32_step(const RuleConfig& c, int64_t t);
 
 // n_random random elements followed by the fixed adversarial grid.
 std::vector<RuleSample> make_rule_samples(CaseRng& rng, const RuleConfig& c, int n_random);

@@ -142,14 +142,6 @@ std::vector<NamedConfig> configs_of(RuleId id) {
 // ---- the fp32 side: the real rule ----
 
 // One step of the fp32 rule for (config, t): Rule::scalars once, Rule::update per element.
-using Fp32Step = std::function<void(float& p, float g, float* st)>;
-Fp32Step fp32_step(const RuleConfig& c, int64_t t) {
-  return visit_rule(c.id, [&](auto rule) -> Fp32Step {
-    using Rule = decltype(rule);
-    const auto s = Rule::scalars(hyper_of<Rule>(c), t);
-    return [s](float& p, float g, float* st) { Rule::update(s, p, g, st); };
-  });
-}
 
 // ---- the comparison ----
 

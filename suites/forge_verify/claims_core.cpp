@@ -34,17 +34,16 @@ void run_rules_vs_mpfr(const VerifyConfig& cfg, Report& report, const Progress& 
     std::vector<double> class_ulps(2, 0.0), class_ratio(2, 0.0);
     const std::vector<std::string> class_names{"random", "adversarial"};
     CaseRng rng(cfg.seed ^ (uint64_t(rc.id) << 32));
-    std::map<int64_t, MpfrStepScalars> ref_scalars;
+    // Both sides' per-step scalars once per step, as the rule's users compute them.
+    std::map<int64_t, std::pair<MpfrStepScalars, Fp32Step>> steps;
     for (const RuleSample& s : make_rule_samples(rng, rc, int(cfg.rule_samples))) {
-      auto it = ref_scalars.find(s.t);
-      if (it == ref_scalars.end()) it = ref_scalars.emplace(s.t, mpfr_step_scalars(rc, s.t)).first;
-      const RuleRefResult ref = mpfr_rule_step(it->second, s.p, s.g, s.st);
+      auto it = steps.find(s.t);
+      if (it == steps.end())
+        it = steps.emplace(s.t, std::make_pair(mpfr_step_scalars(rc, s.t), fp32_step(rc, s.t))).first;
+      const RuleRefResult ref = mpfr_rule_step(it->second.first, s.p, s.g, s.st);
       float p = s.p, st[kMaxStates];
       std::copy(s.st, s.st + kMaxStates, st);
-      visit_rule(rc.id, [&](auto r) {
-        using Rule = decltype(r);
-        Rule::update(Rule::scalars(hyper_of<Rule>(rc), s.t), p, s.g, st);
-      });
+      it->second.second(p, s.g, st);
       const RuleCheck ck = check_rule_element(ref, p, st);
       if (!ck.judged) ++out_of_range;
       ++judged;
