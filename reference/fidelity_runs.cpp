@@ -130,13 +130,18 @@ TwinSchedule schedule_of(const Prop4Config& cfg) {
   return sched;
 }
 
-// The INT8 path of a judged step: the fused twin, or the defective copy on the twin's G.
+// A fused step of the config's backend (the twin when it has none).
+void fused_step(HostParam& w, const WgradCase& c, int64_t step, const Prop4Config& cfg) {
+  backend_or_twin(cfg.backend).step(w, c.X.data(), c.dY.data(), c.T, step, schedule_of(cfg));
+}
+
+// The INT8 path of a judged step: the fused step, or the defective copy on the fused path's G.
 void int8_step(HostParam& w, const WgradCase& c, int64_t step, const Prop4Config& cfg) {
   const TwinSchedule sched = schedule_of(cfg);
   if (cfg.defect == Int8TileDefect::none) {
-    fused_twin_step(w, c.X.data(), c.dY.data(), c.T, step, sched);
+    fused_step(w, c, step, cfg);
   } else {
-    const std::vector<float> G = twin_wgrad(c.X.data(), c.dY.data(), c.T, c.in, c.out, sched);
+    const std::vector<float> G = backend_or_twin(cfg.backend).wgrad(c.X.data(), c.dY.data(), c.T, c.in, c.out, sched);
     int8_tiled_update_copy(w, G, step, cfg.tile_cols, cfg.defect);
   }
 }
@@ -190,7 +195,7 @@ Prop4OneStepResult run_prop4_one_step(const Prop4Config& cfg) {
   HostParam w8 = HostParam::make(cfg.rule, StateFormat::int8, WeightStore::fp32_master, cfg.out, cfg.in, c0.w0);
   for (int s = 1; s <= cfg.warmup_steps; ++s) {
     const WgradCase c = step_inputs(cfg, s);
-    fused_twin_step(w8, c.X.data(), c.dY.data(), cfg.T, s, schedule_of(cfg));
+    fused_step(w8, c, s, cfg);
   }
   HostParam wf = fp32_twin_of(w8);
 
@@ -198,7 +203,7 @@ Prop4OneStepResult run_prop4_one_step(const Prop4Config& cfg) {
   const int64_t sA = cfg.warmup_steps + 1;
   const WgradCase cA = step_inputs(cfg, sA);
   int8_step(w8, cA, sA, cfg);
-  fused_twin_step(wf, cA.X.data(), cA.dY.data(), cfg.T, sA, schedule_of(cfg));
+  fused_step(wf, cA, sA, cfg);
 
   for (int k = 0; k < kMaxStates; ++k) {
     if (!w8.decls.slot[k].kept) continue;
@@ -233,7 +238,7 @@ Prop4OneStepResult run_prop4_one_step(const Prop4Config& cfg) {
   // Step B: the INT8 path starts from moments within B of the fp32 path's.
   const int64_t sB = sA + 1;
   const WgradCase cB = step_inputs(cfg, sB);
-  const std::vector<float> GB = twin_wgrad(cB.X.data(), cB.dY.data(), cfg.T, cfg.in, cfg.out, schedule_of(cfg));
+  const std::vector<float> GB = backend_or_twin(cfg.backend).wgrad(cB.X.data(), cB.dY.data(), cfg.T, cfg.in, cfg.out, schedule_of(cfg));
   const MpfrStepScalars sc = mpfr_step_scalars(cfg.rule, sB);
   std::vector<double> bound(size_t(cfg.out * cfg.in));
   bool all_bounded = true;
@@ -252,7 +257,7 @@ Prop4OneStepResult run_prop4_one_step(const Prop4Config& cfg) {
       bound[size_t(i)] = b.total();
     }
   int8_step(w8, cB, sB, cfg);
-  fused_twin_step(wf, cB.X.data(), cB.dY.data(), cfg.T, sB, schedule_of(cfg));
+  fused_step(wf, cB, sB, cfg);
   ClaimCaseResult wb;
   wb.claim = claim;
   wb.case_name = tag + " step B weights within propagated bound";
@@ -339,7 +344,7 @@ std::vector<ClaimCaseResult> run_int8_degenerate_blocks(const Prop4Config& cfg_i
       int8_step(clean, c, s, cfg);
       int8_step(bad, cp, s, cfg);
       if (s == 1) {
-        fused_twin_step(ref, cp.X.data(), cp.dY.data(), cfg.T, s, schedule_of(cfg));
+        fused_step(ref, cp, s, cfg);
         for (int k = 0; k < kMaxStates; ++k) {
           if (!bad.decls.slot[k].kept) continue;
           const Int8MomentJudgement j = judge_int8_moments(decoded_state(bad, k), ref.st_f32[k], cfg.out, cfg.in,
@@ -414,7 +419,7 @@ TrajectoryResult run_int8_trajectory(const Prop4Config& cfg, int steps) {
       for (size_t i = 0; i < n; ++i) zero_v += w8.state(1, int64_t(i)) == 0.0f && w8.state(0, int64_t(i)) != 0.0f;
     tr.zero_v_nonzero_m.push_back(zero_v);
     int8_step(w8, c, s, cfg);
-    fused_twin_step(wf, c.X.data(), c.dY.data(), cfg.T, s, schedule_of(cfg));
+    fused_step(wf, c, s, cfg);
     double mx = 0, ss = 0, up8 = 0, upf = 0;
     for (size_t i = 0; i < n; ++i) {
       const double d = std::fabs(double(w8.master[i]) - double(wf.master[i]));
@@ -466,36 +471,98 @@ uint16_t sr_round(float x, const sr_key& key, int64_t r, int64_t c, int64_t cols
 
 namespace {
 
-// The value of element i in a class with dropped bits low16: sign, exponent and kept mantissa
-// vary with i (normal numbers, far from overflow), the dropped 16 bits are the class.
-float class_value(uint32_t low16, int64_t i) {
-  const uint32_t sign = uint32_t(i & 1) << 31;
-  const uint32_t expo = 0x70u + uint32_t((i >> 1) % 32);  // 2^-15 .. 2^16
-  const uint32_t mant_hi = uint32_t((i * 37) & 0x7f);
+// The value of element (r, c) in a class with dropped bits low16: sign and exponent vary with the
+// row, the kept mantissa with row and column (normal numbers, far from overflow), the dropped 16
+// bits are the class. Row-wise sign and exponent let one rank-2 SGD step produce these values.
+float class_value(uint32_t low16, int64_t r, int64_t c) {
+  const uint32_t sign = uint32_t(r & 1) << 31;
+  const uint32_t expo = 0x70u + uint32_t((r >> 1) % 32);  // 2^-15 .. 2^16
+  const uint32_t mant_hi = uint32_t((c * 37 + r * 11) & 0x7f);
   return u2f(sign | (expo << 23) | (mant_hi << 16) | low16);
 }
 
 bool rounded_up(float x, uint16_t b) { return (b & 0x7fffu) != ((f2u(x) >> 16) & 0x7fffu); }
 
+// An SGD step (lr = 1, no decay) whose fp32 result at (r, c) is exactly class_value(low16, r, c):
+// w0 = the value with its dropped bits cleared (a bf16), G[r][c] = w0 - value, which depends on
+// the row only: -(+-1) * low16 * 2^(E_r - 23) = dY[0][r] + dY[1][r] with X = 1 (T = 2), where
+// dY[0][r] carries the high byte of low16 and dY[1][r] the low byte (each exact in bf16; the
+// tensor-core sum of the two products is exact). Then p - 1 * g = the value, exactly.
+struct SrClassStep {
+  std::vector<float> w0;
+  std::vector<uint16_t> X, dY;  // [2, cols], [2, rows]
+  RuleConfig rule;
+};
+SrClassStep sr_class_step(uint32_t low16, int64_t rows, int64_t cols) {
+  SrClassStep st;
+  SGD::Hyper h;
+  h.lr = 1.0;
+  st.rule = RuleConfig{RuleId::sgd, h};
+  st.w0.resize(size_t(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) st.w0[size_t(r * cols + c)] = u2f(f2u(class_value(low16, r, c)) & 0xffff0000u);
+  st.X.assign(size_t(2 * cols), 0x3f80);  // bf16 1.0
+  st.dY.resize(size_t(2 * rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float v = class_value(low16, r, 0);
+    const int e = int((f2u(v) >> 23) & 0xff) - 127;
+    const double sgn = f2u(v) >> 31 ? 1.0 : -1.0;  // g = w0 - value = -(sign) * low16 * 2^(e-23)
+    st.dY[size_t(r)] = float_to_bf16_rne(float(sgn * double(low16 >> 8) * std::ldexp(1.0, e - 15)));
+    st.dY[size_t(rows + r)] = float_to_bf16_rne(float(sgn * double(low16 & 0xff) * std::ldexp(1.0, e - 23)));
+  }
+  return st;
+}
+
+// Round-up indicators of one tensor of class low16 at key (seed, step, tensor): from sr_round, or
+// from a fused bf16_sr step of cfg.backend, checked against sr_round and the value's lattice.
+std::vector<uint8_t> sr_draws(const SrStatsConfig& cfg, uint32_t low16, const sr_key& key, SrStatsResult& res) {
+  const int64_t rows = cfg.rows, cols = cfg.cols;
+  std::vector<uint8_t> up(size_t(rows * cols));
+  if (!cfg.through_fused_step) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        const float x = class_value(low16, r, c);
+        up[size_t(r * cols + c)] = rounded_up(x, sr_round(x, key, r, c, cols, cfg.tile_rows, cfg.tile_cols, cfg.variant));
+      }
+    return up;
+  }
+  const SrClassStep st = sr_class_step(low16, rows, cols);
+  HostParam w = HostParam::make(st.rule, StateFormat::fp32, WeightStore::bf16_sr, rows, cols, st.w0, key.seed, key.tensor_id);
+  TwinSchedule sched;
+  sched.tile_rows = cfg.tile_rows;
+  sched.tile_cols = cfg.tile_cols;
+  backend_or_twin(cfg.backend).step(w, st.X.data(), st.dY.data(), 2, key.step, sched);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      const size_t i = size_t(r * cols + c);
+      const float x = class_value(low16, r, c);
+      const uint16_t down = uint16_t(f2u(x) >> 16), b = w.bf16[i];
+      res.off_lattice += b != down && b != uint16_t(down + 1);
+      res.differ_from_stream += b != sr_round(x, key, r, c, cols, cfg.tile_rows, cfg.tile_cols, SrVariant::kernel);
+      ++res.draws;
+      up[i] = rounded_up(x, b);
+    }
+  return up;
+}
+
 }  // namespace
 
 SrStatsResult run_sr_statistics(const SrStatsConfig& cfg) {
+  if (cfg.through_fused_step && cfg.variant != SrVariant::kernel)
+    throw std::invalid_argument("run_sr_statistics: a planted variant lives in sr_round, not in the fused step");
+  if (cfg.rows < 2 * cfg.tile_rows || cfg.cols < 2 * cfg.tile_cols || cfg.steps < 2)
+    throw std::invalid_argument("run_sr_statistics: needs 2 x 2 tiles and 2 steps");
   SrStatsResult res;
   const uint32_t classes[] = {0x0001, 0x00ff, 0x3fff, 0x4000, 0x8000, 0x80ff, 0xc0ff, 0xffff};
   const int64_t n_el = cfg.rows * cfg.cols;
   const int64_t n = n_el * cfg.steps;
   res.power_vs_1_256 = hoeffding_power(n, cfg.alpha, 255.0 / 65536.0);
-  const std::string tag = std::string(" variant=") + sr_variant_name(cfg.variant);
+  const std::string tag = std::string(" variant=") + sr_variant_name(cfg.variant) +
+                          (cfg.through_fused_step ? " via " + backend_or_twin(cfg.backend).name + " fused step" : "");
   for (size_t ci = 0; ci < std::size(classes); ++ci) {
     int64_t k = 0;
-    for (int s = 1; s <= cfg.steps; ++s) {
-      const sr_key key{cfg.seed, uint32_t(s), uint32_t(ci + 1)};
-      for (int64_t r = 0; r < cfg.rows; ++r)
-        for (int64_t c = 0; c < cfg.cols; ++c) {
-          const float x = class_value(classes[ci], r * cfg.cols + c);
-          k += rounded_up(x, sr_round(x, key, r, c, cfg.cols, cfg.tile_rows, cfg.tile_cols, cfg.variant));
-        }
-    }
+    for (int s = 1; s <= cfg.steps; ++s)
+      for (uint8_t u : sr_draws(cfg, classes[ci], sr_key{cfg.seed, uint32_t(s), uint32_t(ci + 1)}, res)) k += u;
     const double p = double(classes[ci]) / 65536.0;
     const MeanTest t = binomial_mean_test(n, k, p, cfg.alpha);
     res.class_low16.push_back(classes[ci]);
@@ -516,15 +583,10 @@ SrStatsResult run_sr_statistics(const SrStatsConfig& cfg) {
 
   // Independence on the p = 1/2 class: products of indicator pairs against p^2 = 1/4.
   const uint32_t half = 0x8000;
-  std::vector<uint8_t> prev(static_cast<size_t>(n_el)), cur(static_cast<size_t>(n_el));
+  std::vector<uint8_t> prev;
   int64_t nb_pairs = 0, nb11 = 0, tl_pairs = 0, tl11 = 0, st_pairs = 0, st11 = 0;
   for (int s = 1; s <= cfg.steps; ++s) {
-    const sr_key key{cfg.seed ^ 0xD1CEull, uint32_t(s), 100};
-    for (int64_t r = 0; r < cfg.rows; ++r)
-      for (int64_t c = 0; c < cfg.cols; ++c) {
-        const float x = class_value(half, r * cfg.cols + c);
-        cur[size_t(r * cfg.cols + c)] = rounded_up(x, sr_round(x, key, r, c, cfg.cols, cfg.tile_rows, cfg.tile_cols, cfg.variant));
-      }
+    const std::vector<uint8_t> cur = sr_draws(cfg, half, sr_key{cfg.seed ^ 0xD1CEull, uint32_t(s), 100}, res);
     for (int64_t r = 0; r < cfg.rows; ++r)
       for (int64_t c = 0; c + 1 < cfg.cols; c += 2) {
         ++nb_pairs;
@@ -532,11 +594,9 @@ SrStatsResult run_sr_statistics(const SrStatsConfig& cfg) {
       }
     // Element (r, c) of tile (0, 0) against the same place in tile (0, 1) (even c) and in tile
     // (1, 0) (odd c): disjoint pairs, so the products are independent under the null.
-    for (int64_t r = 0; r < std::min(cfg.tile_rows, cfg.rows); ++r)
-      for (int64_t c = 0; c < std::min(cfg.tile_cols, cfg.cols); ++c) {
+    for (int64_t r = 0; r < cfg.tile_rows; ++r)
+      for (int64_t c = 0; c < cfg.tile_cols; ++c) {
         const int64_t j = c % 2 == 0 ? r * cfg.cols + c + cfg.tile_cols : (r + cfg.tile_rows) * cfg.cols + c;
-        const bool inside = c % 2 == 0 ? c + cfg.tile_cols < cfg.cols : r + cfg.tile_rows < cfg.rows;
-        if (!inside) continue;
         ++tl_pairs;
         tl11 += cur[size_t(r * cfg.cols + c)] & cur[size_t(j)];
       }
@@ -545,7 +605,7 @@ SrStatsResult run_sr_statistics(const SrStatsConfig& cfg) {
         ++st_pairs;
         st11 += prev[size_t(i)] & cur[size_t(i)];
       }
-    std::swap(prev, cur);
+    prev = cur;
   }
   auto indep_case = [&](const char* what, int64_t pairs, int64_t n11) {
     const MeanTest t = binomial_mean_test(pairs, n11, 0.25, cfg.alpha);
@@ -562,21 +622,37 @@ SrStatsResult run_sr_statistics(const SrStatsConfig& cfg) {
   indep_case("neighbouring elements", nb_pairs, nb11);
   indep_case("same place in neighbouring tiles", tl_pairs, tl11);
   indep_case("consecutive steps", st_pairs, st11);
+  if (cfg.through_fused_step) {
+    // The fused step's store draws exactly the stream sr_round describes, from exact class values.
+    ClaimCaseResult cr;
+    cr.claim = "sr_stream";
+    cr.case_name = "fused bf16_sr store == sr_bits stream, every draw" + tag;
+    cr.differing = res.off_lattice + res.differ_from_stream;
+    cr.metric = double(cr.differing);
+    cr.pass = cr.differing == 0 && res.draws > 0;
+    cr.note = std::to_string(res.draws) + " draws: " + std::to_string(res.off_lattice) + " off the value's two bf16 neighbours, " +
+              std::to_string(res.differ_from_stream) + " differ from float_to_bf16_sr(x, sr_bits(key, index))";
+    res.cases.push_back(cr);
+  }
   return res;
 }
 
-std::vector<ClaimCaseResult> run_sr_layout_invariance(uint64_t seed, SrVariant variant) {
+std::vector<ClaimCaseResult> run_sr_layout_invariance(uint64_t seed, SrVariant variant, const FusedStepBackend* backend) {
   std::vector<ClaimCaseResult> out;
   const int64_t o = 96, in = 160, T = 32;
   struct Sched { int64_t tr, tc; TileVisitOrder v; };
-  const Sched scheds[] = {{128, 128, TileVisitOrder::row_major}, {32, 64, TileVisitOrder::col_major},
-                          {64, 32, TileVisitOrder::random}, {96, 160, TileVisitOrder::row_major},
-                          {16, 48, TileVisitOrder::random}};
+  const Sched scheds[] = {{128, 128, TileVisitOrder::row_major}, {64, 64, TileVisitOrder::col_major},
+                          {32, 64, TileVisitOrder::col_major},   {64, 32, TileVisitOrder::random},
+                          {96, 160, TileVisitOrder::row_major},  {16, 48, TileVisitOrder::random}};
+  const FusedStepBackend& be = backend_or_twin(backend);
+  // The GPU has two tile shapes (two launch grids here: 2 x 1 and 3 x 2 blocks); the twin all six.
+  const size_t n_sched = be.name == "twin" ? std::size(scheds) : 2;
   const std::string tag = std::string(" variant=") + sr_variant_name(variant);
   if (variant == SrVariant::kernel) {
-    // The twin's own bf16_sr store (the random bits as store_weight draws them).
+    // The fused step's own bf16_sr store (the random bits as store_weight draws them).
     std::vector<std::vector<uint16_t>> results;
-    for (const Sched& sc : scheds) {
+    for (size_t si = 0; si < n_sched; ++si) {
+      const Sched& sc = scheds[si];
       HostParam w = HostParam::make(default_rule_config(RuleId::adamw), StateFormat::fp32, WeightStore::bf16_sr,
                                     o, in, make_wgrad_case(seed, T, in, o, CaseDistribution::normal).w0, seed, 7);
       TwinSchedule sched;
@@ -586,14 +662,15 @@ std::vector<ClaimCaseResult> run_sr_layout_invariance(uint64_t seed, SrVariant v
       sched.visit_seed = seed;
       for (int s = 1; s <= 2; ++s) {
         const WgradCase c = make_wgrad_case(seed + uint64_t(s), T, in, o, CaseDistribution::normal);
-        fused_twin_step(w, c.X.data(), c.dY.data(), T, s, sched);
+        be.step(w, c.X.data(), c.dY.data(), T, s, sched);
       }
       results.push_back(w.bf16);
     }
     for (size_t i = 1; i < results.size(); ++i)
       out.push_back(bitwise_case("sr_layout_invariance",
-                                 "twin bf16_sr tile " + std::to_string(scheds[i].tr) + "x" + std::to_string(scheds[i].tc) +
-                                     " " + tile_visit_order_name(scheds[i].v) + " vs 128x128 row_major",
+                                 be.name + " bf16_sr tile " + std::to_string(scheds[i].tr) + "x" + std::to_string(scheds[i].tc) +
+                                     (be.name == "twin" ? std::string(" ") + tile_visit_order_name(scheds[i].v) : std::string()) +
+                                     " vs 128x128",
                                  {compare_bitwise(results[0], results[i], o, in, {"W bf16", {scheds[i].tr, scheds[i].tc}, 2})}));
   }
   // The SR decision alone, over tile shapes (the copy that can carry a planted variant).
@@ -602,7 +679,7 @@ std::vector<ClaimCaseResult> run_sr_layout_invariance(uint64_t seed, SrVariant v
   for (const Sched& sc : scheds) {
     std::vector<uint16_t> b(size_t(o * in));
     for (int64_t r = 0; r < o; ++r)
-      for (int64_t c = 0; c < in; ++c) b[size_t(r * in + c)] = sr_round(class_value(0x8000, r * in + c), key, r, c, in, sc.tr, sc.tc, variant);
+      for (int64_t c = 0; c < in; ++c) b[size_t(r * in + c)] = sr_round(class_value(0x8000, r, c), key, r, c, in, sc.tr, sc.tc, variant);
     bits.push_back(b);
   }
   for (size_t i = 1; i < bits.size(); ++i)
@@ -694,7 +771,7 @@ StagnationResult run_stagnation(const StagnationConfig& cfg) {
         for (size_t i = 0; i < dY.size(); ++i) dY[i] = float_to_bf16_rne(float((P[i] - Y[i]) / double(T)));
         const std::vector<float> before_m = w.master;
         const std::vector<uint16_t> before_b = w.bf16;
-        fused_twin_step(w, X.data(), dY.data(), T, s, sched);
+        backend_or_twin(cfg.backend).step(w, X.data(), dY.data(), T, s, sched);
         int64_t same = 0;
         for (size_t i = 0; i < w.bf16.size(); ++i)
           same += v.ws == WeightStore::fp32_master ? f2u(w.master[i]) == f2u(before_m[i]) : w.bf16[i] == before_b[i];
@@ -826,13 +903,13 @@ GradFidelityResult run_gradient_fidelity(const GradFidelityConfig& cfg) {
   const size_t n = size_t(cfg.out * cfg.in);
   for (int s = 1; s <= cfg.steps; ++s) {
     const WgradCase c = inputs(s);
-    const std::vector<float> G = twin_wgrad(c.X.data(), c.dY.data(), cfg.T, cfg.in, cfg.out, sched);
+    const std::vector<float> G = backend_or_twin(cfg.backend).wgrad(c.X.data(), c.dY.data(), cfg.T, cfg.in, cfg.out, sched);
     const std::vector<float> Gf = cfg.defect == GradFidelityDefect::fp32_path_rounds_to_bf16 ? bf16_rne_widened(G) : G;
     const std::vector<float> Gb = cfg.defect == GradFidelityDefect::bf16_path_truncates ? bf16_truncated_widened(G)
                                   : cfg.defect == GradFidelityDefect::bf16_path_keeps_fp32 ? G
                                                                                            : bf16_rne_widened(G);
     const HostParam start = f32g;
-    fused_twin_step(twin, c.X.data(), c.dY.data(), cfg.T, s, sched);
+    backend_or_twin(cfg.backend).step(twin, c.X.data(), c.dY.data(), cfg.T, s, sched);
     apply_two_phase_update(f32g, Gf, s);
     eq_reps.push_back(compare_bitwise(f32g.master, twin.master, cfg.out, cfg.in, {"W", {cfg.tile_rows, cfg.tile_cols}, s}));
     for (int k = 0; k < kMaxStates; ++k)

@@ -7,6 +7,8 @@
 //                     independence (neighbours, tiles, steps), layout invariance
 //   stagnation        least squares trained with fp32 master / bf16 RNE / bf16 SR / INT8 state
 //   gradient_fidelity the fused path's fp32 G against G rounded to bf16 before the optimizer
+// Every fused step (and the fused path's G) goes through the config's FusedStepBackend: the host
+// twin when it is null (CI), the fused kernel on the GPU runner (kernels/gpu/gpu_step_backend.h).
 // Each runner returns ClaimCaseResult cases (kernels/twin/twin_claims.h) plus the curves and
 // histograms a report stores. Judging goes through oracles/fidelity.h.
 //
@@ -19,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/twin/step_backend.h"
 #include "kernels/twin/twin_claims.h"
 #include "oracles/fidelity.h"
 
@@ -48,6 +51,7 @@ struct Prop4Config {
   int64_t tile_rows = 64, tile_cols = 128;
   int warmup_steps = 4;  // INT8 steps before the judged step, so that the state is not zero
   Int8TileDefect defect = Int8TileDefect::none;  // planted in the INT8 path of the judged steps
+  const FusedStepBackend* backend = nullptr;     // null: the host twin
 };
 struct Prop4OneStepResult {
   std::vector<ClaimCaseResult> cases;
@@ -102,18 +106,29 @@ struct SrStatsConfig {
   int steps = 64;                       // 2^16 elements x 64 steps = 2^22 draws per class
   double alpha = 1e-9;
   SrVariant variant = SrVariant::kernel;
+  // Where the draws come from. false: sr_round (the copy that carries the planted variants).
+  // true: the fused step itself (backend, null = twin): per class an SGD step (lr 1, T = 2)
+  // crafted so that the element's fp32 result is exactly the class value, its bf16_sr store
+  // read back; the variant must then be kernel (the GPU plants its defects in the kernel).
+  bool through_fused_step = false;
+  const FusedStepBackend* backend = nullptr;
 };
 struct SrStatsResult {
   std::vector<ClaimCaseResult> cases;
   std::vector<double> class_low16, class_observed, class_expected, class_threshold;
+  // through_fused_step: draws whose stored bf16 is neither of the class value's two neighbours
+  // (the crafted step failed), and draws that differ from sr_round's (the kernel's stream).
+  int64_t off_lattice = 0, differ_from_stream = 0, draws = 0;
   double power_vs_1_256 = 0;  // guaranteed power against a bias of 255/65536 (~1/256 ulp)
 };
 // Binomial test per value class (dropped 16 bits fixed per class) and the independence tests.
 SrStatsResult run_sr_statistics(const SrStatsConfig& cfg);
 
-// The twin's bf16_sr step under several tile shapes and visit orders gives identical bits; with
-// a variant other than kernel, the copy sr_round is compared across tile shapes instead.
-std::vector<ClaimCaseResult> run_sr_layout_invariance(uint64_t seed, SrVariant variant);
+// The fused bf16_sr step under several tile shapes and visit orders gives identical bits (the
+// backend's: the GPU has two tile shapes, i.e. two launch grids); with a variant other than
+// kernel, the copy sr_round is compared across tile shapes instead.
+std::vector<ClaimCaseResult> run_sr_layout_invariance(uint64_t seed, SrVariant variant,
+                                                      const FusedStepBackend* backend = nullptr);
 
 // ---- the stagnation experiment ----
 
@@ -132,6 +147,7 @@ struct StagnationConfig {
   std::vector<uint64_t> run_seeds = {1, 2, 3};  // data order and SR seed per run
   StagnationDefect defect = StagnationDefect::none;
   std::vector<std::string> labels;  // variants to run (empty: all four; fp32_master always runs)
+  const FusedStepBackend* backend = nullptr;  // null: the host twin
 };
 struct StagnationRun {
   std::string label;  // "fp32_master", "bf16_rne", "bf16_sr", "int8_state"
@@ -167,6 +183,7 @@ struct GradFidelityConfig {
   int64_t tile_rows = 64, tile_cols = 64;
   int steps = 50;
   GradFidelityDefect defect = GradFidelityDefect::none;
+  const FusedStepBackend* backend = nullptr;  // null: the host twin
 };
 struct GradFidelityResult {
   // Per step s (1-based, index s-1). The bf16-G step is re-synchronised: it starts each step

@@ -31,7 +31,7 @@ __device__ __forceinline__ bool planted_short_edge_skips(int64_t c, int64_t cols
 template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
 __device__ __forceinline__ void fused_epilogue_elements(const typename Rule::Scalars& s, const ParamView& pv,
                                                         const float* sG, int64_t o0, int64_t i0,
-                                                        bool short_edge, bool shift_state) {
+                                                        bool short_edge, bool shift_state, int planted) {
   static_assert(Cfg::kElementPasses % kFusedEpilogueBatch == 0, "batches must divide the passes");
   const int tid = threadIdx.x;
 #pragma unroll 1
@@ -49,6 +49,8 @@ __device__ __forceinline__ void fused_epilogue_elements(const typename Rule::Sca
       // Planted defect (suite only): the state of the row below, a wrong state tile offset.
       sidx[b] = (shift_state && r + 1 < pv.rows) ? idx[b] + pv.cols : idx[b];
       gidx[b] = global_element_index(pv, r, c);
+      // Planted defect (suite only): random bits keyed by the place inside the tile.
+      if (planted == int(FusedPlantedDefect::sr_tile_local_bits)) gidx[b] = int64_t(t.row) * Cfg::TC + t.col;
       if (ok[b]) {
         e[b] = load_element<SF, WS>(pv, idx[b], sidx[b]);
         g[b] = sG[t.row * Cfg::kLdG + t.col];
@@ -59,6 +61,8 @@ __device__ __forceinline__ void fused_epilogue_elements(const typename Rule::Sca
       if (!ok[b]) continue;
       Rule::update(s, e[b].p, g[b], e[b].st);
       store_element<SF, WS>(pv, idx[b], sidx[b], gidx[b], e[b]);
+      if (WS == WeightStore::bf16_sr && planted == int(FusedPlantedDefect::sr_bits8))  // planted (suite only)
+        pv.bf16[idx[b]] = float_to_bf16_sr(e[b].p, sr_bits(pv.sr, uint64_t(gidx[b])) & 0xff00u);
     }
   }
 }
@@ -115,7 +119,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   if constexpr (SF == StateFormat::int8)
     fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state);
   else
-    fused_epilogue_elements<Cfg, Rule, SF, WS>(s, pv, sG, o0, i0, short_edge, shift_state);
+    fused_epilogue_elements<Cfg, Rule, SF, WS>(s, pv, sG, o0, i0, short_edge, shift_state, a.planted_defect);
 }
 
 // Order-matched materializer: the same mainloop, fp32 G [out, in] (row-major, ld = in) stored.

@@ -108,8 +108,13 @@ void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateForm
 // Test only: defects the GPU suite plants in the fused kernel's epilogue to show that its
 // comparisons catch them (process-wide; none unless a suite sets one). state_row_offset: the
 // first tile updates its rows with the state of the row below; edge_mask_short: a segment
-// clipped at the right edge of W leaves its last element un-updated.
-enum class FusedPlantedDefect : int { none = 0, state_row_offset = 1, edge_mask_short = 2 };
+// clipped at the right edge of W leaves its last element un-updated; sr_bits8: the bf16_sr store
+// (fp32 / bf16 state) rounds with only the top 8 of its 16 random bits (a bias up to 1/256 ulp);
+// sr_tile_local_bits: the bf16_sr store keys its random bits by the position inside the tile, so
+// every tile draws the same bits (issue 5's planted stochastic-rounding defects).
+enum class FusedPlantedDefect : int {
+  none = 0, state_row_offset = 1, edge_mask_short = 2, sr_bits8 = 3, sr_tile_local_bits = 4
+};
 void set_fused_planted_defect(FusedPlantedDefect d);
 FusedPlantedDefect fused_planted_defect();
 

@@ -6,7 +6,9 @@
 //   - independence of round-up indicators between neighbouring elements, the same place in
 //     neighbouring tiles and consecutive steps (E[XY] = 1/4 for the p = 1/2 class);
 //   - layout invariance: the twin's bf16_sr step gives identical bits for every tile shape and
-//     visit order.
+//     visit order;
+//   - the same tests with every draw taken from the fused twin step's bf16_sr store (an SGD step
+//     crafted to produce the class values exactly), each draw also equal to sr_round's.
 // Planted: SR with 8 random bits (caught by the binomial tests), the same bits in every tile
 // (caught by the tile independence test and the layout test).
 #include <gtest/gtest.h>
@@ -86,9 +88,27 @@ TEST(SrStatistics, KernelStreamPassesBinomialAndIndependenceTests) {
 TEST(SrStatistics, LayoutInvarianceOnTheTwin) {
   const auto rs = run_sr_layout_invariance(case_seed(0x1A70u), SrVariant::kernel);
   std::printf("%s", format_claim_table(rs).c_str());
-  EXPECT_EQ(rs.size(), 8u);
+  EXPECT_EQ(rs.size(), 10u);
   expect_all_pass(rs);
   record(rs);
+}
+
+TEST(SrStatistics, FusedTwinStepDrawsTheStreamAndPassesTheTests) {
+  const auto t0 = std::chrono::steady_clock::now();
+  SrStatsConfig cfg = config(SrVariant::kernel);
+  cfg.through_fused_step = true;
+  const SrStatsResult r = run_sr_statistics(cfg);
+  std::printf("%s[%.2f s]\n", format_claim_table(r.cases).c_str(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  ASSERT_EQ(r.cases.size(), 12u);
+  expect_all_pass(r.cases);
+  EXPECT_EQ(r.draws, (8 + 1) * cfg.rows * cfg.cols * cfg.steps);
+  // The same draws as sr_round's: the class table equals the copy's.
+  const SrStatsResult copy = run_sr_statistics(config(SrVariant::kernel));
+  EXPECT_EQ(r.class_observed, copy.class_observed);
+  record(r.cases);
+  cfg.variant = SrVariant::bits8;
+  EXPECT_THROW(run_sr_statistics(cfg), std::invalid_argument);
 }
 
 TEST(SrStatisticsPlantedDefects, EightBitSrIsRejectedByTheBinomialTest) {

@@ -1,0 +1,70 @@
+#include "kernels/gpu/gpu_step_backend.h"
+
+#include <cstring>
+
+namespace fh::gpu {
+namespace {
+
+int64_t stored_arrays(const HostParam& w) {
+  int64_t n = w.weight_store == WeightStore::fp32_master ? 2 : 1;  // master and its bf16 copy
+  for (int k = 0; k < kMaxStates; ++k)
+    if (w.decls.slot[k].kept) n += w.state_format == StateFormat::int8 ? 2 : 1;  // int8: codes, absmax
+  return n;
+}
+
+void gpu_step(HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T, int64_t step, TileShape tile) {
+  DeviceBuffer<uint16_t> dx(std::vector<uint16_t>(X, X + T * w.cols));
+  DeviceBuffer<uint16_t> ddy(std::vector<uint16_t>(dY, dY + T * w.rows));
+  DeviceParam dp(w);
+  const WgradProblem p{dx.data(), ddy.data(), T, w.rows, w.cols};
+  fused_wgrad_update(p, w.rule, w.state_format, w.weight_store, dp.view(), step, tile);
+  cuda_check(cudaDeviceSynchronize(), "gpu_step_backend: fused step");
+  dp.download_into(w);
+}
+
+std::vector<float> gpu_wgrad(const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in, int64_t out,
+                             TileShape tile) {
+  DeviceBuffer<uint16_t> dx(std::vector<uint16_t>(X, X + T * in));
+  DeviceBuffer<uint16_t> ddy(std::vector<uint16_t>(dY, dY + T * out));
+  DeviceBuffer<float> g(size_t(out * in));
+  wgrad_materialize(WgradProblem{dx.data(), ddy.data(), T, out, in}, g.data(), tile);
+  cuda_check(cudaDeviceSynchronize(), "gpu_step_backend: wgrad");
+  return g.download();
+}
+
+}  // namespace
+
+TileShape gpu_tile_for(const TwinSchedule& sched) {
+  const TileShape t{int(sched.tile_rows), int(sched.tile_cols)};
+  return tile_supported(t) ? t : TileShape{};
+}
+
+FusedStepBackend make_gpu_step_backend(TwinTally* tally) {
+  FusedStepBackend b;
+  b.name = "gpu";
+  b.step = [tally](HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T, int64_t step,
+                   const TwinSchedule& sched) {
+    const TileShape tile = gpu_tile_for(sched);
+    if (!tally) return gpu_step(w, X, dY, T, step, tile);
+    HostParam twin = w;
+    fused_twin_step(twin, X, dY, T, step, sched);
+    gpu_step(w, X, dY, T, step, tile);
+    compare_params(tally->ev, w, twin, step, {tile.rows, tile.cols}, "gpu step vs twin");
+    ++tally->steps;
+    tally->values += w.rows * w.cols * stored_arrays(w);
+  };
+  b.wgrad = [tally](const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in, int64_t out,
+                    const TwinSchedule& sched) {
+    const TileShape tile = gpu_tile_for(sched);
+    std::vector<float> g = gpu_wgrad(X, dY, T, in, out, tile);
+    if (tally) {
+      const std::vector<float> t = twin_wgrad(X, dY, T, in, out, sched);
+      tally->ev.add(compare_bitwise(g, t, out, in, {"G gpu vs twin", {tile.rows, tile.cols}, 0}));
+      tally->values += out * in;
+    }
+    return g;
+  };
+  return b;
+}
+
+}  // namespace fh::gpu
