@@ -7,7 +7,8 @@
 # bundle is missing or unusable.
 # Usage: scripts/gpu_runner.sh OUTDIR
 # Env: FH_VERIFY_ARGS (extra forge-verify options), FH_SKIP_TORCH=1, FH_TORCH_QUICK=1, FH_BENCH_FILTER (Google Benchmark regex), FH_SKIP_BENCH=1, FH_SANITIZE=1 (compute-sanitizer
-# memcheck/racecheck/initcheck on the fused suite's small cases), FH_ALLOW_SKIP=1 (a skipped GPU
+# memcheck/racecheck/initcheck on the fused suite's small cases), FH_NCU=1 (Nsight Compute sections
+# of the fused and rule kernels at 4096 x 4096, T = 512, both benchmark configs), FH_ALLOW_SKIP=1 (a skipped GPU
 # test is not a failure: for trying the script on a machine without a GPU).
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -103,7 +104,7 @@ for s in "${suites[@]}"; do
     [ "${FH_ALLOW_SKIP:-0}" = 1 ] || status=1  # on the runner a skipped GPU test is a failure
   fi
   say "suite $s: $verdict (rc $rc, $(( $(date +%s) - start )) s)"
-  grep -E '^\[(mma model|fused|cublas|cublas order|linear_backward)\]|^\[  FAILED  \] [A-Za-z]' "$OUT/$s.log" | sed 's/^/    /' | tee -a "$SUMMARY" >/dev/null
+  grep -E '^\[(mma model|fused|cublas|cublas order|linear_backward|fidelity[^]]*)\]|^\[  FAILED  \] [A-Za-z]' "$OUT/$s.log" | sed 's/^/    /' | tee -a "$SUMMARY" >/dev/null
 done
 
 # compute-sanitizer on the fused suite's small cases (optional: slow).
@@ -147,11 +148,33 @@ if has forge-verify; then
   say "forge-verify: $([ $rc -eq 0 ] && echo PASS || echo "FAIL (rc $rc)"), report forge-verify.h5"
   [ $rc -eq 0 ] || status=1
   # The GPU claims' verdict tables (header, column names, one line per check), then the totals.
-  awk '/^== gpu_/ {on = 1} /^$/ {on = 0} on' "$OUT/forge-verify.log" | sed 's/^/    /' | tee -a "$SUMMARY" >/dev/null
+  awk '/^== (gpu_|[a-z0-9_]*_gpu:)/ {on = 1} /^$/ {on = 0} on' "$OUT/forge-verify.log" | sed 's/^/    /' | tee -a "$SUMMARY" >/dev/null
   grep -E '^(overall|report):' "$OUT/forge-verify.log" | sed 's/^/    /' | tee -a "$SUMMARY" >/dev/null
 else
   say "forge-verify: NOT RUN (missing binary or library)"
   status=1
+fi
+
+# Nsight Compute on the T = 512 bar's kernels (optional): where the fused kernel's time goes.
+if [ "${FH_NCU:-0}" = 1 ] && command -v ncu >/dev/null 2>&1 && has forge-bench; then
+  for cfgname in fp32_fp32_master bf16_bf16_rne; do
+    for path in fused cublas; do
+      ncu --launch-skip 3 --launch-count 2 --kernel-name regex:'fused_wgrad|rule_element|rule_int8' \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
+        --section SchedulerStats --section WarpStateStats \
+        "$B/bin/forge-bench" --benchmark_filter="adamw_${cfgname}/${path}/out4096_in4096_T512\$" \
+        --benchmark_repetitions=1 --benchmark_min_time=0.001s > "$OUT/ncu_${cfgname}_${path}.txt" 2>&1
+      say "ncu $cfgname $path: rc $? ($(grep -c 'Duration' "$OUT/ncu_${cfgname}_${path}.txt") kernel profiles)"
+    done
+  done
+fi
+
+# The fidelity figures from forge-verify's report (needs h5py and matplotlib on this python).
+if [ -f "$OUT/forge-verify.h5" ] && command -v python3 >/dev/null 2>&1; then
+  for mode in "" --gpu; do
+    python3 "$ROOT/scripts/render_fidelity.py" "$OUT/forge-verify.h5" -o "$OUT/figures" $mode >> "$OUT/render.log" 2>&1 \
+      || say "note: render_fidelity.py $mode failed (see render.log); render the report elsewhere"
+  done
 fi
 
 # The torch cross-check: our PyTorch-compatible AdamW (host, forge-torch-compat) against

@@ -11,7 +11,11 @@ Both layouts are read: the CPU suites' reports and forge-verify's (stagnation/cu
 2-D [run seed, step] curves, prop4_int8/* with the histograms and the trajectory).
 Only the figures whose data are present are written.
 
-Usage: render_fidelity.py REPORT.h5 [REPORT.h5 ...] [-o OUTDIR]
+forge-verify on a GPU machine also writes the same claims run on the fused kernel (groups
+stagnation_gpu, prop4_int8_gpu, gradient_fidelity_gpu): --gpu renders those instead, into files
+named gpu_<figure>.png.
+
+Usage: render_fidelity.py REPORT.h5 [REPORT.h5 ...] [-o OUTDIR] [--gpu]
 Needs h5py and matplotlib (the GPU runner's python has them); exits with status 2 and a message
 when they are missing.
 """
@@ -64,7 +68,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("reports", nargs="+")
     ap.add_argument("-o", "--outdir", default=".")
+    ap.add_argument("--gpu", action="store_true", help="render forge-verify's *_gpu claims (every step on the fused kernel)")
     args = ap.parse_args()
+    sfx = "_gpu" if args.gpu else ""
+    prefix = "gpu_" if args.gpu else ""
+    executor = "fused kernel step (H200)" if args.gpu else "twin step"
     need_modules()
     import matplotlib
     matplotlib.use("Agg")
@@ -79,13 +87,13 @@ def main():
     # 1-D), forge-verify one case per variant (stagnation/curves <label>, 2-D [run seed, step]).
     def stagnation_runs(key):
         runs = []
-        for case, d in sorted(data.get("stagnation_curves", {}).items()):
+        for case, d in sorted(data.get("stagnation_curves" if not sfx else "-", {}).items()):
             if key in d:
                 runs.append((case, case.split(" seed ")[0], d[key]))
-        for case, d in sorted(data.get("stagnation", {}).items()):
+        for case, d in sorted(data.get("stagnation" + sfx, {}).items()):
             if key in d and case.startswith("curves "):
-                label = attrs["stagnation"][case].get("label", case[len("curves "):])
-                seeds = str(attrs["stagnation"][case].get("run_seeds", "")).split(",")
+                label = attrs["stagnation" + sfx][case].get("label", case[len("curves "):])
+                seeds = str(attrs["stagnation" + sfx][case].get("run_seeds", "")).split(",")
                 arr = d[key]
                 rows = arr if arr.ndim == 2 else arr.reshape(1, -1)
                 for i, y in enumerate(rows):
@@ -104,19 +112,19 @@ def main():
             ax.set_yscale("log")
         ax.set_xlabel("step")
         ax.set_ylabel(ylabel)
-        ax.set_title("stagnation experiment (least squares, AdamW, twin step)")
+        ax.set_title("stagnation experiment (least squares, AdamW, %s)" % executor)
         ax.legend(fontsize=7, ncol=2)
         fig.tight_layout()
-        fig.savefig(os.path.join(args.outdir, fname), dpi=120)
+        fig.savefig(os.path.join(args.outdir, prefix + fname), dpi=120)
         plt.close(fig)
-        written.append(fname)
+        written.append(prefix + fname)
 
     def cases_with(key, claims):
         return [("%s/%s" % (claim, case), d) for claim in claims for case, d in sorted(data.get(claim, {}).items())
                 if key in d]
 
     # INT8 |err|/B histograms: prop4_int8_histograms/* (CPU suite) or prop4_int8/* (forge-verify).
-    hists = cases_with("err_over_bound_hist", ("prop4_int8_histograms", "prop4_int8"))
+    hists = cases_with("err_over_bound_hist", ("prop4_int8_gpu",) if sfx else ("prop4_int8_histograms", "prop4_int8"))
     if hists:
         fig, axes = plt.subplots(1, len(hists), figsize=(4.5 * len(hists), 3.8), squeeze=False)
         for ax, (case, d) in zip(axes[0], hists):
@@ -133,11 +141,11 @@ def main():
             else:
                 ax.set_ylim(0, 1.1 * max(nz or [1]))
         fig.tight_layout()
-        fig.savefig(os.path.join(args.outdir, "int8_error_hist.png"), dpi=120)
+        fig.savefig(os.path.join(args.outdir, prefix + "int8_error_hist.png"), dpi=120)
         plt.close(fig)
-        written.append("int8_error_hist.png")
+        written.append(prefix + "int8_error_hist.png")
 
-    traj = cases_with("max_abs_dev", ("prop4_int8_trajectory", "prop4_int8"))
+    traj = cases_with("max_abs_dev", ("prop4_int8_gpu",) if sfx else ("prop4_int8_trajectory", "prop4_int8"))
     if traj:
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for case, d in traj:
@@ -149,12 +157,12 @@ def main():
         ax.set_ylabel("|W_int8 - W_fp32|")
         ax.legend(fontsize=6)
         fig.tight_layout()
-        fig.savefig(os.path.join(args.outdir, "int8_trajectory.png"), dpi=120)
+        fig.savefig(os.path.join(args.outdir, prefix + "int8_trajectory.png"), dpi=120)
         plt.close(fig)
-        written.append("int8_trajectory.png")
+        written.append(prefix + "int8_trajectory.png")
 
     # Gradient fidelity: per-step error and bias of the bf16-G update relative to its scale.
-    grad = cases_with("rms_rel", ("gradient_fidelity_curves", "gradient_fidelity"))
+    grad = cases_with("rms_rel", ("gradient_fidelity_gpu",) if sfx else ("gradient_fidelity_curves", "gradient_fidelity"))
     if grad:
         fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
         for case, d in grad:
@@ -174,11 +182,11 @@ def main():
         for ax in axes:
             ax.set_xlabel("step")
             ax.legend(fontsize=6)
-        fig.suptitle("gradient fidelity: G rounded to bf16 before the optimizer vs fp32 G (fused path)", fontsize=9)
+        fig.suptitle("gradient fidelity: G rounded to bf16 before the optimizer vs fp32 G (fused path, %s)" % executor, fontsize=9)
         fig.tight_layout()
-        fig.savefig(os.path.join(args.outdir, "gradient_fidelity.png"), dpi=120)
+        fig.savefig(os.path.join(args.outdir, prefix + "gradient_fidelity.png"), dpi=120)
         plt.close(fig)
-        written.append("gradient_fidelity.png")
+        written.append(prefix + "gradient_fidelity.png")
 
     if not written:
         sys.stderr.write("render_fidelity.py: no fidelity datasets found in %s\n" % ", ".join(args.reports))

@@ -4,10 +4,14 @@
 // sizes); this file picks forge-verify's sizes, maps the results into the report through
 // record_claim_cases and attaches the runners' datasets. These claims use their own fixed
 // problems (rules, shapes, steps), not --rule/--shape: each case says so in its attributes.
+// Each claim runs twice: on the host twin (prop4_int8, ...) and, on a GPU machine, with every
+// fused step on the fused kernel (prop4_int8_gpu, ...), where each GPU step is also checked
+// bitwise against the twin (kernels/gpu/gpu_step_backend.h) and that tally is one more case.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 
+#include "kernels/gpu/gpu_step_backend.h"
 #include "reference/fidelity_runs.h"
 #include "reports/claim_record.h"
 #include "suites/forge_verify/verify_config.h"
@@ -31,7 +35,13 @@ void set_attrs(const std::vector<CaseRecord*>& recs, const std::string& key, con
 
 // ---- prop4_int8 ----
 
-void run_prop4(const VerifyConfig& cfg, Report& report, const Progress& progress) {
+// Where a claim runs: its report group and its fused-step backend (null: the twin).
+struct Where {
+  std::string group;
+  const FusedStepBackend* be = nullptr;
+};
+
+void run_prop4(const VerifyConfig& cfg, Report& report, const Progress& progress, const Where& at) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string sizes = "one step and fused==two-phase (4 steps) on 64x128 T=32, degenerate blocks on 16x256, "
                             "trajectory 100 steps (as the suite)";
@@ -39,8 +49,9 @@ void run_prop4(const VerifyConfig& cfg, Report& report, const Progress& progress
     Prop4Config pc;
     pc.seed = cfg.seed ^ 0x1A78B10CULL;
     pc.rule = default_rule_config(rule);
+    pc.backend = at.be;
     const Prop4OneStepResult r = run_prop4_one_step(pc);
-    const auto recs = record_claim_cases(report, r.cases, "prop4_int8");
+    const auto recs = record_claim_cases(report, r.cases, at.group);
     set_attrs(recs, "sizes", sizes);
     // The |err| / B histogram of each moment goes beside its "within codec bound" case.
     int slot_case = 0;
@@ -53,40 +64,45 @@ void run_prop4(const VerifyConfig& cfg, Report& report, const Progress& progress
                    "max |err|/absmax measured, and the bound 1/(2L) + 4u it is judged against");
     }
     const ClaimCaseResult eq = run_prop1_int8(pc, 4);
-    set_attrs(record_claim_cases(report, {eq}, "prop4_int8"), "sizes", sizes);
+    set_attrs(record_claim_cases(report, {eq}, at.group), "sizes", sizes);
   }
   Prop4Config dc;
   dc.seed = cfg.seed ^ 0xDE6E7ULL;
   dc.in = 256;
   dc.out = 16;
-  set_attrs(record_claim_cases(report, run_int8_degenerate_blocks(dc), "prop4_int8"), "sizes", sizes);
+  dc.backend = at.be;
+  set_attrs(record_claim_cases(report, run_int8_degenerate_blocks(dc), at.group), "sizes", sizes);
 
   Prop4Config tc;
   tc.seed = cfg.seed ^ 0x7A7EC7ULL;
+  tc.backend = at.be;
   const TrajectoryResult tr = run_int8_trajectory(tc, 100);
-  CaseRecord* rec = record_claim_cases(report, {tr.verdict}, "prop4_int8")[0];
+  CaseRecord* rec = record_claim_cases(report, {tr.verdict}, at.group)[0];
   rec->set_attr("sizes", sizes).set_attr("growth_exponent", num(tr.growth_exponent));
   rec->add_f64("max_abs_dev", tr.max_abs_dev, "per step max |W_int8 - W_fp32|")
       .add_f64("rms_dev", tr.rms_dev, "per step rms |W_int8 - W_fp32|")
       .add_f64("max_update", tr.max_update, "per step max |W_fp32(t) - W_fp32(t-1)|")
       .add_f64("max_update_int8", tr.max_update_int8, "per step max |W_int8(t) - W_int8(t-1)|")
       .add_i64("zero_v_nonzero_m", tr.zero_v_nonzero_m, "elements entering the step with v decoded 0 and m != 0");
-  progress.note("prop4_int8: " + num(seconds_since(t0)) + " s");
+  progress.note(at.group + ": " + num(seconds_since(t0)) + " s");
 }
 
 // ---- sr_statistics ----
 
-void run_sr_stats(const VerifyConfig& cfg, Report& report, const Progress& progress) {
+void run_sr_stats(const VerifyConfig& cfg, Report& report, const Progress& progress, const Where& at) {
   const auto t0 = std::chrono::steady_clock::now();
   SrStatsConfig sc;
   sc.seed = cfg.seed ^ 0x5EED0F5Eull;
+  sc.through_fused_step = true;  // every draw is a fused step's bf16_sr store
+  sc.backend = at.be;
   const SrStatsResult r = run_sr_statistics(sc);
-  const std::string sizes = "256x256 elements x 64 steps = 2^22 draws per value class (as the suite)";
-  const auto recs = record_claim_cases(report, r.cases, "sr_statistics");
+  const std::string sizes = "256x256 elements x 64 steps = 2^22 draws per value class, each a fused SGD step's "
+                            "bf16_sr store (as the suite)";
+  const auto recs = record_claim_cases(report, r.cases, at.group);
   set_attrs(recs, "sizes", sizes);
   set_attrs(recs, "alpha", num(sc.alpha));
   // The class table, and the binomial tests' power, as its own case.
-  CaseRecord& table = report.add_case("sr_statistics", "class table and power");
+  CaseRecord& table = report.add_case(at.group, "class table and power");
   table.set_attr("sizes", sizes);
   table.add_f64("class_low16", r.class_low16, "dropped 16 bits of the class")
       .add_f64("observed", r.class_observed, "observed round-up fraction")
@@ -98,31 +114,45 @@ void run_sr_stats(const VerifyConfig& cfg, Report& report, const Progress& progr
                       ? Check::passed("power_vs_1_256_ulp", "power_lower_bound", r.power_vs_1_256, want)
                       : Check::failed("power_vs_1_256_ulp", "power_lower_bound", r.power_vs_1_256, want,
                                       "too few draws to see an 8-bit SR bias"));
-  // Planted: 8-bit SR must be rejected by the binomial tests (the suite's power, shown).
+  // Planted: 8-bit SR must be rejected by the binomial tests (the suite's power, shown). On the
+  // twin it is the copy sr_round's variant; on the GPU the kernel's own planted store.
   SrStatsConfig pc = sc;
-  pc.variant = SrVariant::bits8;
+  if (at.be) {
+    gpu::set_fused_planted_defect(gpu::FusedPlantedDefect::sr_bits8);
+  } else {
+    pc.through_fused_step = false;
+    pc.variant = SrVariant::bits8;
+  }
   int64_t rejected = 0;
-  for (const auto& c : run_sr_statistics(pc).cases) rejected += c.claim == "sr_binomial" && !c.pass;
-  CaseRecord& planted = report.add_case("sr_statistics", "planted 8-bit SR is rejected");
+  try {
+    for (const auto& c : run_sr_statistics(pc).cases) rejected += c.claim == "sr_binomial" && !c.pass;
+  } catch (...) {
+    gpu::set_fused_planted_defect(gpu::FusedPlantedDefect::none);
+    throw;
+  }
+  gpu::set_fused_planted_defect(gpu::FusedPlantedDefect::none);
+  CaseRecord& planted = report.add_case(at.group, at.be ? "planted 8-bit SR in the kernel is rejected" : "planted 8-bit SR is rejected");
   planted.set_attr("sizes", sizes).set_attr("note", "classes with low byte 0xff carry a 255/65536-ulp bias under 8-bit SR");
   planted.add_check(rejected >= 4 ? Check::passed("bits8_rejected", "classes_rejected", double(rejected), 4)
                                   : Check::failed("bits8_rejected", "classes_rejected", double(rejected), 4,
                                                   "the binomial tests miss a 1/256-ulp bias"));
-  set_attrs(record_claim_cases(report, run_sr_layout_invariance(cfg.seed ^ 0x1A70u, SrVariant::kernel), "sr_statistics"),
-            "sizes", "96x160, 5 tile shapes and visit orders, 2 steps");
-  progress.note("sr_statistics: " + num(seconds_since(t0)) + " s");
+  set_attrs(record_claim_cases(report, run_sr_layout_invariance(cfg.seed ^ 0x1A70u, SrVariant::kernel, at.be), at.group),
+            "sizes", at.be ? "96x160, the kernel's 2 tile shapes (grids 2x1, 3x2), 2 steps"
+                           : "96x160, 6 tile shapes and visit orders, 2 steps");
+  progress.note(at.group + ": " + num(seconds_since(t0)) + " s");
 }
 
 // ---- stagnation ----
 
-void run_stagnation_claim(const VerifyConfig&, Report& report, const Progress& progress) {
+void run_stagnation_claim(const VerifyConfig&, Report& report, const Progress& progress, const Where& at) {
   const auto t0 = std::chrono::steady_clock::now();
   StagnationConfig sc;  // the suite's fixed problem and seeds: its verdicts are calibrated on them
+  sc.backend = at.be;
   const StagnationResult r = run_stagnation(sc);
   const std::string sizes = "least squares 32x64, T=64, 400 steps, AdamW lr 5e-4, run seeds 1,2,3 (as the suite; "
                             "fixed seed, --seed does not apply)";
   const double noise = 2.0 * r.fp32_std;
-  const std::string claim = "stagnation";
+  const std::string& claim = at.group;
 
   // Harness checks: SR within fp32 master's run-to-run noise; RNE's gap beyond it.
   auto add = [&](const std::string& name, const std::string& check, bool pass, const std::string& metric_name,
@@ -185,20 +215,21 @@ void run_stagnation_claim(const VerifyConfig&, Report& report, const Progress& p
                           : Check::failed("curves_complete_and_finite", "bad_entries", double(bad), 0,
                                           "missing run or non-finite loss"));
   }
-  progress.note("stagnation: " + num(seconds_since(t0)) + " s; gaps RNE " + num(100 * r.rne_gap) + "%, SR " +
+  progress.note(at.group + ": " + num(seconds_since(t0)) + " s; gaps RNE " + num(100 * r.rne_gap) + "%, SR " +
                 num(100 * r.sr_gap) + "%, INT8 " + num(100 * r.int8_gap) + "%");
 }
 
 // ---- gradient_fidelity ----
 
-void run_grad_fidelity(const VerifyConfig& cfg, Report& report, const Progress& progress) {
+void run_grad_fidelity(const VerifyConfig& cfg, Report& report, const Progress& progress, const Where& at) {
   const auto t0 = std::chrono::steady_clock::now();
   for (RuleId rule : {RuleId::adamw, RuleId::sgd}) {
     GradFidelityConfig gc;
     gc.seed = cfg.seed ^ 0x6AD1F1DEULL;
     gc.rule = default_rule_config(rule);
+    gc.backend = at.be;
     const GradFidelityResult r = run_gradient_fidelity(gc);
-    const auto recs = record_claim_cases(report, r.cases, "gradient_fidelity");
+    const auto recs = record_claim_cases(report, r.cases, at.group);
     set_attrs(recs, "sizes", "64x128, T=32, 50 steps, tile 64x64 (as the suite)");
     CaseRecord* meas = recs.back();  // "bf16-G update error is measurable"
     meas->set_attr("pooled_bias_rel", num(r.pooled_bias_rel)).set_attr("pooled_bias_stderr", num(r.pooled_bias_stderr));
@@ -213,16 +244,49 @@ void run_grad_fidelity(const VerifyConfig& cfg, Report& report, const Progress& 
         .add_f64("traj_max_abs_dev", r.traj_max_abs_dev, "free-running bf16-G run: per step max |W_bf16G - W_fp32G|")
         .add_f64("traj_rms_dev", r.traj_rms_dev, "free-running bf16-G run: per step rms |W_bf16G - W_fp32G|");
   }
-  progress.note("gradient_fidelity: " + num(seconds_since(t0)) + " s");
+  progress.note(at.group + ": " + num(seconds_since(t0)) + " s");
+}
+
+using ClaimBody = void (*)(const VerifyConfig&, Report&, const Progress&, const Where&);
+
+// The claim on the twin.
+std::function<void(const VerifyConfig&, Report&, const Progress&)> on_twin(ClaimBody body, const std::string& group) {
+  return [body, group](const VerifyConfig& cfg, Report& report, const Progress& progress) {
+    body(cfg, report, progress, Where{group, nullptr});
+  };
+}
+
+// The claim with the fused kernel doing every step, each step checked against the twin; the
+// tally is its own case ("fused kernel == host twin on every step").
+std::function<void(const VerifyConfig&, Report&, const Progress&)> on_gpu(ClaimBody body, const std::string& group) {
+  return [body, group](const VerifyConfig& cfg, Report& report, const Progress& progress) {
+    gpu::TwinTally tally;
+    const FusedStepBackend be = gpu::make_gpu_step_backend(&tally);
+    body(cfg, report, progress, Where{group, &be});
+    CaseRecord& cs = report.add_case(group, "fused kernel == host twin on every step");
+    cs.set_attr("steps", std::to_string(tally.steps)).set_attr("values_compared", std::to_string(tally.values));
+    const double diff = double(tally.ev.differing);
+    cs.add_check(tally.clean() ? Check::passed("gpu_equals_twin", "differing", diff, 0)
+                               : Check::failed("gpu_equals_twin", "differing", diff, 0,
+                                               tally.steps ? tally.ev.first_diff : "no step compared"));
+    progress.note(group + ": " + std::to_string(tally.steps) + " GPU steps, " + std::to_string(tally.values) +
+                  " values compared with the twin, " + std::to_string(tally.ev.differing) + " differ");
+  };
 }
 
 }  // namespace
 
 void add_fidelity_claims(std::vector<ClaimSpec>& out) {
-  out.push_back({"prop4_int8", "Proposition 4: INT8 moments within the codec bound, fused == two-phase INT8, degenerate blocks, trajectory", false, run_prop4});
-  out.push_back({"sr_statistics", "stochastic rounding on the Philox stream: binomial tests (with power), independence, layout invariance", false, run_sr_stats});
-  out.push_back({"stagnation", "least squares under fp32 master / bf16 RNE / bf16 SR / INT8 state: curves, vanished updates, gaps", false, run_stagnation_claim});
-  out.push_back({"gradient_fidelity", "fp32 G (the fused path) vs G rounded to bf16: bitwise identity, half-ulp rounding, measured update bias and error", false, run_grad_fidelity});
+  struct Family { const char* name; const char* what; ClaimBody body; };
+  const Family families[] = {
+      {"prop4_int8", "Proposition 4: INT8 moments within the codec bound, fused == two-phase INT8, degenerate blocks, trajectory", run_prop4},
+      {"sr_statistics", "stochastic rounding on the Philox stream through the fused bf16_sr store: binomial tests (with power), independence, layout invariance", run_sr_stats},
+      {"stagnation", "least squares under fp32 master / bf16 RNE / bf16 SR / INT8 state: curves, vanished updates, gaps", run_stagnation_claim},
+      {"gradient_fidelity", "fp32 G (the fused path) vs G rounded to bf16: bitwise identity, half-ulp rounding, measured update bias and error", run_grad_fidelity}};
+  for (const Family& f : families) out.push_back({f.name, f.what, false, on_twin(f.body, f.name)});
+  for (const Family& f : families)
+    out.push_back({std::string(f.name) + "_gpu", std::string(f.what) + "; every step on the fused kernel, checked against the twin",
+                   true, on_gpu(f.body, std::string(f.name) + "_gpu")});
 }
 
 }  // namespace fh
