@@ -6,7 +6,7 @@
 # libraries are missing. Exit status: 0 when everything that ran passed, 1 otherwise, 2 when the
 # bundle is missing or unusable.
 # Usage: scripts/gpu_runner.sh OUTDIR
-# Env: FH_VERIFY_ARGS (extra forge-verify options), FH_SKIP_TORCH=1, FH_TORCH_QUICK=1, FH_BENCH_FILTER (Google Benchmark regex), FH_SKIP_BENCH=1, FH_SANITIZE=1 (compute-sanitizer
+# Env: FH_SUITES (only these GPU suites), FH_VERIFY_ARGS (extra forge-verify options), FH_SKIP_TORCH=1, FH_TORCH_QUICK=1, FH_BENCH_FILTER (Google Benchmark regex), FH_SKIP_BENCH=1, FH_SANITIZE=1 (compute-sanitizer
 # memcheck/racecheck/initcheck on the fused suite's small cases), FH_NCU=1 (Nsight Compute sections
 # of the fused and rule kernels at 4096 x 4096, T = 512, both benchmark configs), FH_ALLOW_SKIP=1 (a skipped GPU
 # test is not a failure: for trying the script on a machine without a GPU).
@@ -86,6 +86,8 @@ has() { local x; for x in "${runnable[@]}"; do [ "$x" = "$1" ] && return 0; done
 
 # GPU suites (GoogleTest): XML and the log per suite; each prints one-line summaries.
 read -r -a suites < <(sed -n 's/^gpu_suites=//p' "$B/MANIFEST")
+# FH_SUITES: run only these suites (space separated), e.g. for a short run of one issue's suite.
+[ -n "${FH_SUITES:-}" ] && read -r -a suites <<< "$FH_SUITES" && say "suites: only $FH_SUITES (FH_SUITES)"
 for s in "${suites[@]}"; do
   if ! has "$s"; then say "suite $s: NOT RUN (missing binary or library)"; status=1; continue; fi
   extra_env=()
