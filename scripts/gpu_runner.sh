@@ -6,7 +6,8 @@
 # libraries are missing. Exit status: 0 when everything that ran passed, 1 otherwise, 2 when the
 # bundle is missing or unusable.
 # Usage: scripts/gpu_runner.sh OUTDIR
-# Env: FH_SUITES (only these GPU suites), FH_VERIFY_ARGS (extra forge-verify options), FH_SKIP_TORCH=1, FH_TORCH_QUICK=1, FH_BENCH_FILTER (Google Benchmark regex), FH_SKIP_BENCH=1, FH_SANITIZE=1 (compute-sanitizer
+# Env: FH_SUITES (only these GPU suites), FH_VERIFY_ARGS (extra forge-verify options), FH_SKIP_TORCH=1, FH_TORCH_QUICK=1, FH_BENCH_FILTER (Google Benchmark regex over names like
+# adamw_fp32_fp32_master/fused/out4096_in4096_T512/manual_time), FH_SKIP_BENCH=1, FH_SANITIZE=1 (compute-sanitizer
 # memcheck/racecheck/initcheck on the fused suite's small cases), FH_NCU=1 (Nsight Compute sections
 # of the fused and rule kernels at 4096 x 4096, T = 512, both benchmark configs), FH_ALLOW_SKIP=1 (a skipped GPU
 # test is not a failure: for trying the script on a machine without a GPU).
@@ -164,8 +165,8 @@ if [ "${FH_NCU:-0}" = 1 ] && command -v ncu >/dev/null 2>&1 && has forge-bench; 
       ncu --launch-skip 3 --launch-count 2 --kernel-name regex:'fused_wgrad|rule_element|rule_int8' \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
         --section SchedulerStats --section WarpStateStats \
-        "$B/bin/forge-bench" --benchmark_filter="adamw_${cfgname}/${path}/out4096_in4096_T512\$" \
-        --benchmark_repetitions=1 --benchmark_min_time=0.001s > "$OUT/ncu_${cfgname}_${path}.txt" 2>&1
+        "$B/bin/forge-bench" --benchmark_filter="adamw_${cfgname}/${path}/out4096_in4096_T512/" \
+        --benchmark_repetitions=1 --benchmark_min_time=0.001 > "$OUT/ncu_${cfgname}_${path}.txt" 2>&1
       say "ncu $cfgname $path: rc $? ($(grep -c 'Duration' "$OUT/ncu_${cfgname}_${path}.txt") kernel profiles)"
     done
   done

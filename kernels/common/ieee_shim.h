@@ -37,12 +37,23 @@ FH_HD float d2f(double a) { return __double2float_rn(a); }
 FH_HD uint32_t f2u(float x) { return __float_as_uint(x); }
 FH_HD float u2f(uint32_t u) { return __uint_as_float(u); }
 #else
-inline float fadd(float a, float b) { return a + b; }
-inline float fsub(float a, float b) { return a - b; }
-inline float fmul(float a, float b) { return a * b; }
-inline float fdiv(float a, float b) { return a / b; }
-inline float fsqrt(float a) { return std::sqrt(a); }
-inline float ffma(float a, float b, float c) { return std::fmaf(a, b, c); }
+// The GPU's fp32 arithmetic returns the one canonical NaN 0x7FFFFFFF whatever the operands' NaN
+// payloads (measured on the H200: an INT8 state decoded from the canonical absmax 0x7FC00000
+// gives 0x7FFFFFFF weights), while x86 propagates an operand's payload (or makes 0xFFC00000):
+// the host canonicalizes every fp32 result likewise, so NaN bits agree too.
+inline float fcanon(float r) {
+  if (r == r) return r;
+  const uint32_t u = 0x7fffffffu;
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+inline float fadd(float a, float b) { return fcanon(a + b); }
+inline float fsub(float a, float b) { return fcanon(a - b); }
+inline float fmul(float a, float b) { return fcanon(a * b); }
+inline float fdiv(float a, float b) { return fcanon(a / b); }
+inline float fsqrt(float a) { return fcanon(std::sqrt(a)); }
+inline float ffma(float a, float b, float c) { return fcanon(std::fmaf(a, b, c)); }
 inline double dadd(double a, double b) { return a + b; }
 inline double dsub(double a, double b) { return a - b; }
 inline double dmul(double a, double b) { return a * b; }

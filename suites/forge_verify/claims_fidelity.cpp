@@ -117,7 +117,9 @@ void run_sr_stats(const VerifyConfig& cfg, Report& report, const Progress& progr
   // Planted: 8-bit SR must be rejected by the binomial tests (the suite's power, shown). On the
   // twin it is the copy sr_round's variant; on the GPU the kernel's own planted store.
   SrStatsConfig pc = sc;
+  const FusedStepBackend untallied = gpu::make_gpu_step_backend();  // the planted run is not a twin comparison
   if (at.be) {
+    pc.backend = &untallied;
     gpu::set_fused_planted_defect(gpu::FusedPlantedDefect::sr_bits8);
   } else {
     pc.through_fused_step = false;
