@@ -31,10 +31,6 @@ void require_state_pointers(const ParamView& pv, WeightStore ws, const StateDecl
 
 }  // namespace
 
-const char* fused_schedule_name(FusedSchedule s) {
-  return s == FusedSchedule::warp_specialized ? "warp_specialized" : "block_per_tile";
-}
-
 void validate_param_view(const RuleConfig& rule, StateFormat sf, WeightStore ws, const ParamView& pv,
                          int64_t step, const char* who) {
   if (step < 1) throw std::invalid_argument(std::string(who) + ": step counts from 1");
@@ -53,7 +49,7 @@ void validate_param_view(const RuleConfig& rule, StateFormat sf, WeightStore ws,
 
 void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateFormat sf,
                         WeightStore ws, const ParamView& pv_in, int64_t step, TileShape tile,
-                        cudaStream_t stream, FusedSchedule schedule) {
+                        cudaStream_t stream) {
   validate_problem(p, "fused_wgrad_update");
   validate_param_view(rule, sf, ws, pv_in, step, "fused_wgrad_update");
   if (!tile_supported(tile))
@@ -71,7 +67,7 @@ void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateForm
   visit_rule(rule.id, [&](auto r) {
     using Rule = decltype(r);
     const typename Rule::Scalars s = Rule::scalars(hyper_of<Rule>(rule), step);
-    launch_fused_typed<Rule>(sf, ws, p, s, pv, tile, schedule, stream);
+    launch_fused_typed<Rule>(sf, ws, p, s, pv, tile, stream);
   });
 }
 

@@ -28,52 +28,41 @@ __device__ __forceinline__ bool planted_short_edge_skips(int64_t c, int64_t cols
 // fp32 / bf16 state: pass j of thread tid takes tile element tid + 256 * j (epilogue_element),
 // so a warp walks 32 consecutive columns of one row: coalesced global accesses, conflict-free
 // G-tile reads. Each element is the same update_element step the host applies.
-// tid: the thread's index among the kThreads epilogue threads; kBatch elements' loads in flight.
-template <class Cfg, class Rule, StateFormat SF, WeightStore WS, int kBatch = kFusedEpilogueBatch>
+template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
 __device__ __forceinline__ void fused_epilogue_elements(const typename Rule::Scalars& s, const ParamView& pv,
-                                                        const float* sG, int64_t o0, int64_t i0, int tid,
+                                                        const float* sG, int64_t o0, int64_t i0,
                                                         bool short_edge, bool shift_state, int planted) {
-  static_assert(Cfg::kElementPasses % kBatch == 0, "batches must divide the passes");
+  static_assert(Cfg::kElementPasses % kFusedEpilogueBatch == 0, "batches must divide the passes");
+  const int tid = threadIdx.x;
 #pragma unroll 1
-  for (int j0 = 0; j0 < Cfg::kElementPasses; j0 += kBatch) {
-    // Only the values and whether each element is in range stay live across the batch; the
-    // indices are recomputed at the store (cheap integer work, fewer registers).
-    ElementValues e[kBatch];
-    float g[kBatch];
-    bool ok[kBatch];
-    auto index_of = [&](int b, FragCoord& t, int64_t& r, int64_t& c) {
-      t = epilogue_element<Cfg>(tid, j0 + b);
-      r = o0 + t.row;
-      c = i0 + t.col;
-    };
-    // Planted defect (suite only): the state of the row below, a wrong state tile offset.
-    auto state_index = [&](int64_t r, int64_t idx) { return (shift_state && r + 1 < pv.rows) ? idx + pv.cols : idx; };
+  for (int j0 = 0; j0 < Cfg::kElementPasses; j0 += kFusedEpilogueBatch) {
+    ElementValues e[kFusedEpilogueBatch];
+    float g[kFusedEpilogueBatch];
+    int64_t idx[kFusedEpilogueBatch], sidx[kFusedEpilogueBatch], gidx[kFusedEpilogueBatch];
+    bool ok[kFusedEpilogueBatch];
 #pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      FragCoord t;
-      int64_t r, c;
-      index_of(b, t, r, c);
+    for (int b = 0; b < kFusedEpilogueBatch; ++b) {
+      const FragCoord t = epilogue_element<Cfg>(tid, j0 + b);
+      const int64_t r = o0 + t.row, c = i0 + t.col;
       ok[b] = r < pv.rows && c < pv.cols && !(short_edge && planted_short_edge_skips(c, pv.cols));
+      idx[b] = r * pv.cols + c;
+      // Planted defect (suite only): the state of the row below, a wrong state tile offset.
+      sidx[b] = (shift_state && r + 1 < pv.rows) ? idx[b] + pv.cols : idx[b];
+      gidx[b] = global_element_index(pv, r, c);
+      // Planted defect (suite only): random bits keyed by the place inside the tile.
+      if (planted == int(FusedPlantedDefect::sr_tile_local_bits)) gidx[b] = int64_t(t.row) * Cfg::TC + t.col;
       if (ok[b]) {
-        const int64_t idx = r * pv.cols + c;
-        e[b] = load_element<SF, WS>(pv, idx, state_index(r, idx));
+        e[b] = load_element<SF, WS>(pv, idx[b], sidx[b]);
         g[b] = sG[t.row * Cfg::kLdG + t.col];
       }
     }
 #pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
+    for (int b = 0; b < kFusedEpilogueBatch; ++b) {
       if (!ok[b]) continue;
-      FragCoord t;
-      int64_t r, c;
-      index_of(b, t, r, c);
-      const int64_t idx = r * pv.cols + c;
-      // Planted defect (suite only): random bits keyed by the place inside the tile.
-      const int64_t gidx = planted == int(FusedPlantedDefect::sr_tile_local_bits) ? int64_t(t.row) * Cfg::TC + t.col
-                                                                                  : global_element_index(pv, r, c);
       Rule::update(s, e[b].p, g[b], e[b].st);
-      store_element<SF, WS>(pv, idx, state_index(r, idx), gidx, e[b]);
+      store_element<SF, WS>(pv, idx[b], sidx[b], gidx[b], e[b]);
       if (WS == WeightStore::bf16_sr && planted == int(FusedPlantedDefect::sr_bits8))  // planted (suite only)
-        pv.bf16[idx] = float_to_bf16_sr(e[b].p, sr_bits(pv.sr, uint64_t(gidx)) & 0xff00u);
+        pv.bf16[idx[b]] = float_to_bf16_sr(e[b].p, sr_bits(pv.sr, uint64_t(gidx[b])) & 0xff00u);
     }
   }
 }
@@ -82,9 +71,9 @@ __device__ __forceinline__ void fused_epilogue_elements(const typename Rule::Sca
 // two elements per lane, the new absmax a warp reduction (update_int8_block_warp).
 template <class Cfg, class Rule, WeightStore WS>
 __device__ __forceinline__ void fused_epilogue_int8(const typename Rule::Scalars& s, const ParamView& pv,
-                                                    const float* sG, int64_t o0, int64_t i0, int tid,
+                                                    const float* sG, int64_t o0, int64_t i0,
                                                     bool short_edge, bool shift_state) {
-  const int warp = tid >> 5, lane = tid & 31;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 #pragma unroll 1
   for (int j = 0; j < Cfg::kBlockPasses; ++j) {
     const FragCoord b = epilogue_int8_block<Cfg>(warp, j);
@@ -99,38 +88,6 @@ __device__ __forceinline__ void fused_epilogue_int8(const typename Rule::Scalars
   }
 }
 
-// The accumulators of mainloop thread tid into the fp32 G tile sG (row stride kLdG), one 8-byte
-// store per accumulator pair; kLdG makes them conflict free.
-template <class Cfg>
-__device__ __forceinline__ void park_accumulators(const float (&acc)[Cfg::kMT][Cfg::kNT][4], float* sG, int tid) {
-  const int warp = tid >> 5, lane = tid & 31;
-#pragma unroll
-  for (int mt = 0; mt < Cfg::kMT; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < Cfg::kNT; ++nt)
-#pragma unroll
-      for (int pair = 0; pair < 2; ++pair) {
-        const FragCoord c = acc_pair_tile_coord<Cfg>(warp, lane, mt, nt, pair);
-        *reinterpret_cast<float2*>(sG + c.row * Cfg::kLdG + c.col) =
-            make_float2(acc[mt][nt][2 * pair], acc[mt][nt][2 * pair + 1]);
-      }
-}
-
-// The rule on the parked tile at (o0, i0), by epilogue thread tid of kThreads. first_tile: the
-// tile the planted state_row_offset defect shifts.
-template <class Cfg, class Rule, StateFormat SF, WeightStore WS, int kBatch>
-__device__ __forceinline__ void fused_epilogue(const WgradTileArgs& a, const typename Rule::Scalars& s,
-                                               const ParamView& pv, const float* sG, int64_t o0, int64_t i0,
-                                               int tid, bool first_tile) {
-  const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
-  const bool shift_state = a.planted_defect == int(FusedPlantedDefect::state_row_offset) && first_tile;
-  if constexpr (SF == StateFormat::int8)
-    fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, tid, short_edge, shift_state);
-  else
-    fused_epilogue_elements<Cfg, Rule, SF, WS, kBatch>(s, pv, sG, o0, i0, tid, short_edge, shift_state,
-                                                       a.planted_defect);
-}
-
 template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
     fused_wgrad_update_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv) {
@@ -141,61 +98,28 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   wgrad_mainloop<Cfg>(a, o0, i0, smem, acc);
 
   // The G tile into shared memory (the operand buffers are free: the mainloop ended on a
-  // barrier).
+  // barrier), one 8-byte store per accumulator pair; kLdG makes them conflict free.
   float* sG = reinterpret_cast<float*>(fused_smem);
-  park_accumulators<Cfg>(acc, sG, threadIdx.x);
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+#pragma unroll
+  for (int mt = 0; mt < Cfg::kMT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+      for (int pair = 0; pair < 2; ++pair) {
+        const FragCoord c = acc_pair_tile_coord<Cfg>(warp, lane, mt, nt, pair);
+        *reinterpret_cast<float2*>(sG + c.row * Cfg::kLdG + c.col) =
+            make_float2(acc[mt][nt][2 * pair], acc[mt][nt][2 * pair + 1]);
+      }
   __syncthreads();
-  fused_epilogue<Cfg, Rule, SF, WS, kFusedEpilogueBatch>(a, s, pv, sG, o0, i0, threadIdx.x,
-                                                          blockIdx.x == 0 && blockIdx.y == 0);
-}
 
-// v4, warp specialized (FusedSchedule::warp_specialized): one persistent block of 2 x kThreads per
-// SM walks the tiles (tile t = blockIdx.x + k * gridDim.x, row-major over the tile grid). Threads
-// 0 .. kThreads - 1 (the mainloop group) compute tile t's G with the same mainloop (its barriers
-// are named barrier 1 among them) into registers, wait until the G tile buffer is free (barrier
-// 2), park G there and hand it over (barrier 3); threads kThreads .. 2 kThreads - 1 (the epilogue
-// group) take it (barrier 3), apply the rule exactly as the v3 epilogue does, and give the buffer
-// back (barrier 2) while the mainloop group is already multiplying the next tile. The G tile
-// buffer follows the operand ring in shared memory, so neither group waits for the other's
-// memory; each tile's G still never leaves the SM.
-constexpr int kWsMainloopBarrier = 1, kWsGFreeBarrier = 2, kWsGFullBarrier = 3;
-constexpr int kWsEpilogueBatch = 8;  // 8 warps per SM do all the epilogue work: more loads in flight
-
-template <class Cfg>
-struct WsCfg {
-  static constexpr int kThreads = 2 * Cfg::kThreads;
-  static constexpr size_t kSmemBytes = Cfg::kOperandBytes + Cfg::kGTileBytes;
-  static_assert(kSmemBytes + 1024 <= size_t(228) * 1024, "one block (and its 1 KB reserve) per SM");
-};
-
-template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
-__global__ void __launch_bounds__(WsCfg<Cfg>::kThreads, 1)
-    fused_wgrad_update_ws_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, int tiles_x,
-                                 int n_tiles) {
-  extern __shared__ __align__(16) unsigned char fused_smem[];
-  uint16_t* ring = reinterpret_cast<uint16_t*>(fused_smem);
-  float* sG = reinterpret_cast<float*>(fused_smem + Cfg::kOperandBytes);
-  constexpr int kAll = WsCfg<Cfg>::kThreads;
-  if (threadIdx.x < Cfg::kThreads) {
-    bool first = true;
-    for (int t = blockIdx.x; t < n_tiles; t += gridDim.x) {
-      float acc[Cfg::kMT][Cfg::kNT][4];
-      wgrad_mainloop<Cfg, kWsMainloopBarrier>(a, int64_t(t / tiles_x) * Cfg::TR, int64_t(t % tiles_x) * Cfg::TC,
-                                              ring, acc);
-      if (!first) named_barrier_sync(kWsGFreeBarrier, kAll);  // the epilogue group is done with tile t - grid
-      park_accumulators<Cfg>(acc, sG, threadIdx.x);
-      named_barrier_arrive(kWsGFullBarrier, kAll);
-      first = false;
-    }
-  } else {
-    for (int t = blockIdx.x; t < n_tiles; t += gridDim.x) {
-      named_barrier_sync(kWsGFullBarrier, kAll);
-      fused_epilogue<Cfg, Rule, SF, WS, kWsEpilogueBatch>(a, s, pv, sG, int64_t(t / tiles_x) * Cfg::TR,
-                                                           int64_t(t % tiles_x) * Cfg::TC,
-                                                           int(threadIdx.x) - Cfg::kThreads, t == 0);
-      if (t + int(gridDim.x) < n_tiles) named_barrier_arrive(kWsGFreeBarrier, kAll);  // no arrive nobody waits for
-    }
-  }
+  const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
+  const bool shift_state = a.planted_defect == int(FusedPlantedDefect::state_row_offset) &&
+                           blockIdx.x == 0 && blockIdx.y == 0;
+  if constexpr (SF == StateFormat::int8)
+    fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state);
+  else
+    fused_epilogue_elements<Cfg, Rule, SF, WS>(s, pv, sG, o0, i0, short_edge, shift_state, a.planted_defect);
 }
 
 // Order-matched materializer: the same mainloop, fp32 G [out, in] (row-major, ld = in) stored.
@@ -255,38 +179,11 @@ void launch_fused_cfg(const WgradTileArgs& a, const typename Rule::Scalars& s, c
   cuda_check(cudaGetLastError(), "fused_wgrad_update: launch");
 }
 
-// The SMs of the current device (one persistent warp-specialized block each).
-inline int device_sm_count() {
-  int dev = 0, n = 0;
-  cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
-  cuda_check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute");
-  return n;
-}
-
-template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
-void launch_fused_ws_cfg(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
-                         cudaStream_t stream) {
-  auto kernel = fused_wgrad_update_ws_kernel<Cfg, Rule, SF, WS>;
-  static const bool smem_ok =
-      set_smem_limit(kernel, WsCfg<Cfg>::kSmemBytes, "fused_wgrad_update (warp specialized): cudaFuncSetAttribute");
-  (void)smem_ok;
-  static const int sms = device_sm_count();
-  const dim3 g = wgrad_grid<Cfg>(a);
-  const int64_t n_tiles = int64_t(g.x) * g.y;
-  if (n_tiles > int64_t(INT32_MAX)) throw std::invalid_argument("fused_wgrad_update: too many tiles");
-  const int cap = fused_ws_max_blocks() > 0 ? fused_ws_max_blocks() : sms;  // test-only cap
-  const int blocks = int(n_tiles < cap ? n_tiles : cap);
-  kernel<<<blocks, WsCfg<Cfg>::kThreads, WsCfg<Cfg>::kSmemBytes, stream>>>(a, s, pv, int(g.x), int(n_tiles));
-  cuda_check(cudaGetLastError(), "fused_wgrad_update (warp specialized): launch");
-}
-
 template <class Rule, StateFormat SF, WeightStore WS>
 void launch_fused_tile(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
-                       TileShape tile, FusedSchedule schedule, cudaStream_t stream) {
+                       TileShape tile, cudaStream_t stream) {
   if (tile.rows == 128 && tile.cols == 128)
-    return schedule == FusedSchedule::warp_specialized
-               ? launch_fused_ws_cfg<WgradTileCfg<128, 128>, Rule, SF, WS>(a, s, pv, stream)
-               : launch_fused_cfg<WgradTileCfg<128, 128>, Rule, SF, WS>(a, s, pv, stream);
+    return launch_fused_cfg<WgradTileCfg<128, 128>, Rule, SF, WS>(a, s, pv, stream);
   if (tile.rows == 64 && tile.cols == 64)
     return launch_fused_cfg<WgradTileCfg<64, 64>, Rule, SF, WS>(a, s, pv, stream);
   throw std::invalid_argument("fused_wgrad_update: unsupported tile " + std::to_string(tile.rows) +
@@ -294,12 +191,12 @@ void launch_fused_tile(const WgradTileArgs& a, const typename Rule::Scalars& s, 
 }
 
 template <class Rule, StateFormat SF>
-void launch_fused_store(WeightStore ws, const WgradTileArgs& a, const typename Rule::Scalars& s,
-                        const ParamView& pv, TileShape tile, FusedSchedule schedule, cudaStream_t stream) {
+void launch_fused_ws(WeightStore ws, const WgradTileArgs& a, const typename Rule::Scalars& s,
+                     const ParamView& pv, TileShape tile, cudaStream_t stream) {
   switch (ws) {
-    case WeightStore::fp32_master: return launch_fused_tile<Rule, SF, WeightStore::fp32_master>(a, s, pv, tile, schedule, stream);
-    case WeightStore::bf16_rne: return launch_fused_tile<Rule, SF, WeightStore::bf16_rne>(a, s, pv, tile, schedule, stream);
-    case WeightStore::bf16_sr: return launch_fused_tile<Rule, SF, WeightStore::bf16_sr>(a, s, pv, tile, schedule, stream);
+    case WeightStore::fp32_master: return launch_fused_tile<Rule, SF, WeightStore::fp32_master>(a, s, pv, tile, stream);
+    case WeightStore::bf16_rne: return launch_fused_tile<Rule, SF, WeightStore::bf16_rne>(a, s, pv, tile, stream);
+    case WeightStore::bf16_sr: return launch_fused_tile<Rule, SF, WeightStore::bf16_sr>(a, s, pv, tile, stream);
   }
   throw std::invalid_argument("fused_wgrad_update: unknown weight store");
 }
@@ -309,12 +206,12 @@ void launch_fused_store(WeightStore ws, const WgradTileArgs& a, const typename R
 template <class Rule>
 void launch_fused_typed(StateFormat sf, WeightStore ws, const WgradProblem& p,
                         const typename Rule::Scalars& s, const ParamView& pv, TileShape tile,
-                        FusedSchedule schedule, cudaStream_t stream) {
+                        cudaStream_t stream) {
   const WgradTileArgs a = make_tile_args(p);
   switch (sf) {
-    case StateFormat::fp32: return launch_fused_store<Rule, StateFormat::fp32>(ws, a, s, pv, tile, schedule, stream);
-    case StateFormat::bf16: return launch_fused_store<Rule, StateFormat::bf16>(ws, a, s, pv, tile, schedule, stream);
-    case StateFormat::int8: return launch_fused_store<Rule, StateFormat::int8>(ws, a, s, pv, tile, schedule, stream);
+    case StateFormat::fp32: return launch_fused_ws<Rule, StateFormat::fp32>(ws, a, s, pv, tile, stream);
+    case StateFormat::bf16: return launch_fused_ws<Rule, StateFormat::bf16>(ws, a, s, pv, tile, stream);
+    case StateFormat::int8: return launch_fused_ws<Rule, StateFormat::int8>(ws, a, s, pv, tile, stream);
   }
   throw std::invalid_argument("fused_wgrad_update: unknown state format");
 }

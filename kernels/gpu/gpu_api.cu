@@ -31,11 +31,6 @@ std::atomic<int> g_fused_planted_defect{0};
 }
 void set_fused_planted_defect(FusedPlantedDefect d) { g_fused_planted_defect.store(int(d)); }
 FusedPlantedDefect fused_planted_defect() { return FusedPlantedDefect(g_fused_planted_defect.load()); }
-namespace {
-std::atomic<int> g_fused_ws_max_blocks{0};
-}  // namespace
-void set_fused_ws_max_blocks(int n) { g_fused_ws_max_blocks.store(n < 0 ? 0 : n); }
-int fused_ws_max_blocks() { return g_fused_ws_max_blocks.load(); }
 
 bool tile_supported(TileShape t) {
   return (t.rows == 128 && t.cols == 128) || (t.rows == 64 && t.cols == 64);

@@ -97,21 +97,13 @@ struct TileShape {
 };
 bool tile_supported(TileShape t);
 
-// How the fused kernel's blocks are organised (same instructions, same bits; kernels/gpu/NOTES.md):
-//   block_per_tile     one 256-thread block per tile, mainloop then epilogue (v3); two blocks per SM.
-//   warp_specialized   128x128 only: one persistent 512-thread block per SM walking the tiles;
-//                      warps 0-7 run tile n+1's mainloop while warps 8-15 apply the rule to tile n
-//                      from a G tile buffer of their own (v4). The 64x64 tile always runs block_per_tile.
-enum class FusedSchedule : int { block_per_tile = 0, warp_specialized = 1 };
-const char* fused_schedule_name(FusedSchedule s);
-
 // The fused kernel: G = dY^T X tile by tile in registers and shared memory, then the rule on
 // each tile; writes only weights and state. pv: device ParamView of W [out, in] (or a shard of it:
 // then pv.row0 / pv.col0 / pv.global_cols place it); `step` counts from 1 and also keys the
 // stochastic rounding (pv.sr.step is overwritten with it).
 void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateFormat sf,
                         WeightStore ws, const ParamView& pv, int64_t step, TileShape tile = {},
-                        cudaStream_t stream = 0, FusedSchedule schedule = FusedSchedule::warp_specialized);
+                        cudaStream_t stream = 0);
 
 // Test only: defects the GPU suite plants in the fused kernel's epilogue to show that its
 // comparisons catch them (process-wide; none unless a suite sets one). state_row_offset: the
@@ -125,11 +117,6 @@ enum class FusedPlantedDefect : int {
 };
 void set_fused_planted_defect(FusedPlantedDefect d);
 FusedPlantedDefect fused_planted_defect();
-
-// Test only: at most this many persistent blocks for the warp-specialized schedule (0: one per
-// SM), so that small shapes also make each block walk several tiles and hand its G buffer over.
-void set_fused_ws_max_blocks(int n);
-int fused_ws_max_blocks();
 
 // The order-matched reference, phase 1: the fused kernel's mainloop, storing fp32 G [out, in]
 // row-major (ldg = in) to g.

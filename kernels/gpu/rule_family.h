@@ -10,7 +10,7 @@ namespace fh::gpu {
 template <class Rule>
 void launch_fused_typed(StateFormat sf, WeightStore ws, const WgradProblem& p,
                         const typename Rule::Scalars& s, const ParamView& pv, TileShape tile,
-                        FusedSchedule schedule, cudaStream_t stream);
+                        cudaStream_t stream);
 
 template <class Rule>
 void launch_rule_typed(StateFormat sf, WeightStore ws, const typename Rule::Scalars& s,
@@ -22,6 +22,6 @@ void launch_rule_typed(StateFormat sf, WeightStore ws, const typename Rule::Scal
 #define FH_GPU_INSTANTIATE_RULE_FAMILY(RULE)                                                        \
   template void launch_fused_typed<RULE>(StateFormat, WeightStore, const WgradProblem&,             \
                                          const RULE::Scalars&, const ParamView&, TileShape,         \
-                                         FusedSchedule, cudaStream_t);                              \
+                                         cudaStream_t);                                             \
   template void launch_rule_typed<RULE>(StateFormat, WeightStore, const RULE::Scalars&,             \
                                         const ParamView&, const float*, int64_t, cudaStream_t);

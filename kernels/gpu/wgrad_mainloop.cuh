@@ -113,21 +113,9 @@ struct WarpMmaOps {
   }
 };
 
-// Named hardware barriers (PTX bar.sync / bar.arrive) among `count` threads (a multiple of 32).
-// Id 0 is __syncthreads; the warp-specialized fused kernel uses 1 for its mainloop warps and 2, 3
-// to hand the G tile buffer between its two warp groups (release on arrive, acquire on sync).
-__device__ __forceinline__ void named_barrier_sync(int id, int count) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-}
-__device__ __forceinline__ void named_barrier_arrive(int id, int count) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-}
-
 // The block's side of mainloop_schedule (wgrad_tile_layout.h): cp.async staging into ring slots,
-// barriers, and each warp's mma_chunk_schedule over a landed slot. kBarrier 0: the whole block
-// runs the mainloop (__syncthreads); otherwise only threads 0 .. kThreads - 1 do, and they meet
-// at named barrier kBarrier.
-template <class Cfg, int kBarrier = 0>
+// barriers, and each warp's mma_chunk_schedule over a landed slot.
+template <class Cfg>
 struct BlockMainloopOps {
   const WgradTileArgs& a;
   int64_t o0, i0;
@@ -148,12 +136,7 @@ struct BlockMainloopOps {
   __device__ __forceinline__ void wait() const {
     cp_async_wait<N>();
   }
-  __device__ __forceinline__ void barrier() const {
-    if constexpr (kBarrier == 0)
-      __syncthreads();
-    else
-      named_barrier_sync(kBarrier, Cfg::kThreads);
-  }
+  __device__ __forceinline__ void barrier() const { __syncthreads(); }
   __device__ __forceinline__ void compute(int64_t chunk, int slot) const {
     const uint16_t* sA = smem + slot * Cfg::kStageElems;
     WarpMmaOps<Cfg> ops{sA, sA + Cfg::TK * Cfg::kLdA, lane, wo, acc};
@@ -167,11 +150,10 @@ struct BlockMainloopOps {
 
 // The mainloop. smem: Cfg::kOperandBytes of dynamic shared memory (16-byte aligned). On return
 // acc holds the tile's G values for this thread (acc_tile_coord gives their positions) and every
-// thread has passed a final barrier (__syncthreads, or named barrier kBarrier among the
-// kThreads mainloop threads), so the caller may reuse smem.
+// thread has passed a final __syncthreads, so the caller may reuse smem.
 // v3: a kStages-deep cp.async ring with one barrier per chunk (mainloop_schedule), and each
 // chunk's instructions from mma_chunk_schedule (fragments software pipelined across k-steps).
-template <class Cfg, int kBarrier = 0>
+template <class Cfg>
 __device__ __forceinline__ void wgrad_mainloop(const WgradTileArgs& a, int64_t o0, int64_t i0,
                                                uint16_t* smem, float (&acc)[Cfg::kMT][Cfg::kNT][4]) {
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -182,7 +164,7 @@ __device__ __forceinline__ void wgrad_mainloop(const WgradTileArgs& a, int64_t o
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;  // +0: the chain's start
 
-  BlockMainloopOps<Cfg, kBarrier> ops{a, o0, i0, smem, acc, tid, lane, warp_origin<Cfg>(warp)};
+  BlockMainloopOps<Cfg> ops{a, o0, i0, smem, acc, tid, lane, warp_origin<Cfg>(warp)};
   mainloop_schedule<Cfg::kStages>((a.T + Cfg::TK - 1) / Cfg::TK, ops);
 }
 

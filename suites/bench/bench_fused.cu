@@ -22,11 +22,9 @@ namespace {
 
 constexpr double kCopyRateBytesPerS = 4.2e12;  // GPU_RUNNER.md, device-to-device, read + write
 
-// fused: the default schedule (warp specialized, v4); fused_block_per_tile: v3's one block per tile.
-enum class Path { fused, fused_block_per_tile, order_matched, cublas };
+enum class Path { fused, order_matched, cublas };
 const char* path_name(Path p) {
-  return p == Path::fused ? "fused" : p == Path::fused_block_per_tile ? "fused_block_per_tile"
-                          : p == Path::order_matched ? "order_matched" : "cublas";
+  return p == Path::fused ? "fused" : p == Path::order_matched ? "order_matched" : "cublas";
 }
 
 uint64_t mix(uint64_t& s) {
@@ -96,9 +94,6 @@ void run_path(Setup& su, Path path) {
   const ParamView pv = su.param->view();
   switch (path) {
     case Path::fused: fused_wgrad_update(p, su.rule, su.sf, su.ws, pv, 1); break;
-    case Path::fused_block_per_tile:
-      fused_wgrad_update(p, su.rule, su.sf, su.ws, pv, 1, TileShape{}, 0, FusedSchedule::block_per_tile);
-      break;
     case Path::order_matched:
       wgrad_materialize(p, su.g.data());
       rule_apply_device(su.rule, su.sf, su.ws, pv, 1, su.g.data(), su.in);
@@ -165,7 +160,7 @@ int main(int argc, char** argv) {
   for (const auto& [sf, ws] : configs)
     for (const Layer& l : layers)
       for (int64_t T : tokens)
-        for (Path p : {Path::fused, Path::fused_block_per_tile, Path::order_matched, Path::cublas}) {
+        for (Path p : {Path::fused, Path::order_matched, Path::cublas}) {
           const std::string name = std::string("adamw_") + state_format_name(sf) + "_" + weight_store_name(ws) + "/" +
                                    path_name(p) + "/out" + std::to_string(l.out) + "_in" + std::to_string(l.in) +
                                    "_T" + std::to_string(T);
