@@ -73,7 +73,9 @@ TEST(GpuFidelity, Prop4Int8OnTheFusedKernel) {
     std::printf("%s", format_claim_table(r.cases).c_str());
     expect_all_pass(r.cases);
     for (int k = 0; k < kMaxStates; ++k)
-      if (r.kept[k]) EXPECT_GT(r.moments[k].max_ratio, 0.5) << "the bound must be nearly reached (slot " << k << ")";
+      if (r.kept[k]) {
+        EXPECT_GT(r.moments[k].max_ratio, 0.5) << "the bound must be nearly reached (slot " << k << ")";
+      }
     const ClaimCaseResult eq = run_prop1_int8(cfg, 4);
     std::printf("%s", format_claim_table({eq}).c_str());
     EXPECT_TRUE(eq.pass) << eq.first_diff;
@@ -128,7 +130,9 @@ TEST(GpuFidelity, StagnationAndGradientFidelityOnTheFusedKernel) {
   std::printf("  fp32 %.6g +- %.3g; gaps: RNE %+.2f%%, SR %+.3f%%, INT8 %+.3f%%; RNE vanished %.1f%%\n", s.fp32_mean,
               s.fp32_std, 100 * s.rne_gap, 100 * s.sr_gap, 100 * s.int8_gap, 100 * s.rne_vanish_frac);
   for (const auto& c : s.cases)
-    if (c.case_name.rfind("int8_state", 0) != 0) EXPECT_TRUE(c.pass) << c.case_name << ": " << c.note;
+    if (c.case_name.rfind("int8_state", 0) != 0) {
+      EXPECT_TRUE(c.pass) << c.case_name << ": " << c.note;
+    }
   EXPECT_LT(s.int8_gap, s.rne_gap);
   for (RuleId rule : {RuleId::adamw, RuleId::sgd}) {
     GradFidelityConfig gc;
