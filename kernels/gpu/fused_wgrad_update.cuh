@@ -14,9 +14,9 @@
 
 namespace fh::gpu {
 
-// Epilogue loads per thread before the first update (fp32 / bf16 state): four elements, each
-// with its weight and state loads, in flight at once.
-constexpr int kFusedEpilogueBatch = 4;
+// Epilogue loads per thread before the first update (fp32 / bf16 state): eight elements, each
+// with its weight and state loads, in flight at once (v5; v2-v4: four).
+constexpr int kFusedEpilogueBatch = 8;
 
 // The planted edge-mask defect (suite only): the last column of a row whose final 64-column
 // segment is short (2..63 columns) is left unupdated, as a segment loop with n - 1 would.
@@ -36,33 +36,44 @@ __device__ __forceinline__ void fused_epilogue_elements(const typename Rule::Sca
   const int tid = threadIdx.x;
 #pragma unroll 1
   for (int j0 = 0; j0 < Cfg::kElementPasses; j0 += kFusedEpilogueBatch) {
+    // Only the values and whether each element is in range stay live across the batch; the
+    // indices are recomputed at the store (cheap integer work, fewer registers).
     ElementValues e[kFusedEpilogueBatch];
     float g[kFusedEpilogueBatch];
-    int64_t idx[kFusedEpilogueBatch], sidx[kFusedEpilogueBatch], gidx[kFusedEpilogueBatch];
     bool ok[kFusedEpilogueBatch];
+    auto index_of = [&](int b, FragCoord& t, int64_t& r, int64_t& c) {
+      t = epilogue_element<Cfg>(tid, j0 + b);
+      r = o0 + t.row;
+      c = i0 + t.col;
+    };
+    // Planted defect (suite only): the state of the row below, a wrong state tile offset.
+    auto state_index = [&](int64_t r, int64_t idx) { return (shift_state && r + 1 < pv.rows) ? idx + pv.cols : idx; };
 #pragma unroll
     for (int b = 0; b < kFusedEpilogueBatch; ++b) {
-      const FragCoord t = epilogue_element<Cfg>(tid, j0 + b);
-      const int64_t r = o0 + t.row, c = i0 + t.col;
+      FragCoord t;
+      int64_t r, c;
+      index_of(b, t, r, c);
       ok[b] = r < pv.rows && c < pv.cols && !(short_edge && planted_short_edge_skips(c, pv.cols));
-      idx[b] = r * pv.cols + c;
-      // Planted defect (suite only): the state of the row below, a wrong state tile offset.
-      sidx[b] = (shift_state && r + 1 < pv.rows) ? idx[b] + pv.cols : idx[b];
-      gidx[b] = global_element_index(pv, r, c);
-      // Planted defect (suite only): random bits keyed by the place inside the tile.
-      if (planted == int(FusedPlantedDefect::sr_tile_local_bits)) gidx[b] = int64_t(t.row) * Cfg::TC + t.col;
       if (ok[b]) {
-        e[b] = load_element<SF, WS>(pv, idx[b], sidx[b]);
+        const int64_t idx = r * pv.cols + c;
+        e[b] = load_element<SF, WS>(pv, idx, state_index(r, idx));
         g[b] = sG[t.row * Cfg::kLdG + t.col];
       }
     }
 #pragma unroll
     for (int b = 0; b < kFusedEpilogueBatch; ++b) {
       if (!ok[b]) continue;
+      FragCoord t;
+      int64_t r, c;
+      index_of(b, t, r, c);
+      const int64_t idx = r * pv.cols + c;
+      // Planted defect (suite only): random bits keyed by the place inside the tile.
+      const int64_t gidx = planted == int(FusedPlantedDefect::sr_tile_local_bits) ? int64_t(t.row) * Cfg::TC + t.col
+                                                                                  : global_element_index(pv, r, c);
       Rule::update(s, e[b].p, g[b], e[b].st);
-      store_element<SF, WS>(pv, idx[b], sidx[b], gidx[b], e[b]);
+      store_element<SF, WS>(pv, idx, state_index(r, idx), gidx, e[b]);
       if (WS == WeightStore::bf16_sr && planted == int(FusedPlantedDefect::sr_bits8))  // planted (suite only)
-        pv.bf16[idx[b]] = float_to_bf16_sr(e[b].p, sr_bits(pv.sr, uint64_t(gidx[b])) & 0xff00u);
+        pv.bf16[idx] = float_to_bf16_sr(e[b].p, sr_bits(pv.sr, uint64_t(gidx)) & 0xff00u);
     }
   }
 }
