@@ -300,7 +300,8 @@ ClaimCaseResult run_prop1_int8(const Prop4Config& cfg, int steps) {
                                      {std::string(wt.decls.slot[k].name) + " absmax", {}, s}));
     }
   }
-  return bitwise_case("prop1_int8", std::string(rule_name(cfg.rule.id)) + " fused twin == two-phase, int8 state, " +
+  return bitwise_case("prop1_int8", std::string(rule_name(cfg.rule.id)) + " fused " + backend_or_twin(cfg.backend).name +
+                                        " == two-phase, int8 state, " +
                                         std::to_string(steps) + " steps" +
                                         (cfg.defect == Int8TileDefect::none ? "" : std::string(" defect=") + int8_tile_defect_name(cfg.defect)),
                       reps);
@@ -960,7 +961,7 @@ GradFidelityResult run_gradient_fidelity(const GradFidelityConfig& cfg) {
     res.min_rms_rel = std::min(res.min_rms_rel, res.rms_rel[size_t(s)]);
   }
 
-  res.cases.push_back(bitwise_case("gradient_fidelity", tag + " fp32-G step == fused twin", eq_reps));
+  res.cases.push_back(bitwise_case("gradient_fidelity", tag + " fp32-G step == fused " + backend_or_twin(cfg.backend).name, eq_reps));
   half.pass = half.differing == 0;
   half.note = fmt("max |bf16(G) - G| / (ulp/2) %.6g; max relative G error %.6g (RNE: <= 2^-8, u of 8 significant bits)", half.metric,
                   *std::max_element(res.g_max_rel_err.begin(), res.g_max_rel_err.end()));
