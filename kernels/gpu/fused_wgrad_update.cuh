@@ -15,7 +15,7 @@
 namespace fh::gpu {
 
 // Epilogue loads per thread before the first update (fp32 / bf16 state): eight elements, each
-// with its weight and state loads, in flight at once (v5; v2-v4: four).
+// with its weight and state loads, in flight at once (v5; v2 and v3: four).
 constexpr int kFusedEpilogueBatch = 8;
 
 // The planted edge-mask defect (suite only): the last column of a row whose final 64-column

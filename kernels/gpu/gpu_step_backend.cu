@@ -1,6 +1,5 @@
 #include "kernels/gpu/gpu_step_backend.h"
 
-#include <cstring>
 
 namespace fh::gpu {
 namespace {
