@@ -412,12 +412,17 @@ TrajectoryResult run_int8_trajectory(const Prop4Config& cfg, int steps) {
   double envelope = 0;
   bool ok = true;
   const size_t n = size_t(cfg.out * cfg.in);
+  std::vector<uint8_t> had_zero_v(n, 0);
   for (int s = 1; s <= steps; ++s) {
     const WgradCase c = step_inputs(cfg, s);
     const std::vector<float> p8 = w8.master, pf = wf.master;
     int64_t zero_v = 0;  // AdamW: second moment decodes to 0 while the first does not
     if (cfg.rule.id == RuleId::adamw)
-      for (size_t i = 0; i < n; ++i) zero_v += w8.state(1, int64_t(i)) == 0.0f && w8.state(0, int64_t(i)) != 0.0f;
+      for (size_t i = 0; i < n; ++i)
+        if (w8.state(1, int64_t(i)) == 0.0f && w8.state(0, int64_t(i)) != 0.0f) {
+          ++zero_v;
+          had_zero_v[i] = 1;
+        }
     tr.zero_v_nonzero_m.push_back(zero_v);
     int8_step(w8, c, s, cfg);
     fused_step(wf, c, s, cfg);
@@ -437,6 +442,25 @@ TrajectoryResult run_int8_trajectory(const Prop4Config& cfg, int steps) {
     tr.max_update.push_back(upf);
     tr.max_update_int8.push_back(up8);
   }
+  // Attribution: how much of the final deviation sits on elements that ever stepped with v = 0.
+  std::vector<double> d(n);
+  double ss_all = 0, ss_event = 0;
+  for (size_t i = 0; i < n; ++i) {
+    d[i] = std::fabs(double(w8.master[i]) - double(wf.master[i]));
+    ss_all += d[i] * d[i];
+    if (had_zero_v[i]) {
+      ss_event += d[i] * d[i];
+      ++tr.zero_v_elements;
+    }
+  }
+  tr.dev_share_zero_v = ss_all > 0 ? ss_event / ss_all : 0.0;
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  const size_t top = std::max<size_t>(1, n / 100);
+  std::partial_sort(order.begin(), order.begin() + long(top), order.end(), [&](size_t a, size_t b) { return d[a] > d[b]; });
+  int64_t top_event = 0;
+  for (size_t k = 0; k < top; ++k) top_event += had_zero_v[order[k]];
+  tr.top1pct_zero_v_frac = double(top_event) / double(top);
   // Growth: slope of log(dev) against log(step) over the steps with dev > 0.
   double sx = 0, sy = 0, sxx = 0, sxy = 0;
   int m = 0;
@@ -453,7 +477,10 @@ TrajectoryResult run_int8_trajectory(const Prop4Config& cfg, int steps) {
   tr.verdict.bound = envelope;
   tr.verdict.pass = ok;
   tr.verdict.note = fmt("final max |W_int8 - W_fp32| %.4g, rms %.4g, growth ~ t^%.3f", tr.max_abs_dev.back(),
-                        tr.rms_dev.back(), tr.growth_exponent);
+                        tr.rms_dev.back(), tr.growth_exponent) +
+                    fmt("; elements that ever stepped with v decoded 0: %.0f, carrying %.3g of the final sum |dW|^2 "
+                        "and %.3g of the largest 1%%",
+                        double(tr.zero_v_elements), tr.dev_share_zero_v, tr.top1pct_zero_v_frac);
   return tr;
 }
 
@@ -772,6 +799,8 @@ StagnationResult run_stagnation(const StagnationConfig& cfg) {
         for (size_t i = 0; i < dY.size(); ++i) dY[i] = float_to_bf16_rne(float((P[i] - Y[i]) / double(T)));
         const std::vector<float> before_m = w.master;
         const std::vector<uint16_t> before_b = w.bf16;
+        if (v.sf == StateFormat::int8)
+          for (int64_t i = 0; i < O * I; ++i) run.zero_v_events += w.state(1, i) == 0.0f && w.state(0, i) != 0.0f;
         backend_or_twin(cfg.backend).step(w, X.data(), dY.data(), T, s, sched);
         int64_t same = 0;
         for (size_t i = 0; i < w.bf16.size(); ++i)

@@ -81,6 +81,11 @@ struct TrajectoryResult {
   // AdamW: elements entering the step with exp_avg_sq decoded to 0 and exp_avg not (the update
   // is then step_size * m / eps: the INT8 path's large steps come from here).
   std::vector<int64_t> zero_v_nonzero_m;
+  // Attribution of the final deviation (AdamW): elements that entered some step with exp_avg_sq
+  // decoded 0 and exp_avg not, their share of the final sum of |W_int8 - W_fp32|^2, and the
+  // fraction of the 1% largest deviations that are such elements.
+  int64_t zero_v_elements = 0;
+  double dev_share_zero_v = 0, top1pct_zero_v_frac = 0;
   ClaimCaseResult verdict;          // max_abs_dev <= sum of both paths' step sizes (envelope)
   double growth_exponent = 0;       // least-squares slope of log(max_abs_dev) vs log(step)
 };
@@ -155,6 +160,7 @@ struct StagnationRun {
   std::vector<double> eval_loss;        // per step (after the step), fixed eval batch
   std::vector<double> unchanged_frac;   // per step, weights whose stored bits did not change
   double final_loss = 0;                // mean eval loss over the last 10% of steps
+  int64_t zero_v_events = 0;            // int8_state: (step, element) pairs entering with v decoded 0, m not
 };
 struct StagnationResult {
   std::vector<StagnationRun> runs;

@@ -129,7 +129,8 @@ TEST(Prop4Int8, DegenerateBlocksStayInTheirBlock) {
 
 TEST(Prop4Int8, TrajectoryOver100StepsRecorded) {
   const auto t0 = std::chrono::steady_clock::now();
-  const TrajectoryResult tr = run_int8_trajectory(base_config(RuleId::adamw), 100);
+  const Prop4Config cfg = base_config(RuleId::adamw);
+  const TrajectoryResult tr = run_int8_trajectory(cfg, 100);
   std::printf("%s", format_claim_table({tr.verdict}).c_str());
   std::printf("  max|dW| at steps 1, 10, 50, 100: %.3g %.3g %.3g %.3g; rms at 100: %.3g [%.2f s]\n",
               tr.max_abs_dev[0], tr.max_abs_dev[9], tr.max_abs_dev[49], tr.max_abs_dev[99], tr.rms_dev[99],
@@ -150,6 +151,9 @@ TEST(Prop4Int8, TrajectoryOver100StepsRecorded) {
   }
   std::printf("  largest single-step update: int8 path %.3g, fp32 path %.3g; (step, element) pairs entering "
               "with v decoded 0 and m != 0: %lld\n", max8, maxf, (long long)zero_v);
+  std::printf("  attribution: %lld of %lld elements ever stepped with v decoded 0; they carry %.3f of the final "
+              "sum |dW|^2 and %.3f of the 1%% largest |dW|\n", (long long)tr.zero_v_elements,
+              (long long)(cfg.out * cfg.in), tr.dev_share_zero_v, tr.top1pct_zero_v_frac);
   CaseRecord& cr = record(tr.verdict);
   cr.add_f64("max_abs_dev", tr.max_abs_dev, "per step max |W_int8 - W_fp32|");
   cr.add_f64("rms_dev", tr.rms_dev, "per step rms |W_int8 - W_fp32|");

@@ -79,6 +79,11 @@ void run_prop4(const VerifyConfig& cfg, Report& report, const Progress& progress
   const TrajectoryResult tr = run_int8_trajectory(tc, 100);
   CaseRecord* rec = record_claim_cases(report, {tr.verdict}, at.group)[0];
   rec->set_attr("sizes", sizes).set_attr("growth_exponent", num(tr.growth_exponent));
+  rec->set_attr("zero_v_elements", std::to_string(tr.zero_v_elements))
+      .set_attr("dev_share_zero_v", num(tr.dev_share_zero_v))
+      .set_attr("top1pct_zero_v_frac", num(tr.top1pct_zero_v_frac))
+      .set_attr("attribution", "elements that ever stepped with exp_avg_sq decoded 0 (and exp_avg not): their count, "
+                               "their share of the final sum |W_int8 - W_fp32|^2, and their fraction of the 1% largest deviations");
   rec->add_f64("max_abs_dev", tr.max_abs_dev, "per step max |W_int8 - W_fp32|")
       .add_f64("rms_dev", tr.rms_dev, "per step rms |W_int8 - W_fp32|")
       .add_f64("max_update", tr.max_update, "per step max |W_fp32(t) - W_fp32(t-1)|")
@@ -182,6 +187,10 @@ void run_stagnation_claim(const VerifyConfig&, Report& report, const Progress& p
                             "to 0 (dataset zero_v_nonzero_m; a hypothesis, not proved), a property of the INT8 format, not a "
                             "harness defect; the check gates what CI gates: INT8 state beats bf16 RNE");
   i8->add_f64("int8_gap", {r.int8_gap, noise / r.fp32_mean}, "relative final-loss gap vs fp32 master, and the noise band");
+  std::vector<int64_t> zv;
+  for (const auto& run : r.runs)
+    if (run.label == "int8_state") zv.push_back(run.zero_v_events);
+  i8->add_i64("zero_v_events", zv, "per run seed: (step, element) pairs that stepped with exp_avg_sq decoded 0 and exp_avg not");
 
   // Summary: gaps and the curves as 2-D datasets [run seed, step], one case per variant.
   CaseRecord& sum = report.add_case(claim, "summary");
