@@ -10,12 +10,7 @@
 
 namespace fh {
 
-uint64_t CaseRng::next_u64() {
-  uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+uint64_t CaseRng::next_u64() { return splitmix64_next(state_); }
 
 double CaseRng::uniform01() { return double(next_u64() >> 11) * 0x1.0p-53; }
 

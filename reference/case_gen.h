@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/splitmix64.h"
+
 namespace fh {
 
 // splitmix64 (Steele, Lea & Flood, OOPSLA 2014): a tiny, full-period, well-mixed generator.
@@ -63,10 +65,7 @@ WgradCase make_wgrad_case(uint64_t seed, int64_t T, int64_t in, int64_t out, Cas
 // A seed for sub-stream (a, b) of `seed`: a splitmix64 finalizer over the mixed words, so that
 // neighbouring (a, b) give unrelated streams.
 inline uint64_t mix_seed(uint64_t seed, uint64_t a, uint64_t b = 0) {
-  uint64_t z = seed ^ (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return splitmix64_mix(seed ^ (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full));
 }
 
 // The suite seed: FH_SEED from the environment (decimal or 0x-hex) when set, else `fallback`.

@@ -11,19 +11,13 @@
 #include <utility>
 
 #include "kernels/common/ieee_shim.h"
+#include "kernels/common/splitmix64.h"
 #include "kernels/gpu/gpu_api.h"
 #include "kernels/twin/mma_model.h"
 
 namespace fh::gpu {
 
 namespace {
-
-uint64_t probe_mix(uint64_t& s) {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 void require_pair(const OrderProbePair& p, int64_t T, const char* who) {
   if (p.i < 0 || p.j <= p.i || p.j >= T)
@@ -96,7 +90,7 @@ std::vector<OrderProbePair> order_probe_pairs(int64_t T, const ReductionOrder& p
   // Seeded random pairs fill the rest (every column of a wide layer probes one).
   uint64_t s = seed;
   for (int64_t guard = 0; int64_t(out.size()) < max_pairs && guard < 64 * max_pairs; ++guard) {
-    const int64_t i = int64_t(probe_mix(s) % uint64_t(T)), j = int64_t(probe_mix(s) % uint64_t(T));
+    const int64_t i = int64_t(splitmix64_next(s) % uint64_t(T)), j = int64_t(splitmix64_next(s) % uint64_t(T));
     add(i, j, "random");
   }
   return out;

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/common/splitmix64.h"
+
 namespace fh::gpu {
 
 enum class ProbeCategory : uint32_t {
@@ -52,12 +54,7 @@ inline uint64_t probe_seed(ProbeCategory c, uint64_t i) {
 
 struct ProbeRng {
   uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+  uint64_t next() { return splitmix64_next(s); }
   uint32_t below(uint32_t n) { return uint32_t(next() % n); }
   // bf16 with unbiased exponent in [elo, ehi] (normal numbers), random sign and mantissa.
   uint16_t bf16_exp(int elo, int ehi) {

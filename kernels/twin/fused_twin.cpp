@@ -2,18 +2,13 @@
 
 #include <algorithm>
 #include <stdexcept>
+
+#include "kernels/common/splitmix64.h"
 #include <string>
 
 namespace fh {
 
 namespace {
-
-uint64_t splitmix64(uint64_t& s) {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -83,7 +78,7 @@ std::vector<int64_t> tile_visit_sequence(int64_t n_tile_rows, int64_t n_tile_col
       for (int64_t i = 0; i < n; ++i) seq[size_t(i)] = i;
       uint64_t s = seed;
       for (int64_t i = n - 1; i > 0; --i) {
-        const int64_t j = int64_t(splitmix64(s) % uint64_t(i + 1));
+        const int64_t j = int64_t(splitmix64_next(s) % uint64_t(i + 1));
         std::swap(seq[size_t(i)], seq[size_t(j)]);
       }
       break;

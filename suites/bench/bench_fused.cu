@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/splitmix64.h"
 #include "kernels/gpu/device_info.h"
 #include "kernels/gpu/gpu_api.h"
 
@@ -27,16 +28,10 @@ const char* path_name(Path p) {
   return p == Path::fused ? "fused" : p == Path::order_matched ? "order_matched" : "cublas";
 }
 
-uint64_t mix(uint64_t& s) {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 std::vector<uint16_t> rand_bf16(size_t n, uint64_t seed) {
   std::vector<uint16_t> v(n);
   for (auto& x : v) {
-    const uint64_t r = mix(seed);
+    const uint64_t r = splitmix64_next(seed);
     x = uint16_t(((r & 1) << 15) | (uint32_t(120 + (r >> 8) % 8) << 7) | ((r >> 20) & 0x7f));
   }
   return v;
@@ -66,7 +61,7 @@ struct Setup {
         g(size_t(out * in)) {
     std::vector<float> w0(size_t(out * in));
     uint64_t s = 3;
-    for (auto& v : w0) v = float(int64_t(mix(s) >> 40) - (int64_t(1) << 23)) / float(1 << 24);
+    for (auto& v : w0) v = float(int64_t(splitmix64_next(s) >> 40) - (int64_t(1) << 23)) / float(1 << 24);
     param = std::make_unique<DeviceParam>(HostParam::make(rule, sf, ws, out, in, w0, 11, 0));
     int l2 = 0;
     cuda_check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0), "L2 size");

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/common/bf16.h"
+#include "kernels/common/splitmix64.h"
 #include "kernels/gpu/wgrad_tile_layout.h"
 #include "kernels/twin/mma_model.h"
 #include "kernels/twin/order_matched_host.h"
@@ -22,16 +23,9 @@
 namespace fh::gpu {
 namespace {
 
-uint64_t splitmix(uint64_t& s) {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 // bf16 with random sign, exponent in [-8, 8], random mantissa; 1 in 16 exact zeros.
 uint16_t random_bf16(uint64_t& s) {
-  const uint64_t r = splitmix(s);
+  const uint64_t r = splitmix64_next(s);
   if ((r & 15) == 0) return 0;
   const uint32_t sign = (r >> 4) & 1, exp = 127 - 8 + uint32_t((r >> 5) % 17), mant = (r >> 16) & 0x7f;
   return uint16_t((sign << 15) | (exp << 7) | mant);

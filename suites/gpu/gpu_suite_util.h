@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/common/bf16.h"
+#include "kernels/common/splitmix64.h"
 #include "kernels/formats/host_param.h"
 #include "kernels/gpu/device_info.h"
 #include "kernels/common/host_parallel.h"
@@ -25,19 +26,12 @@
 
 namespace fh::gpu::test {
 
-inline uint64_t splitmix64(uint64_t& s) {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 // bf16 values with random sign, exponent in [-e, e] around 2^bias, random mantissa; 1/32 zeros.
 inline std::vector<uint16_t> random_bf16_vec(size_t n, uint64_t seed, int spread = 6, int bias = 0) {
   std::vector<uint16_t> v(n);
   uint64_t s = seed;
   for (auto& x : v) {
-    const uint64_t r = splitmix64(s);
+    const uint64_t r = splitmix64_next(s);
     if ((r & 31) == 0) { x = 0; continue; }
     const uint32_t sign = (r >> 5) & 1;
     const int e = bias - spread + int((r >> 8) % uint64_t(2 * spread + 1));
@@ -49,7 +43,7 @@ inline std::vector<uint16_t> random_bf16_vec(size_t n, uint64_t seed, int spread
 inline std::vector<float> random_weights(size_t n, uint64_t seed) {
   std::vector<float> w(n);
   uint64_t s = seed;
-  for (auto& x : w) x = float(int64_t(splitmix64(s) >> 40) - (int64_t(1) << 23)) / float(1 << 23) * 0.5f;
+  for (auto& x : w) x = float(int64_t(splitmix64_next(s) >> 40) - (int64_t(1) << 23)) / float(1 << 23) * 0.5f;
   return w;
 }
 
