@@ -155,6 +155,15 @@ bool int8_fits(const TwinShapeCase& s, int64_t tile_cols) {
   return tile_cols % kInt8Block == 0 || tile_cols >= s.in;
 }
 
+// An INT8 combination on a tile width that would split INT8 blocks (the twin refuses it): marks
+// c not-run and says so.
+bool mark_int8_unfit(StateFormat f, const TwinShapeCase& shape, ClaimCaseResult& c) {
+  if (f != StateFormat::int8 || int8_fits(shape, shape.tile_cols)) return false;
+  c.not_run = true;
+  c.note = "not run: int8 needs tile columns a multiple of 64";
+  return true;
+}
+
 }  // namespace
 
 // ================================================================ public
@@ -263,9 +272,7 @@ std::vector<ClaimCaseResult> run_prop1_cases(const Prop1Config& cfg) {
       ClaimCaseResult c;
       c.claim = "prop1_twin";
       c.case_name = shape.label() + " | " + combo_name(cb.rule, cb.format, cb.store);
-      if (cb.format == StateFormat::int8 && !int8_fits(shape, shape.tile_cols)) {
-        c.not_run = true;
-        c.note = "not run: int8 needs tile columns a multiple of 64";
+      if (mark_int8_unfit(cb.format, shape, c)) {
         results.push_back(std::move(c));
         continue;
       }
@@ -510,9 +517,7 @@ std::vector<ClaimCaseResult> run_corollary1_cases(const Corollary1Config& cfg) {
       ClaimCaseResult c;
       c.claim = "corollary1";
       c.case_name = shape.label() + " | W explained by G | " + combo_name(cb.rule, cb.format, cb.store);
-      if (cb.format == StateFormat::int8 && !int8_fits(shape, shape.tile_cols)) {
-        c.not_run = true;
-        c.note = "not run: int8 needs tile columns a multiple of 64";
+      if (mark_int8_unfit(cb.format, shape, c)) {
         results.push_back(std::move(c));
         continue;
       }
