@@ -9,6 +9,7 @@ namespace fh {
 
 void ParamEvidence::add(const BitwiseReport& r, const std::string& where) {
   ++compared;
+  values += r.rows * r.cols;
   if (r.equal()) return;
   differing += r.n_differ;
   const double u = r.max_ulp == kUlpNaN ? std::numeric_limits<double>::infinity() : double(r.max_ulp);
@@ -18,6 +19,7 @@ void ParamEvidence::add(const BitwiseReport& r, const std::string& where) {
 
 void ParamEvidence::add(const ParamEvidence& e) {
   compared += e.compared;
+  values += e.values;
   differing += e.differing;
   max_ulp = std::max(max_ulp, e.max_ulp);
   if (first_diff.empty()) first_diff = e.first_diff;

@@ -13,6 +13,7 @@ struct ParamEvidence {
   double max_ulp = 0;      // largest ulp distance among them (+inf when a NaN differs)
   std::string first_diff;  // the first difference, with its array, coordinate, tile and step
   int64_t compared = 0;    // arrays compared
+  int64_t values = 0;      // elements compared, summed over those arrays
   void add(const BitwiseReport& r, const std::string& where = {});
   void add(const ParamEvidence& e);
 };

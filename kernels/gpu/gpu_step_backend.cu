@@ -4,13 +4,6 @@
 namespace fh::gpu {
 namespace {
 
-int64_t stored_arrays(const HostParam& w) {
-  int64_t n = w.weight_store == WeightStore::fp32_master ? 2 : 1;  // master and its bf16 copy
-  for (int k = 0; k < kMaxStates; ++k)
-    if (w.decls.slot[k].kept) n += w.state_format == StateFormat::int8 ? 2 : 1;  // int8: codes, absmax
-  return n;
-}
-
 void gpu_step(HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T, int64_t step, TileShape tile) {
   DeviceBuffer<uint16_t> dx(std::vector<uint16_t>(X, X + T * w.cols));
   DeviceBuffer<uint16_t> ddy(std::vector<uint16_t>(dY, dY + T * w.rows));
@@ -50,7 +43,6 @@ FusedStepBackend make_gpu_step_backend(TwinTally* tally) {
     gpu_step(w, X, dY, T, step, tile);
     compare_params(tally->ev, w, twin, step, {tile.rows, tile.cols}, "gpu step vs twin");
     ++tally->steps;
-    tally->values += w.rows * w.cols * stored_arrays(w);
   };
   b.wgrad = [tally](const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in, int64_t out,
                     const TwinSchedule& sched) {
@@ -59,7 +51,6 @@ FusedStepBackend make_gpu_step_backend(TwinTally* tally) {
     if (tally) {
       const std::vector<float> t = twin_wgrad(X, dY, T, in, out, sched);
       tally->ev.add(compare_bitwise(g, t, out, in, {"G gpu vs twin", {tile.rows, tile.cols}, 0}));
-      tally->values += out * in;
     }
     return g;
   };

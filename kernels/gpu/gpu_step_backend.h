@@ -14,8 +14,8 @@ namespace fh::gpu {
 // With a tally, every GPU step is also run by the host twin (on a copy, with the schedule as
 // given) and every stored array is compared bit for bit; every GPU G likewise.
 struct TwinTally {
-  ParamEvidence ev;
-  int64_t steps = 0, values = 0;  // steps compared, stored values compared (elements x arrays)
+  ParamEvidence ev;   // ev.values: stored values compared
+  int64_t steps = 0;  // steps compared
   bool clean() const { return ev.differing == 0 && steps > 0; }
 };
 

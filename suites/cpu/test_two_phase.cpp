@@ -320,6 +320,11 @@ void expect_params_equal(const fh::HostParam& a, const fh::HostParam& b, const s
   fh::ParamEvidence ev;
   fh::compare_params(ev, a, b, step, {}, what);
   EXPECT_EQ(ev.differing, 0) << ev.first_diff;
+  // ev.values counts every stored value compared (int8 absmax: one per block).
+  size_t stored = a.bf16.size() + (a.weight_store == fh::WeightStore::fp32_master ? a.master.size() : 0);
+  for (int k = 0; k < fh::kMaxStates; ++k)
+    if (a.decls.slot[k].kept) stored += a.st_f32[k].size() + a.st_bf16[k].size() + a.st_i8[k].size() + a.st_absmax[k].size();
+  EXPECT_EQ(ev.values, int64_t(stored)) << what;
 }
 
 // For every rule x state format x weight store and every shape, two steps of the two-phase

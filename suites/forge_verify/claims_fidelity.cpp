@@ -275,12 +275,12 @@ std::function<void(const VerifyConfig&, Report&, const Progress&)> on_gpu(ClaimB
     const FusedStepBackend be = gpu::make_gpu_step_backend(&tally);
     body(cfg, report, progress, Where{group, &be});
     CaseRecord& cs = report.add_case(group, "fused kernel == host twin on every step");
-    cs.set_attr("steps", std::to_string(tally.steps)).set_attr("values_compared", std::to_string(tally.values));
+    cs.set_attr("steps", std::to_string(tally.steps)).set_attr("values_compared", std::to_string(tally.ev.values));
     const double diff = double(tally.ev.differing);
     cs.add_check(tally.clean() ? Check::passed("gpu_equals_twin", "differing", diff, 0)
                                : Check::failed("gpu_equals_twin", "differing", diff, 0,
                                                tally.steps ? tally.ev.first_diff : "no step compared"));
-    progress.note(group + ": " + std::to_string(tally.steps) + " GPU steps, " + std::to_string(tally.values) +
+    progress.note(group + ": " + std::to_string(tally.steps) + " GPU steps, " + std::to_string(tally.ev.values) +
                   " values compared with the twin, " + std::to_string(tally.ev.differing) + " differ");
   };
 }

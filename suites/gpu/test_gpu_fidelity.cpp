@@ -38,7 +38,7 @@ int64_t count_failing(const std::vector<ClaimCaseResult>& rs, const std::string&
 }
 void print_tally(const char* what, const gpu::TwinTally& t) {
   std::printf("[fidelity %s] GPU == twin: %lld steps, %lld stored values compared, %lld differ %s\n", what,
-              (long long)t.steps, (long long)t.values, (long long)t.ev.differing, t.ev.first_diff.c_str());
+              (long long)t.steps, (long long)t.ev.values, (long long)t.ev.differing, t.ev.first_diff.c_str());
 }
 
 // A kernel defect planted for one scope.
