@@ -53,19 +53,78 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// wgmma (sm_90a): the shared-memory matrix descriptor (PTX ISA: start address, leading and
+// stride byte offsets in 16-byte units; base offset 0 and layout type 0 = no swizzle).
+__device__ __forceinline__ uint64_t wgmma_desc(const void* smem_ptr, int lbo_bytes, int sbo_bytes) {
+  const uint64_t addr = smem_u32(smem_ptr);
+  return ((addr >> 4) & 0x3FFFull) | (uint64_t((lbo_bytes >> 4) & 0x3FFF) << 16) |
+         (uint64_t((sbo_bytes >> 4) & 0x3FFF) << 32);
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit_and_wait_all() {
+  asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
+// Generic-proxy writes to shared memory (cp.async, plain stores) made visible to the tensor
+// cores' async proxy: each writing thread, before the barrier that precedes the wgmma.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// Ties the accumulators to the surrounding asm so the compiler neither reads them between a
+// wgmma and its wait nor moves their writes past the fence.
+__device__ __forceinline__ void wgmma_fence_operands(float (&d)[16][4]) {
+#pragma unroll
+  for (int j = 0; j < 16; ++j)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) asm volatile("" : "+f"(d[j][i])::"memory");
+}
+// d[j][i] (n8 block j, the mma.sync C-fragment position i) += A * B over one k16 step:
+// wgmma.mma_async m64n128k16, fp32 accumulate, A (this warp's 16 rows) from registers in the
+// mma.sync A-fragment layout, B (16 x 128) from shared memory, MN-major (imm-trans-b = 1).
+__device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[16][4], const uint32_t (&a)[4], uint64_t bdesc) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),
+        "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]),
+        "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),
+        "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
+        "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
+        "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
+        "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]),
+        "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
+        "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(bdesc), "r"(1)
+      : "memory");
+#else
+  (void)d, (void)a, (void)bdesc;
+  __trap();  // wgmma needs sm_90a (the project builds only that target)
+#endif
+}
+
 // Stage `rows` x `width` bf16 of a row-major [nrows_total, ld] operand, starting at (r0, c0),
-// into shared memory dst[k][0..width) with row stride lds; out-of-range elements are +0.
+// into shared memory; out-of-range elements are +0. group_at(idx) gives 16-byte group idx's
+// staged (row, col) and its element offset in dst: row-major with a padded stride for ldmatrix
+// operands, the core-matrix layout for wgmma's B.
 // vec: 16-byte cp.async with zero fill (rows 16-byte aligned); otherwise plain loads and stores.
-template <int kRows, int kWidth, int kThreads>
-__device__ __forceinline__ void stage_operand(uint16_t* dst, int lds, const uint16_t* src, int64_t ld,
+template <int kRows, int kWidth, int kThreads, class GroupAt>
+__device__ __forceinline__ void stage_operand(uint16_t* dst, GroupAt group_at, const uint16_t* src, int64_t ld,
                                               int64_t nrows_total, int64_t r0, int64_t c0, bool vec,
                                               int tid) {
   constexpr int kGroups = kRows * kWidth / 8;
   static_assert(kGroups % kThreads == 0, "staging groups must divide evenly among threads");
 #pragma unroll
   for (int it = 0; it < kGroups / kThreads; ++it) {
-    const FragCoord gc = staging_group(tid + it * kThreads, kWidth);
-    uint16_t* d = dst + gc.row * lds + gc.col;
+    int dst_off;
+    const FragCoord gc = group_at(tid + it * kThreads, dst_off);
+    uint16_t* d = dst + dst_off;
     const int64_t r = r0 + gc.row, c = c0 + gc.col;
     const int n_ok = staging_valid_count(r, c, nrows_total, ld);
     if (vec) {
@@ -113,6 +172,39 @@ struct WarpMmaOps {
   }
 };
 
+// One warp's view of a staged chunk for wgmma_chunk_schedule (wgrad_tile_layout.h): its A
+// fragments by ldmatrix .trans (rows wo.row .. + 15), B through the descriptor of the slot's
+// core-matrix layout (k-step ks starts 2 K groups = 2 LBO further).
+template <class Cfg>
+struct WarpgroupWgmmaOps {
+  struct AFrag {
+    uint32_t r[4];
+  };
+  const uint16_t* sA;
+  const uint16_t* sB;
+  int lane;
+  FragCoord wo;
+  float (&acc)[Cfg::kMT][Cfg::kNT][4];
+
+  __device__ __forceinline__ void load_a(int ks, AFrag& f) const {
+    const FragCoord ra = ldsm_a_row_address(lane, wo.row, 16 * ks);
+    ldmatrix_x4_trans(f.r, sA + ra.row * Cfg::kLdA + ra.col);
+  }
+  __device__ __forceinline__ void fence() const {
+    wgmma_fence_operands(acc[0]);
+    wgmma_fence();
+  }
+  __device__ __forceinline__ void wgmma(int ks, const AFrag& f) const {
+    constexpr int lbo = wgmma_lbo_bytes<Cfg>();
+    const unsigned char* b = reinterpret_cast<const unsigned char*>(sB) + 2 * ks * lbo;
+    wgmma_m64n128k16_rs(acc[0], f.r, wgmma_desc(b, lbo, kWgmmaSboBytes));
+  }
+  __device__ __forceinline__ void commit_and_wait() const {
+    wgmma_commit_and_wait_all();
+    wgmma_fence_operands(acc[0]);
+  }
+};
+
 // The block's side of mainloop_schedule (wgrad_tile_layout.h): cp.async staging into ring slots,
 // barriers, and each warp's mma_chunk_schedule over a landed slot.
 template <class Cfg>
@@ -128,23 +220,47 @@ struct BlockMainloopOps {
     uint16_t* sA = smem + slot * Cfg::kStageElems;
     uint16_t* sB = sA + Cfg::TK * Cfg::kLdA;
     const int64_t t0 = chunk * Cfg::TK;
-    stage_operand<Cfg::TK, Cfg::TR, Cfg::kThreads>(sA, Cfg::kLdA, a.dy, a.out, a.T, t0, o0, a.vec_dy, tid);
-    stage_operand<Cfg::TK, Cfg::TC, Cfg::kThreads>(sB, Cfg::kLdB, a.x, a.in, a.T, t0, i0, a.vec_x, tid);
+    auto row_major = [](int width, int ld) {
+      return [width, ld](int idx, int& off) {
+        const FragCoord g = staging_group(idx, width);
+        off = g.row * ld + g.col;
+        return g;
+      };
+    };
+    stage_operand<Cfg::TK, Cfg::TR, Cfg::kThreads>(sA, row_major(Cfg::TR, Cfg::kLdA), a.dy, a.out, a.T, t0, o0, a.vec_dy, tid);
+    if constexpr (Cfg::kWgmma) {
+      auto core_matrices = [](int idx, int& off) {
+        off = 8 * idx;  // wgmma_b_staging_group: group idx at byte 16 idx
+        return wgmma_b_staging_group<Cfg>(idx);
+      };
+      stage_operand<Cfg::TK, Cfg::TC, Cfg::kThreads>(sB, core_matrices, a.x, a.in, a.T, t0, i0, a.vec_x, tid);
+    } else {
+      stage_operand<Cfg::TK, Cfg::TC, Cfg::kThreads>(sB, row_major(Cfg::TC, Cfg::kLdB), a.x, a.in, a.T, t0, i0, a.vec_x, tid);
+    }
   }
   __device__ __forceinline__ void commit() const { cp_async_commit(); }
   template <int N>
   __device__ __forceinline__ void wait() const {
     cp_async_wait<N>();
+    if constexpr (Cfg::kWgmma) fence_proxy_async_shared();  // before the barrier that follows
   }
   __device__ __forceinline__ void barrier() const { __syncthreads(); }
   __device__ __forceinline__ void compute(int64_t chunk, int slot) const {
     const uint16_t* sA = smem + slot * Cfg::kStageElems;
-    WarpMmaOps<Cfg> ops{sA, sA + Cfg::TK * Cfg::kLdA, lane, wo, acc};
     const int ksteps = chunk_ksteps(a.T, chunk * Cfg::TK, Cfg::kKSteps);
-    if (ksteps == Cfg::kKSteps)
-      mma_chunk_schedule<Cfg, true>(ops, ksteps);  // straight-line: every chunk but a ragged last
-    else
-      mma_chunk_schedule<Cfg, false>(ops, ksteps);
+    if constexpr (Cfg::kWgmma) {
+      WarpgroupWgmmaOps<Cfg> ops{sA, sA + Cfg::TK * Cfg::kLdA, lane, wo, acc};
+      if (ksteps == Cfg::kKSteps)
+        wgmma_chunk_schedule<Cfg, true>(ops, ksteps);
+      else
+        wgmma_chunk_schedule<Cfg, false>(ops, ksteps);
+    } else {
+      WarpMmaOps<Cfg> ops{sA, sA + Cfg::TK * Cfg::kLdA, lane, wo, acc};
+      if (ksteps == Cfg::kKSteps)
+        mma_chunk_schedule<Cfg, true>(ops, ksteps);  // straight-line: every chunk but a ragged last
+      else
+        mma_chunk_schedule<Cfg, false>(ops, ksteps);
+    }
   }
 };
 
