@@ -25,17 +25,26 @@ __device__ __forceinline__ bool planted_short_edge_skips(int64_t c, int64_t cols
   return c == cols - 1 && tail >= 2;
 }
 
-// fp32 / bf16 state: pass j of thread tid takes tile element tid + 256 * j (epilogue_element),
+// The epilogue in steps that the persistent kernel spreads over the next tile's chunks (v7):
+// one batch of kFusedEpilogueBatch passes each (fp32 / bf16 state; the int8 passes in as many).
+template <class Cfg>
+constexpr int fused_epilogue_steps() {
+  return Cfg::kElementPasses / kFusedEpilogueBatch;
+}
+
+// fp32 / bf16 state: pass j of thread tid takes tile element tid + kThreads * j (epilogue_element),
 // so a warp walks 32 consecutive columns of one row: coalesced global accesses, conflict-free
-// G-tile reads. Each element is the same update_element step the host applies.
+// G-tile reads. Each element is the same update_element step the host applies. Runs epilogue
+// steps [step_begin, step_end): step k is passes kFusedEpilogueBatch k .. + kFusedEpilogueBatch - 1.
 template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
 __device__ __forceinline__ void fused_epilogue_elements(const typename Rule::Scalars& s, const ParamView& pv,
                                                         const float* sG, int64_t o0, int64_t i0,
-                                                        bool short_edge, bool shift_state, int planted) {
+                                                        bool short_edge, bool shift_state, int planted,
+                                                        int step_begin, int step_end) {
   static_assert(Cfg::kElementPasses % kFusedEpilogueBatch == 0, "batches must divide the passes");
   const int tid = threadIdx.x;
 #pragma unroll 1
-  for (int j0 = 0; j0 < Cfg::kElementPasses; j0 += kFusedEpilogueBatch) {
+  for (int j0 = step_begin * kFusedEpilogueBatch; j0 < step_end * kFusedEpilogueBatch; j0 += kFusedEpilogueBatch) {
     // Only the values and whether each element is in range stay live across the batch; the
     // indices are recomputed at the store (cheap integer work, fewer registers).
     ElementValues e[kFusedEpilogueBatch];
@@ -78,15 +87,18 @@ __device__ __forceinline__ void fused_epilogue_elements(const typename Rule::Sca
   }
 }
 
-// int8 state: pass j of warp w takes the tile's 64-column block w + 8 * j (epilogue_int8_block),
-// two elements per lane, the new absmax a warp reduction (update_int8_block_warp).
+// int8 state: pass j of warp w takes the tile's 64-column block w + kWarps * j (epilogue_int8_block),
+// two elements per lane, the new absmax a warp reduction (update_int8_block_warp). Epilogue step k
+// is passes kBlockPasses / kEpilogueSteps * k .. .
 template <class Cfg, class Rule, WeightStore WS>
 __device__ __forceinline__ void fused_epilogue_int8(const typename Rule::Scalars& s, const ParamView& pv,
                                                     const float* sG, int64_t o0, int64_t i0,
-                                                    bool short_edge, bool shift_state) {
+                                                    bool short_edge, bool shift_state, int step_begin, int step_end) {
+  constexpr int kPassesPerStep = Cfg::kBlockPasses / fused_epilogue_steps<Cfg>();
+  static_assert(kPassesPerStep * fused_epilogue_steps<Cfg>() == Cfg::kBlockPasses, "steps must divide the passes");
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 #pragma unroll 1
-  for (int j = 0; j < Cfg::kBlockPasses; ++j) {
+  for (int j = step_begin * kPassesPerStep; j < step_end * kPassesPerStep; ++j) {
     const FragCoord b = epilogue_int8_block<Cfg>(warp, j);
     const int64_t r = o0 + b.row, c0 = i0 + b.col;
     if (r >= pv.rows || c0 >= pv.cols) continue;  // uniform across the warp
@@ -99,19 +111,31 @@ __device__ __forceinline__ void fused_epilogue_int8(const typename Rule::Scalars
   }
 }
 
+// One tile's epilogue with its planted-defect switches; run(b, e) applies steps [b, e).
 template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
-__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
-    fused_wgrad_update_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv) {
-  extern __shared__ __align__(16) unsigned char fused_smem[];
-  uint16_t* smem = reinterpret_cast<uint16_t*>(fused_smem);
-  const int64_t o0 = int64_t(blockIdx.y) * Cfg::TR, i0 = int64_t(blockIdx.x) * Cfg::TC;
-  float acc[Cfg::kMT][Cfg::kNT][4];
-  wgrad_mainloop<Cfg>(a, o0, i0, smem, acc);
+struct FusedTileEpilogue {
+  const typename Rule::Scalars& s;
+  const ParamView& pv;
+  const float* sG;
+  int64_t o0, i0;
+  int planted;
+  __device__ __forceinline__ void run(int step_begin, int step_end) const {
+    const bool short_edge = planted == int(FusedPlantedDefect::edge_mask_short);
+    // Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
+    const bool shift_state = planted == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
+    if constexpr (SF == StateFormat::int8)
+      fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state, step_begin, step_end);
+    else
+      fused_epilogue_elements<Cfg, Rule, SF, WS>(s, pv, sG, o0, i0, short_edge, shift_state, planted, step_begin,
+                                                 step_end);
+  }
+};
 
-  // The G tile into shared memory (the operand buffers are free: the mainloop ended on a
-  // barrier), one 8-byte store per accumulator pair; kLdG makes them conflict free.
-  float* sG = reinterpret_cast<float*>(fused_smem);
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+// The accumulators into the G tile in shared memory, one 8-byte store per pair; kLdG makes
+// them conflict free.
+template <class Cfg>
+__device__ __forceinline__ void park_g_tile(float* sG, const float (&acc)[Cfg::kMT][Cfg::kNT][4]) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 #pragma unroll
   for (int mt = 0; mt < Cfg::kMT; ++mt)
 #pragma unroll
@@ -122,15 +146,62 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
         *reinterpret_cast<float2*>(sG + c.row * Cfg::kLdG + c.col) =
             make_float2(acc[mt][nt][2 * pair], acc[mt][nt][2 * pair + 1]);
       }
-  __syncthreads();
+}
 
-  const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
-  const bool shift_state = a.planted_defect == int(FusedPlantedDefect::state_row_offset) &&
-                           blockIdx.x == 0 && blockIdx.y == 0;
-  if constexpr (SF == StateFormat::int8)
-    fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state);
-  else
-    fused_epilogue_elements<Cfg, Rule, SF, WS>(s, pv, sG, o0, i0, short_edge, shift_state, a.planted_defect);
+// Block per tile (the 64 x 64 mma.sync tile): mainloop, G parked over the operand buffers (the
+// mainloop ended on a barrier), then the whole epilogue.
+template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
+    fused_wgrad_update_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv) {
+  extern __shared__ __align__(16) unsigned char fused_smem[];
+  const int64_t o0 = int64_t(blockIdx.y) * Cfg::TR, i0 = int64_t(blockIdx.x) * Cfg::TC;
+  float acc[Cfg::kMT][Cfg::kNT][4];
+  wgrad_mainloop<Cfg>(a, o0, i0, reinterpret_cast<uint16_t*>(fused_smem), acc);
+  float* sG = reinterpret_cast<float*>(fused_smem);
+  park_g_tile<Cfg>(sG, acc);
+  __syncthreads();
+  FusedTileEpilogue<Cfg, Rule, SF, WS>{s, pv, sG, o0, i0, a.planted_defect}.run(0, fused_epilogue_steps<Cfg>());
+}
+
+// The persistent fused kernel's overlap (v7): while chunk c of tile n is multiplied, epilogue
+// steps [c S / n_c, (c + 1) S / n_c) of tile n - 1 run (S steps, n_c chunks), so the whole
+// previous epilogue is spread over the mainloop.
+template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
+struct PreviousTileEpilogue {
+  FusedTileEpilogue<Cfg, Rule, SF, WS> ep;
+  bool active;
+  int64_t nchunks;
+  __device__ __forceinline__ void operator()(int64_t chunk) const {
+    if (!active) return;
+    constexpr int S = fused_epilogue_steps<Cfg>();
+    ep.run(int(chunk * S / nchunks), int((chunk + 1) * S / nchunks));
+  }
+};
+
+// Persistent fused kernel (v7, the 128 x 128 wgmma tile, 512 threads, one block per SM): block b
+// takes tiles b, b + gridDim.x, ... in row-major tile order; tile n's mainloop runs with tile
+// n - 1's epilogue spread over its chunks (PreviousTileEpilogue) from a G tile of its own after
+// the operand ring; the last tile's epilogue runs alone.
+template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    fused_wgrad_update_persistent_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv) {
+  extern __shared__ __align__(16) unsigned char fused_smem[];
+  uint16_t* ring = reinterpret_cast<uint16_t*>(fused_smem);
+  float* sG = reinterpret_cast<float*>(fused_smem + Cfg::kOperandBytes);
+  const int64_t tiles_x = (a.in + Cfg::TC - 1) / Cfg::TC, tiles = tiles_x * ((a.out + Cfg::TR - 1) / Cfg::TR);
+  const int64_t nchunks = (a.T + Cfg::TK - 1) / Cfg::TK;
+  PreviousTileEpilogue<Cfg, Rule, SF, WS> prev{{s, pv, sG, 0, 0, a.planted_defect}, false, nchunks};
+  float acc[Cfg::kMT][Cfg::kNT][4];
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int64_t o0 = (tile / tiles_x) * Cfg::TR, i0 = (tile % tiles_x) * Cfg::TC;
+    wgrad_mainloop<Cfg>(a, o0, i0, ring, acc, prev);  // ends on a barrier: the G tile is free
+    park_g_tile<Cfg>(sG, acc);
+    __syncthreads();
+    prev.ep.o0 = o0;
+    prev.ep.i0 = i0;
+    prev.active = true;
+  }
+  if (prev.active) prev.ep.run(0, fused_epilogue_steps<Cfg>());
 }
 
 // Order-matched materializer: the same mainloop, fp32 G [out, in] (row-major, ld = in) stored.
@@ -190,11 +261,39 @@ void launch_fused_cfg(const WgradTileArgs& a, const typename Rule::Scalars& s, c
   cuda_check(cudaGetLastError(), "fused_wgrad_update: launch");
 }
 
+// The persistent kernel's grid: one block per SM (its shared memory allows one), at most one per
+// tile. The SM count is read once per process.
+inline unsigned persistent_grid(int64_t tiles) {
+  static const int sms = [] {
+    int dev = 0, n = 0;
+    cuda_check(cudaGetDevice(&dev), "fused_wgrad_update: cudaGetDevice");
+    cuda_check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "fused_wgrad_update: SM count");
+    return n;
+  }();
+  return unsigned(tiles < sms ? tiles : sms);
+}
+
+template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
+void launch_fused_persistent(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
+                             cudaStream_t stream) {
+  static_assert(Cfg::kWgmma, "the persistent kernel overlaps through the asynchronous wgmma");
+  constexpr size_t smem = Cfg::kOperandBytes + Cfg::kGTileBytes;  // the ring, then the G tile
+  auto kernel = fused_wgrad_update_persistent_kernel<Cfg, Rule, SF, WS>;
+  static const bool smem_ok = set_smem_limit(kernel, smem, "fused_wgrad_update: cudaFuncSetAttribute");
+  (void)smem_ok;
+  const int64_t tiles = ((a.in + Cfg::TC - 1) / Cfg::TC) * ((a.out + Cfg::TR - 1) / Cfg::TR);
+  kernel<<<persistent_grid(tiles), Cfg::kThreads, smem, stream>>>(a, s, pv);
+  cuda_check(cudaGetLastError(), "fused_wgrad_update: launch");
+}
+
+// The 128 x 128 fused tile: the persistent wgmma kernel (v7, 512 threads).
+using FusedPersistentCfg = WgradTileCfg<128, 128, 512>;
+
 template <class Rule, StateFormat SF, WeightStore WS>
 void launch_fused_tile(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                        TileShape tile, cudaStream_t stream) {
   if (tile.rows == 128 && tile.cols == 128)
-    return launch_fused_cfg<WgradTileCfg<128, 128>, Rule, SF, WS>(a, s, pv, stream);
+    return launch_fused_persistent<FusedPersistentCfg, Rule, SF, WS>(a, s, pv, stream);
   if (tile.rows == 64 && tile.cols == 64)
     return launch_fused_cfg<WgradTileCfg<64, 64>, Rule, SF, WS>(a, s, pv, stream);
   throw std::invalid_argument("fused_wgrad_update: unsupported tile " + std::to_string(tile.rows) +

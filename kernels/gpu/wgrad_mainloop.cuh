@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/gpu/wgrad_tile_layout.h"
 
@@ -61,9 +62,8 @@ __device__ __forceinline__ uint64_t wgmma_desc(const void* smem_ptr, int lbo_byt
          (uint64_t((sbo_bytes >> 4) & 0x3FFF) << 32);
 }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit_and_wait_all() {
-  asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-}
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
 // Generic-proxy writes to shared memory (cp.async, plain stores) made visible to the tensor
 // cores' async proxy: each writing thread, before the barrier that precedes the wgmma.
 __device__ __forceinline__ void fence_proxy_async_shared() {
@@ -71,40 +71,69 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 }
 // Ties the accumulators to the surrounding asm so the compiler neither reads them between a
 // wgmma and its wait nor moves their writes past the fence.
-__device__ __forceinline__ void wgmma_fence_operands(float (&d)[16][4]) {
+template <int kNT>
+__device__ __forceinline__ void wgmma_fence_operands(float (&d)[kNT][4]) {
 #pragma unroll
-  for (int j = 0; j < 16; ++j)
+  for (int j = 0; j < kNT; ++j)
 #pragma unroll
     for (int i = 0; i < 4; ++i) asm volatile("" : "+f"(d[j][i])::"memory");
 }
-// d[j][i] (n8 block j, the mma.sync C-fragment position i) += A * B over one k16 step:
-// wgmma.mma_async m64n128k16, fp32 accumulate, A (this warp's 16 rows) from registers in the
-// mma.sync A-fragment layout, B (16 x 128) from shared memory, MN-major (imm-trans-b = 1).
-__device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[16][4], const uint32_t (&a)[4], uint64_t bdesc) {
+// d[j][i] (n8 block j, the mma.sync C-fragment position i; this warp's 16 of the warpgroup's 64
+// rows) += A * B over one k16 step: wgmma.mma_async m64nNk16, fp32 accumulate, A (64 x 16) and
+// B (16 x N) from shared memory, both MN-major (imm-trans-a = imm-trans-b = 1).
+template <int N>
+__device__ __forceinline__ void wgmma_m64nNk16_ss(float (&d)[N / 8][4], uint64_t adesc, uint64_t bdesc);
+template <>
+__device__ __forceinline__ void wgmma_m64nNk16_ss<64>(float (&d)[8][4], uint64_t adesc, uint64_t bdesc) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-      "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),
-        "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
-        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]),
-        "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
-        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),
-        "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
-        "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
-        "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
-        "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]),
-        "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
-        "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(bdesc), "r"(1)
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "%32, %33, p, 1, 1, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
+        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
+        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
+        "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
+        "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+      : "l"(adesc), "l"(bdesc), "r"(1)
       : "memory");
 #else
-  (void)d, (void)a, (void)bdesc;
+  (void)d, (void)adesc, (void)bdesc;
+  __trap();  // wgmma needs sm_90a (the project builds only that target)
+#endif
+}
+template <>
+__device__ __forceinline__ void wgmma_m64nNk16_ss<128>(float (&d)[16][4], uint64_t adesc, uint64_t bdesc) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, p, 1, 1, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
+        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
+        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
+        "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
+        "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]),
+        "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
+        "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]),
+        "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]),
+        "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
+        "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
+        "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]),
+        "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
+        "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+      : "l"(adesc), "l"(bdesc), "r"(1)
+      : "memory");
+#else
+  (void)d, (void)adesc, (void)bdesc;
   __trap();  // wgmma needs sm_90a (the project builds only that target)
 #endif
 }
@@ -172,42 +201,46 @@ struct WarpMmaOps {
   }
 };
 
-// One warp's view of a staged chunk for wgmma_chunk_schedule (wgrad_tile_layout.h): its A
-// fragments by ldmatrix .trans (rows wo.row .. + 15), B through the descriptor of the slot's
-// core-matrix layout (k-step ks starts 2 K groups = 2 LBO further).
-template <class Cfg>
+// One warp's view of a staged chunk for wgmma_chunk_schedule (wgrad_tile_layout.h): A and B
+// through descriptors of the slot's core-matrix layouts; k-step ks starts 2 K groups (2 LBO)
+// further, the warpgroup's rows and columns at M and N group wo / 8 (its first warp's origin).
+// Between the commit and the wait, overlap(chunk) runs work that touches neither the ring nor the
+// accumulators (the persistent fused kernel's epilogue of the previous tile, v7) while the
+// tensor cores multiply.
+struct NoOverlap {
+  __device__ __forceinline__ void operator()(int64_t) const {}
+};
+
+template <class Cfg, class Overlap = NoOverlap>
 struct WarpgroupWgmmaOps {
-  struct AFrag {
-    uint32_t r[4];
-  };
   const uint16_t* sA;
   const uint16_t* sB;
-  int lane;
-  FragCoord wo;
+  FragCoord wg;  // the warpgroup's origin in the tile
   float (&acc)[Cfg::kMT][Cfg::kNT][4];
+  const Overlap& overlap;
+  int64_t chunk;
 
-  __device__ __forceinline__ void load_a(int ks, AFrag& f) const {
-    const FragCoord ra = ldsm_a_row_address(lane, wo.row, 16 * ks);
-    ldmatrix_x4_trans(f.r, sA + ra.row * Cfg::kLdA + ra.col);
-  }
   __device__ __forceinline__ void fence() const {
-    wgmma_fence_operands(acc[0]);
+    wgmma_fence_operands<Cfg::kNT>(acc[0]);
     wgmma_fence();
   }
-  __device__ __forceinline__ void wgmma(int ks, const AFrag& f) const {
-    constexpr int lbo = wgmma_lbo_bytes<Cfg>();
-    const unsigned char* b = reinterpret_cast<const unsigned char*>(sB) + 2 * ks * lbo;
-    wgmma_m64n128k16_rs(acc[0], f.r, wgmma_desc(b, lbo, kWgmmaSboBytes));
+  __device__ __forceinline__ void wgmma(int ks) const {
+    constexpr int lbo_a = wgmma_lbo_bytes<Cfg::TR>(), lbo_b = wgmma_lbo_bytes<Cfg::TC>();
+    const unsigned char* a = reinterpret_cast<const unsigned char*>(sA) + 2 * ks * lbo_a + (wg.row / 8) * kWgmmaSboBytes;
+    const unsigned char* b = reinterpret_cast<const unsigned char*>(sB) + 2 * ks * lbo_b + (wg.col / 8) * kWgmmaSboBytes;
+    wgmma_m64nNk16_ss<Cfg::kWarpN>(acc[0], wgmma_desc(a, lbo_a, kWgmmaSboBytes), wgmma_desc(b, lbo_b, kWgmmaSboBytes));
   }
   __device__ __forceinline__ void commit_and_wait() const {
-    wgmma_commit_and_wait_all();
-    wgmma_fence_operands(acc[0]);
+    wgmma_commit();
+    overlap(chunk);
+    wgmma_wait_all();
+    wgmma_fence_operands<Cfg::kNT>(acc[0]);
   }
 };
 
 // The block's side of mainloop_schedule (wgrad_tile_layout.h): cp.async staging into ring slots,
 // barriers, and each warp's mma_chunk_schedule over a landed slot.
-template <class Cfg>
+template <class Cfg, class Overlap = NoOverlap>
 struct BlockMainloopOps {
   const WgradTileArgs& a;
   int64_t o0, i0;
@@ -215,6 +248,7 @@ struct BlockMainloopOps {
   float (&acc)[Cfg::kMT][Cfg::kNT][4];
   int tid, lane;
   FragCoord wo;
+  const Overlap& overlap;
 
   __device__ __forceinline__ void stage(int64_t chunk, int slot) const {
     uint16_t* sA = smem + slot * Cfg::kStageElems;
@@ -227,14 +261,17 @@ struct BlockMainloopOps {
         return g;
       };
     };
-    stage_operand<Cfg::TK, Cfg::TR, Cfg::kThreads>(sA, row_major(Cfg::TR, Cfg::kLdA), a.dy, a.out, a.T, t0, o0, a.vec_dy, tid);
     if constexpr (Cfg::kWgmma) {
-      auto core_matrices = [](int idx, int& off) {
-        off = 8 * idx;  // wgmma_b_staging_group: group idx at byte 16 idx
-        return wgmma_b_staging_group<Cfg>(idx);
+      auto core_matrices = [](int width) {
+        return [width](int idx, int& off) {
+          off = 8 * idx;  // wgmma_staging_group: group idx at byte 16 idx
+          return wgmma_staging_group(idx, width);
+        };
       };
-      stage_operand<Cfg::TK, Cfg::TC, Cfg::kThreads>(sB, core_matrices, a.x, a.in, a.T, t0, i0, a.vec_x, tid);
+      stage_operand<Cfg::TK, Cfg::TR, Cfg::kThreads>(sA, core_matrices(Cfg::TR), a.dy, a.out, a.T, t0, o0, a.vec_dy, tid);
+      stage_operand<Cfg::TK, Cfg::TC, Cfg::kThreads>(sB, core_matrices(Cfg::TC), a.x, a.in, a.T, t0, i0, a.vec_x, tid);
     } else {
+      stage_operand<Cfg::TK, Cfg::TR, Cfg::kThreads>(sA, row_major(Cfg::TR, Cfg::kLdA), a.dy, a.out, a.T, t0, o0, a.vec_dy, tid);
       stage_operand<Cfg::TK, Cfg::TC, Cfg::kThreads>(sB, row_major(Cfg::TC, Cfg::kLdB), a.x, a.in, a.T, t0, i0, a.vec_x, tid);
     }
   }
@@ -249,7 +286,8 @@ struct BlockMainloopOps {
     const uint16_t* sA = smem + slot * Cfg::kStageElems;
     const int ksteps = chunk_ksteps(a.T, chunk * Cfg::TK, Cfg::kKSteps);
     if constexpr (Cfg::kWgmma) {
-      WarpgroupWgmmaOps<Cfg> ops{sA, sA + Cfg::TK * Cfg::kLdA, lane, wo, acc};
+      const FragCoord wg{wo.row - wo.row % 64, wo.col};
+      WarpgroupWgmmaOps<Cfg, Overlap> ops{sA, sA + Cfg::TK * Cfg::kLdA, wg, acc, overlap, chunk};
       if (ksteps == Cfg::kKSteps)
         wgmma_chunk_schedule<Cfg, true>(ops, ksteps);
       else
@@ -269,9 +307,11 @@ struct BlockMainloopOps {
 // thread has passed a final __syncthreads, so the caller may reuse smem.
 // v3: a kStages-deep cp.async ring with one barrier per chunk (mainloop_schedule), and each
 // chunk's instructions from mma_chunk_schedule (fragments software pipelined across k-steps).
-template <class Cfg>
+// overlap (wgmma tiles only): called once per chunk while that chunk's wgmma run.
+template <class Cfg, class Overlap = NoOverlap>
 __device__ __forceinline__ void wgrad_mainloop(const WgradTileArgs& a, int64_t o0, int64_t i0,
-                                               uint16_t* smem, float (&acc)[Cfg::kMT][Cfg::kNT][4]) {
+                                               uint16_t* smem, float (&acc)[Cfg::kMT][Cfg::kNT][4],
+                                               const Overlap& overlap = Overlap{}) {
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 #pragma unroll
   for (int mt = 0; mt < Cfg::kMT; ++mt)
@@ -280,7 +320,8 @@ __device__ __forceinline__ void wgrad_mainloop(const WgradTileArgs& a, int64_t o
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;  // +0: the chain's start
 
-  BlockMainloopOps<Cfg> ops{a, o0, i0, smem, acc, tid, lane, warp_origin<Cfg>(warp)};
+  static_assert(Cfg::kWgmma || std::is_same_v<Overlap, NoOverlap>, "overlap needs the asynchronous wgmma");
+  BlockMainloopOps<Cfg, Overlap> ops{a, o0, i0, smem, acc, tid, lane, warp_origin<Cfg>(warp), overlap};
   mainloop_schedule<Cfg::kStages>((a.T + Cfg::TK - 1) / Cfg::TK, ops);
 }
 

@@ -63,28 +63,33 @@ FH_HD FragCoord ldsm_b_row_address(int lane, int k0, int n0) {
 }
 
 // Shapes and shared-memory layout of one tile configuration.
-// kWgmma (v6, the 128 x 128 tile): the block's two warpgroups each issue
-// wgmma.mma_async m64n128k16 (A from registers, loaded with ldmatrix .trans as for mma.sync; B
-// from shared memory through a descriptor), warp w owning tile rows 16 w .. 16 w + 15 and all 128
-// columns. Per output element it is the same chain as mma.sync: one k16 instruction per 16 tokens
-// in token order from +0 (the instruction model covers both shapes; the GPU suite proves it).
-// Otherwise (64 x 64) mma.sync m16n8k16 with the 2 x 4 warp grid.
-template <int TR_, int TC_>
+// kWgmma (v6, the 128 x 128 tile): each warpgroup issues wgmma.mma_async m64nNk16 (A from
+// registers, loaded with ldmatrix .trans as for mma.sync; B from shared memory through a
+// descriptor); warp w of warpgroup g owns 16 rows (16 (w % 4) of the warpgroup's 64) and the
+// warpgroup's N columns. 256 threads: two warpgroups of 64 x 128 (the materializer); 512 threads
+// (the persistent fused kernel, v7): four of 64 x 64. Per output element it is the same chain as
+// mma.sync: one k16 instruction per 16 tokens in token order from +0 (the instruction model
+// covers both; the GPU suites prove it). Otherwise (64 x 64) mma.sync m16n8k16, 2 x 4 warps.
+template <int TR_, int TC_, int kThreads_ = 256>
 struct WgradTileCfg {
   static constexpr int TR = TR_, TC = TC_;
-  static constexpr int kThreads = 256, kWarps = 8, TK = 64;
+  static constexpr int kThreads = kThreads_, kWarps = kThreads / 32, TK = 64;
   static constexpr bool kWgmma = TR == 128 && TC == 128;
-  // Blocks per SM the register budget is capped for (__launch_bounds__): two, so that one
-  // block's epilogue (memory bound) overlaps another's mainloop.
-  static constexpr int kMinBlocksPerSm = 2;
-  static constexpr int kWarpsM = kWgmma ? 8 : 2, kWarpsN = kWgmma ? 1 : 4;
+  // Blocks per SM the register budget is capped for (__launch_bounds__): two 256-thread blocks,
+  // so that one block's epilogue (memory bound) overlaps another's mainloop; the 512-thread
+  // persistent kernel overlaps them inside its one block.
+  static constexpr int kMinBlocksPerSm = kThreads == 256 ? 2 : 1;
+  static constexpr int kWarpgroups = kThreads / 128, kWgRows = TR / 64;
+  static constexpr int kWgCols = kWgmma ? kWarpgroups / kWgRows : 1;  // warpgroups across N
+  static constexpr int kWarpsM = kWgmma ? 4 * kWgRows : 2, kWarpsN = kWgmma ? kWgCols : 4;
   static constexpr int kWarpM = TR / kWarpsM, kWarpN = TC / kWarpsN;
   static constexpr int kMT = kWarpM / 16, kNT = kWarpN / 8;  // instruction tiles per warp
   static constexpr int kKSteps = TK / 16;
   // Row strides (bf16 elements) of the staged operands: +8 elements (16 bytes) keeps every
-  // ldmatrix row 16-byte aligned and puts the 8 rows of a matrix on distinct banks. wgmma's B is
-  // not row-major but the descriptor's core-matrix layout (wgmma_b_offset), TK * TC elements.
-  static constexpr int kLdA = TR + 8, kLdB = kWgmma ? TC : TC + 8;
+  // ldmatrix row 16-byte aligned and puts the 8 rows of a matrix on distinct banks. wgmma's
+  // operands are not row-major but in the descriptors' core-matrix layout (wgmma_offset_bytes),
+  // TK * TR and TK * TC elements.
+  static constexpr int kLdA = kWgmma ? TR : TR + 8, kLdB = kWgmma ? TC : TC + 8;
   static constexpr int kStageElems = TK * kLdA + TK * kLdB;
   // Depth of the cp.async ring (v3: 3, was 2): chunk c + kStages - 1 is in flight while chunk c
   // is multiplied. 128x128: 3 x 34816 B = 102 KB per block, two blocks (plus 1 KB each reserved)
@@ -110,35 +115,42 @@ struct WgradTileCfg {
   static_assert(kNT % 2 == 0, "B fragments are loaded two n8 tiles at a time");
   static_assert(kMT >= 1, "at least one m16 tile per warp");
   static_assert(kStages >= 2, "the ring needs a slot being filled and a slot being read");
-  static_assert(!kWgmma || (kWarpM == 16 && kWarpN == TC && TC == 128),
-                "wgmma tile: 8 warps of 16 rows (two m64 warpgroups), n = 128");
+  static_assert(!kWgmma || (kWarpM == 16 && kWarpgroups % kWgRows == 0 && (kWarpN == 64 || kWarpN == 128)),
+                "wgmma tile: warps of 16 rows, warpgroups of m64 x n64 or m64 x n128");
+  static_assert(kWgmma || kThreads == 256, "the mma.sync tiles have 8 warps");
   static_assert((TK * kLdA * 2) % 16 == 0, "sB must start 16-byte aligned (descriptor address)");
 };
 
-// wgmma's B operand in shared memory (v6): the PTX ISA's MN-major, no-swizzle canonical layout,
-// built from 8 x 8 core matrices of 128 contiguous bytes (8 K-rows of 8 contiguous N elements).
-// Element (k, n) of a staged chunk (k = token in chunk, n = column in tile) lives at byte
-//   (k / 8) * LBO + (n / 8) * SBO + (k % 8) * 16 + (n % 8) * 2,
-// LBO the distance between core matrices adjacent in K, SBO adjacent in N (the descriptor's
+// wgmma's operands in shared memory (v6): the PTX ISA's MN-major, no-swizzle canonical layout,
+// built from 8 x 8 core matrices of 128 contiguous bytes (8 K-rows of 8 contiguous M or N
+// elements). Element (k, x) of a staged chunk (k = token in chunk, x = row or column in tile)
+// lives at byte
+//   (k / 8) * LBO + (x / 8) * SBO + (k % 8) * 16 + (x % 8) * 2,
+// LBO the distance between core matrices adjacent in K, SBO adjacent in M or N (the descriptor's
 // leading and stride byte offsets; CUTLASS's canonical MN-major INTERLEAVE form). Here SBO = 128
-// (N groups packed) and LBO = TC * 16 (one row of TC / 8 core matrices per 8 tokens).
+// (M or N groups packed) and LBO = width * 16 (one row of width / 8 core matrices per 8 tokens).
 inline constexpr int kWgmmaSboBytes = 128;
-template <class Cfg>
-constexpr int wgmma_lbo_bytes() { return Cfg::TC * 16; }
-FH_HD int wgmma_b_offset_bytes(int k, int n, int lbo, int sbo) {
-  return (k >> 3) * lbo + (n >> 3) * sbo + (k & 7) * 16 + (n & 7) * 2;
+template <int kWidth>
+constexpr int wgmma_lbo_bytes() { return kWidth * 16; }
+FH_HD int wgmma_offset_bytes(int k, int x, int lbo, int sbo) {
+  return (k >> 3) * lbo + (x >> 3) * sbo + (k & 7) * 16 + (x & 7) * 2;
 }
-// Staging of wgmma's B: 16-byte group idx is core-matrix row idx % 8 of N group (idx / 8) % (TC/8)
-// of K group idx / TC, i.e. staged token 8 * (idx / TC) + idx % 8, columns 8 * ((idx / 8) % (TC / 8))
-// .. +7, and its shared-memory bytes are exactly 16 * idx (a warp writes 512 contiguous bytes).
-template <class Cfg>
-FH_HD FragCoord wgmma_b_staging_group(int idx) {
-  return {8 * (idx / Cfg::TC) + (idx & 7), 8 * ((idx >> 3) % (Cfg::TC / 8))};
+// Staging in that layout: 16-byte group idx is core-matrix row idx % 8 of M/N group
+// (idx / 8) % (width / 8) of K group idx / width, i.e. staged token 8 * (idx / width) + idx % 8,
+// elements 8 * ((idx / 8) % (width / 8)) .. +7, and its shared-memory bytes are exactly 16 * idx
+// (a warp writes 512 contiguous bytes).
+FH_HD FragCoord wgmma_staging_group(int idx, int width) {
+  return {8 * (idx / width) + (idx & 7), 8 * ((idx >> 3) % (width / 8))};
 }
 
-// Warp w's sub-tile origin inside the tile.
+// Warp w's sub-tile origin inside the tile. wgmma: warpgroup g = w / 4 takes rows
+// 64 (g / kWgCols) .. + 63 and columns kWarpN (g % kWgCols) .. ; warp w its 16 rows 16 (w % 4).
 template <class Cfg>
 FH_HD FragCoord warp_origin(int warp) {
+  if constexpr (Cfg::kWgmma) {
+    const int g = warp / 4;
+    return {64 * (g / Cfg::kWgCols) + 16 * (warp % 4), (g % Cfg::kWgCols) * Cfg::kWarpN};
+  }
   return {(warp / Cfg::kWarpsN) * Cfg::kWarpM, (warp % Cfg::kWarpsN) * Cfg::kWarpN};
 }
 
@@ -261,25 +273,20 @@ FH_HD void mma_chunk_schedule(Ops& ops, int ksteps) {
 }
 
 // One warp's part of a staged chunk on the wgmma path (wgrad_mainloop; the CPU emulation in
-// test_gpu_tile_layout through the same function). Every warp of a warpgroup runs it in step:
-// the A fragments of all k-steps first (ldmatrix .trans of the warp's 16 rows), a fence, then one
-// wgmma per k-step in token order (acc += A(ks) * B(ks) over the warpgroup's 64 rows and all
-// columns), committed as one group and waited for before returning, so the ring slot is free
-// once every warp passes the next barrier. Ops: AFrag; load_a(ks, AFrag&); fence();
-// wgmma(ks, const AFrag&); commit_and_wait().
+// test_gpu_tile_layout through the same function). Every warp of a warpgroup runs it in step: a
+// fence, one wgmma per k-step in token order (acc += A(ks) * B(ks) over the warpgroup's 64 rows
+// and kWarpN columns, both operands read from the slot), committed as one group and waited for
+// before returning, so the ring slot is free once every warp passes the next barrier.
+// Ops: fence(); wgmma(ks); commit_and_wait().
 #if defined(__CUDACC__)
 #pragma nv_exec_check_disable
 #endif
 template <class Cfg, bool kFull, class Ops>
 FH_HD void wgmma_chunk_schedule(Ops& ops, int ksteps) {
-  typename Ops::AFrag af[Cfg::kKSteps];
-  FH_TILE_UNROLL
-  for (int ks = 0; ks < Cfg::kKSteps; ++ks)
-    if (kFull || ks < ksteps) ops.load_a(ks, af[ks]);
   ops.fence();
   FH_TILE_UNROLL
   for (int ks = 0; ks < Cfg::kKSteps; ++ks)
-    if (kFull || ks < ksteps) ops.wgmma(ks, af[ks]);  // block-uniform: k-steps past T not issued
+    if (kFull || ks < ksteps) ops.wgmma(ks);  // block-uniform: k-steps wholly past T are not issued
   ops.commit_and_wait();
 }
 
