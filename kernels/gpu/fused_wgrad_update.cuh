@@ -154,10 +154,11 @@ template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
     fused_wgrad_update_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv) {
   extern __shared__ __align__(16) unsigned char fused_smem[];
+  unsigned char* base = Cfg::kWgmma ? align_to_atom(fused_smem) : fused_smem;
   const int64_t o0 = int64_t(blockIdx.y) * Cfg::TR, i0 = int64_t(blockIdx.x) * Cfg::TC;
   float acc[Cfg::kMT][Cfg::kNT][4];
-  wgrad_mainloop<Cfg>(a, o0, i0, reinterpret_cast<uint16_t*>(fused_smem), acc);
-  float* sG = reinterpret_cast<float*>(fused_smem);
+  wgrad_mainloop<Cfg>(a, o0, i0, reinterpret_cast<uint16_t*>(base), acc);
+  float* sG = reinterpret_cast<float*>(base);
   park_g_tile<Cfg>(sG, acc);
   __syncthreads();
   FusedTileEpilogue<Cfg, Rule, SF, WS>{s, pv, sG, o0, i0, a.planted_defect}.run(0, fused_epilogue_steps<Cfg>());
@@ -186,8 +187,9 @@ template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     fused_wgrad_update_persistent_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv) {
   extern __shared__ __align__(16) unsigned char fused_smem[];
-  uint16_t* ring = reinterpret_cast<uint16_t*>(fused_smem);
-  float* sG = reinterpret_cast<float*>(fused_smem + Cfg::kOperandBytes);
+  unsigned char* base = align_to_atom(fused_smem);
+  uint16_t* ring = reinterpret_cast<uint16_t*>(base);
+  float* sG = reinterpret_cast<float*>(base + Cfg::kOperandBytes);
   const int64_t tiles_x = (a.in + Cfg::TC - 1) / Cfg::TC, tiles = tiles_x * ((a.out + Cfg::TR - 1) / Cfg::TR);
   const int64_t nchunks = (a.T + Cfg::TK - 1) / Cfg::TK;
   PreviousTileEpilogue<Cfg, Rule, SF, WS> prev{{s, pv, sG, 0, 0, a.planted_defect}, false, nchunks};
@@ -208,7 +210,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm) wgrad_materialize_kernel(WgradTileArgs a, float* g) {
   extern __shared__ __align__(16) unsigned char materialize_smem[];
-  uint16_t* smem = reinterpret_cast<uint16_t*>(materialize_smem);
+  uint16_t* smem = reinterpret_cast<uint16_t*>(Cfg::kWgmma ? align_to_atom(materialize_smem) : materialize_smem);
   const int64_t o0 = int64_t(blockIdx.y) * Cfg::TR, i0 = int64_t(blockIdx.x) * Cfg::TC;
   float acc[Cfg::kMT][Cfg::kNT][4];
   wgrad_mainloop<Cfg>(a, o0, i0, smem, acc);
@@ -277,7 +279,7 @@ template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
 void launch_fused_persistent(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                              cudaStream_t stream) {
   static_assert(Cfg::kWgmma, "the persistent kernel overlaps through the asynchronous wgmma");
-  constexpr size_t smem = Cfg::kOperandBytes + Cfg::kGTileBytes;  // the ring, then the G tile
+  constexpr size_t smem = Cfg::kOperandBytes + Cfg::kGTileBytes + Cfg::kAlignSlack;  // the ring, then the G tile
   auto kernel = fused_wgrad_update_persistent_kernel<Cfg, Rule, SF, WS>;
   static const bool smem_ok = set_smem_limit(kernel, smem, "fused_wgrad_update: cudaFuncSetAttribute");
   (void)smem_ok;

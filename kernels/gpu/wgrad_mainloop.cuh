@@ -55,11 +55,17 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a
 }
 
 // wgmma (sm_90a): the shared-memory matrix descriptor (PTX ISA: start address, leading and
-// stride byte offsets in 16-byte units; base offset 0 and layout type 0 = no swizzle).
-__device__ __forceinline__ uint64_t wgmma_desc(const void* smem_ptr, int lbo_bytes, int sbo_bytes) {
+// stride byte offsets in 16-byte units, base offset 0 (atoms 1024-byte aligned), layout type 1 =
+// 128-byte swizzle in bits 62-63).
+__device__ __forceinline__ uint64_t wgmma_desc_sw128(const void* smem_ptr, int lbo_bytes, int sbo_bytes) {
   const uint64_t addr = smem_u32(smem_ptr);
   return ((addr >> 4) & 0x3FFFull) | (uint64_t((lbo_bytes >> 4) & 0x3FFF) << 16) |
-         (uint64_t((sbo_bytes >> 4) & 0x3FFF) << 32);
+         (uint64_t((sbo_bytes >> 4) & 0x3FFF) << 32) | (1ull << 62);
+}
+// The dynamic shared memory rounded up to a swizzle atom (the kernels ask for kAlignSlack more).
+__device__ __forceinline__ unsigned char* align_to_atom(unsigned char* p) {
+  const uint32_t s = smem_u32(p), pad = (kWgmmaAtomBytes - s % kWgmmaAtomBytes) % kWgmmaAtomBytes;
+  return p + pad;
 }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -225,10 +231,12 @@ struct WarpgroupWgmmaOps {
     wgmma_fence();
   }
   __device__ __forceinline__ void wgmma(int ks) const {
-    constexpr int lbo_a = wgmma_lbo_bytes<Cfg::TR>(), lbo_b = wgmma_lbo_bytes<Cfg::TC>();
-    const unsigned char* a = reinterpret_cast<const unsigned char*>(sA) + 2 * ks * lbo_a + (wg.row / 8) * kWgmmaSboBytes;
-    const unsigned char* b = reinterpret_cast<const unsigned char*>(sB) + 2 * ks * lbo_b + (wg.col / 8) * kWgmmaSboBytes;
-    wgmma_m64nNk16_ss<Cfg::kWarpN>(acc[0], wgmma_desc(a, lbo_a, kWgmmaSboBytes), wgmma_desc(b, lbo_b, kWgmmaSboBytes));
+    constexpr int sbo_a = wgmma_sbo_bytes<Cfg::TR>(), sbo_b = wgmma_sbo_bytes<Cfg::TC>();
+    // k-step ks: 8-token groups 2 ks, 2 ks + 1; the warpgroup's rows / columns from atom wg / 64.
+    const unsigned char* a = reinterpret_cast<const unsigned char*>(sA) + 2 * ks * sbo_a + (wg.row / 64) * kWgmmaAtomBytes;
+    const unsigned char* b = reinterpret_cast<const unsigned char*>(sB) + 2 * ks * sbo_b + (wg.col / 64) * kWgmmaAtomBytes;
+    wgmma_m64nNk16_ss<Cfg::kWarpN>(acc[0], wgmma_desc_sw128(a, kWgmmaAtomBytes, sbo_a),
+                                   wgmma_desc_sw128(b, kWgmmaAtomBytes, sbo_b));
   }
   __device__ __forceinline__ void commit_and_wait() const {
     wgmma_commit();
@@ -262,14 +270,15 @@ struct BlockMainloopOps {
       };
     };
     if constexpr (Cfg::kWgmma) {
-      auto core_matrices = [](int width) {
+      auto swizzled = [](int width) {  // row-major groups, stored swizzled
         return [width](int idx, int& off) {
-          off = 8 * idx;  // wgmma_staging_group: group idx at byte 16 idx
-          return wgmma_staging_group(idx, width);
+          const FragCoord g = staging_group(idx, width);
+          off = wgmma_sw128_offset_bytes(g.row, g.col, width) / 2;
+          return g;
         };
       };
-      stage_operand<Cfg::TK, Cfg::TR, Cfg::kThreads>(sA, core_matrices(Cfg::TR), a.dy, a.out, a.T, t0, o0, a.vec_dy, tid);
-      stage_operand<Cfg::TK, Cfg::TC, Cfg::kThreads>(sB, core_matrices(Cfg::TC), a.x, a.in, a.T, t0, i0, a.vec_x, tid);
+      stage_operand<Cfg::TK, Cfg::TR, Cfg::kThreads>(sA, swizzled(Cfg::TR), a.dy, a.out, a.T, t0, o0, a.vec_dy, tid);
+      stage_operand<Cfg::TK, Cfg::TC, Cfg::kThreads>(sB, swizzled(Cfg::TC), a.x, a.in, a.T, t0, i0, a.vec_x, tid);
     } else {
       stage_operand<Cfg::TK, Cfg::TR, Cfg::kThreads>(sA, row_major(Cfg::TR, Cfg::kLdA), a.dy, a.out, a.T, t0, o0, a.vec_dy, tid);
       stage_operand<Cfg::TK, Cfg::TC, Cfg::kThreads>(sB, row_major(Cfg::TC, Cfg::kLdB), a.x, a.in, a.T, t0, i0, a.vec_x, tid);

@@ -21,6 +21,9 @@ struct FragCoord {
   int row, col;
 };
 
+// wgmma's 128-byte swizzle atom: 8 rows of 128 bytes (wgmma_sw128_offset_bytes).
+inline constexpr int kWgmmaAtomBytes = 1024;
+
 // PTX ISA, mma.m16n8k16 with .bf16 operands (groupID = lane >> 2, tig = lane % 4).
 // A (16 x 16, .row): element a_i, i = 2 * reg + half (half 0 = low 16 bits):
 //   row = groupID + 8 * ((i >> 1) & 1), col = 2 * tig + (i & 1) + 8 * (i >> 2).
@@ -87,7 +90,7 @@ struct WgradTileCfg {
   static constexpr int kKSteps = TK / 16;
   // Row strides (bf16 elements) of the staged operands: +8 elements (16 bytes) keeps every
   // ldmatrix row 16-byte aligned and puts the 8 rows of a matrix on distinct banks. wgmma's
-  // operands are not row-major but in the descriptors' core-matrix layout (wgmma_offset_bytes),
+  // operands are not row-major but in the 128-byte swizzled layout (wgmma_sw128_offset_bytes),
   // TK * TR and TK * TC elements.
   static constexpr int kLdA = kWgmma ? TR : TR + 8, kLdB = kWgmma ? TC : TC + 8;
   static constexpr int kStageElems = TK * kLdA + TK * kLdB;
@@ -109,8 +112,11 @@ struct WgradTileCfg {
   static_assert(kElementPasses * kThreads == TR * TC && kBlockPasses * kWarps == kSegments,
                 "the epilogue passes must cover the tile exactly");
   static constexpr size_t kOperandBytes = size_t(kStages) * kStageElems * 2;
+  // wgmma's swizzle atoms need a 1024-byte aligned ring; the kernels align the dynamic shared
+  // memory pointer up and ask for this much more.
+  static constexpr size_t kAlignSlack = kWgmma ? 1024 : 0;
   static constexpr size_t kGTileBytes = size_t(TR) * kLdG * 4;
-  static constexpr size_t kSmemBytes = kOperandBytes > kGTileBytes ? kOperandBytes : kGTileBytes;
+  static constexpr size_t kSmemBytes = (kOperandBytes > kGTileBytes ? kOperandBytes : kGTileBytes) + kAlignSlack;
   static_assert(TR % 32 == 0 && TC % 64 == 0, "tile rows must be a multiple of 32, columns of 64");
   static_assert(kNT % 2 == 0, "B fragments are loaded two n8 tiles at a time");
   static_assert(kMT >= 1, "at least one m16 tile per warp");
@@ -118,29 +124,25 @@ struct WgradTileCfg {
   static_assert(!kWgmma || (kWarpM == 16 && kWarpgroups % kWgRows == 0 && (kWarpN == 64 || kWarpN == 128)),
                 "wgmma tile: warps of 16 rows, warpgroups of m64 x n64 or m64 x n128");
   static_assert(kWgmma || kThreads == 256, "the mma.sync tiles have 8 warps");
-  static_assert((TK * kLdA * 2) % 16 == 0, "sB must start 16-byte aligned (descriptor address)");
+  static_assert(!kWgmma || ((TK * kLdA * 2) % kWgmmaAtomBytes == 0 && (kStageElems * 2) % kWgmmaAtomBytes == 0),
+                "every operand of every slot must start on a swizzle atom (1024 bytes)");
+  static_assert(!kWgmma || (TR % 64 == 0 && TC % 64 == 0), "whole swizzle atoms across M and N");
 };
 
-// wgmma's operands in shared memory (v6): the PTX ISA's MN-major, no-swizzle canonical layout,
-// built from 8 x 8 core matrices of 128 contiguous bytes (8 K-rows of 8 contiguous M or N
-// elements). Element (k, x) of a staged chunk (k = token in chunk, x = row or column in tile)
-// lives at byte
-//   (k / 8) * LBO + (x / 8) * SBO + (k % 8) * 16 + (x % 8) * 2,
-// LBO the distance between core matrices adjacent in K, SBO adjacent in M or N (the descriptor's
-// leading and stride byte offsets; CUTLASS's canonical MN-major INTERLEAVE form). Here SBO = 128
-// (M or N groups packed) and LBO = width * 16 (one row of width / 8 core matrices per 8 tokens).
-inline constexpr int kWgmmaSboBytes = 128;
+// wgmma's operands in shared memory (v8): the PTX ISA's MN-major canonical layout with the
+// 128-byte swizzle (v6, v7 used the unswizzled layout: correct, but the tensor cores read it
+// slowly). A staged chunk of TK tokens x width elements (width = TR for dY, TC for X) is a grid
+// of 1024-byte swizzle atoms, [k / 8][x / 64]; atom row k % 8 holds elements x = 64 a .. 64 a + 63
+// of token k as eight 16-byte chunks, chunk c stored at position c ^ (k % 8) (the hardware XORs
+// address bits 4-6 with bits 7-9, so every atom must start 1024-byte aligned). Descriptor:
+// LBO = 1024 (between atoms adjacent in M or N), SBO = (width / 64) * 1024 (between 8-token
+// groups), layout type 1 (128-byte swizzle); CUTLASS's canonical MN-major SW128 form.
 template <int kWidth>
-constexpr int wgmma_lbo_bytes() { return kWidth * 16; }
-FH_HD int wgmma_offset_bytes(int k, int x, int lbo, int sbo) {
-  return (k >> 3) * lbo + (x >> 3) * sbo + (k & 7) * 16 + (x & 7) * 2;
-}
-// Staging in that layout: 16-byte group idx is core-matrix row idx % 8 of M/N group
-// (idx / 8) % (width / 8) of K group idx / width, i.e. staged token 8 * (idx / width) + idx % 8,
-// elements 8 * ((idx / 8) % (width / 8)) .. +7, and its shared-memory bytes are exactly 16 * idx
-// (a warp writes 512 contiguous bytes).
-FH_HD FragCoord wgmma_staging_group(int idx, int width) {
-  return {8 * (idx / width) + (idx & 7), 8 * ((idx >> 3) % (width / 8))};
+constexpr int wgmma_sbo_bytes() { return (kWidth / 64) * kWgmmaAtomBytes; }
+// Byte offset of element (k, x) in a staged chunk of the given width.
+FH_HD int wgmma_sw128_offset_bytes(int k, int x, int width) {
+  const int atom = (k >> 3) * (width / 64) + (x >> 6);
+  return atom * kWgmmaAtomBytes + (k & 7) * 128 + ((((x & 63) >> 3) ^ (k & 7)) << 4) + (x & 7) * 2;
 }
 
 // Warp w's sub-tile origin inside the tile. wgmma: warpgroup g = w / 4 takes rows
