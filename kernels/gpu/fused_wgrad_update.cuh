@@ -40,9 +40,8 @@ template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
 __device__ __forceinline__ void fused_epilogue_elements(const typename Rule::Scalars& s, const ParamView& pv,
                                                         const float* sG, int64_t o0, int64_t i0,
                                                         bool short_edge, bool shift_state, int planted,
-                                                        int step_begin, int step_end) {
+                                                        int step_begin, int step_end, int tid) {
   static_assert(Cfg::kElementPasses % kFusedEpilogueBatch == 0, "batches must divide the passes");
-  const int tid = threadIdx.x;
 #pragma unroll 1
   for (int j0 = step_begin * kFusedEpilogueBatch; j0 < step_end * kFusedEpilogueBatch; j0 += kFusedEpilogueBatch) {
     // Only the values and whether each element is in range stay live across the batch; the
@@ -93,10 +92,11 @@ __device__ __forceinline__ void fused_epilogue_elements(const typename Rule::Sca
 template <class Cfg, class Rule, WeightStore WS>
 __device__ __forceinline__ void fused_epilogue_int8(const typename Rule::Scalars& s, const ParamView& pv,
                                                     const float* sG, int64_t o0, int64_t i0,
-                                                    bool short_edge, bool shift_state, int step_begin, int step_end) {
+                                                    bool short_edge, bool shift_state, int step_begin, int step_end,
+                                                    int tid) {
   constexpr int kPassesPerStep = Cfg::kBlockPasses / fused_epilogue_steps<Cfg>();
   static_assert(kPassesPerStep * fused_epilogue_steps<Cfg>() == Cfg::kBlockPasses, "steps must divide the passes");
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int warp = tid >> 5, lane = tid & 31;
 #pragma unroll 1
   for (int j = step_begin * kPassesPerStep; j < step_end * kPassesPerStep; ++j) {
     const FragCoord b = epilogue_int8_block<Cfg>(warp, j);
@@ -111,7 +111,8 @@ __device__ __forceinline__ void fused_epilogue_int8(const typename Rule::Scalars
   }
 }
 
-// One tile's epilogue with its planted-defect switches; run(b, e) applies steps [b, e).
+// One tile's epilogue with its planted-defect switches: run(b, e, tid) applies steps [b, e) as
+// thread tid of the Cfg::kThreads epilogue threads.
 template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
 struct FusedTileEpilogue {
   const typename Rule::Scalars& s;
@@ -119,23 +120,22 @@ struct FusedTileEpilogue {
   const float* sG;
   int64_t o0, i0;
   int planted;
-  __device__ __forceinline__ void run(int step_begin, int step_end) const {
+  __device__ __forceinline__ void run(int step_begin, int step_end, int tid) const {
     const bool short_edge = planted == int(FusedPlantedDefect::edge_mask_short);
     // Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
     const bool shift_state = planted == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
     if constexpr (SF == StateFormat::int8)
-      fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state, step_begin, step_end);
+      fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state, step_begin, step_end, tid);
     else
       fused_epilogue_elements<Cfg, Rule, SF, WS>(s, pv, sG, o0, i0, short_edge, shift_state, planted, step_begin,
-                                                 step_end);
+                                                 step_end, tid);
   }
 };
 
-// The accumulators into the G tile in shared memory, one 8-byte store per pair; kLdG makes
-// them conflict free.
+// The accumulators into the G tile in shared memory, one 8-byte store per pair (warp: the
+// mainloop warp, 0 .. Cfg::kWarps - 1); kLdG makes them conflict free.
 template <class Cfg>
-__device__ __forceinline__ void park_g_tile(float* sG, const float (&acc)[Cfg::kMT][Cfg::kNT][4]) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+__device__ __forceinline__ void park_g_tile(float* sG, const float (&acc)[Cfg::kMT][Cfg::kNT][4], int warp, int lane) {
 #pragma unroll
   for (int mt = 0; mt < Cfg::kMT; ++mt)
 #pragma unroll
@@ -159,51 +159,59 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   float acc[Cfg::kMT][Cfg::kNT][4];
   wgrad_mainloop<Cfg>(a, o0, i0, reinterpret_cast<uint16_t*>(base), acc);
   float* sG = reinterpret_cast<float*>(base);
-  park_g_tile<Cfg>(sG, acc);
+  park_g_tile<Cfg>(sG, acc, threadIdx.x >> 5, threadIdx.x & 31);
   __syncthreads();
-  FusedTileEpilogue<Cfg, Rule, SF, WS>{s, pv, sG, o0, i0, a.planted_defect}.run(0, fused_epilogue_steps<Cfg>());
+  FusedTileEpilogue<Cfg, Rule, SF, WS>{s, pv, sG, o0, i0, a.planted_defect}.run(0, fused_epilogue_steps<Cfg>(),
+                                                                                threadIdx.x);
 }
 
-// The persistent fused kernel's overlap (v7): while chunk c of tile n is multiplied, epilogue
-// steps [c S / n_c, (c + 1) S / n_c) of tile n - 1 run (S steps, n_c chunks), so the whole
-// previous epilogue is spread over the mainloop.
-template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
-struct PreviousTileEpilogue {
-  FusedTileEpilogue<Cfg, Rule, SF, WS> ep;
-  bool active;
-  int64_t nchunks;
-  __device__ __forceinline__ void operator()(int64_t chunk) const {
-    if (!active) return;
-    constexpr int S = fused_epilogue_steps<Cfg>();
-    ep.run(int(chunk * S / nchunks), int((chunk + 1) * S / nchunks));
-  }
-};
+// Named barriers of the warp-specialized kernel (0 is __syncthreads; 1 and 2 hand the G tile
+// over, 3 is the mainloop's own barrier among its 256 threads).
+inline constexpr int kBarGFull = 1, kBarGEmpty = 2, kBarMainloop = 3;
+__device__ __forceinline__ void named_bar_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_bar_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 
-// Persistent fused kernel (v7, the 128 x 128 wgmma tile, 512 threads, one block per SM): block b
-// takes tiles b, b + gridDim.x, ... in row-major tile order; tile n's mainloop runs with tile
-// n - 1's epilogue spread over its chunks (PreviousTileEpilogue) from a G tile of its own after
-// the operand ring; the last tile's epilogue runs alone.
+// Warp-specialized persistent fused kernel (v9; the 128 x 128 wgmma tile): one block of
+// 2 x Cfg::kThreads threads per SM walks tiles blockIdx.x, + gridDim.x, ... in row-major tile
+// order. Threads 0 .. 255 (two warpgroups) run the mainloop of each tile (wgmma, their own named
+// barrier) and park G in a tile buffer after the operand ring; threads 256 .. 511 apply the rule
+// to the parked tile while the first half multiplies the next one. Hand-over, one buffer:
+//   mainloop side, tile n: [n > 0: bar.sync G_EMPTY] park; bar.arrive G_FULL
+//   epilogue side, tile n: bar.sync G_FULL; epilogue; [tile n + 1 exists: bar.arrive G_EMPTY]
+// so every sync meets exactly one arrive per tile, and parking waits until the epilogue of the
+// previous tile has read the whole buffer.
 template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
-__global__ void __launch_bounds__(Cfg::kThreads, 1)
+__global__ void __launch_bounds__(2 * Cfg::kThreads, 1)
     fused_wgrad_update_persistent_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv) {
+  static_assert(Cfg::kWgmma && Cfg::kThreads == 256, "two 256-thread halves: wgmma mainloop, epilogue");
+  constexpr int kAll = 2 * Cfg::kThreads;
   extern __shared__ __align__(16) unsigned char fused_smem[];
   unsigned char* base = align_to_atom(fused_smem);
-  uint16_t* ring = reinterpret_cast<uint16_t*>(base);
   float* sG = reinterpret_cast<float*>(base + Cfg::kOperandBytes);
   const int64_t tiles_x = (a.in + Cfg::TC - 1) / Cfg::TC, tiles = tiles_x * ((a.out + Cfg::TR - 1) / Cfg::TR);
-  const int64_t nchunks = (a.T + Cfg::TK - 1) / Cfg::TK;
-  PreviousTileEpilogue<Cfg, Rule, SF, WS> prev{{s, pv, sG, 0, 0, a.planted_defect}, false, nchunks};
-  float acc[Cfg::kMT][Cfg::kNT][4];
-  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const int64_t o0 = (tile / tiles_x) * Cfg::TR, i0 = (tile % tiles_x) * Cfg::TC;
-    wgrad_mainloop<Cfg>(a, o0, i0, ring, acc, prev);  // ends on a barrier: the G tile is free
-    park_g_tile<Cfg>(sG, acc);
-    __syncthreads();
-    prev.ep.o0 = o0;
-    prev.ep.i0 = i0;
-    prev.active = true;
+  const int tid = threadIdx.x;
+  if (tid < Cfg::kThreads) {
+    float acc[Cfg::kMT][Cfg::kNT][4];
+    for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      const int64_t o0 = (tile / tiles_x) * Cfg::TR, i0 = (tile % tiles_x) * Cfg::TC;
+      wgrad_mainloop<Cfg, NamedSync<kBarMainloop, Cfg::kThreads>>(a, o0, i0, reinterpret_cast<uint16_t*>(base), acc);
+      if (tile != blockIdx.x) named_bar_sync(kBarGEmpty, kAll);
+      park_g_tile<Cfg>(sG, acc, tid >> 5, tid & 31);
+      named_bar_arrive(kBarGFull, kAll);
+    }
+  } else {
+    const int etid = tid - Cfg::kThreads;
+    for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      const int64_t o0 = (tile / tiles_x) * Cfg::TR, i0 = (tile % tiles_x) * Cfg::TC;
+      named_bar_sync(kBarGFull, kAll);
+      FusedTileEpilogue<Cfg, Rule, SF, WS>{s, pv, sG, o0, i0, a.planted_defect}.run(0, fused_epilogue_steps<Cfg>(), etid);
+      if (tile + gridDim.x < tiles) named_bar_arrive(kBarGEmpty, kAll);
+    }
   }
-  if (prev.active) prev.ep.run(0, fused_epilogue_steps<Cfg>());
 }
 
 // Order-matched materializer: the same mainloop, fp32 G [out, in] (row-major, ld = in) stored.
@@ -284,12 +292,13 @@ void launch_fused_persistent(const WgradTileArgs& a, const typename Rule::Scalar
   static const bool smem_ok = set_smem_limit(kernel, smem, "fused_wgrad_update: cudaFuncSetAttribute");
   (void)smem_ok;
   const int64_t tiles = ((a.in + Cfg::TC - 1) / Cfg::TC) * ((a.out + Cfg::TR - 1) / Cfg::TR);
-  kernel<<<persistent_grid(tiles), Cfg::kThreads, smem, stream>>>(a, s, pv);
+  kernel<<<persistent_grid(tiles), 2 * Cfg::kThreads, smem, stream>>>(a, s, pv);
   cuda_check(cudaGetLastError(), "fused_wgrad_update: launch");
 }
 
-// The 128 x 128 fused tile: the persistent wgmma kernel (v7, 512 threads).
-using FusedPersistentCfg = WgradTileCfg<128, 128, 512>;
+// The 128 x 128 fused tile: the warp-specialized persistent wgmma kernel (v9): the mainloop half
+// is the materializer's 256-thread configuration.
+using FusedPersistentCfg = WgradTileCfg<128, 128>;
 
 template <class Rule, StateFormat SF, WeightStore WS>
 void launch_fused_tile(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,

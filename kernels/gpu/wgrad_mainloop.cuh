@@ -210,21 +210,12 @@ struct WarpMmaOps {
 // One warp's view of a staged chunk for wgmma_chunk_schedule (wgrad_tile_layout.h): A and B
 // through descriptors of the slot's core-matrix layouts; k-step ks starts 2 K groups (2 LBO)
 // further, the warpgroup's rows and columns at M and N group wo / 8 (its first warp's origin).
-// Between the commit and the wait, overlap(chunk) runs work that touches neither the ring nor the
-// accumulators (the persistent fused kernel's epilogue of the previous tile, v7) while the
-// tensor cores multiply.
-struct NoOverlap {
-  __device__ __forceinline__ void operator()(int64_t) const {}
-};
-
-template <class Cfg, class Overlap = NoOverlap>
+template <class Cfg>
 struct WarpgroupWgmmaOps {
   const uint16_t* sA;
   const uint16_t* sB;
   FragCoord wg;  // the warpgroup's origin in the tile
   float (&acc)[Cfg::kMT][Cfg::kNT][4];
-  const Overlap& overlap;
-  int64_t chunk;
 
   __device__ __forceinline__ void fence() const {
     wgmma_fence_operands<Cfg::kNT>(acc[0]);
@@ -240,7 +231,6 @@ struct WarpgroupWgmmaOps {
   }
   __device__ __forceinline__ void commit_and_wait() const {
     wgmma_commit();
-    overlap(chunk);
     wgmma_wait_all();
     wgmma_fence_operands<Cfg::kNT>(acc[0]);
   }
@@ -248,7 +238,17 @@ struct WarpgroupWgmmaOps {
 
 // The block's side of mainloop_schedule (wgrad_tile_layout.h): cp.async staging into ring slots,
 // barriers, and each warp's mma_chunk_schedule over a landed slot.
-template <class Cfg, class Overlap = NoOverlap>
+// The mainloop's barrier: the whole block, or (the warp-specialized fused kernel, v9) only the
+// kThreads threads that run the mainloop, on named barrier kId.
+struct BlockSync {
+  __device__ __forceinline__ static void sync() { __syncthreads(); }
+};
+template <int kId, int kThreads>
+struct NamedSync {
+  __device__ __forceinline__ static void sync() { asm volatile("bar.sync %0, %1;\n" ::"n"(kId), "n"(kThreads) : "memory"); }
+};
+
+template <class Cfg, class Sync = BlockSync>
 struct BlockMainloopOps {
   const WgradTileArgs& a;
   int64_t o0, i0;
@@ -256,7 +256,6 @@ struct BlockMainloopOps {
   float (&acc)[Cfg::kMT][Cfg::kNT][4];
   int tid, lane;
   FragCoord wo;
-  const Overlap& overlap;
 
   __device__ __forceinline__ void stage(int64_t chunk, int slot) const {
     uint16_t* sA = smem + slot * Cfg::kStageElems;
@@ -290,13 +289,13 @@ struct BlockMainloopOps {
     cp_async_wait<N>();
     if constexpr (Cfg::kWgmma) fence_proxy_async_shared();  // before the barrier that follows
   }
-  __device__ __forceinline__ void barrier() const { __syncthreads(); }
+  __device__ __forceinline__ void barrier() const { Sync::sync(); }
   __device__ __forceinline__ void compute(int64_t chunk, int slot) const {
     const uint16_t* sA = smem + slot * Cfg::kStageElems;
     const int ksteps = chunk_ksteps(a.T, chunk * Cfg::TK, Cfg::kKSteps);
     if constexpr (Cfg::kWgmma) {
       const FragCoord wg{wo.row - wo.row % 64, wo.col};
-      WarpgroupWgmmaOps<Cfg, Overlap> ops{sA, sA + Cfg::TK * Cfg::kLdA, wg, acc, overlap, chunk};
+      WarpgroupWgmmaOps<Cfg> ops{sA, sA + Cfg::TK * Cfg::kLdA, wg, acc};
       if (ksteps == Cfg::kKSteps)
         wgmma_chunk_schedule<Cfg, true>(ops, ksteps);
       else
@@ -316,11 +315,10 @@ struct BlockMainloopOps {
 // thread has passed a final __syncthreads, so the caller may reuse smem.
 // v3: a kStages-deep cp.async ring with one barrier per chunk (mainloop_schedule), and each
 // chunk's instructions from mma_chunk_schedule (fragments software pipelined across k-steps).
-// overlap (wgmma tiles only): called once per chunk while that chunk's wgmma run.
-template <class Cfg, class Overlap = NoOverlap>
+// Sync: the barrier among the threads running the mainloop (threads 0 .. Cfg::kThreads - 1).
+template <class Cfg, class Sync = BlockSync>
 __device__ __forceinline__ void wgrad_mainloop(const WgradTileArgs& a, int64_t o0, int64_t i0,
-                                               uint16_t* smem, float (&acc)[Cfg::kMT][Cfg::kNT][4],
-                                               const Overlap& overlap = Overlap{}) {
+                                               uint16_t* smem, float (&acc)[Cfg::kMT][Cfg::kNT][4]) {
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 #pragma unroll
   for (int mt = 0; mt < Cfg::kMT; ++mt)
@@ -329,8 +327,7 @@ __device__ __forceinline__ void wgrad_mainloop(const WgradTileArgs& a, int64_t o
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;  // +0: the chain's start
 
-  static_assert(Cfg::kWgmma || std::is_same_v<Overlap, NoOverlap>, "overlap needs the asynchronous wgmma");
-  BlockMainloopOps<Cfg, Overlap> ops{a, o0, i0, smem, acc, tid, lane, warp_origin<Cfg>(warp), overlap};
+  BlockMainloopOps<Cfg, Sync> ops{a, o0, i0, smem, acc, tid, lane, warp_origin<Cfg>(warp)};
   mainloop_schedule<Cfg::kStages>((a.T + Cfg::TK - 1) / Cfg::TK, ops);
 }
 
