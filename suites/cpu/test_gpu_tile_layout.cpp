@@ -188,6 +188,63 @@ struct EmulatedWarpOps {
   }
 };
 
+// The hardware's reading of a 128-byte-swizzled MN-major operand (PTX ISA / CUTLASS canonical
+// SW128 form), written independently of the staging's wgmma_sw128_offset_bytes: element (k, x)
+// of the instruction's operand starting at byte `start` is at start + (x / 64) LBO + (k / 8) SBO
+// + (k % 8) 128 + (x % 64) 2, then address bits 4-6 XOR bits 7-9 (ring offsets stand for
+// addresses: the device aligns the ring to 1024 bytes).
+uint16_t emulated_sw128_read(const std::vector<uint16_t>& ring, int64_t start_byte, int lbo, int sbo, int k, int x) {
+  int64_t addr = start_byte + int64_t(x / 64) * lbo + int64_t(k / 8) * sbo + (k % 8) * 128 + (x % 64) * 2;
+  addr ^= ((addr >> 7) & 7) << 4;
+  return ring.at(size_t(addr / 2));
+}
+
+// One warp's wgmma on the CPU, for wgmma_chunk_schedule: the warpgroup's m64nNk16 gives this
+// warp's 16 rows, read through the descriptors the device builds (start, LBO, SBO), one
+// instruction-model call per n8 block (the per-output sum is the same; the GPU suites prove it).
+template <class Cfg>
+struct EmulatedWgmmaOps {
+  const std::vector<uint16_t>& ring;
+  int64_t a_byte, b_byte;  // the slot's sA and sB
+  FragCoord wo;            // this warp's origin (its warpgroup's columns)
+  float* acc;              // [32 lanes][kMT][kNT][4]
+  int64_t* instructions;
+  bool* fenced;
+
+  float* accp(int l, int nt) const { return acc + (size_t(l) * Cfg::kNT + nt) * 4; }
+  void fence() const { *fenced = true; }
+  void wgmma(int ks) const {
+    if (!*fenced) ++*instructions, *instructions += 1 << 30;  // no fence before the first wgmma: counted wrong
+    constexpr int sbo_a = wgmma_sbo_bytes<Cfg::TR>(), sbo_b = wgmma_sbo_bytes<Cfg::TC>();
+    const int wg_row = wo.row - wo.row % 64;
+    const int64_t a0 = a_byte + 2 * ks * sbo_a + (wg_row / 64) * kWgmmaAtomBytes;
+    const int64_t b0 = b_byte + 2 * ks * sbo_b + (wo.col / 64) * kWgmmaAtomBytes;
+    for (int nt = 0; nt < Cfg::kNT; ++nt) {
+      uint16_t A[256], Bnk[128];
+      float C[128], D[128];
+      for (int m = 0; m < 16; ++m)
+        for (int k = 0; k < 16; ++k)
+          A[m * 16 + k] = emulated_sw128_read(ring, a0, kWgmmaAtomBytes, sbo_a, k, wo.row % 64 + m);
+      for (int n = 0; n < 8; ++n)
+        for (int k = 0; k < 16; ++k)
+          Bnk[n * 16 + k] = emulated_sw128_read(ring, b0, kWgmmaAtomBytes, sbo_b, k, 8 * nt + n);
+      for (int l = 0; l < 32; ++l)
+        for (int i = 0; i < 4; ++i) {
+          const FragCoord x = mma_c_coord(l, i);
+          C[x.row * 8 + x.col] = accp(l, nt)[i];
+        }
+      mma_m16n8k16_model(A, Bnk, C, D);
+      ++*instructions;
+      for (int l = 0; l < 32; ++l)
+        for (int i = 0; i < 4; ++i) {
+          const FragCoord x = mma_c_coord(l, i);
+          accp(l, nt)[i] = D[x.row * 8 + x.col];
+        }
+    }
+  }
+  void commit_and_wait() const { *fenced = false; }
+};
+
 // The block's side of mainloop_schedule on the CPU. Copies land as late as the schedule allows
 // (only when a wait retires their group), so a read before its wait sees the slot's previous
 // contents; a copy issued into a slot that some warp may still be reading (the slot read since
@@ -223,9 +280,11 @@ struct EmulatedBlockOps {
         const FragCoord gc = staging_group(tid + it * Cfg::kThreads, width);
         const int64_t r = t0 + gc.row, c = c0 + gc.col;
         const int n_ok = staging_valid_count(r, c, T, ld);
+        // The device's destination: padded row-major (ldmatrix) or the swizzled wgmma layout.
+        const int64_t off = Cfg::kWgmma ? wgmma_sw128_offset_bytes(gc.row, gc.col, width) / 2 : gc.row * lds + gc.col;
         for (int e = 0; e < 8; ++e) {
           if (e < n_ok && (r >= T || c + e >= ld)) ++*outside_reads;  // would read another row or past the end
-          dst[size_t(base + gc.row * lds + gc.col + e)] = e < n_ok ? src.at(size_t(r * ld + c + e)) : uint16_t(0);
+          dst[size_t(base + off + e)] = e < n_ok ? src.at(size_t(r * ld + c + e)) : uint16_t(0);
         }
       }
   }
@@ -269,13 +328,22 @@ struct EmulatedBlockOps {
     const int ksteps = chunk_ksteps(T, chunk * Cfg::TK, Cfg::kKSteps);
     ++(ksteps == Cfg::kKSteps ? full_chunks : tail_chunks);
     for (int w = 0; w < Cfg::kWarps; ++w) {
-      EmulatedWarpOps<Cfg> ops{ring, int64_t(slot) * Cfg::kStageElems,
-                               int64_t(slot) * Cfg::kStageElems + Cfg::TK * Cfg::kLdA, warp_origin<Cfg>(w),
-                               acc.data() + size_t(w) * 32 * Cfg::kMT * Cfg::kNT * 4, instructions};
-      if (ksteps == Cfg::kKSteps)
-        mma_chunk_schedule<Cfg, true>(ops, ksteps);
-      else
-        mma_chunk_schedule<Cfg, false>(ops, ksteps);
+      float* wacc = acc.data() + size_t(w) * 32 * Cfg::kMT * Cfg::kNT * 4;
+      const int64_t a_elem = int64_t(slot) * Cfg::kStageElems, b_elem = a_elem + Cfg::TK * Cfg::kLdA;
+      if constexpr (Cfg::kWgmma) {
+        bool fenced = false;
+        EmulatedWgmmaOps<Cfg> ops{ring, 2 * a_elem, 2 * b_elem, warp_origin<Cfg>(w), wacc, instructions, &fenced};
+        if (ksteps == Cfg::kKSteps)
+          wgmma_chunk_schedule<Cfg, true>(ops, ksteps);
+        else
+          wgmma_chunk_schedule<Cfg, false>(ops, ksteps);
+      } else {
+        EmulatedWarpOps<Cfg> ops{ring, a_elem, b_elem, warp_origin<Cfg>(w), wacc, instructions};
+        if (ksteps == Cfg::kKSteps)
+          mma_chunk_schedule<Cfg, true>(ops, ksteps);
+        else
+          mma_chunk_schedule<Cfg, false>(ops, ksteps);
+      }
     }
   }
 };
@@ -331,14 +399,15 @@ void check_emulation(int64_t out, int64_t in, int64_t T, uint64_t seed) {
   const int64_t tiles = ((out + Cfg::TR - 1) / Cfg::TR) * ((in + Cfg::TC - 1) / Cfg::TC);
   EXPECT_EQ(st.full_chunks + st.tail_chunks, tiles * ((T + Cfg::TK - 1) / Cfg::TK));
   EXPECT_EQ(st.instructions, tiles * Cfg::kWarps * Cfg::kMT * Cfg::kNT * ((T + 15) / 16))
-      << "one mma.sync per accumulator tile and k-step, none past T";
+      << "one instruction (mma.sync, or a wgmma's n8 block per warp) per accumulator tile and k-step, none past T, "
+         "every wgmma after a fence";
   const std::vector<float> ref = order_matched_wgrad(X.data(), dY.data(), T, in, out, fused_kernel_order());
   int64_t diff = 0, first = -1;
   for (size_t i = 0; i < G.size(); ++i)
     if (std::memcmp(&G[i], &ref[i], 4) != 0) { if (first < 0) first = int64_t(i); ++diff; }
-  std::printf("[tile %dx%d, %d stages] out=%lld in=%lld T=%lld: %zu outputs, %lld emulated mma.sync "
+  std::printf("[tile %dx%d, %d stages, %s] out=%lld in=%lld T=%lld: %zu outputs, %lld emulated m16n8k16 "
               "(%lld full chunks, %lld ragged), %lld mismatches\n",
-              Cfg::TR, Cfg::TC, Cfg::kStages, (long long)out, (long long)in, (long long)T, G.size(),
+              Cfg::TR, Cfg::TC, Cfg::kStages, Cfg::kWgmma ? "wgmma" : "mma.sync", (long long)out, (long long)in, (long long)T, G.size(),
               (long long)st.instructions, (long long)st.full_chunks, (long long)st.tail_chunks, (long long)diff);
   EXPECT_EQ(diff, 0) << "first at row " << first / in << " col " << first % in;
 }
