@@ -25,25 +25,17 @@ __device__ __forceinline__ bool planted_short_edge_skips(int64_t c, int64_t cols
   return c == cols - 1 && tail >= 2;
 }
 
-// The epilogue in steps that the persistent kernel spreads over the next tile's chunks (v7):
-// one batch of kFusedEpilogueBatch passes each (fp32 / bf16 state; the int8 passes in as many).
-template <class Cfg>
-constexpr int fused_epilogue_steps() {
-  return Cfg::kElementPasses / kFusedEpilogueBatch;
-}
-
 // fp32 / bf16 state: pass j of thread tid takes tile element tid + kThreads * j (epilogue_element),
 // so a warp walks 32 consecutive columns of one row: coalesced global accesses, conflict-free
-// G-tile reads. Each element is the same update_element step the host applies. Runs epilogue
-// steps [step_begin, step_end): step k is passes kFusedEpilogueBatch k .. + kFusedEpilogueBatch - 1.
+// G-tile reads. Each element is the same update_element step the host applies.
 template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
 __device__ __forceinline__ void fused_epilogue_elements(const typename Rule::Scalars& s, const ParamView& pv,
                                                         const float* sG, int64_t o0, int64_t i0,
-                                                        bool short_edge, bool shift_state, int planted,
-                                                        int step_begin, int step_end, int tid) {
+                                                        bool short_edge, bool shift_state, int planted) {
   static_assert(Cfg::kElementPasses % kFusedEpilogueBatch == 0, "batches must divide the passes");
+  const int tid = threadIdx.x;
 #pragma unroll 1
-  for (int j0 = step_begin * kFusedEpilogueBatch; j0 < step_end * kFusedEpilogueBatch; j0 += kFusedEpilogueBatch) {
+  for (int j0 = 0; j0 < Cfg::kElementPasses; j0 += kFusedEpilogueBatch) {
     // Only the values and whether each element is in range stay live across the batch; the
     // indices are recomputed at the store (cheap integer work, fewer registers).
     ElementValues e[kFusedEpilogueBatch];
@@ -87,18 +79,14 @@ __device__ __forceinline__ void fused_epilogue_elements(const typename Rule::Sca
 }
 
 // int8 state: pass j of warp w takes the tile's 64-column block w + kWarps * j (epilogue_int8_block),
-// two elements per lane, the new absmax a warp reduction (update_int8_block_warp). Epilogue step k
-// is passes kBlockPasses / kEpilogueSteps * k .. .
+// two elements per lane, the new absmax a warp reduction (update_int8_block_warp).
 template <class Cfg, class Rule, WeightStore WS>
 __device__ __forceinline__ void fused_epilogue_int8(const typename Rule::Scalars& s, const ParamView& pv,
                                                     const float* sG, int64_t o0, int64_t i0,
-                                                    bool short_edge, bool shift_state, int step_begin, int step_end,
-                                                    int tid) {
-  constexpr int kPassesPerStep = Cfg::kBlockPasses / fused_epilogue_steps<Cfg>();
-  static_assert(kPassesPerStep * fused_epilogue_steps<Cfg>() == Cfg::kBlockPasses, "steps must divide the passes");
-  const int warp = tid >> 5, lane = tid & 31;
+                                                    bool short_edge, bool shift_state) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 #pragma unroll 1
-  for (int j = step_begin * kPassesPerStep; j < step_end * kPassesPerStep; ++j) {
+  for (int j = 0; j < Cfg::kBlockPasses; ++j) {
     const FragCoord b = epilogue_int8_block<Cfg>(warp, j);
     const int64_t r = o0 + b.row, c0 = i0 + b.col;
     if (r >= pv.rows || c0 >= pv.cols) continue;  // uniform across the warp
@@ -111,31 +99,11 @@ __device__ __forceinline__ void fused_epilogue_int8(const typename Rule::Scalars
   }
 }
 
-// One tile's epilogue with its planted-defect switches: run(b, e, tid) applies steps [b, e) as
-// thread tid of the Cfg::kThreads epilogue threads.
-template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
-struct FusedTileEpilogue {
-  const typename Rule::Scalars& s;
-  const ParamView& pv;
-  const float* sG;
-  int64_t o0, i0;
-  int planted;
-  __device__ __forceinline__ void run(int step_begin, int step_end, int tid) const {
-    const bool short_edge = planted == int(FusedPlantedDefect::edge_mask_short);
-    // Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
-    const bool shift_state = planted == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
-    if constexpr (SF == StateFormat::int8)
-      fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state, step_begin, step_end, tid);
-    else
-      fused_epilogue_elements<Cfg, Rule, SF, WS>(s, pv, sG, o0, i0, short_edge, shift_state, planted, step_begin,
-                                                 step_end, tid);
-  }
-};
-
-// The accumulators into the G tile in shared memory, one 8-byte store per pair (warp: the
-// mainloop warp, 0 .. Cfg::kWarps - 1); kLdG makes them conflict free.
+// The accumulators into the G tile in shared memory, one 8-byte store per pair; kLdG makes them
+// conflict free.
 template <class Cfg>
-__device__ __forceinline__ void park_g_tile(float* sG, const float (&acc)[Cfg::kMT][Cfg::kNT][4], int warp, int lane) {
+__device__ __forceinline__ void park_g_tile(float* sG, const float (&acc)[Cfg::kMT][Cfg::kNT][4]) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 #pragma unroll
   for (int mt = 0; mt < Cfg::kMT; ++mt)
 #pragma unroll
@@ -148,8 +116,8 @@ __device__ __forceinline__ void park_g_tile(float* sG, const float (&acc)[Cfg::k
       }
 }
 
-// Block per tile (the 64 x 64 mma.sync tile): mainloop, G parked over the operand buffers (the
-// mainloop ended on a barrier), then the whole epilogue.
+// Block per tile: mainloop, G parked over the operand buffers (the mainloop ended on a barrier),
+// then the epilogue.
 template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
     fused_wgrad_update_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv) {
@@ -159,59 +127,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   float acc[Cfg::kMT][Cfg::kNT][4];
   wgrad_mainloop<Cfg>(a, o0, i0, reinterpret_cast<uint16_t*>(base), acc);
   float* sG = reinterpret_cast<float*>(base);
-  park_g_tile<Cfg>(sG, acc, threadIdx.x >> 5, threadIdx.x & 31);
+  park_g_tile<Cfg>(sG, acc);
   __syncthreads();
-  FusedTileEpilogue<Cfg, Rule, SF, WS>{s, pv, sG, o0, i0, a.planted_defect}.run(0, fused_epilogue_steps<Cfg>(),
-                                                                                threadIdx.x);
-}
-
-// Named barriers of the warp-specialized kernel (0 is __syncthreads; 1 and 2 hand the G tile
-// over, 3 is the mainloop's own barrier among its 256 threads).
-inline constexpr int kBarGFull = 1, kBarGEmpty = 2, kBarMainloop = 3;
-__device__ __forceinline__ void named_bar_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-__device__ __forceinline__ void named_bar_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
-// Warp-specialized persistent fused kernel (v9; the 128 x 128 wgmma tile): one block of
-// 2 x Cfg::kThreads threads per SM walks tiles blockIdx.x, + gridDim.x, ... in row-major tile
-// order. Threads 0 .. 255 (two warpgroups) run the mainloop of each tile (wgmma, their own named
-// barrier) and park G in a tile buffer after the operand ring; threads 256 .. 511 apply the rule
-// to the parked tile while the first half multiplies the next one. Hand-over, one buffer:
-//   mainloop side, tile n: [n > 0: bar.sync G_EMPTY] park; bar.arrive G_FULL
-//   epilogue side, tile n: bar.sync G_FULL; epilogue; [tile n + 1 exists: bar.arrive G_EMPTY]
-// so every sync meets exactly one arrive per tile, and parking waits until the epilogue of the
-// previous tile has read the whole buffer.
-template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
-__global__ void __launch_bounds__(2 * Cfg::kThreads, 1)
-    fused_wgrad_update_persistent_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv) {
-  static_assert(Cfg::kWgmma && Cfg::kThreads == 256, "two 256-thread halves: wgmma mainloop, epilogue");
-  constexpr int kAll = 2 * Cfg::kThreads;
-  extern __shared__ __align__(16) unsigned char fused_smem[];
-  unsigned char* base = align_to_atom(fused_smem);
-  float* sG = reinterpret_cast<float*>(base + Cfg::kOperandBytes);
-  const int64_t tiles_x = (a.in + Cfg::TC - 1) / Cfg::TC, tiles = tiles_x * ((a.out + Cfg::TR - 1) / Cfg::TR);
-  const int tid = threadIdx.x;
-  if (tid < Cfg::kThreads) {
-    float acc[Cfg::kMT][Cfg::kNT][4];
-    for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-      const int64_t o0 = (tile / tiles_x) * Cfg::TR, i0 = (tile % tiles_x) * Cfg::TC;
-      wgrad_mainloop<Cfg, NamedSync<kBarMainloop, Cfg::kThreads>>(a, o0, i0, reinterpret_cast<uint16_t*>(base), acc);
-      if (tile != blockIdx.x) named_bar_sync(kBarGEmpty, kAll);
-      park_g_tile<Cfg>(sG, acc, tid >> 5, tid & 31);
-      named_bar_arrive(kBarGFull, kAll);
-    }
-  } else {
-    const int etid = tid - Cfg::kThreads;
-    for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-      const int64_t o0 = (tile / tiles_x) * Cfg::TR, i0 = (tile % tiles_x) * Cfg::TC;
-      named_bar_sync(kBarGFull, kAll);
-      FusedTileEpilogue<Cfg, Rule, SF, WS>{s, pv, sG, o0, i0, a.planted_defect}.run(0, fused_epilogue_steps<Cfg>(), etid);
-      if (tile + gridDim.x < tiles) named_bar_arrive(kBarGEmpty, kAll);
-    }
-  }
+  const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
+  // Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
+  const bool shift_state = a.planted_defect == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
+  if constexpr (SF == StateFormat::int8)
+    fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state);
+  else
+    fused_epilogue_elements<Cfg, Rule, SF, WS>(s, pv, sG, o0, i0, short_edge, shift_state, a.planted_defect);
 }
 
 // Order-matched materializer: the same mainloop, fp32 G [out, in] (row-major, ld = in) stored.
@@ -271,40 +195,11 @@ void launch_fused_cfg(const WgradTileArgs& a, const typename Rule::Scalars& s, c
   cuda_check(cudaGetLastError(), "fused_wgrad_update: launch");
 }
 
-// The persistent kernel's grid: one block per SM (its shared memory allows one), at most one per
-// tile. The SM count is read once per process.
-inline unsigned persistent_grid(int64_t tiles) {
-  static const int sms = [] {
-    int dev = 0, n = 0;
-    cuda_check(cudaGetDevice(&dev), "fused_wgrad_update: cudaGetDevice");
-    cuda_check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "fused_wgrad_update: SM count");
-    return n;
-  }();
-  return unsigned(tiles < sms ? tiles : sms);
-}
-
-template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
-void launch_fused_persistent(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
-                             cudaStream_t stream) {
-  static_assert(Cfg::kWgmma, "the persistent kernel overlaps through the asynchronous wgmma");
-  constexpr size_t smem = Cfg::kOperandBytes + Cfg::kGTileBytes + Cfg::kAlignSlack;  // the ring, then the G tile
-  auto kernel = fused_wgrad_update_persistent_kernel<Cfg, Rule, SF, WS>;
-  static const bool smem_ok = set_smem_limit(kernel, smem, "fused_wgrad_update: cudaFuncSetAttribute");
-  (void)smem_ok;
-  const int64_t tiles = ((a.in + Cfg::TC - 1) / Cfg::TC) * ((a.out + Cfg::TR - 1) / Cfg::TR);
-  kernel<<<persistent_grid(tiles), 2 * Cfg::kThreads, smem, stream>>>(a, s, pv);
-  cuda_check(cudaGetLastError(), "fused_wgrad_update: launch");
-}
-
-// The 128 x 128 fused tile: the warp-specialized persistent wgmma kernel (v9): the mainloop half
-// is the materializer's 256-thread configuration.
-using FusedPersistentCfg = WgradTileCfg<128, 128>;
-
 template <class Rule, StateFormat SF, WeightStore WS>
 void launch_fused_tile(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                        TileShape tile, cudaStream_t stream) {
   if (tile.rows == 128 && tile.cols == 128)
-    return launch_fused_persistent<FusedPersistentCfg, Rule, SF, WS>(a, s, pv, stream);
+    return launch_fused_cfg<WgradTileCfg<128, 128>, Rule, SF, WS>(a, s, pv, stream);
   if (tile.rows == 64 && tile.cols == 64)
     return launch_fused_cfg<WgradTileCfg<64, 64>, Rule, SF, WS>(a, s, pv, stream);
   throw std::invalid_argument("fused_wgrad_update: unsupported tile " + std::to_string(tile.rows) +

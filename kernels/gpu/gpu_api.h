@@ -155,5 +155,11 @@ void cublas_dgrad(cublasHandle_t h, const uint16_t* dy, const uint16_t* w_bf16, 
 //   c [n][16][8] fp32, d [n][16][8] fp32 (out).
 void mma_probe(const uint16_t* a, const uint16_t* b, const float* c, float* d, int64_t n, int chain,
                cudaStream_t stream = 0);
+// The wgmma probe (same file): n instances, each one warpgroup running a chain of `chain`
+// wgmma.mma_async m64n128k16 (bf16 in, fp32 accumulate, both operands from shared memory in the
+// fused kernel's swizzled MN-major layout). a: [n][chain][64][16] row-major (A[m][k]),
+// b: [n][chain][16][128] (B[k][n]), c and d: [n][64][128] row-major.
+void wgmma_probe(const uint16_t* a, const uint16_t* b, const float* c, float* d, int64_t n, int chain,
+                 cudaStream_t stream = 0);
 
 }  // namespace fh::gpu

@@ -42,7 +42,63 @@ __global__ void __launch_bounds__(256)
   }
 }
 
+// One instance per block of 128 threads (one warpgroup): each chain step is staged into shared
+// memory with the fused kernel's layout functions (wgmma_sw128_offset_bytes, A as [k][m] of width
+// 64, B as [k][n] of width 128), then one wgmma through the kernel's descriptors; the
+// accumulators start from C and end in D in the mma C-fragment layout per n8 block.
+__global__ void __launch_bounds__(128)
+    wgmma_probe_kernel(const uint16_t* a, const uint16_t* b, const float* c, float* d, int chain) {
+  extern __shared__ __align__(16) unsigned char probe_smem[];
+  unsigned char* base = align_to_atom(probe_smem);
+  uint16_t* sA = reinterpret_cast<uint16_t*>(base);                        // 2 atoms: 16 x 64
+  uint16_t* sB = reinterpret_cast<uint16_t*>(base + 2 * kWgmmaAtomBytes);  // 4 atoms: 16 x 128
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int64_t inst = blockIdx.x;
+  float acc[16][4];
+  for (int j = 0; j < 16; ++j)
+    for (int i = 0; i < 4; ++i) {
+      const FragCoord cc = mma_c_coord(lane, i);
+      acc[j][i] = c[inst * 8192 + (16 * warp + cc.row) * 128 + 8 * j + cc.col];
+    }
+  for (int s = 0; s < chain; ++s) {
+    const uint16_t* A = a + (inst * chain + s) * 1024;  // [64][16]
+    const uint16_t* B = b + (inst * chain + s) * 2048;  // [16][128]
+    for (int e = tid; e < 1024; e += 128) {
+      const int m = e / 16, k = e % 16;
+      sA[wgmma_sw128_offset_bytes(k, m, 64) / 2] = A[e];
+    }
+    for (int e = tid; e < 2048; e += 128) {
+      const int k = e / 128, n = e % 128;
+      sB[wgmma_sw128_offset_bytes(k, n, 128) / 2] = B[e];
+    }
+    fence_proxy_async_shared();
+    __syncthreads();
+    wgmma_fence_operands<16>(acc);
+    wgmma_fence();
+    wgmma_m64n128k16_ss(acc, wgmma_desc_sw128(sA, kWgmmaAtomBytes, wgmma_sbo_bytes<64>()),
+                        wgmma_desc_sw128(sB, kWgmmaAtomBytes, wgmma_sbo_bytes<128>()));
+    wgmma_commit();
+    wgmma_wait_all();
+    wgmma_fence_operands<16>(acc);
+    __syncthreads();  // before the next step overwrites the operands
+  }
+  for (int j = 0; j < 16; ++j)
+    for (int i = 0; i < 4; ++i) {
+      const FragCoord cc = mma_c_coord(lane, i);
+      d[inst * 8192 + (16 * warp + cc.row) * 128 + 8 * j + cc.col] = acc[j][i];
+    }
+}
+
 }  // namespace
+
+void wgmma_probe(const uint16_t* a, const uint16_t* b, const float* c, float* d, int64_t n, int chain,
+                 cudaStream_t stream) {
+  if (!a || !b || !c || !d) throw std::invalid_argument("wgmma_probe: null pointer");
+  if (n < 1 || n > 2147483647 || chain < 1) throw std::invalid_argument("wgmma_probe: need 1 <= n < 2^31 instances and chain >= 1");
+  constexpr size_t smem = 6 * kWgmmaAtomBytes + kWgmmaAtomBytes;  // operands + alignment slack
+  wgmma_probe_kernel<<<unsigned(n), 128, smem, stream>>>(a, b, c, d, chain);
+  cuda_check(cudaGetLastError(), "wgmma_probe: launch");
+}
 
 void mma_probe(const uint16_t* a, const uint16_t* b, const float* c, float* d, int64_t n, int chain,
                cudaStream_t stream) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,86 @@ ProbeJudgement probe_and_judge(ProbeCategory cat, int64_t n, const std::function
     r.fma_misses += fmam[size_t(i)];
     r.max_ulp = std::max(r.max_ulp, worst[size_t(i)]);
     if (r.first.empty()) r.first = first[size_t(i)];
+  }
+  return r;
+}
+
+ProbeJudgement probe_and_judge_wgmma(ProbeCategory cat, int64_t n, const std::function<uint64_t(int64_t)>& seed_of,
+                                     const MmaModelParams& params) {
+  if (n < 16 || n % 16 != 0) throw std::invalid_argument("probe_and_judge_wgmma: n must be a positive multiple of 16");
+  ProbeJudgement r;
+  r.chain = probe_chain_length(cat);
+  const int chain = r.chain;
+  const int64_t inst = n / 16;
+  r.cases.resize(size_t(n));
+  std::vector<uint64_t> seeds(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) seeds[size_t(i)] = seed_of(i);
+  parallel_for(n, [&](int64_t i) { r.cases[size_t(i)] = make_probe_case(cat, seeds[size_t(i)]); });
+  // Instance layout (gpu_api.h, wgmma_probe): A [chain][64][16], B [chain][16][128], C [64][128].
+  std::vector<uint16_t> a(size_t(inst) * chain * 1024), b(size_t(inst) * chain * 2048);
+  std::vector<float> c(size_t(inst) * 8192);
+  parallel_for(inst, [&](int64_t q) {
+    for (int s = 0; s < chain; ++s)
+      for (int w = 0; w < 4; ++w)
+        for (int m = 0; m < 16; ++m)
+          for (int k = 0; k < 16; ++k)
+            a[size_t(((q * chain + s) * 64 + 16 * w + m) * 16 + k)] = r.cases[size_t(16 * q + w)].a[size_t(s * 256 + m * 16 + k)];
+    for (int s = 0; s < chain; ++s)
+      for (int j = 0; j < 16; ++j)
+        for (int nn = 0; nn < 8; ++nn)
+          for (int k = 0; k < 16; ++k)
+            b[size_t(((q * chain + s) * 16 + k) * 128 + 8 * j + nn)] = r.cases[size_t(16 * q + j)].b[size_t(s * 128 + nn * 16 + k)];
+    for (int w = 0; w < 4; ++w)
+      for (int j = 0; j < 16; ++j)
+        for (int m = 0; m < 16; ++m)
+          for (int nn = 0; nn < 8; ++nn)
+            c[size_t(q * 8192 + (16 * w + m) * 128 + 8 * j + nn)] = r.cases[size_t(16 * q + j)].c[size_t(m * 8 + nn)];
+  });
+  DeviceBuffer<uint16_t> da(a), db(b);
+  DeviceBuffer<float> dc(c), dd(c.size());
+  wgmma_probe(da.data(), db.data(), dc.data(), dd.data(), inst, chain);
+  cuda_check(cudaDeviceSynchronize(), "wgmma_probe");
+  r.hw = dd.download();
+
+  std::vector<int64_t> mis(size_t(inst), 0), fmam(size_t(inst), 0);
+  std::vector<uint64_t> worst(size_t(inst), 0);
+  std::vector<std::string> first(static_cast<size_t>(inst));
+  parallel_for(inst, [&](int64_t q) {
+    for (int w = 0; w < 4; ++w)
+      for (int j = 0; j < 16; ++j) {
+        const ProbeCase& pa = r.cases[size_t(16 * q + w)];
+        const ProbeCase& pb = r.cases[size_t(16 * q + j)];
+        float dm[128], df[128];
+        std::copy(pb.c.begin(), pb.c.end(), dm);
+        std::copy(pb.c.begin(), pb.c.end(), df);
+        for (int s = 0; s < chain; ++s) {
+          mma_m16n8k16_model(&pa.a[size_t(s) * 256], &pb.b[size_t(s) * 128], dm, dm, params);
+          for (int e = 0; e < 128; ++e)  // the plain fp32 fmaf loop, for the miss count
+            for (int k = 0; k < 16; ++k)
+              df[e] = std::fmaf(bf16_to_float(pa.a[size_t(s * 256 + (e / 8) * 16 + k)]),
+                                bf16_to_float(pb.b[size_t(s * 128 + (e % 8) * 16 + k)]), df[e]);
+        }
+        for (int e = 0; e < 128; ++e) {
+          const float h = r.hw[size_t(q * 8192 + (16 * w + e / 8) * 128 + 8 * j + e % 8)];
+          if (f32_bits(dm[e]) != f32_bits(h)) {
+            if (mis[size_t(q)]++ == 0) {
+              char buf[240];
+              std::snprintf(buf, sizeof buf, "instance %lld block (%d, %d) D[%d][%d]: model 0x%08x, GPU 0x%08x",
+                            (long long)q, w, j, 16 * w + e / 8, 8 * j + e % 8, f32_bits(dm[e]), f32_bits(h));
+              first[size_t(q)] = buf;
+            }
+            worst[size_t(q)] = std::max(worst[size_t(q)], ulp_distance_f32(dm[e], h));
+          }
+          if (f32_bits(df[e]) != f32_bits(h)) ++fmam[size_t(q)];
+        }
+      }
+  });
+  r.outputs = inst * 8192;
+  for (int64_t q = 0; q < inst; ++q) {
+    r.mismatches += mis[size_t(q)];
+    r.fma_misses += fmam[size_t(q)];
+    r.max_ulp = std::max(r.max_ulp, worst[size_t(q)]);
+    if (r.first.empty()) r.first = first[size_t(q)];
   }
   return r;
 }

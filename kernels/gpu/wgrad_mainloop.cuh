@@ -1,11 +1,11 @@
 // The wgrad mainloop shared by the fused kernel and the order-matched materializer: one block
 // accumulates a TR x TC tile of G = dY^T X in fp32 registers over all T tokens, chaining one
-// mma.sync m16n8k16 per 16 tokens in token order from +0 (index math: wgrad_tile_layout.h).
+// k16 tensor-core instruction per 16 tokens in token order from +0 (wgmma m64n128k16 for the
+// 128 x 128 tile, mma.sync m16n8k16 for 64 x 64; index math: wgrad_tile_layout.h).
 #pragma once
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "kernels/gpu/wgrad_tile_layout.h"
 
@@ -85,35 +85,9 @@ __device__ __forceinline__ void wgmma_fence_operands(float (&d)[kNT][4]) {
     for (int i = 0; i < 4; ++i) asm volatile("" : "+f"(d[j][i])::"memory");
 }
 // d[j][i] (n8 block j, the mma.sync C-fragment position i; this warp's 16 of the warpgroup's 64
-// rows) += A * B over one k16 step: wgmma.mma_async m64nNk16, fp32 accumulate, A (64 x 16) and
-// B (16 x N) from shared memory, both MN-major (imm-trans-a = imm-trans-b = 1).
-template <int N>
-__device__ __forceinline__ void wgmma_m64nNk16_ss(float (&d)[N / 8][4], uint64_t adesc, uint64_t bdesc);
-template <>
-__device__ __forceinline__ void wgmma_m64nNk16_ss<64>(float (&d)[8][4], uint64_t adesc, uint64_t bdesc) {
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-      "%32, %33, p, 1, 1, 1, 1;\n}\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
-        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
-        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
-        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
-        "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
-        "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
-        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
-      : "l"(adesc), "l"(bdesc), "r"(1)
-      : "memory");
-#else
-  (void)d, (void)adesc, (void)bdesc;
-  __trap();  // wgmma needs sm_90a (the project builds only that target)
-#endif
-}
-template <>
-__device__ __forceinline__ void wgmma_m64nNk16_ss<128>(float (&d)[16][4], uint64_t adesc, uint64_t bdesc) {
+// rows) += A * B over one k16 step: wgmma.mma_async m64n128k16, fp32 accumulate, A (64 x 16) and
+// B (16 x 128) from shared memory, both MN-major (imm-trans-a = imm-trans-b = 1).
+__device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[16][4], uint64_t adesc, uint64_t bdesc) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
@@ -208,8 +182,8 @@ struct WarpMmaOps {
 };
 
 // One warp's view of a staged chunk for wgmma_chunk_schedule (wgrad_tile_layout.h): A and B
-// through descriptors of the slot's core-matrix layouts; k-step ks starts 2 K groups (2 LBO)
-// further, the warpgroup's rows and columns at M and N group wo / 8 (its first warp's origin).
+// through descriptors of the slot's swizzled layouts; k-step ks starts two 8-token groups (2 SBO)
+// further, the warpgroup's rows at swizzle atom wg.row / 64.
 template <class Cfg>
 struct WarpgroupWgmmaOps {
   const uint16_t* sA;
@@ -226,8 +200,7 @@ struct WarpgroupWgmmaOps {
     // k-step ks: 8-token groups 2 ks, 2 ks + 1; the warpgroup's rows / columns from atom wg / 64.
     const unsigned char* a = reinterpret_cast<const unsigned char*>(sA) + 2 * ks * sbo_a + (wg.row / 64) * kWgmmaAtomBytes;
     const unsigned char* b = reinterpret_cast<const unsigned char*>(sB) + 2 * ks * sbo_b + (wg.col / 64) * kWgmmaAtomBytes;
-    wgmma_m64nNk16_ss<Cfg::kWarpN>(acc[0], wgmma_desc_sw128(a, kWgmmaAtomBytes, sbo_a),
-                                   wgmma_desc_sw128(b, kWgmmaAtomBytes, sbo_b));
+    wgmma_m64n128k16_ss(acc[0], wgmma_desc_sw128(a, kWgmmaAtomBytes, sbo_a), wgmma_desc_sw128(b, kWgmmaAtomBytes, sbo_b));
   }
   __device__ __forceinline__ void commit_and_wait() const {
     wgmma_commit();
@@ -237,18 +210,8 @@ struct WarpgroupWgmmaOps {
 };
 
 // The block's side of mainloop_schedule (wgrad_tile_layout.h): cp.async staging into ring slots,
-// barriers, and each warp's mma_chunk_schedule over a landed slot.
-// The mainloop's barrier: the whole block, or (the warp-specialized fused kernel, v9) only the
-// kThreads threads that run the mainloop, on named barrier kId.
-struct BlockSync {
-  __device__ __forceinline__ static void sync() { __syncthreads(); }
-};
-template <int kId, int kThreads>
-struct NamedSync {
-  __device__ __forceinline__ static void sync() { asm volatile("bar.sync %0, %1;\n" ::"n"(kId), "n"(kThreads) : "memory"); }
-};
-
-template <class Cfg, class Sync = BlockSync>
+// barriers, and each warp's mma_chunk_schedule (or wgmma_chunk_schedule) over a landed slot.
+template <class Cfg>
 struct BlockMainloopOps {
   const WgradTileArgs& a;
   int64_t o0, i0;
@@ -289,7 +252,7 @@ struct BlockMainloopOps {
     cp_async_wait<N>();
     if constexpr (Cfg::kWgmma) fence_proxy_async_shared();  // before the barrier that follows
   }
-  __device__ __forceinline__ void barrier() const { Sync::sync(); }
+  __device__ __forceinline__ void barrier() const { __syncthreads(); }
   __device__ __forceinline__ void compute(int64_t chunk, int slot) const {
     const uint16_t* sA = smem + slot * Cfg::kStageElems;
     const int ksteps = chunk_ksteps(a.T, chunk * Cfg::TK, Cfg::kKSteps);
@@ -310,13 +273,14 @@ struct BlockMainloopOps {
   }
 };
 
-// The mainloop. smem: Cfg::kOperandBytes of dynamic shared memory (16-byte aligned). On return
+// The mainloop. smem: Cfg::kOperandBytes of dynamic shared memory (16-byte aligned; 1024-byte
+// aligned for the wgmma tile, whose swizzle atoms must be). On return
 // acc holds the tile's G values for this thread (acc_tile_coord gives their positions) and every
 // thread has passed a final __syncthreads, so the caller may reuse smem.
 // v3: a kStages-deep cp.async ring with one barrier per chunk (mainloop_schedule), and each
-// chunk's instructions from mma_chunk_schedule (fragments software pipelined across k-steps).
-// Sync: the barrier among the threads running the mainloop (threads 0 .. Cfg::kThreads - 1).
-template <class Cfg, class Sync = BlockSync>
+// chunk's instructions from mma_chunk_schedule (fragments software pipelined across k-steps) or,
+// for the wgmma tile (v6+), wgmma_chunk_schedule.
+template <class Cfg>
 __device__ __forceinline__ void wgrad_mainloop(const WgradTileArgs& a, int64_t o0, int64_t i0,
                                                uint16_t* smem, float (&acc)[Cfg::kMT][Cfg::kNT][4]) {
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -327,7 +291,7 @@ __device__ __forceinline__ void wgrad_mainloop(const WgradTileArgs& a, int64_t o
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;  // +0: the chain's start
 
-  BlockMainloopOps<Cfg, Sync> ops{a, o0, i0, smem, acc, tid, lane, warp_origin<Cfg>(warp)};
+  BlockMainloopOps<Cfg> ops{a, o0, i0, smem, acc, tid, lane, warp_origin<Cfg>(warp)};
   mainloop_schedule<Cfg::kStages>((a.T + Cfg::TK - 1) / Cfg::TK, ops);
 }
 

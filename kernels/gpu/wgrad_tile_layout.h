@@ -66,25 +66,21 @@ FH_HD FragCoord ldsm_b_row_address(int lane, int k0, int n0) {
 }
 
 // Shapes and shared-memory layout of one tile configuration.
-// kWgmma (v6, the 128 x 128 tile): each warpgroup issues wgmma.mma_async m64nNk16 (A from
-// registers, loaded with ldmatrix .trans as for mma.sync; B from shared memory through a
-// descriptor); warp w of warpgroup g owns 16 rows (16 (w % 4) of the warpgroup's 64) and the
-// warpgroup's N columns. 256 threads: two warpgroups of 64 x 128 (the materializer); 512 threads
-// (the persistent fused kernel, v7): four of 64 x 64. Per output element it is the same chain as
-// mma.sync: one k16 instruction per 16 tokens in token order from +0 (the instruction model
-// covers both; the GPU suites prove it). Otherwise (64 x 64) mma.sync m16n8k16, 2 x 4 warps.
-template <int TR_, int TC_, int kThreads_ = 256>
+// kWgmma (v6, the 128 x 128 tile): the block's two warpgroups each issue wgmma.mma_async
+// m64n128k16 with both operands from shared memory (128-byte swizzled, MN-major); warp w owns
+// tile rows 16 w .. 16 w + 15 and all 128 columns (its warpgroup's m64 instruction gives it those
+// rows). Per output element it is the same chain as mma.sync: one k16 instruction per 16 tokens
+// in token order from +0 (the instruction model covers both; the GPU suites prove it).
+// Otherwise (64 x 64) mma.sync m16n8k16 with the 2 x 4 warp grid.
+template <int TR_, int TC_>
 struct WgradTileCfg {
   static constexpr int TR = TR_, TC = TC_;
-  static constexpr int kThreads = kThreads_, kWarps = kThreads / 32, TK = 64;
+  static constexpr int kThreads = 256, kWarps = 8, TK = 64;
   static constexpr bool kWgmma = TR == 128 && TC == 128;
-  // Blocks per SM the register budget is capped for (__launch_bounds__): two 256-thread blocks,
-  // so that one block's epilogue (memory bound) overlaps another's mainloop; the 512-thread
-  // persistent kernel overlaps them inside its one block.
-  static constexpr int kMinBlocksPerSm = kThreads == 256 ? 2 : 1;
-  static constexpr int kWarpgroups = kThreads / 128, kWgRows = TR / 64;
-  static constexpr int kWgCols = kWgmma ? kWarpgroups / kWgRows : 1;  // warpgroups across N
-  static constexpr int kWarpsM = kWgmma ? 4 * kWgRows : 2, kWarpsN = kWgmma ? kWgCols : 4;
+  // Blocks per SM the register budget is capped for (__launch_bounds__): two, so that one
+  // block's epilogue (memory bound) overlaps another's mainloop.
+  static constexpr int kMinBlocksPerSm = 2;
+  static constexpr int kWarpsM = kWgmma ? 8 : 2, kWarpsN = kWgmma ? 1 : 4;
   static constexpr int kWarpM = TR / kWarpsM, kWarpN = TC / kWarpsN;
   static constexpr int kMT = kWarpM / 16, kNT = kWarpN / 8;  // instruction tiles per warp
   static constexpr int kKSteps = TK / 16;
@@ -121,9 +117,7 @@ struct WgradTileCfg {
   static_assert(kNT % 2 == 0, "B fragments are loaded two n8 tiles at a time");
   static_assert(kMT >= 1, "at least one m16 tile per warp");
   static_assert(kStages >= 2, "the ring needs a slot being filled and a slot being read");
-  static_assert(!kWgmma || (kWarpM == 16 && kWarpgroups % kWgRows == 0 && (kWarpN == 64 || kWarpN == 128)),
-                "wgmma tile: warps of 16 rows, warpgroups of m64 x n64 or m64 x n128");
-  static_assert(kWgmma || kThreads == 256, "the mma.sync tiles have 8 warps");
+  static_assert(!kWgmma || (kWarpM == 16 && kWarpN == 128), "wgmma tile: 8 warps of 16 rows, two m64 x n128 warpgroups");
   static_assert(!kWgmma || ((TK * kLdA * 2) % kWgmmaAtomBytes == 0 && (kStageElems * 2) % kWgmmaAtomBytes == 0),
                 "every operand of every slot must start on a swizzle atom (1024 bytes)");
   static_assert(!kWgmma || (TR % 64 == 0 && TC % 64 == 0), "whole swizzle atoms across M and N");
@@ -145,14 +139,9 @@ FH_HD int wgmma_sw128_offset_bytes(int k, int x, int width) {
   return atom * kWgmmaAtomBytes + (k & 7) * 128 + ((((x & 63) >> 3) ^ (k & 7)) << 4) + (x & 7) * 2;
 }
 
-// Warp w's sub-tile origin inside the tile. wgmma: warpgroup g = w / 4 takes rows
-// 64 (g / kWgCols) .. + 63 and columns kWarpN (g % kWgCols) .. ; warp w its 16 rows 16 (w % 4).
+// Warp w's sub-tile origin inside the tile (wgmma: rows 16 w, all columns).
 template <class Cfg>
 FH_HD FragCoord warp_origin(int warp) {
-  if constexpr (Cfg::kWgmma) {
-    const int g = warp / 4;
-    return {64 * (g / Cfg::kWgCols) + 16 * (warp % 4), (g % Cfg::kWgCols) * Cfg::kWarpN};
-  }
   return {(warp / Cfg::kWarpsN) * Cfg::kWarpM, (warp % Cfg::kWarpsN) * Cfg::kWarpN};
 }
 

@@ -23,6 +23,39 @@ struct CategoryResult {
 };
 
 
+// The fused kernel's 128 x 128 tile multiplies with wgmma.mma_async m64n128k16 (v6+): the same
+// model, proved on that instruction with the kernel's own shared-memory layout and descriptors.
+TEST(GpuMmaModel, WgmmaModelEqualsHardwareOnTenMillionOutputs) {
+  FH_REQUIRE_GPU();
+  constexpr int64_t kCasesPerCategory = 16 * 102;  // 12 categories x 102 instances x 8192 = 1.003e7 outputs
+  int64_t total = 0, total_mis = 0, total_fma = 0;
+  for (int ci = 0; ci < kProbeCategories; ++ci) {
+    const ProbeCategory cat = ProbeCategory(ci);
+    // Seeds past the mma.sync sweep's, so these are new inputs.
+    const ProbeJudgement j = probe_and_judge_wgmma(
+        cat, kCasesPerCategory, [&](int64_t i) { return probe_seed(cat, uint64_t(kInstancesPerCategory + i)); });
+    std::printf("[wgmma model] %-24s chain %d: %lld outputs, %lld model mismatches, %lld fp32-fma-loop misses%s%s\n",
+                probe_category_name(cat), j.chain, (long long)j.outputs, (long long)j.mismatches,
+                (long long)j.fma_misses, j.first.empty() ? "" : "; first: ", j.first.c_str());
+    EXPECT_EQ(j.mismatches, 0) << probe_category_name(cat) << ": " << j.first;
+    total += j.outputs;
+    total_mis += j.mismatches;
+    total_fma += j.fma_misses;
+  }
+  std::printf("[wgmma model] SUMMARY: %lld outputs compared, %lld model mismatches, %lld (%.1f%%) a plain fp32 fmaf loop would have missed\n",
+              (long long)total, (long long)total_mis, (long long)total_fma, 100.0 * double(total_fma) / double(total));
+  EXPECT_GE(total, 10000000);
+  // Planted: the same hardware outputs judged with a model that rounds to nearest instead of
+  // toward zero must show mismatches, or the comparison could not fail.
+  MmaModelParams wrong = kHopperMma;
+  wrong.out_round = MmaModelParams::OutRound::nearest_even;
+  const ProbeJudgement p = probe_and_judge_wgmma(
+      ProbeCategory::random_normal, 16 * 8, [](int64_t i) { return probe_seed(ProbeCategory::random_normal, uint64_t(i)); }, wrong);
+  std::printf("[wgmma model] planted nearest-even model: %lld of %lld outputs differ (must be > 0)\n",
+              (long long)p.mismatches, (long long)p.outputs);
+  EXPECT_GT(p.mismatches, 0);
+}
+
 TEST(GpuMmaModel, ModelEqualsHardwareOnTenMillionOutputs) {
   FH_REQUIRE_GPU();
   std::vector<GoldenRecord> golden;
