@@ -15,6 +15,20 @@
 
 namespace fh::gpu {
 
+namespace {
+// The per-instance counts (filled in parallel) into the judgement; the first mismatch is the
+// first instance's that has one.
+void add_instance_counts(ProbeJudgement& r, const std::vector<int64_t>& mis, const std::vector<int64_t>& fmam,
+                         const std::vector<uint64_t>& worst, const std::vector<std::string>& first) {
+  for (size_t i = 0; i < mis.size(); ++i) {
+    r.mismatches += mis[i];
+    r.fma_misses += fmam[i];
+    r.max_ulp = std::max(r.max_ulp, worst[i]);
+    if (r.first.empty()) r.first = first[i];
+  }
+}
+}  // namespace
+
 float probe_fma_loop(const ProbeCase& pc, int row, int col) {
   float acc = pc.c[size_t(row * 8 + col)];
   for (int s = 0; s < pc.chain; ++s)
@@ -69,12 +83,7 @@ ProbeJudgement probe_and_judge(ProbeCategory cat, int64_t n, const std::function
     }
   });
   r.outputs = n * 128;
-  for (int64_t i = 0; i < n; ++i) {
-    r.mismatches += mis[size_t(i)];
-    r.fma_misses += fmam[size_t(i)];
-    r.max_ulp = std::max(r.max_ulp, worst[size_t(i)]);
-    if (r.first.empty()) r.first = first[size_t(i)];
-  }
+  add_instance_counts(r, mis, fmam, worst, first);
   return r;
 }
 
@@ -149,12 +158,7 @@ ProbeJudgement probe_and_judge_wgmma(ProbeCategory cat, int64_t n, const std::fu
       }
   });
   r.outputs = inst * 8192;
-  for (int64_t q = 0; q < inst; ++q) {
-    r.mismatches += mis[size_t(q)];
-    r.fma_misses += fmam[size_t(q)];
-    r.max_ulp = std::max(r.max_ulp, worst[size_t(q)]);
-    if (r.first.empty()) r.first = first[size_t(q)];
-  }
+  add_instance_counts(r, mis, fmam, worst, first);
   return r;
 }
 

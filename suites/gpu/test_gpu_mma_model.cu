@@ -17,34 +17,42 @@ namespace {
 constexpr int64_t kInstancesPerCategory = 6656;  // 12 categories x 6656 x 128 = 1.02e7 outputs
 constexpr int kGoldenPerCategory = 16;
 
-struct CategoryResult {
+// Per-category lines and the sweep's totals, for both instructions.
+struct ProbeTotals {
+  const char* tag;
   int64_t outputs = 0, mismatches = 0, fma_misses = 0;
-  std::string first;
+  void add(ProbeCategory cat, const ProbeJudgement& j) {
+    std::printf("[%s] %-24s chain %d: %lld outputs, %lld model mismatches, %lld fp32-fma-loop misses%s%s\n", tag,
+                probe_category_name(cat), j.chain, (long long)j.outputs, (long long)j.mismatches,
+                (long long)j.fma_misses, j.first.empty() ? "" : "; first: ", j.first.c_str());
+    EXPECT_EQ(j.mismatches, 0) << probe_category_name(cat) << ": " << j.first;
+    outputs += j.outputs;
+    mismatches += j.mismatches;
+    fma_misses += j.fma_misses;
+  }
+  void summary() const {
+    std::printf("[%s] SUMMARY: %lld outputs compared, %lld model mismatches, %lld (%.1f%%) a plain fp32 fmaf loop "
+                "would have missed\n",
+                tag, (long long)outputs, (long long)mismatches, (long long)fma_misses,
+                100.0 * double(fma_misses) / double(outputs));
+    EXPECT_GE(outputs, 10000000);
+  }
 };
-
 
 // The fused kernel's 128 x 128 tile multiplies with wgmma.mma_async m64n128k16 (v6+): the same
 // model, proved on that instruction with the kernel's own shared-memory layout and descriptors.
 TEST(GpuMmaModel, WgmmaModelEqualsHardwareOnTenMillionOutputs) {
   FH_REQUIRE_GPU();
   constexpr int64_t kCasesPerCategory = 16 * 102;  // 12 categories x 102 instances x 8192 = 1.003e7 outputs
-  int64_t total = 0, total_mis = 0, total_fma = 0;
+  ProbeTotals totals{"wgmma model"};
   for (int ci = 0; ci < kProbeCategories; ++ci) {
     const ProbeCategory cat = ProbeCategory(ci);
     // Seeds past the mma.sync sweep's, so these are new inputs.
-    const ProbeJudgement j = probe_and_judge_wgmma(
-        cat, kCasesPerCategory, [&](int64_t i) { return probe_seed(cat, uint64_t(kInstancesPerCategory + i)); });
-    std::printf("[wgmma model] %-24s chain %d: %lld outputs, %lld model mismatches, %lld fp32-fma-loop misses%s%s\n",
-                probe_category_name(cat), j.chain, (long long)j.outputs, (long long)j.mismatches,
-                (long long)j.fma_misses, j.first.empty() ? "" : "; first: ", j.first.c_str());
-    EXPECT_EQ(j.mismatches, 0) << probe_category_name(cat) << ": " << j.first;
-    total += j.outputs;
-    total_mis += j.mismatches;
-    total_fma += j.fma_misses;
+    totals.add(cat, probe_and_judge_wgmma(cat, kCasesPerCategory, [&](int64_t i) {
+                 return probe_seed(cat, uint64_t(kInstancesPerCategory + i));
+               }));
   }
-  std::printf("[wgmma model] SUMMARY: %lld outputs compared, %lld model mismatches, %lld (%.1f%%) a plain fp32 fmaf loop would have missed\n",
-              (long long)total, (long long)total_mis, (long long)total_fma, 100.0 * double(total_fma) / double(total));
-  EXPECT_GE(total, 10000000);
+  totals.summary();
   // Planted: the same hardware outputs judged with a model that rounds to nearest instead of
   // toward zero must show mismatches, or the comparison could not fail.
   MmaModelParams wrong = kHopperMma;
@@ -59,19 +67,11 @@ TEST(GpuMmaModel, WgmmaModelEqualsHardwareOnTenMillionOutputs) {
 TEST(GpuMmaModel, ModelEqualsHardwareOnTenMillionOutputs) {
   FH_REQUIRE_GPU();
   std::vector<GoldenRecord> golden;
-  int64_t total = 0, total_mis = 0, total_fma = 0;
+  ProbeTotals totals{"mma model"};
   for (int ci = 0; ci < kProbeCategories; ++ci) {
     const ProbeCategory cat = ProbeCategory(ci);
     const int chain = probe_chain_length(cat);
-    const int64_t n = kInstancesPerCategory;
-    const ProbeJudgement j = probe_and_judge(cat, n, [&](int64_t i) { return probe_seed(cat, uint64_t(i)); });
-    const std::vector<ProbeCase>& cases = j.cases;
-    const std::vector<float>& hw = j.hw;
-    CategoryResult r;
-    r.outputs = j.outputs;
-    r.mismatches = j.mismatches;
-    r.fma_misses = j.fma_misses;
-    r.first = j.first;
+    const ProbeJudgement j = probe_and_judge(cat, kInstancesPerCategory, [&](int64_t i) { return probe_seed(cat, uint64_t(i)); });
     // More clamp-region records: a clamp off by a few exponents shows in few outputs.
     const int golden_n = cat == ProbeCategory::clamp_region ? 4 * kGoldenPerCategory : kGoldenPerCategory;
     for (int i = 0; i < golden_n; ++i) {
@@ -79,21 +79,13 @@ TEST(GpuMmaModel, ModelEqualsHardwareOnTenMillionOutputs) {
       g.category = uint32_t(ci);
       g.chain = uint32_t(chain);
       g.seed = probe_seed(cat, uint64_t(i));
-      g.input_hash = probe_case_hash(cases[size_t(i)]);
-      for (int e = 0; e < 128; ++e) g.d[e] = f32_bits(hw[size_t(i * 128 + e)]);
+      g.input_hash = probe_case_hash(j.cases[size_t(i)]);
+      for (int e = 0; e < 128; ++e) g.d[e] = f32_bits(j.hw[size_t(i * 128 + e)]);
       golden.push_back(g);
     }
-    std::printf("[mma model] %-24s chain %d: %lld outputs, %lld model mismatches, %lld fp32-fma-loop misses%s%s\n",
-                probe_category_name(cat), chain, (long long)r.outputs, (long long)r.mismatches,
-                (long long)r.fma_misses, r.first.empty() ? "" : "; first: ", r.first.c_str());
-    EXPECT_EQ(r.mismatches, 0) << probe_category_name(cat) << ": " << r.first;
-    total += r.outputs;
-    total_mis += r.mismatches;
-    total_fma += r.fma_misses;
+    totals.add(cat, j);
   }
-  std::printf("[mma model] SUMMARY: %lld outputs compared, %lld model mismatches, %lld (%.1f%%) a plain fp32 fmaf loop would have missed\n",
-              (long long)total, (long long)total_mis, (long long)total_fma, 100.0 * double(total_fma) / double(total));
-  EXPECT_GE(total, 10000000);
+  totals.summary();
 
   if (const char* path = std::getenv("FH_GOLDEN_OUT")) {
     std::ofstream f(path, std::ios::binary);
