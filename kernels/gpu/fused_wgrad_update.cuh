@@ -14,8 +14,8 @@
 
 namespace fh::gpu {
 
-// Epilogue loads per thread before the first update (fp32 / bf16 state): eight elements, each
-// with its weight and state loads, in flight at once (v5; v2 and v3: four).
+// Epilogue batch (fp32 / bf16 state): eight elements per thread, each with its weight and state
+// loads, issued together (v5; v2 and v3: four); v11 keeps two batches in flight.
 constexpr int kFusedEpilogueBatch = 8;
 
 // The planted edge-mask defect (suite only): the last column of a row whose final 64-column
@@ -27,54 +27,69 @@ __device__ __forceinline__ bool planted_short_edge_skips(int64_t c, int64_t cols
 
 // fp32 / bf16 state: pass j of thread tid takes tile element tid + kThreads * j (epilogue_element),
 // so a warp walks 32 consecutive columns of one row: coalesced global accesses, conflict-free
-// G-tile reads. Each element is the same update_element step the host applies.
+// G-tile reads. Each element is the same update_element step the host applies. v11: the batches
+// are software pipelined, two register buffers: batch k + 1's loads are issued before batch k is
+// updated and stored, so loads stay in flight while the rule's arithmetic runs.
 template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
 __device__ __forceinline__ void fused_epilogue_elements(const typename Rule::Scalars& s, const ParamView& pv,
                                                         const float* sG, int64_t o0, int64_t i0,
                                                         bool short_edge, bool shift_state, int planted) {
-  static_assert(Cfg::kElementPasses % kFusedEpilogueBatch == 0, "batches must divide the passes");
+  constexpr int B = kFusedEpilogueBatch;
+  static_assert(Cfg::kElementPasses % (2 * B) == 0, "pairs of batches must divide the passes");
   const int tid = threadIdx.x;
-#pragma unroll 1
-  for (int j0 = 0; j0 < Cfg::kElementPasses; j0 += kFusedEpilogueBatch) {
-    // Only the values and whether each element is in range stay live across the batch; the
-    // indices are recomputed at the store (cheap integer work, fewer registers).
-    ElementValues e[kFusedEpilogueBatch];
-    float g[kFusedEpilogueBatch];
-    bool ok[kFusedEpilogueBatch];
-    auto index_of = [&](int b, FragCoord& t, int64_t& r, int64_t& c) {
-      t = epilogue_element<Cfg>(tid, j0 + b);
-      r = o0 + t.row;
-      c = i0 + t.col;
-    };
-    // Planted defect (suite only): the state of the row below, a wrong state tile offset.
-    auto state_index = [&](int64_t r, int64_t idx) { return (shift_state && r + 1 < pv.rows) ? idx + pv.cols : idx; };
+  // Only the values and whether each element is in range stay live across a batch; the indices
+  // are recomputed at the store (cheap integer work, fewer registers).
+  struct Batch {
+    ElementValues e[B];
+    float g[B];
+    bool ok[B];
+  };
+  auto index_of = [&](int pass, FragCoord& t, int64_t& r, int64_t& c) {
+    t = epilogue_element<Cfg>(tid, pass);
+    r = o0 + t.row;
+    c = i0 + t.col;
+  };
+  // Planted defect (suite only): the state of the row below, a wrong state tile offset.
+  auto state_index = [&](int64_t r, int64_t idx) { return (shift_state && r + 1 < pv.rows) ? idx + pv.cols : idx; };
+  auto load = [&](int j0, Batch& x) {
 #pragma unroll
-    for (int b = 0; b < kFusedEpilogueBatch; ++b) {
+    for (int b = 0; b < B; ++b) {
       FragCoord t;
       int64_t r, c;
-      index_of(b, t, r, c);
-      ok[b] = r < pv.rows && c < pv.cols && !(short_edge && planted_short_edge_skips(c, pv.cols));
-      if (ok[b]) {
+      index_of(j0 + b, t, r, c);
+      x.ok[b] = r < pv.rows && c < pv.cols && !(short_edge && planted_short_edge_skips(c, pv.cols));
+      if (x.ok[b]) {
         const int64_t idx = r * pv.cols + c;
-        e[b] = load_element<SF, WS>(pv, idx, state_index(r, idx));
-        g[b] = sG[t.row * Cfg::kLdG + t.col];
+        x.e[b] = load_element<SF, WS>(pv, idx, state_index(r, idx));
+        x.g[b] = sG[t.row * Cfg::kLdG + t.col];
       }
     }
+  };
+  auto update_and_store = [&](int j0, Batch& x) {
 #pragma unroll
-    for (int b = 0; b < kFusedEpilogueBatch; ++b) {
-      if (!ok[b]) continue;
+    for (int b = 0; b < B; ++b) {
+      if (!x.ok[b]) continue;
       FragCoord t;
       int64_t r, c;
-      index_of(b, t, r, c);
+      index_of(j0 + b, t, r, c);
       const int64_t idx = r * pv.cols + c;
       // Planted defect (suite only): random bits keyed by the place inside the tile.
       const int64_t gidx = planted == int(FusedPlantedDefect::sr_tile_local_bits) ? int64_t(t.row) * Cfg::TC + t.col
                                                                                   : global_element_index(pv, r, c);
-      Rule::update(s, e[b].p, g[b], e[b].st);
-      store_element<SF, WS>(pv, idx, state_index(r, idx), gidx, e[b]);
+      Rule::update(s, x.e[b].p, x.g[b], x.e[b].st);
+      store_element<SF, WS>(pv, idx, state_index(r, idx), gidx, x.e[b]);
       if (WS == WeightStore::bf16_sr && planted == int(FusedPlantedDefect::sr_bits8))  // planted (suite only)
-        pv.bf16[idx] = float_to_bf16_sr(e[b].p, sr_bits(pv.sr, uint64_t(gidx)) & 0xff00u);
+        pv.bf16[idx] = float_to_bf16_sr(x.e[b].p, sr_bits(pv.sr, uint64_t(gidx)) & 0xff00u);
     }
+  };
+  Batch x0, x1;
+  load(0, x0);
+#pragma unroll 1
+  for (int j0 = 0; j0 < Cfg::kElementPasses; j0 += 2 * B) {
+    load(j0 + B, x1);
+    update_and_store(j0, x0);
+    if (j0 + 2 * B < Cfg::kElementPasses) load(j0 + 2 * B, x0);
+    update_and_store(j0 + B, x1);
   }
 }
 
