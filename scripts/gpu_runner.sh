@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU-runner entry point (issue 4): unpacks bundle/fh_gpu_bundle.tar.gz (scripts/gpu_bundle.sh
+# The GPU-runner entry point (issue 4): unpacks bundle/fh_gpu_bundle.tar.xz (scripts/gpu_bundle.sh
 # builds it on the CI-like machine; nothing is built here), then runs every GPU suite, the
 # benchmarks and forge-verify, leaving every log, the benchmark JSON, the golden instruction set
 # and the HDF5 report in one output folder, plus SUMMARY.txt. It says plainly which binaries or
@@ -20,14 +20,21 @@ SUMMARY="$OUT/SUMMARY.txt"
 : > "$SUMMARY"
 say() { echo "$*" | tee -a "$SUMMARY"; }
 
-TARBALL="${FH_BUNDLE:-$ROOT/bundle/fh_gpu_bundle.tar.gz}"
+# The bundle: FH_BUNDLE, else bundle/fh_gpu_bundle.tar.xz, else an older .tar.gz.
+TARBALL="${FH_BUNDLE:-$ROOT/bundle/fh_gpu_bundle.tar.xz}"
+[ -n "${FH_BUNDLE:-}" ] || [ -f "$TARBALL" ] || TARBALL="$ROOT/bundle/fh_gpu_bundle.tar.gz"
 if [ ! -f "$TARBALL" ]; then
   say "MISSING: bundle $TARBALL (build it with scripts/gpu_bundle.sh on the build machine)"
   exit 2
 fi
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-tar -C "$WORK" -xzf "$TARBALL" || { say "MISSING: cannot unpack $TARBALL"; exit 2; }
+# GNU tar picks the decompressor itself; without an xz binary, Python's tarfile reads it.
+if ! tar -C "$WORK" -xf "$TARBALL" 2>/dev/null; then
+  rm -rf "${WORK:?}"/*
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$TARBALL" "$WORK" ||
+    { say "MISSING: cannot unpack $TARBALL"; exit 2; }
+fi
 B="$WORK/fh_gpu_bundle"
 cp "$B/MANIFEST" "$OUT/MANIFEST" 2>/dev/null || true
 
