@@ -16,6 +16,8 @@
 #include "kernels/formats/host_param.h"
 #include "kernels/gpu/device_info.h"
 #include "kernels/common/host_parallel.h"
+#include "oracles/bitwise.h"
+#include "oracles/param_compare.h"
 
 // Skips the current test (with the reason) on a machine without a usable GPU.
 #define FH_REQUIRE_GPU()                                                                 \
@@ -49,49 +51,25 @@ inline std::vector<float> random_weights(size_t n, uint64_t seed) {
 
 using fh::parallel_for;  // kernels/common/host_parallel.h
 
-struct BitDiff {
-  int64_t compared = 0, differing = 0;
-  std::string first;  // "<array>[index]" of the first difference
-  void add(const char* what, const void* a, const void* b, size_t n, size_t elem) {
-    const unsigned char* pa = static_cast<const unsigned char*>(a);
-    const unsigned char* pb = static_cast<const unsigned char*>(b);
-    for (size_t i = 0; i < n; ++i) {
-      ++compared;
-      if (std::memcmp(pa + i * elem, pb + i * elem, elem) != 0) {
-        if (differing == 0) first = std::string(what) + "[" + std::to_string(i) + "]";
-        ++differing;
-      }
-    }
-  }
-  template <class T>
-  void add_vec(const char* what, const std::vector<T>& a, const std::vector<T>& b) {
-    if (a.size() != b.size()) {
-      ++differing;
-      if (first.empty()) first = std::string(what) + " (sizes differ)";
-      return;
-    }
-    add(what, a.data(), b.data(), a.size(), sizeof(T));
-  }
-};
-
-// Every stored bit of two params of the same shape and format.
-inline BitDiff compare_params(const HostParam& a, const HostParam& b) {
-  BitDiff d;
-  d.add_vec("master", a.master, b.master);
-  d.add_vec("bf16", a.bf16, b.bf16);
-  for (int k = 0; k < kMaxStates; ++k) {
-    d.add_vec("state_f32", a.st_f32[k], b.st_f32[k]);
-    d.add_vec("state_bf16", a.st_bf16[k], b.st_bf16[k]);
-    d.add_vec("state_i8", a.st_i8[k], b.st_i8[k]);
-    d.add_vec("state_absmax", a.st_absmax[k], b.st_absmax[k]);
-  }
-  return d;
+// Every stored array of two params of the same shape and format, bit for bit (the oracle's
+// compare_params: values counts the elements compared, first_diff names the first difference).
+inline ParamEvidence compare_params(const HostParam& a, const HostParam& b) {
+  ParamEvidence ev;
+  fh::compare_params(ev, a, b, -1, fh::TileShape{}, "");
+  return ev;
 }
 
-inline BitDiff compare_floats(const char* what, const std::vector<float>& a, const std::vector<float>& b) {
-  BitDiff d;
-  d.add_vec(what, a, b);
-  return d;
+inline ParamEvidence compare_floats(const char* what, const std::vector<float>& a, const std::vector<float>& b) {
+  ParamEvidence ev;
+  BitwiseContext ctx;
+  ctx.name = what;
+  if (a.size() != b.size()) {
+    ev.differing = 1;
+    ev.first_diff = std::string(what) + " (sizes differ)";
+    return ev;
+  }
+  ev.add(compare_bitwise(a, b, 1, int64_t(a.size()), ctx));
+  return ev;
 }
 
 }  // namespace fh::gpu::test

@@ -21,7 +21,6 @@
 namespace fh::gpu {
 namespace {
 
-using test::BitDiff;
 
 constexpr StateFormat kFormats[] = {StateFormat::fp32, StateFormat::bf16, StateFormat::int8};
 constexpr WeightStore kStores[] = {WeightStore::fp32_master, WeightStore::bf16_rne, WeightStore::bf16_sr};
@@ -97,15 +96,15 @@ TEST(GpuFused, FusedEqualsOrderMatchedAndTwinOnRaggedShapes) {
               fused_twin_step(twin, d.X.data(), d.dY.data(), s.T, st, sched);
               fused.download_into(fused_h);
               om.download_into(om_h);
-              const BitDiff a = test::compare_params(fused_h, om_h);
-              const BitDiff b = test::compare_params(fused_h, twin);
-              compared_om += a.compared; diff_om += a.differing;
-              compared_twin += b.compared; diff_twin += b.differing;
+              const ParamEvidence a = test::compare_params(fused_h, om_h);
+              const ParamEvidence b = test::compare_params(fused_h, twin);
+              compared_om += a.values; diff_om += a.differing;
+              compared_twin += b.values; diff_twin += b.differing;
               const std::string where = config_name(r, sf, ws) + " tile " + std::to_string(tile.rows) +
                                         " shape " + std::to_string(s.out) + "x" + std::to_string(s.in) +
                                         " T=" + std::to_string(s.T) + " step " + std::to_string(st);
-              EXPECT_EQ(a.differing, 0) << "fused vs order-matched, " << where << ", first " << a.first;
-              EXPECT_EQ(b.differing, 0) << "fused vs twin, " << where << ", first " << b.first;
+              EXPECT_EQ(a.differing, 0) << "fused vs order-matched, " << where << ", first " << a.first_diff;
+              EXPECT_EQ(b.differing, 0) << "fused vs twin, " << where << ", first " << b.first_diff;
             }
           }
   }
@@ -149,10 +148,10 @@ TEST(GpuFused, SanitizerSmoke) {
       }
       fused.download_into(a);
       om.download_into(b);
-      const BitDiff x = test::compare_params(a, b);
-      compared += x.compared;
+      const ParamEvidence x = test::compare_params(a, b);
+      compared += x.values;
       differing += x.differing;
-      EXPECT_EQ(x.differing, 0) << config_name(r, sf, ws) << " tile " << tile.rows << ", first " << x.first;
+      EXPECT_EQ(x.differing, 0) << config_name(r, sf, ws) << " tile " << tile.rows << ", first " << x.first_diff;
     }
   std::printf("[fused] sanitizer smoke: %lld values, %lld differ\n", (long long)compared, (long long)differing);
 }
@@ -181,7 +180,7 @@ TEST(GpuFused, PlantedEpilogueDefectsAreCaught) {
       }
       fused.download_into(fused_h);
       om.download_into(om_h);
-      const BitDiff a = test::compare_params(fused_h, om_h), b = test::compare_params(fused_h, twin);
+      const ParamEvidence a = test::compare_params(fused_h, om_h), b = test::compare_params(fused_h, twin);
       std::printf("[fused] planted defect %d (%s/%s): fused vs order-matched %lld differ, fused vs twin %lld differ (both must be > 0)\n",
                   int(defect), state_format_name(sf), weight_store_name(ws), (long long)a.differing, (long long)b.differing);
       EXPECT_GT(a.differing, 0) << "planted defect " << int(defect) << " not caught by the order-matched comparison";
@@ -203,9 +202,9 @@ TEST(GpuFused, FusedEqualsOrderMatchedAndHostRuleAt1024) {
     g_model.push_back(model_chain_wgrad(steps.back().X, steps.back().dY, s.T, s.out, s.in));
     DeviceBuffer<float> g(size_t(s.out * s.in));
     wgrad_materialize(steps.back().prob, g.data());
-    const BitDiff d = test::compare_floats("G", g.download(), g_model.back());
-    g_compared += d.compared; g_diff += d.differing;
-    EXPECT_EQ(d.differing, 0) << "materialized G vs model chain, step " << st << ", first " << d.first;
+    const ParamEvidence d = test::compare_floats("G", g.download(), g_model.back());
+    g_compared += d.values; g_diff += d.differing;
+    EXPECT_EQ(d.differing, 0) << "materialized G vs model chain, step " << st << ", first " << d.first_diff;
   }
   int64_t compared_om = 0, diff_om = 0, compared_host = 0, diff_host = 0, configs = 0;
   for (RuleId r : kAllRules)
@@ -225,12 +224,12 @@ TEST(GpuFused, FusedEqualsOrderMatchedAndHostRuleAt1024) {
                             s.out, 0, s.in);
           fused.download_into(fused_h);
           om.download_into(om_h);
-          const BitDiff a = test::compare_params(fused_h, om_h);
-          const BitDiff b = test::compare_params(fused_h, host);
-          compared_om += a.compared; diff_om += a.differing;
-          compared_host += b.compared; diff_host += b.differing;
-          EXPECT_EQ(a.differing, 0) << "fused vs order-matched, " << config_name(r, sf, ws) << " step " << st << ", first " << a.first;
-          EXPECT_EQ(b.differing, 0) << "fused vs host rule on model G, " << config_name(r, sf, ws) << " step " << st << ", first " << b.first;
+          const ParamEvidence a = test::compare_params(fused_h, om_h);
+          const ParamEvidence b = test::compare_params(fused_h, host);
+          compared_om += a.values; diff_om += a.differing;
+          compared_host += b.values; diff_host += b.differing;
+          EXPECT_EQ(a.differing, 0) << "fused vs order-matched, " << config_name(r, sf, ws) << " step " << st << ", first " << a.first_diff;
+          EXPECT_EQ(b.differing, 0) << "fused vs host rule on model G, " << config_name(r, sf, ws) << " step " << st << ", first " << b.first_diff;
         }
       }
   std::printf("[fused] 1024x1024 T=512: materialized G vs model chain: %lld values, %lld differ; %lld configs x %d steps; "
@@ -249,12 +248,12 @@ void check_cublas_shape(const Shape& s) {
   cuda_check(cudaDeviceSynchronize(), "cublas_wgrad");
   const std::vector<float> gc = g_cublas.download();
   const std::vector<float> model = model_chain_wgrad(d.X, d.dY, s.T, s.out, s.in);
-  const BitDiff vs_model = test::compare_floats("G", gc, model);
-  const BitDiff vs_mat = test::compare_floats("G", gc, g_mat.download());
+  const ParamEvidence vs_model = test::compare_floats("G", gc, model);
+  const ParamEvidence vs_mat = test::compare_floats("G", gc, g_mat.download());
   std::printf("[cublas] %lldx%lld T=%lld: cuBLAS G vs model chain: %lld values, %lld differ%s%s; "
               "cuBLAS G vs materializer: %lld differ\n", (long long)s.out, (long long)s.in, (long long)s.T,
-              (long long)vs_model.compared, (long long)vs_model.differing, vs_model.differing ? ", first " : "",
-              vs_model.first.c_str(), (long long)vs_mat.differing);
+              (long long)vs_model.values, (long long)vs_model.differing, vs_model.differing ? ", first " : "",
+              vs_model.first_diff.c_str(), (long long)vs_mat.differing);
   EXPECT_EQ(vs_model.differing, 0) << "cuBLAS no longer computes the sequential k16 chain for this shape";
   EXPECT_EQ(vs_mat.differing, 0);
   // Fused vs the cuBLAS two-phase step for AdamW in the two benchmarked configurations.
@@ -267,11 +266,11 @@ void check_cublas_shape(const Shape& s) {
     rule_apply_device(hp0.rule, sf, ws, cub.view(), 1, g_cublas.data(), s.in);
     fused.download_into(a);
     cub.download_into(b);
-    const BitDiff w = test::compare_params(a, b);
+    const ParamEvidence w = test::compare_params(a, b);
     std::printf("[cublas] %lldx%lld T=%lld adamw/%s/%s: fused vs cuBLAS+rule: %lld values, %lld differ\n",
                 (long long)s.out, (long long)s.in, (long long)s.T, state_format_name(sf), weight_store_name(ws),
-                (long long)w.compared, (long long)w.differing);
-    EXPECT_EQ(w.differing, 0) << "first " << w.first;
+                (long long)w.values, (long long)w.differing);
+    EXPECT_EQ(w.differing, 0) << "first " << w.first_diff;
   }
 }
 
@@ -319,20 +318,20 @@ TEST(GpuFused, LinearBackwardReadsOldWeightsAndRefusesSharedWeights) {
   cuda_check(cudaDeviceSynchronize(), "linear_backward");
 
   const std::vector<float> ref = dx_ref.download();
-  const BitDiff dxd = test::compare_floats("dX", dx.download(), ref);
-  const BitDiff pld = test::compare_floats("dX", dx_planted.download(), ref);
+  const ParamEvidence dxd = test::compare_floats("dX", dx.download(), ref);
+  const ParamEvidence pld = test::compare_floats("dX", dx_planted.download(), ref);
   HostParam after = hp0, after_alone = hp0;
   p.download_into(after);
   alone.download_into(after_alone);
-  const BitDiff wd = test::compare_params(after, after_alone);
-  const BitDiff changed = test::compare_params(after, hp0);
+  const ParamEvidence wd = test::compare_params(after, after_alone);
+  const ParamEvidence changed = test::compare_params(after, hp0);
   std::printf("[linear_backward] dX vs cuBLAS dX on old W: %lld values, %lld differ; planted read-after-update: "
               "%lld differ (must be > 0); W vs fused alone: %lld differ; W elements changed by the step: %lld\n",
-              (long long)dxd.compared, (long long)dxd.differing, (long long)pld.differing,
+              (long long)dxd.values, (long long)dxd.differing, (long long)pld.differing,
               (long long)wd.differing, (long long)changed.differing);
-  EXPECT_EQ(dxd.differing, 0) << "first " << dxd.first;
+  EXPECT_EQ(dxd.differing, 0) << "first " << dxd.first_diff;
   EXPECT_GT(pld.differing, 0) << "the planted read-after-update went unnoticed";
-  EXPECT_EQ(wd.differing, 0) << "first " << wd.first;
+  EXPECT_EQ(wd.differing, 0) << "first " << wd.first_diff;
   EXPECT_GT(changed.differing, 0) << "the step did not change W, so the dX check proves nothing";
 
   // Shared weights are refused before anything runs.
