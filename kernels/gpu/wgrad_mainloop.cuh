@@ -121,7 +121,7 @@ __device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[16][4], uint64_t 
 // Stage `rows` x `width` bf16 of a row-major [nrows_total, ld] operand, starting at (r0, c0),
 // into shared memory; out-of-range elements are +0. group_at(idx) gives 16-byte group idx's
 // staged (row, col) and its element offset in dst: row-major with a padded stride for ldmatrix
-// operands, the core-matrix layout for wgmma's B.
+// operands, the 128-byte swizzled layout for wgmma's (wgmma_sw128_offset_bytes).
 // vec: 16-byte cp.async with zero fill (rows 16-byte aligned); otherwise plain loads and stores.
 template <int kRows, int kWidth, int kThreads, class GroupAt>
 __device__ __forceinline__ void stage_operand(uint16_t* dst, GroupAt group_at, const uint16_t* src, int64_t ld,

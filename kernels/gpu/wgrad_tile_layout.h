@@ -91,8 +91,8 @@ struct WgradTileCfg {
   static constexpr int kLdA = kWgmma ? TR : TR + 8, kLdB = kWgmma ? TC : TC + 8;
   static constexpr int kStageElems = TK * kLdA + TK * kLdB;
   // Depth of the cp.async ring (v3: 3, was 2): chunk c + kStages - 1 is in flight while chunk c
-  // is multiplied. 128x128: 3 x 34816 B = 102 KB per block, two blocks (plus 1 KB each reserved)
-  // in the 228 KB of an SM; 4 stages (136 KB) would leave room for one block only.
+  // is multiplied. 128x128 (wgmma): 3 x 32768 B + 1 KB of alignment = 97 KB per block, two blocks
+  // (plus 1 KB each reserved) in the 228 KB of an SM; 4 stages (129 KB) would leave room for one.
   static constexpr int kStages = 3;
   // Row stride (floats) of the fp32 G tile in the fused epilogue: = 8 (mod 32), so the
   // accumulators' 8-byte pair stores (acc_pair_tile_coord) are conflict free in each half warp
