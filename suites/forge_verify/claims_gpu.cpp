@@ -1,6 +1,6 @@
 // GPU claims: run on a machine with an sm_90 GPU, reported not-run (with the reason) elsewhere
 // (main.cpp never calls a needs_gpu claim without one).
-//   gpu_mma_model               the CPU instruction model == mma.sync, ~10^6 seeded outputs
+//   gpu_mma_model               the CPU instruction model == mma.sync and wgmma, ~10^6 seeded outputs each
 //   gpu_fused_vs_order_matched  fused == materializer + rule kernel (Proposition 1 on the GPU)
 //   gpu_fused_vs_twin           fused == host twin (the guarantee behind the CPU gate)
 //   gpu_cublas_order            Corollary 1, sharpened: cuBLAS G == the twin in cuBLAS order; W
@@ -147,30 +147,39 @@ std::vector<float> twin_wgrad_parallel(const std::vector<uint16_t>& X, const std
 // ---------------------------------------------------------------- gpu_mma_model
 
 constexpr int64_t kMmaInstancesPerCategory = 656;  // 12 categories x 656 x 128 = 1.0e6 outputs
+constexpr int64_t kWgmmaCasesPerCategory = 16 * 10;  // 12 categories x 10 x 8192 = 0.98e6 outputs
 
-
+// Both instructions the kernels use: mma.sync (the 64 x 64 tile) and wgmma m64n128k16 (the
+// 128 x 128 tile, v6+), each on every probe category, judged by the same model.
 void run_gpu_mma_model(const VerifyConfig& cfg, Report& report, const Progress& progress) {
   using namespace gpu;
   int64_t total = 0, total_mis = 0, total_fma = 0;
+  auto record = [&](const std::string& name, ProbeCategory cat, const char* instruction, int64_t instances,
+                    const ProbeJudgement& j) {
+    CaseRecord& cs = report.add_case("gpu_mma_model", name);
+    cs.set_attr("category", probe_category_name(cat)).set_attr("chain", std::to_string(j.chain))
+        .set_attr("instances", std::to_string(instances)).set_attr("instruction", instruction);
+    cs.add_i64("counts", {j.outputs, j.mismatches, j.fma_misses},
+               "outputs compared, model mismatches, outputs a plain fp32 fmaf loop misses");
+    ParamEvidence ev;
+    ev.differing = j.mismatches;
+    ev.max_ulp = j.max_ulp == kUlpNaN ? INFINITY : double(j.max_ulp);
+    ev.first_diff = j.first;
+    cs.add_check(bitwise_check("model_equals_hardware", ev));
+    total += j.outputs; total_mis += j.mismatches; total_fma += j.fma_misses;
+  };
   for (int ci = 0; ci < kProbeCategories; ++ci) {
     const ProbeCategory cat = ProbeCategory(ci);
-    const int chain = probe_chain_length(cat);
     const int64_t n = kMmaInstancesPerCategory;
-    const ProbeJudgement j = probe_and_judge(cat, n, [&](int64_t i) { return mix_seed(cfg.seed, 11 + uint64_t(ci), uint64_t(i)); });
-    const int64_t m = j.mismatches, fm = j.fma_misses;
-    const uint64_t w = j.max_ulp;
-    const std::string first_diff = j.first;
-    const int64_t outputs = n * 128;
-    CaseRecord& cs = report.add_case("gpu_mma_model", probe_category_name(cat));
-    cs.set_attr("category", probe_category_name(cat)).set_attr("chain", std::to_string(chain))
-        .set_attr("instances", std::to_string(n)).set_attr("instruction", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
-    cs.add_i64("counts", {outputs, m, fm}, "outputs compared, model mismatches, outputs a plain fp32 fmaf loop misses");
-    ParamEvidence ev;
-    ev.differing = m;
-    ev.max_ulp = w == kUlpNaN ? INFINITY : double(w);
-    ev.first_diff = first_diff;
-    cs.add_check(bitwise_check("model_equals_hardware", ev));
-    total += outputs; total_mis += m; total_fma += fm;
+    record(probe_category_name(cat), cat, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", n,
+           probe_and_judge(cat, n, [&](int64_t i) { return mix_seed(cfg.seed, 11 + uint64_t(ci), uint64_t(i)); }));
+  }
+  for (int ci = 0; ci < kProbeCategories; ++ci) {
+    const ProbeCategory cat = ProbeCategory(ci);
+    const int64_t n = kWgmmaCasesPerCategory;
+    record(std::string("wgmma.") + probe_category_name(cat), cat,
+           "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 (both operands MN-major, 128-byte swizzle)", n / 16,
+           probe_and_judge_wgmma(cat, n, [&](int64_t i) { return mix_seed(cfg.seed, 31 + uint64_t(ci), uint64_t(i)); }));
   }
   CaseRecord& all = report.add_case("gpu_mma_model", "all");
   set_gpu_attrs(all);
@@ -458,7 +467,7 @@ void run_order_guard(const VerifyConfig& cfg, Report& report, const Progress& pr
 }  // namespace
 
 void add_gpu_claims(std::vector<ClaimSpec>& out) {
-  out.push_back({"gpu_mma_model", "the CPU instruction model equals the H200's mma.sync bit for bit (~10^6 outputs)", true, run_gpu_mma_model});
+  out.push_back({"gpu_mma_model", "the CPU instruction model equals the H200's mma.sync and wgmma bit for bit (~10^6 outputs each)", true, run_gpu_mma_model});
   out.push_back({"gpu_fused_vs_order_matched", "fused kernel equals materialize + rule kernel, bitwise", true, run_fused_vs_order_matched});
   out.push_back({"gpu_fused_vs_twin", "GPU fused kernel equals the host twin, bitwise", true, run_fused_vs_twin});
   out.push_back({"gpu_cublas_order", "Corollary 1, sharpened: cuBLAS G equals the twin in cuBLAS order; W equals fused where orders match", true, run_cublas_order});
