@@ -29,12 +29,12 @@ void add_instance_counts(ProbeJudgement& r, const std::vector<int64_t>& mis, con
 }
 }  // namespace
 
-float probe_fma_loop(const ProbeCase& pc, int row, int col) {
-  float acc = pc.c[size_t(row * 8 + col)];
-  for (int s = 0; s < pc.chain; ++s)
+float probe_fma_loop(const ProbeCase& pa, const ProbeCase& pb, int row, int col) {
+  float acc = pb.c[size_t(row * 8 + col)];
+  for (int s = 0; s < pb.chain; ++s)
     for (int k = 0; k < 16; ++k)
-      acc = std::fmaf(bf16_to_float(pc.a[size_t(s * 256 + row * 16 + k)]),
-                      bf16_to_float(pc.b[size_t(s * 128 + col * 16 + k)]), acc);
+      acc = std::fmaf(bf16_to_float(pa.a[size_t(s * 256 + row * 16 + k)]),
+                      bf16_to_float(pb.b[size_t(s * 128 + col * 16 + k)]), acc);
   return acc;
 }
 
@@ -79,7 +79,7 @@ ProbeJudgement probe_and_judge(ProbeCategory cat, int64_t n, const std::function
         }
         worst[size_t(i)] = std::max(worst[size_t(i)], ulp_distance_f32(d[e], h));
       }
-      if (f32_bits(probe_fma_loop(pc, e / 8, e % 8)) != f32_bits(h)) ++fmam[size_t(i)];
+      if (f32_bits(probe_fma_loop(pc, pc, e / 8, e % 8)) != f32_bits(h)) ++fmam[size_t(i)];
     }
   });
   r.outputs = n * 128;
@@ -132,16 +132,9 @@ ProbeJudgement probe_and_judge_wgmma(ProbeCategory cat, int64_t n, const std::fu
       for (int j = 0; j < 16; ++j) {
         const ProbeCase& pa = r.cases[size_t(16 * q + w)];
         const ProbeCase& pb = r.cases[size_t(16 * q + j)];
-        float dm[128], df[128];
+        float dm[128];
         std::copy(pb.c.begin(), pb.c.end(), dm);
-        std::copy(pb.c.begin(), pb.c.end(), df);
-        for (int s = 0; s < chain; ++s) {
-          mma_m16n8k16_model(&pa.a[size_t(s) * 256], &pb.b[size_t(s) * 128], dm, dm, params);
-          for (int e = 0; e < 128; ++e)  // the plain fp32 fmaf loop, for the miss count
-            for (int k = 0; k < 16; ++k)
-              df[e] = std::fmaf(bf16_to_float(pa.a[size_t(s * 256 + (e / 8) * 16 + k)]),
-                                bf16_to_float(pb.b[size_t(s * 128 + (e % 8) * 16 + k)]), df[e]);
-        }
+        for (int s = 0; s < chain; ++s) mma_m16n8k16_model(&pa.a[size_t(s) * 256], &pb.b[size_t(s) * 128], dm, dm, params);
         for (int e = 0; e < 128; ++e) {
           const float h = r.hw[size_t(q * 8192 + (16 * w + e / 8) * 128 + 8 * j + e % 8)];
           if (f32_bits(dm[e]) != f32_bits(h)) {
@@ -153,7 +146,7 @@ ProbeJudgement probe_and_judge_wgmma(ProbeCategory cat, int64_t n, const std::fu
             }
             worst[size_t(q)] = std::max(worst[size_t(q)], ulp_distance_f32(dm[e], h));
           }
-          if (f32_bits(df[e]) != f32_bits(h)) ++fmam[size_t(q)];
+          if (f32_bits(probe_fma_loop(pa, pb, e / 8, e % 8)) != f32_bits(h)) ++fmam[size_t(q)];
         }
       }
   });

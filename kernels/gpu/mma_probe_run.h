@@ -10,8 +10,9 @@
 
 namespace fh::gpu {
 
-// What a plain fp32 fmaf loop would give for output (row, col): the naive model of the MMA.
-float probe_fma_loop(const ProbeCase& pc, int row, int col);
+// What a plain fp32 fmaf loop would give for output (row, col): the naive model of the MMA, over
+// A of case pa, B and C of case pb (the same case for mma.sync; the wgmma probe mixes cases).
+float probe_fma_loop(const ProbeCase& pa, const ProbeCase& pb, int row, int col);
 
 struct ProbeJudgement {
   int chain = 0;
