@@ -84,25 +84,27 @@ struct ElementValues {
   float st[kMaxStates];
 };
 
-template <StateFormat SF, WeightStore WS>
+// kSlots: the rule's Rule::kStateSlots where the caller knows the rule (slots past it are 0).
+template <StateFormat SF, WeightStore WS, int kSlots = kMaxStates>
 FH_HD ElementValues load_element(const ParamView& pv, int64_t idx, int64_t sidx) {
   static_assert(SF != StateFormat::int8, "int8 state is decoded per block");
   ElementValues e;
 #if defined(__CUDACC__)
 #pragma unroll
 #endif
-  for (int k = 0; k < kMaxStates; ++k) e.st[k] = pv.state[k].data ? load_state(pv.state[k], SF, sidx) : 0.0f;
+  for (int k = 0; k < kMaxStates; ++k)
+    e.st[k] = k < kSlots && pv.state[k].data ? load_state(pv.state[k], SF, sidx) : 0.0f;
   e.p = load_weight(pv, WS, idx);
   return e;
 }
 
-template <StateFormat SF, WeightStore WS>
+template <StateFormat SF, WeightStore WS, int kSlots = kMaxStates>
 FH_HD void store_element(const ParamView& pv, int64_t idx, int64_t sidx, int64_t global_idx,
                          const ElementValues& e) {
 #if defined(__CUDACC__)
 #pragma unroll
 #endif
-  for (int k = 0; k < kMaxStates; ++k)
+  for (int k = 0; k < kSlots; ++k)
     if (pv.state[k].data) store_state(pv.state[k], SF, sidx, e.st[k]);
   store_weight(pv, WS, idx, global_idx, e.p);
 }

@@ -1,5 +1,6 @@
 // Runtime dispatch of the fused kernel: checks, per-step scalars on the host (double, rounded
 // once, DESIGN contract 1), then the rule family's instantiation (rule_family_<rule>.cu).
+#include <stdexcept>
 #include <string>
 
 #include "kernels/gpu/gpu_api.h"
@@ -43,7 +44,12 @@ void validate_param_view(const RuleConfig& rule, StateFormat sf, WeightStore ws,
   visit_rule(rule.id, [&](auto r) {
     using Rule = decltype(r);
     Rule::validate(hyper_of<Rule>(rule));
-    require_state_pointers(pv, ws, Rule::states(hyper_of<Rule>(rule)), sf, who);
+    const StateDecls decls = Rule::states(hyper_of<Rule>(rule));
+    for (int k = Rule::kStateSlots; k < kMaxStates; ++k)  // the fused epilogue skips these slots
+      if (decls.slot[k].kept)
+        throw std::logic_error(std::string(who) + ": " + Rule::kName + " keeps state slot " + std::to_string(k) +
+                               " past its kStateSlots");
+    require_state_pointers(pv, ws, decls, sf, who);
   });
 }
 

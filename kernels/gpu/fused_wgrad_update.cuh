@@ -2,7 +2,9 @@
 // G = dY^T X with the shared mainloop, parks the fp32 tile in shared memory (no byte of G reaches
 // global memory) and applies the rule to it with the element-wise pieces every producer uses
 // (fh::update_element's load / update / store, fh::update_int8_block_warp for int8 state), in a
-// coalesced order: consecutive lanes take consecutive columns (kernels/gpu/NOTES.md, v2). Also the order-matched materializer kernel (same mainloop, stores G).
+// coalesced order: consecutive lanes take consecutive four-column quads, moved with vector
+// accesses (kernels/gpu/NOTES.md, v2 and v13). Also the order-matched materializer kernel (same
+// mainloop, stores G).
 // Instantiated per rule family in kernels/gpu/rule_family_*.cu.
 #pragma once
 #include <stdexcept>
@@ -14,9 +16,9 @@
 
 namespace fh::gpu {
 
-// Epilogue batch (fp32 / bf16 state): eight elements per thread, each with its weight and state
-// loads, issued together (v5; v2 and v3: four); v11 keeps two batches in flight.
-constexpr int kFusedEpilogueBatch = 8;
+// Epilogue batch (fp32 / bf16 state, v13): two quads (eight elements) per thread, each with its
+// weight and state loads issued together; two batches in flight (v11's software pipeline).
+constexpr int kFusedEpilogueQuads = 2;
 
 // The planted edge-mask defect (suite only): the last column of a row whose final 64-column
 // segment is short (2..63 columns) is left unupdated, as a segment loop with n - 1 would.
@@ -25,71 +27,168 @@ __device__ __forceinline__ bool planted_short_edge_skips(int64_t c, int64_t cols
   return c == cols - 1 && tail >= 2;
 }
 
-// fp32 / bf16 state: pass j of thread tid takes tile element tid + kThreads * j (epilogue_element),
-// so a warp walks 32 consecutive columns of one row: coalesced global accesses, conflict-free
-// G-tile reads. Each element is the same update_element step the host applies. v11: the batches
-// are software pipelined, two register buffers: batch k + 1's loads are issued before batch k is
-// updated and stored, so loads stay in flight while the rule's arithmetic runs.
+// Four consecutive fp32 or bf16 values, one vector access. Streaming cache hints: the epilogue
+// touches each weight and state byte once, and the operands should keep the L2.
+__device__ __forceinline__ void load4(const float* p, float (&v)[4]) {
+  const float4 x = __ldcs(reinterpret_cast<const float4*>(p));
+  v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+}
+__device__ __forceinline__ void load4(const uint16_t* p, float (&v)[4]) {
+  const uint2 x = __ldcs(reinterpret_cast<const uint2*>(p));
+  v[0] = bf16_to_float(uint16_t(x.x)), v[1] = bf16_to_float(uint16_t(x.x >> 16));
+  v[2] = bf16_to_float(uint16_t(x.y)), v[3] = bf16_to_float(uint16_t(x.y >> 16));
+}
+__device__ __forceinline__ void store4(float* p, const float (&v)[4]) {
+  __stcs(reinterpret_cast<float4*>(p), make_float4(v[0], v[1], v[2], v[3]));
+}
+__device__ __forceinline__ void store4(uint16_t* p, const uint16_t (&b)[4]) {
+  __stcs(reinterpret_cast<uint2*>(p), make_uint2(uint32_t(b[0]) | (uint32_t(b[1]) << 16),
+                                                 uint32_t(b[2]) | (uint32_t(b[3]) << 16)));
+}
+
+// Elements idx .. idx + 3 (state sidx .. sidx + 3) with one vector access per array: the same
+// values load_element / store_element give element by element (launch_fused_cfg checks the
+// alignment: fused_params_vec4). States past the rule's kStateSlots are never kept.
+template <class Rule, StateFormat SF, WeightStore WS>
+__device__ __forceinline__ void load_quad(const ParamView& pv, int64_t idx, int64_t sidx, ElementValues (&e)[4]) {
+  float v[4];
+#pragma unroll
+  for (int k = 0; k < kMaxStates; ++k) {
+    if (k < Rule::kStateSlots && pv.state[k].data) {
+      if constexpr (SF == StateFormat::fp32)
+        load4(static_cast<const float*>(pv.state[k].data) + sidx, v);
+      else
+        load4(static_cast<const uint16_t*>(pv.state[k].data) + sidx, v);
+    } else {
+      v[0] = v[1] = v[2] = v[3] = 0.0f;
+    }
+#pragma unroll
+    for (int b = 0; b < 4; ++b) e[b].st[k] = v[b];
+  }
+  if constexpr (WS == WeightStore::fp32_master)
+    load4(pv.master + idx, v);
+  else
+    load4(pv.bf16 + idx, v);
+#pragma unroll
+  for (int b = 0; b < 4; ++b) e[b].p = v[b];
+}
+template <class Rule, StateFormat SF, WeightStore WS>
+__device__ __forceinline__ void store_quad(const ParamView& pv, int64_t idx, int64_t sidx, int64_t gidx,
+                                           const ElementValues (&e)[4]) {
+  float v[4];
+  uint16_t h[4];
+#pragma unroll
+  for (int k = 0; k < Rule::kStateSlots; ++k) {
+    if (!pv.state[k].data) continue;
+    if constexpr (SF == StateFormat::fp32) {
+#pragma unroll
+      for (int b = 0; b < 4; ++b) v[b] = e[b].st[k];
+      store4(static_cast<float*>(pv.state[k].data) + sidx, v);
+    } else {
+#pragma unroll
+      for (int b = 0; b < 4; ++b) h[b] = float_to_bf16_rne(e[b].st[k]);
+      store4(static_cast<uint16_t*>(pv.state[k].data) + sidx, h);
+    }
+  }
+#pragma unroll
+  for (int b = 0; b < 4; ++b) {
+    v[b] = e[b].p;
+    h[b] = WS == WeightStore::bf16_sr ? float_to_bf16_sr(e[b].p, sr_bits(pv.sr, uint64_t(gidx + b)))
+                                      : float_to_bf16_rne(e[b].p);
+  }
+  if constexpr (WS == WeightStore::fp32_master) {
+    store4(pv.master + idx, v);
+    if (pv.bf16) store4(pv.bf16 + idx, h);  // the copy the forward pass reads
+  } else {
+    store4(pv.bf16 + idx, h);
+  }
+}
+
+// fp32 / bf16 state (v13): pass j of thread tid takes the tile's quad epilogue_quad(tid, j), four
+// consecutive columns, moved with vector accesses where the whole quad is in the view and `vec`
+// (fused_params_vec4) holds, element by element otherwise (ragged edges, planted defects). Each
+// element is the same update_element step the host applies. The batches are software pipelined
+// (v11): batch k + 1's loads are issued before batch k is updated and stored.
 template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
-__device__ __forceinline__ void fused_epilogue_elements(const typename Rule::Scalars& s, const ParamView& pv,
-                                                        const float* sG, int64_t o0, int64_t i0,
-                                                        bool short_edge, bool shift_state, int planted) {
-  constexpr int B = kFusedEpilogueBatch;
-  static_assert(Cfg::kElementPasses % (2 * B) == 0, "pairs of batches must divide the passes");
+__device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalars& s, const ParamView& pv,
+                                                     const float* sG, int64_t o0, int64_t i0, bool vec,
+                                                     bool short_edge, bool shift_state, int planted) {
+  constexpr int Q = kFusedEpilogueQuads;
+  static_assert(Cfg::kQuadPasses % (2 * Q) == 0, "pairs of batches must divide the passes");
   const int tid = threadIdx.x;
-  // Only the values and whether each element is in range stay live across a batch; the indices
-  // are recomputed at the store (cheap integer work, fewer registers).
+  // Only the weight and state values stay live across a batch: indices are recomputed and G is
+  // read from the tile at the update (fewer registers).
   struct Batch {
-    ElementValues e[B];
-    float g[B];
-    bool ok[B];
+    ElementValues e[Q][4];
   };
-  auto index_of = [&](int pass, FragCoord& t, int64_t& r, int64_t& c) {
-    t = epilogue_element<Cfg>(tid, pass);
+  auto where = [&](int pass, FragCoord& t, int64_t& r, int64_t& c) {
+    t = epilogue_quad<Cfg>(tid, pass);
     r = o0 + t.row;
     c = i0 + t.col;
   };
+  auto in_view = [&](int64_t r, int64_t c) {
+    return r < pv.rows && c < pv.cols && !(short_edge && planted_short_edge_skips(c, pv.cols));
+  };
+  auto whole_quad = [&](int64_t r, int64_t c) { return vec && !short_edge && r < pv.rows && c + 3 < pv.cols; };
   // Planted defect (suite only): the state of the row below, a wrong state tile offset.
   auto state_index = [&](int64_t r, int64_t idx) { return (shift_state && r + 1 < pv.rows) ? idx + pv.cols : idx; };
   auto load = [&](int j0, Batch& x) {
 #pragma unroll
-    for (int b = 0; b < B; ++b) {
+    for (int q = 0; q < Q; ++q) {
       FragCoord t;
       int64_t r, c;
-      index_of(j0 + b, t, r, c);
-      x.ok[b] = r < pv.rows && c < pv.cols && !(short_edge && planted_short_edge_skips(c, pv.cols));
-      if (x.ok[b]) {
-        const int64_t idx = r * pv.cols + c;
-        x.e[b] = load_element<SF, WS>(pv, idx, state_index(r, idx));
-        x.g[b] = sG[t.row * Cfg::kLdG + t.col];
+      where(j0 + q, t, r, c);
+      const int64_t idx = r * pv.cols + c;
+      if (whole_quad(r, c)) {
+        load_quad<Rule, SF, WS>(pv, idx, state_index(r, idx), x.e[q]);
+      } else {
+#pragma unroll
+        for (int b = 0; b < 4; ++b)
+          if (in_view(r, c + b))
+            x.e[q][b] = load_element<SF, WS, Rule::kStateSlots>(pv, idx + b, state_index(r, idx + b));
       }
     }
   };
   auto update_and_store = [&](int j0, Batch& x) {
 #pragma unroll
-    for (int b = 0; b < B; ++b) {
-      if (!x.ok[b]) continue;
+    for (int q = 0; q < Q; ++q) {
       FragCoord t;
       int64_t r, c;
-      index_of(j0 + b, t, r, c);
+      where(j0 + q, t, r, c);
       const int64_t idx = r * pv.cols + c;
       // Planted defect (suite only): random bits keyed by the place inside the tile.
       const int64_t gidx = planted == int(FusedPlantedDefect::sr_tile_local_bits) ? int64_t(t.row) * Cfg::TC + t.col
                                                                                   : global_element_index(pv, r, c);
-      Rule::update(s, x.e[b].p, x.g[b], x.e[b].st);
-      store_element<SF, WS>(pv, idx, state_index(r, idx), gidx, x.e[b]);
-      if (WS == WeightStore::bf16_sr && planted == int(FusedPlantedDefect::sr_bits8))  // planted (suite only)
-        pv.bf16[idx] = float_to_bf16_sr(x.e[b].p, sr_bits(pv.sr, uint64_t(gidx)) & 0xff00u);
+      const float4 g4 = *reinterpret_cast<const float4*>(sG + t.row * Cfg::kLdG + t.col);
+      const float g[4] = {g4.x, g4.y, g4.z, g4.w};
+      if (whole_quad(r, c)) {
+#pragma unroll
+        for (int b = 0; b < 4; ++b) Rule::update(s, x.e[q][b].p, g[b], x.e[q][b].st);
+        store_quad<Rule, SF, WS>(pv, idx, state_index(r, idx), gidx, x.e[q]);
+      } else {
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+          if (!in_view(r, c + b)) continue;
+          Rule::update(s, x.e[q][b].p, g[b], x.e[q][b].st);
+          store_element<SF, WS, Rule::kStateSlots>(pv, idx + b, state_index(r, idx + b), gidx + b, x.e[q][b]);
+        }
+      }
+      if (WS == WeightStore::bf16_sr && planted == int(FusedPlantedDefect::sr_bits8)) {  // planted (suite only)
+#pragma unroll
+        for (int b = 0; b < 4; ++b)
+          if (in_view(r, c + b))
+            pv.bf16[idx + b] = float_to_bf16_sr(x.e[q][b].p, sr_bits(pv.sr, uint64_t(gidx + b)) & 0xff00u);
+      }
     }
   };
   Batch x0, x1;
   load(0, x0);
 #pragma unroll 1
-  for (int j0 = 0; j0 < Cfg::kElementPasses; j0 += 2 * B) {
-    load(j0 + B, x1);
+  for (int j0 = 0; j0 < Cfg::kQuadPasses; j0 += 2 * Q) {
+    load(j0 + Q, x1);
     update_and_store(j0, x0);
-    if (j0 + 2 * B < Cfg::kElementPasses) load(j0 + 2 * B, x0);
-    update_and_store(j0 + B, x1);
+    if (j0 + 2 * Q < Cfg::kQuadPasses) load(j0 + 2 * Q, x0);
+    update_and_store(j0 + Q, x1);
   }
 }
 
@@ -135,7 +234,7 @@ __device__ __forceinline__ void park_g_tile(float* sG, const float (&acc)[Cfg::k
 // then the epilogue.
 template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
-    fused_wgrad_update_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv) {
+    fused_wgrad_update_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec) {
   extern __shared__ __align__(16) unsigned char fused_smem[];
   unsigned char* base = Cfg::kWgmma ? align_to_atom(fused_smem) : fused_smem;
   const int64_t o0 = int64_t(blockIdx.y) * Cfg::TR, i0 = int64_t(blockIdx.x) * Cfg::TC;
@@ -150,7 +249,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   if constexpr (SF == StateFormat::int8)
     fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state);
   else
-    fused_epilogue_elements<Cfg, Rule, SF, WS>(s, pv, sG, o0, i0, short_edge, shift_state, a.planted_defect);
+    fused_epilogue_quads<Cfg, Rule, SF, WS>(s, pv, sG, o0, i0, vec, short_edge, shift_state, a.planted_defect);
 }
 
 // Order-matched materializer: the same mainloop, fp32 G [out, in] (row-major, ld = in) stored.
@@ -200,13 +299,24 @@ bool set_smem_limit(Kernel kernel, size_t bytes, const char* what) {
   return true;
 }
 
+// Can the epilogue move whole quads with vector accesses? Row length a multiple of 4 (every
+// quad then starts on a multiple of 4) and each array aligned to its quad's bytes.
+template <StateFormat SF>
+bool fused_params_vec4(const ParamView& pv) {
+  auto aligned = [](const void* p, uintptr_t n) { return reinterpret_cast<uintptr_t>(p) % n == 0; };
+  bool ok = pv.cols % 4 == 0 && aligned(pv.master, 16) && aligned(pv.bf16, 8);
+  for (const StateView& sv : pv.state) ok = ok && aligned(sv.data, SF == StateFormat::fp32 ? 16 : 8);
+  return ok;
+}
+
 template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
 void launch_fused_cfg(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                       cudaStream_t stream) {
   auto kernel = fused_wgrad_update_kernel<Cfg, Rule, SF, WS>;
   static const bool smem_ok = set_smem_limit(kernel, Cfg::kSmemBytes, "fused_wgrad_update: cudaFuncSetAttribute");
   (void)smem_ok;
-  kernel<<<wgrad_grid<Cfg>(a), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(a, s, pv);
+  const bool vec = SF != StateFormat::int8 && fused_params_vec4<SF>(pv);
+  kernel<<<wgrad_grid<Cfg>(a), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(a, s, pv, vec);
   cuda_check(cudaGetLastError(), "fused_wgrad_update: launch");
 }
 

@@ -101,11 +101,11 @@ struct WgradTileCfg {
   static constexpr int kLdG = TC + 8;
   static constexpr int kSegmentsPerRow = TC / 64;  // 64-column segments (one INT8 block each)
   static constexpr int kSegments = TR * kSegmentsPerRow;
-  // Epilogue passes: fp32 / bf16 state, one tile element per thread per pass; int8 state, one
+  // Epilogue passes: fp32 / bf16 state, four tile elements per thread per pass; int8 state, one
   // 64-column block per warp per pass.
-  static constexpr int kElementPasses = TR * TC / kThreads;
+  static constexpr int kQuadPasses = TR * TC / (4 * kThreads);  // v13: four columns per thread and pass
   static constexpr int kBlockPasses = kSegments / kWarps;
-  static_assert(kElementPasses * kThreads == TR * TC && kBlockPasses * kWarps == kSegments,
+  static_assert(4 * kQuadPasses * kThreads == TR * TC && kBlockPasses * kWarps == kSegments,
                 "the epilogue passes must cover the tile exactly");
   static constexpr size_t kOperandBytes = size_t(kStages) * kStageElems * 2;
   // wgmma's swizzle atoms need a 1024-byte aligned ring; the kernels align the dynamic shared
@@ -297,13 +297,15 @@ FH_HD FragCoord acc_pair_tile_coord(int warp, int lane, int mt, int nt, int pair
   return acc_tile_coord<Cfg>(warp, lane, mt, nt, 2 * pair);
 }
 
-// Fused epilogue, fp32 / bf16 state: pass j of thread tid updates tile element
-// idx = tid + kThreads * j, (idx / TC, idx % TC): a warp takes 32 consecutive columns of one
-// row, so its global loads and stores are coalesced and its G-tile reads hit 32 distinct banks.
+// Fused epilogue, fp32 / bf16 state (v13): pass j of thread tid updates the four tile elements
+// (row, col .. col + 3) of quad q = tid + kThreads * j, row = q / (TC / 4), col = 4 * (q % (TC / 4)):
+// a warp's lanes take consecutive quads of a row (128 x 128: one whole row), so each array moves
+// in 16-byte (fp32) or 8-byte (bf16) pieces that are contiguous across the warp, and each quarter
+// warp's 16-byte G-tile reads cover 128 contiguous bytes (conflict free).
 template <class Cfg>
-FH_HD FragCoord epilogue_element(int tid, int pass) {
-  const int idx = tid + Cfg::kThreads * pass;
-  return {idx / Cfg::TC, idx % Cfg::TC};
+FH_HD FragCoord epilogue_quad(int tid, int pass) {
+  const int q = tid + Cfg::kThreads * pass;
+  return {q / (Cfg::TC / 4), 4 * (q % (Cfg::TC / 4))};
 }
 
 // Fused epilogue, int8 state: pass j of warp w updates the tile's 64-column block

@@ -10,6 +10,7 @@ namespace fh {
 
 struct Adagrad {
   static constexpr const char* kName = "adagrad";
+  static constexpr int kStateSlots = 1;
   struct Hyper {
     double lr = 1e-2, lr_decay = 0.0, weight_decay = 0.0, initial_accumulator_value = 0.0;
     double eps = 1e-10;

@@ -30,6 +30,7 @@ namespace fh {
 
 struct AdamWTorchFused {
   static constexpr const char* kName = "adamw_torch_fused";
+  static constexpr int kStateSlots = 2;
   struct Hyper : AdamW::Hyper {
     bool lrwd_in_double = false;
     PowfBuild powf_build = PowfBuild::no_fmad;

@@ -11,6 +11,7 @@ namespace fh {
 
 struct Lion {
   static constexpr const char* kName = "lion";
+  static constexpr int kStateSlots = 1;
   struct Hyper {
     double lr = 1e-4, beta1 = 0.9, beta2 = 0.99, weight_decay = 0.0;
     bool maximize = false;

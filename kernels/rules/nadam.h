@@ -11,6 +11,7 @@ namespace fh {
 
 struct NAdam {
   static constexpr const char* kName = "nadam";
+  static constexpr int kStateSlots = 2;
   struct Hyper {
     double lr = 2e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
     double momentum_decay = 4e-3;

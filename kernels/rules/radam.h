@@ -12,6 +12,7 @@ namespace fh {
 
 struct RAdam {
   static constexpr const char* kName = "radam";
+  static constexpr int kStateSlots = 2;
   struct Hyper {
     double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
     bool decoupled_weight_decay = false, maximize = false;

@@ -12,6 +12,7 @@ namespace fh {
 
 struct RMSprop {
   static constexpr const char* kName = "rmsprop";
+  static constexpr int kStateSlots = 3;
   struct Hyper {
     double lr = 1e-2, alpha = 0.99, eps = 1e-8, weight_decay = 0.0, momentum = 0.0;
     bool centered = false, maximize = false;

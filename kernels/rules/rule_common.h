@@ -2,6 +2,7 @@
 //
 // A rule is a struct with
 //   static constexpr const char* kName;              // torch-like lower-case name
+//   static constexpr int kStateSlots;                // states() keeps only slots below it
 //   struct Hyper { ... };                            // torch.optim's hyperparameters, in double
 //   struct Scalars { ... };                          // per-step scalars, fp32, trivially copyable
 //   static void validate(const Hyper&);              // throws std::invalid_argument

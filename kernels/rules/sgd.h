@@ -7,6 +7,7 @@ namespace fh {
 
 struct SGD {
   static constexpr const char* kName = "sgd";
+  static constexpr int kStateSlots = 0;
   struct Hyper { double lr = 1e-3, weight_decay = 0.0; bool maximize = false; };
   struct Scalars { float lr, l2; bool maximize; };
   static void validate(const Hyper& h) {

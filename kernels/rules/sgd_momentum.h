@@ -10,6 +10,7 @@ namespace fh {
 
 struct SGDMomentum {
   static constexpr const char* kName = "sgd_momentum";
+  static constexpr int kStateSlots = 1;
   struct Hyper {
     double lr = 1e-3, momentum = 0.9, dampening = 0.0, weight_decay = 0.0;
     bool nesterov = false, maximize = false;

@@ -499,30 +499,50 @@ void check_fused_epilogue_layout() {
   EXPECT_EQ(misaligned, 0) << "pair stores must be 8-byte aligned";
   EXPECT_EQ(store_conflicts, 0) << "bank conflicts in the accumulator pair stores";
 
-  // fp32 / bf16 state: thread tid's pass j reads epilogue_element(tid, j).
+  // fp32 / bf16 state (v13): thread tid's pass j reads the quad epilogue_quad(tid, j), a 16-byte
+  // G-tile read of four consecutive columns.
   std::vector<int> hits(size_t(Cfg::TR * Cfg::TC), 0);
-  int read_conflicts = 0, wrong = 0, uncoalesced = 0;
-  for (int j = 0; j < Cfg::kElementPasses; ++j)
+  int read_conflicts = 0, wrong = 0, uncoalesced = 0, misaligned_quads = 0;
+  for (int j = 0; j < Cfg::kQuadPasses; ++j)
     for (int w = 0; w < Cfg::kWarps; ++w) {
-      int bank_addr[32];
-      std::fill(bank_addr, bank_addr + 32, -1);
       for (int l = 0; l < 32; ++l) {
-        const FragCoord t = epilogue_element<Cfg>(32 * w + l, j);
-        ASSERT_TRUE(t.row >= 0 && t.row < Cfg::TR && t.col >= 0 && t.col < Cfg::TC);
-        const FragCoord t0 = epilogue_element<Cfg>(32 * w, j);
-        if (t.row != t0.row || t.col != t0.col + l) ++uncoalesced;  // 32 consecutive columns of one row
-        const int addr = t.row * kLd + t.col;
-        if (sG[size_t(addr)] != expect[size_t(t.row * Cfg::TC + t.col)]) ++wrong;
-        ++hits[size_t(t.row * Cfg::TC + t.col)];
-        int& b = bank_addr[addr % 32];
-        if (b >= 0 && b != addr) ++read_conflicts;
-        b = addr;
+        const FragCoord t = epilogue_quad<Cfg>(32 * w + l, j);
+        ASSERT_TRUE(t.row >= 0 && t.row < Cfg::TR && t.col >= 0 && t.col + 3 < Cfg::TC);
+        if ((t.row * kLd + t.col) % 4 != 0) ++misaligned_quads;  // the float4 read needs 16 bytes
+        // Lanes walk a row in steps of one quad: the warp's vector accesses are contiguous.
+        if (l > 0) {
+          const FragCoord p = epilogue_quad<Cfg>(32 * w + l - 1, j);
+          const bool next_in_row = t.row == p.row && t.col == p.col + 4;
+          const bool next_row = t.row == p.row + 1 && t.col == 0 && p.col + 4 == Cfg::TC;
+          if (!next_in_row && !next_row) ++uncoalesced;
+        }
+        for (int e = 0; e < 4; ++e) {
+          const int addr = t.row * kLd + t.col + e;
+          if (sG[size_t(addr)] != expect[size_t(t.row * Cfg::TC + t.col + e)]) ++wrong;
+          ++hits[size_t(t.row * Cfg::TC + t.col + e)];
+        }
+      }
+      // A 16-byte shared load is served a quarter warp (8 lanes, 128 bytes) at a time: those
+      // lanes' 32 words must fall on 32 distinct banks.
+      for (int quarter = 0; quarter < 4; ++quarter) {
+        int bank_addr[32];
+        std::fill(bank_addr, bank_addr + 32, -1);
+        for (int l = 8 * quarter; l < 8 * quarter + 8; ++l) {
+          const FragCoord t = epilogue_quad<Cfg>(32 * w + l, j);
+          for (int e = 0; e < 4; ++e) {
+            const int addr = t.row * kLd + t.col + e;
+            int& b = bank_addr[addr % 32];
+            if (b >= 0 && b != addr) ++read_conflicts;
+            b = addr;
+          }
+        }
       }
     }
-  for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i], 1) << "element epilogue coverage at " << i;
-  EXPECT_EQ(wrong, 0) << "element epilogue read a value other than its accumulator";
-  EXPECT_EQ(uncoalesced, 0) << "a warp's pass is not 32 consecutive columns of one row";
-  EXPECT_EQ(read_conflicts, 0) << "bank conflicts in the element epilogue's reads";
+  for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i], 1) << "quad epilogue coverage at " << i;
+  EXPECT_EQ(wrong, 0) << "quad epilogue read a value other than its accumulator";
+  EXPECT_EQ(uncoalesced, 0) << "a warp's quads are not consecutive along the rows";
+  EXPECT_EQ(misaligned_quads, 0) << "a quad's G-tile read is not 16-byte aligned";
+  EXPECT_EQ(read_conflicts, 0) << "bank conflicts in the quad epilogue's reads";
 
   // int8 state: warp w's pass j is the block epilogue_int8_block(w, j), lane l columns l, l + 32.
   std::fill(hits.begin(), hits.end(), 0);
