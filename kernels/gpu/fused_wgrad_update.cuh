@@ -108,8 +108,11 @@ __device__ __forceinline__ void store_quad(const ParamView& pv, int64_t idx, int
 // consecutive columns, moved with vector accesses where the whole quad is in the view and `vec`
 // (fused_params_vec4) holds, element by element otherwise (ragged edges, planted defects). Each
 // element is the same update_element step the host applies. The batches are software pipelined
-// (v11): batch k + 1's loads are issued before batch k is updated and stored.
-template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
+// (v11): batch k + 1's loads are issued before batch k is updated and stored. kWholeTile: the
+// tile lies wholly inside the view, every quad moves by vectors and no planted defect shifts
+// places, so each pass's indices are pass 0's plus constant steps (no per-quad bounds or index
+// arithmetic; same elements, same order).
+template <class Cfg, class Rule, StateFormat SF, WeightStore WS, bool kWholeTile>
 __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalars& s, const ParamView& pv,
                                                      const float* sG, int64_t o0, int64_t i0, bool vec,
                                                      bool short_edge, bool shift_state, int planted) {
@@ -121,24 +124,35 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
   struct Batch {
     ElementValues e[Q][4];
   };
+  const FragCoord first = epilogue_quad<Cfg>(tid, 0);
+  const int64_t idx_first = (o0 + first.row) * pv.cols + (i0 + first.col), idx_step = Cfg::kQuadRowsPerPass * pv.cols;
+  const bool local_bits = planted == int(FusedPlantedDefect::sr_tile_local_bits);  // planted (suite only)
+  const int64_t gidx_first = local_bits ? int64_t(first.row) * Cfg::TC + first.col
+                                        : global_element_index(pv, o0 + first.row, i0 + first.col);
+  const int64_t gidx_step = int64_t(Cfg::kQuadRowsPerPass) * (local_bits ? Cfg::TC : pv.global_cols);
   auto where = [&](int pass, FragCoord& t, int64_t& r, int64_t& c) {
-    t = epilogue_quad<Cfg>(tid, pass);
+    t = kWholeTile ? FragCoord{first.row + pass * Cfg::kQuadRowsPerPass, first.col} : epilogue_quad<Cfg>(tid, pass);
     r = o0 + t.row;
     c = i0 + t.col;
   };
   auto in_view = [&](int64_t r, int64_t c) {
-    return r < pv.rows && c < pv.cols && !(short_edge && planted_short_edge_skips(c, pv.cols));
+    return kWholeTile || (r < pv.rows && c < pv.cols && !(short_edge && planted_short_edge_skips(c, pv.cols)));
   };
-  auto whole_quad = [&](int64_t r, int64_t c) { return vec && !short_edge && r < pv.rows && c + 3 < pv.cols; };
+  auto whole_quad = [&](int64_t r, int64_t c) {
+    return kWholeTile || (vec && !short_edge && r < pv.rows && c + 3 < pv.cols);
+  };
+  auto index = [&](int pass, int64_t r, int64_t c) { return kWholeTile ? idx_first + pass * idx_step : r * pv.cols + c; };
   // Planted defect (suite only): the state of the row below, a wrong state tile offset.
-  auto state_index = [&](int64_t r, int64_t idx) { return (shift_state && r + 1 < pv.rows) ? idx + pv.cols : idx; };
+  auto state_index = [&](int64_t r, int64_t idx) {
+    return (!kWholeTile && shift_state && r + 1 < pv.rows) ? idx + pv.cols : idx;
+  };
   auto load = [&](int j0, Batch& x) {
 #pragma unroll
     for (int q = 0; q < Q; ++q) {
       FragCoord t;
       int64_t r, c;
       where(j0 + q, t, r, c);
-      const int64_t idx = r * pv.cols + c;
+      const int64_t idx = index(j0 + q, r, c);
       if (whole_quad(r, c)) {
         load_quad<Rule, SF, WS>(pv, idx, state_index(r, idx), x.e[q]);
       } else {
@@ -155,10 +169,11 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
       FragCoord t;
       int64_t r, c;
       where(j0 + q, t, r, c);
-      const int64_t idx = r * pv.cols + c;
-      // Planted defect (suite only): random bits keyed by the place inside the tile.
-      const int64_t gidx = planted == int(FusedPlantedDefect::sr_tile_local_bits) ? int64_t(t.row) * Cfg::TC + t.col
-                                                                                  : global_element_index(pv, r, c);
+      const int64_t idx = index(j0 + q, r, c);
+      // Planted defect (suite only, local_bits): random bits keyed by the place inside the tile.
+      const int64_t gidx = kWholeTile ? gidx_first + (j0 + q) * gidx_step
+                           : local_bits ? int64_t(t.row) * Cfg::TC + t.col
+                                        : global_element_index(pv, r, c);
       const float4 g4 = *reinterpret_cast<const float4*>(sG + t.row * Cfg::kLdG + t.col);
       const float g[4] = {g4.x, g4.y, g4.z, g4.w};
       if (whole_quad(r, c)) {
@@ -246,10 +261,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
   // Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
   const bool shift_state = a.planted_defect == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
-  if constexpr (SF == StateFormat::int8)
+  if constexpr (SF == StateFormat::int8) {
     fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state);
-  else
-    fused_epilogue_quads<Cfg, Rule, SF, WS>(s, pv, sG, o0, i0, vec, short_edge, shift_state, a.planted_defect);
+  } else {
+    if (vec && !short_edge && !shift_state && o0 + Cfg::TR <= pv.rows && i0 + Cfg::TC <= pv.cols)
+      fused_epilogue_quads<Cfg, Rule, SF, WS, true>(s, pv, sG, o0, i0, vec, short_edge, shift_state, a.planted_defect);
+    else
+      fused_epilogue_quads<Cfg, Rule, SF, WS, false>(s, pv, sG, o0, i0, vec, short_edge, shift_state, a.planted_defect);
+  }
 }
 
 // Order-matched materializer: the same mainloop, fp32 G [out, in] (row-major, ld = in) stored.

@@ -152,6 +152,24 @@ __device__ __forceinline__ void stage_operand(uint16_t* dst, GroupAt group_at, c
   }
 }
 
+// The fast path of stage_operand for the wgmma tile (v13): a chunk wholly inside the operand
+// (every row present, every group 8 valid elements, rows 16-byte aligned), staged with 16-byte
+// cp.async at constant steps (Sw128StagingSteps). The same groups and destinations as
+// stage_operand with the swizzled group_at.
+template <int kRows, int kWidth, int kThreads>
+__device__ __forceinline__ void stage_operand_whole_sw128(uint16_t* dst, const uint16_t* src, int64_t ld, int64_t r0,
+                                                          int64_t c0, int tid) {
+  using Steps = Sw128StagingSteps<kWidth, kThreads>;
+  constexpr int kGroups = kRows * kWidth / 8;
+  static_assert(kGroups % kThreads == 0, "staging groups must divide evenly among threads");
+  const FragCoord g = staging_group(tid, kWidth);
+  const uint16_t* s = src + (r0 + g.row) * ld + (c0 + g.col);
+  unsigned char* d = reinterpret_cast<unsigned char*>(dst) + wgmma_sw128_offset_bytes(g.row, g.col, kWidth);
+  const int64_t src_step = int64_t(Steps::kRowsPerStep) * ld;
+#pragma unroll
+  for (int k = 0; k < kGroups / kThreads; ++k) cp_async_16_zfill(d + k * Steps::kDstStepBytes, s + k * src_step, 16);
+}
+
 // One warp's view of a staged chunk for mma_chunk_schedule (wgrad_tile_layout.h): ldmatrix from
 // the slot being read, mma.sync into the warp's accumulators.
 template <class Cfg>
@@ -232,6 +250,12 @@ struct BlockMainloopOps {
       };
     };
     if constexpr (Cfg::kWgmma) {
+      // The chunk and the tile wholly inside both operands: the fast path (same copies).
+      if (a.vec_dy && a.vec_x && t0 + Cfg::TK <= a.T && o0 + Cfg::TR <= a.out && i0 + Cfg::TC <= a.in) {
+        stage_operand_whole_sw128<Cfg::TK, Cfg::TR, Cfg::kThreads>(sA, a.dy, a.out, t0, o0, tid);
+        stage_operand_whole_sw128<Cfg::TK, Cfg::TC, Cfg::kThreads>(sB, a.x, a.in, t0, i0, tid);
+        return;
+      }
       auto swizzled = [](int width) {  // row-major groups, stored swizzled
         return [width](int idx, int& off) {
           const FragCoord g = staging_group(idx, width);

@@ -104,6 +104,7 @@ struct WgradTileCfg {
   // Epilogue passes: fp32 / bf16 state, four tile elements per thread per pass; int8 state, one
   // 64-column block per warp per pass.
   static constexpr int kQuadPasses = TR * TC / (4 * kThreads);  // v13: four columns per thread and pass
+  static constexpr int kQuadRowsPerPass = kThreads / (TC / 4);   // pass j's quad is pass 0's, j * this rows down
   static constexpr int kBlockPasses = kSegments / kWarps;
   static_assert(4 * kQuadPasses * kThreads == TR * TC && kBlockPasses * kWarps == kSegments,
                 "the epilogue passes must cover the tile exactly");
@@ -160,6 +161,19 @@ FH_HD FragCoord staging_group(int idx, int width) {
   const int per_row = width / 8;
   return {idx / per_row, 8 * (idx % per_row)};
 }
+
+// Staging of a whole in-range chunk into the wgmma tile's swizzled layout (v13's fast path):
+// thread tid's k-th group, tid + k * kThreads, is its first group's staged row plus k * kRowsPerStep,
+// same column, and lands kDstStepBytes further in shared memory (kRowsPerStep is a multiple of 8,
+// so the swizzle phase row % 8 is the same for every k). So the thread computes one source
+// address and one destination and then steps by constants, instead of the general path's
+// per-group index, bounds and swizzle arithmetic.
+template <int kWidth, int kThreads>
+struct Sw128StagingSteps {
+  static constexpr int kRowsPerStep = kThreads / (kWidth / 8);
+  static constexpr int kDstStepBytes = kRowsPerStep / 8 * (kWidth / 64) * kWgmmaAtomBytes;
+  static_assert(kThreads % (kWidth / 8) == 0 && kRowsPerStep % 8 == 0, "steps must keep the swizzle phase");
+};
 
 // How many of the 8 elements of a staging group at (row r, column c) of a row-major operand with
 // nrows rows of ld elements are inside it (the rest are staged as +0).

@@ -502,13 +502,16 @@ void check_fused_epilogue_layout() {
   // fp32 / bf16 state (v13): thread tid's pass j reads the quad epilogue_quad(tid, j), a 16-byte
   // G-tile read of four consecutive columns.
   std::vector<int> hits(size_t(Cfg::TR * Cfg::TC), 0);
-  int read_conflicts = 0, wrong = 0, uncoalesced = 0, misaligned_quads = 0;
+  int read_conflicts = 0, wrong = 0, uncoalesced = 0, misaligned_quads = 0, unstepped = 0;
   for (int j = 0; j < Cfg::kQuadPasses; ++j)
     for (int w = 0; w < Cfg::kWarps; ++w) {
       for (int l = 0; l < 32; ++l) {
         const FragCoord t = epilogue_quad<Cfg>(32 * w + l, j);
         ASSERT_TRUE(t.row >= 0 && t.row < Cfg::TR && t.col >= 0 && t.col + 3 < Cfg::TC);
         if ((t.row * kLd + t.col) % 4 != 0) ++misaligned_quads;  // the float4 read needs 16 bytes
+        // The whole-tile epilogue steps pass 0's place by kQuadRowsPerPass rows per pass.
+        const FragCoord t0 = epilogue_quad<Cfg>(32 * w + l, 0);
+        if (t.row != t0.row + j * Cfg::kQuadRowsPerPass || t.col != t0.col) ++unstepped;
         // Lanes walk a row in steps of one quad: the warp's vector accesses are contiguous.
         if (l > 0) {
           const FragCoord p = epilogue_quad<Cfg>(32 * w + l - 1, j);
@@ -542,6 +545,7 @@ void check_fused_epilogue_layout() {
   EXPECT_EQ(wrong, 0) << "quad epilogue read a value other than its accumulator";
   EXPECT_EQ(uncoalesced, 0) << "a warp's quads are not consecutive along the rows";
   EXPECT_EQ(misaligned_quads, 0) << "a quad's G-tile read is not 16-byte aligned";
+  EXPECT_EQ(unstepped, 0) << "a pass's quad is not pass 0's moved down by kQuadRowsPerPass rows";
   EXPECT_EQ(read_conflicts, 0) << "bank conflicts in the quad epilogue's reads";
 
   // int8 state: warp w's pass j is the block epilogue_int8_block(w, j), lane l columns l, l + 32.
@@ -574,6 +578,40 @@ void check_fused_epilogue_layout() {
 TEST(GpuTileLayout, FusedEpilogueParksAndReadsEachAccumulatorOnceWithoutBankConflicts) {
   check_fused_epilogue_layout<WgradTileCfg<128, 128>>();
   check_fused_epilogue_layout<WgradTileCfg<64, 64>>();
+}
+
+}  // namespace
+}  // namespace fh::gpu
+
+namespace fh::gpu {
+namespace {
+
+// v13's fast staging path steps each thread's source and destination by constants
+// (Sw128StagingSteps): the groups and swizzled destinations it reaches must be exactly the
+// general path's (staging_group + wgmma_sw128_offset_bytes) for every thread and step.
+template <int kRows, int kWidth, int kThreads>
+int whole_chunk_staging_differences() {
+  using Steps = Sw128StagingSteps<kWidth, kThreads>;
+  constexpr int kGroups = kRows * kWidth / 8;
+  int bad = 0;
+  for (int tid = 0; tid < kThreads; ++tid) {
+    const FragCoord g0 = staging_group(tid, kWidth);
+    const int d0 = wgmma_sw128_offset_bytes(g0.row, g0.col, kWidth);
+    for (int k = 0; k < kGroups / kThreads; ++k) {
+      const FragCoord g = staging_group(tid + k * kThreads, kWidth);
+      const bool same_group = g.row == g0.row + k * Steps::kRowsPerStep && g.col == g0.col;
+      const bool same_dst = wgmma_sw128_offset_bytes(g.row, g.col, kWidth) == d0 + k * Steps::kDstStepBytes;
+      bad += !(same_group && same_dst);
+    }
+  }
+  return bad;
+}
+
+TEST(GpuTileLayout, WholeChunkStagingStepsMatchTheGeneralPath) {
+  using Cfg = WgradTileCfg<128, 128>;
+  EXPECT_EQ((whole_chunk_staging_differences<Cfg::TK, Cfg::TR, Cfg::kThreads>()), 0);
+  EXPECT_EQ((whole_chunk_staging_differences<Cfg::TK, Cfg::TC, Cfg::kThreads>()), 0);
+  EXPECT_EQ((whole_chunk_staging_differences<64, 256, 256>()), 0);  // a wider operand: 2 rows per step
 }
 
 }  // namespace
