@@ -38,6 +38,9 @@ __device__ __forceinline__ void load4(const uint16_t* p, float (&v)[4]) {
   v[0] = bf16_to_float(uint16_t(x.x)), v[1] = bf16_to_float(uint16_t(x.x >> 16));
   v[2] = bf16_to_float(uint16_t(x.y)), v[3] = bf16_to_float(uint16_t(x.y >> 16));
 }
+// L2 prefetch of the line holding p: no register waits for it (v15).
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
 __device__ __forceinline__ void store4(float* p, const float (&v)[4]) {
   __stcs(reinterpret_cast<float4*>(p), make_float4(v[0], v[1], v[2], v[3]));
 }
@@ -146,9 +149,27 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
   auto state_index = [&](int64_t r, int64_t idx) {
     return (!kWholeTile && shift_state && r + 1 < pv.rows) ? idx + pv.cols : idx;
   };
+  // Whole tile (v15): pass j's weight and state lines are prefetched into L2 kPrefetchPasses passes
+  // before they are loaded, so the loads' DRAM latency is not waited for in registers.
+  constexpr int kPrefetchPasses = 2 * Q;
+  auto prefetch = [&](int pass) {
+    if constexpr (kWholeTile) {
+      if (pass >= Cfg::kQuadPasses) return;
+      const int64_t idx = idx_first + pass * idx_step;
+      constexpr int ebytes = SF == StateFormat::fp32 ? 4 : 2;
+#pragma unroll
+      for (int k = 0; k < Rule::kStateSlots; ++k)
+        if (pv.state[k].data) prefetch_l2(static_cast<const unsigned char*>(pv.state[k].data) + idx * ebytes);
+      if constexpr (WS == WeightStore::fp32_master)
+        prefetch_l2(pv.master + idx);
+      else
+        prefetch_l2(pv.bf16 + idx);
+    }
+  };
   auto load = [&](int j0, Batch& x) {
 #pragma unroll
     for (int q = 0; q < Q; ++q) {
+      prefetch(j0 + q + kPrefetchPasses);
       FragCoord t;
       int64_t r, c;
       where(j0 + q, t, r, c);
@@ -197,6 +218,8 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
     }
   };
   Batch x0, x1;
+#pragma unroll
+  for (int j = 0; j < kPrefetchPasses; ++j) prefetch(j);
   load(0, x0);
 #pragma unroll 1
   for (int j0 = 0; j0 < Cfg::kQuadPasses; j0 += 2 * Q) {
