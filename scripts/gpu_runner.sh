@@ -9,7 +9,8 @@
 # Env: FH_SUITES (only these GPU suites), FH_VERIFY_ARGS (extra forge-verify options), FH_SKIP_TORCH=1, FH_TORCH_QUICK=1, FH_BENCH_FILTER (Google Benchmark regex over names like
 # adamw_fp32_fp32_master/fused/out4096_in4096_T512/manual_time), FH_SKIP_BENCH=1, FH_SANITIZE=1 (compute-sanitizer
 # memcheck/racecheck/initcheck on the fused suite's small cases), FH_NCU=1 (Nsight Compute sections
-# of the fused and rule kernels at 4096 x 4096, T = 512, both benchmark configs), FH_ALLOW_SKIP=1 (a skipped GPU
+# of the fused and rule kernels at 4096 x 4096, T = 512, both benchmark configs, and the fused
+# kernel's per-instruction source counters), FH_ALLOW_SKIP=1 (a skipped GPU
 # test is not a failure: for trying the script on a machine without a GPU).
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -169,13 +170,18 @@ fi
 if [ "${FH_NCU:-0}" = 1 ] && command -v ncu >/dev/null 2>&1 && has forge-bench; then
   for cfgname in fp32_fp32_master bf16_bf16_rne; do
     for path in fused cublas; do
-      ncu --launch-skip 3 --launch-count 2 --kernel-name regex:'fused_wgrad|rule_element|rule_int8' \
+      ncu --clock-control none --launch-skip 3 --launch-count 2 --kernel-name regex:'fused_wgrad|rule_element|rule_int8' \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
         --section SchedulerStats --section WarpStateStats \
         "$B/bin/forge-bench" --benchmark_filter="adamw_${cfgname}/${path}/out4096_in4096_T512/" \
         --benchmark_repetitions=1 --benchmark_min_time=0.001 > "$OUT/ncu_${cfgname}_${path}.txt" 2>&1
       say "ncu $cfgname $path: rc $? ($(grep -c 'Duration' "$OUT/ncu_${cfgname}_${path}.txt") kernel profiles)"
     done
+    # Per-instruction counts and stall samples of the fused kernel (where its instructions go).
+    ncu --clock-control none --launch-skip 3 --launch-count 1 --kernel-name regex:'fused_wgrad' --section SourceCounters \
+      --page source --print-source sass "$B/bin/forge-bench" --benchmark_filter="adamw_${cfgname}/fused/out4096_in4096_T512/" \
+      --benchmark_repetitions=1 --benchmark_min_time=0.001 > "$OUT/ncu_${cfgname}_fused_source.txt" 2>&1
+    say "ncu $cfgname fused source counters: rc $?"
   done
 fi
 
