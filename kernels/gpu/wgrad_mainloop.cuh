@@ -152,7 +152,7 @@ __device__ __forceinline__ void stage_operand(uint16_t* dst, GroupAt group_at, c
   }
 }
 
-// The fast path of stage_operand for the wgmma tile (v13): a chunk wholly inside the operand
+// The fast path of stage_operand for the wgmma tile (v14): a chunk wholly inside the operand
 // (every row present, every group 8 valid elements, rows 16-byte aligned), staged with 16-byte
 // cp.async at constant steps (Sw128StagingSteps). The same groups and destinations as
 // stage_operand with the swizzled group_at.

@@ -162,7 +162,7 @@ FH_HD FragCoord staging_group(int idx, int width) {
   return {idx / per_row, 8 * (idx % per_row)};
 }
 
-// Staging of a whole in-range chunk into the wgmma tile's swizzled layout (v13's fast path):
+// Staging of a whole in-range chunk into the wgmma tile's swizzled layout (v14's fast path):
 // thread tid's k-th group, tid + k * kThreads, is its first group's staged row plus k * kRowsPerStep,
 // same column, and lands kDstStepBytes further in shared memory (kRowsPerStep is a multiple of 8,
 // so the swizzle phase row % 8 is the same for every k). So the thread computes one source

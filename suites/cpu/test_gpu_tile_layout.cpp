@@ -586,7 +586,7 @@ TEST(GpuTileLayout, FusedEpilogueParksAndReadsEachAccumulatorOnceWithoutBankConf
 namespace fh::gpu {
 namespace {
 
-// v13's fast staging path steps each thread's source and destination by constants
+// v14's fast staging path steps each thread's source and destination by constants
 // (Sw128StagingSteps): the groups and swizzled destinations it reaches must be exactly the
 // general path's (staging_group + wgmma_sw128_offset_bytes) for every thread and step.
 template <int kRows, int kWidth, int kThreads>
