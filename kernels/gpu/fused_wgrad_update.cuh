@@ -129,9 +129,13 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
   };
   const FragCoord first = epilogue_quad<Cfg>(tid, 0);
   const int64_t idx_first = (o0 + first.row) * pv.cols + (i0 + first.col), idx_step = Cfg::kQuadRowsPerPass * pv.cols;
-  const bool local_bits = planted == int(FusedPlantedDefect::sr_tile_local_bits);  // planted (suite only)
-  const int64_t gidx_first = local_bits ? int64_t(first.row) * Cfg::TC + first.col
-                                        : global_element_index(pv, o0 + first.row, i0 + first.col);
+  // The key of tile element t's random bits (bf16_sr): its global index, or (planted defect,
+  // suite only, local_bits) its place inside the tile.
+  const bool local_bits = planted == int(FusedPlantedDefect::sr_tile_local_bits);
+  auto bits_key = [&](FragCoord t) {
+    return local_bits ? int64_t(t.row) * Cfg::TC + t.col : global_element_index(pv, o0 + t.row, i0 + t.col);
+  };
+  const int64_t gidx_first = bits_key(first);
   const int64_t gidx_step = int64_t(Cfg::kQuadRowsPerPass) * (local_bits ? Cfg::TC : pv.global_cols);
   auto where = [&](int pass, FragCoord& t, int64_t& r, int64_t& c) {
     t = kWholeTile ? FragCoord{first.row + pass * Cfg::kQuadRowsPerPass, first.col} : epilogue_quad<Cfg>(tid, pass);
@@ -191,10 +195,7 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
       int64_t r, c;
       where(j0 + q, t, r, c);
       const int64_t idx = index(j0 + q, r, c);
-      // Planted defect (suite only, local_bits): random bits keyed by the place inside the tile.
-      const int64_t gidx = kWholeTile ? gidx_first + (j0 + q) * gidx_step
-                           : local_bits ? int64_t(t.row) * Cfg::TC + t.col
-                                        : global_element_index(pv, r, c);
+      const int64_t gidx = kWholeTile ? gidx_first + (j0 + q) * gidx_step : bits_key(t);
       const float4 g4 = *reinterpret_cast<const float4*>(sG + t.row * Cfg::kLdG + t.col);
       const float g[4] = {g4.x, g4.y, g4.z, g4.w};
       if (whole_quad(r, c)) {

@@ -16,17 +16,47 @@
 namespace fh::gpu {
 
 namespace {
-// The per-instance counts (filled in parallel) into the judgement; the first mismatch is the
-// first instance's that has one.
-void add_instance_counts(ProbeJudgement& r, const std::vector<int64_t>& mis, const std::vector<int64_t>& fmam,
-                         const std::vector<uint64_t>& worst, const std::vector<std::string>& first) {
-  for (size_t i = 0; i < mis.size(); ++i) {
-    r.mismatches += mis[i];
-    r.fma_misses += fmam[i];
-    r.max_ulp = std::max(r.max_ulp, worst[i]);
-    if (r.first.empty()) r.first = first[i];
-  }
+// r's chain length and its n cases of `cat`, case i from seed_of(i); returns the seeds.
+std::vector<uint64_t> make_judged_cases(ProbeJudgement& r, ProbeCategory cat, int64_t n,
+                                        const std::function<uint64_t(int64_t)>& seed_of) {
+  r.chain = probe_chain_length(cat);
+  r.cases.resize(size_t(n));
+  std::vector<uint64_t> seeds(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) seeds[size_t(i)] = seed_of(i);
+  parallel_for(n, [&](int64_t i) { r.cases[size_t(i)] = make_probe_case(cat, seeds[size_t(i)]); });
+  return seeds;
 }
+
+// Per-instance counts, filled in parallel, then added into the judgement; the first mismatch is
+// the first instance's that has one.
+struct InstanceCounts {
+  std::vector<int64_t> mis, fmam;
+  std::vector<uint64_t> worst;
+  std::vector<std::string> first;
+  explicit InstanceCounts(int64_t n) : mis(size_t(n), 0), fmam(size_t(n), 0), worst(size_t(n), 0), first(size_t(n)) {}
+  // One output of instance i: the model's and the fmaf loop's value against the hardware's;
+  // where (text) names the output in the instance's first mismatch.
+  template <class Where>
+  void judge(int64_t i, float model, float hw, float fma_loop, Where where) {
+    if (f32_bits(model) != f32_bits(hw)) {
+      if (mis[size_t(i)]++ == 0) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, ": model 0x%08x, GPU 0x%08x", f32_bits(model), f32_bits(hw));
+        first[size_t(i)] = where() + buf;
+      }
+      worst[size_t(i)] = std::max(worst[size_t(i)], ulp_distance_f32(model, hw));
+    }
+    if (f32_bits(fma_loop) != f32_bits(hw)) ++fmam[size_t(i)];
+  }
+  void add_to(ProbeJudgement& r) const {
+    for (size_t i = 0; i < mis.size(); ++i) {
+      r.mismatches += mis[i];
+      r.fma_misses += fmam[i];
+      r.max_ulp = std::max(r.max_ulp, worst[i]);
+      if (r.first.empty()) r.first = first[i];
+    }
+  }
+};
 }  // namespace
 
 float probe_fma_loop(const ProbeCase& pa, const ProbeCase& pb, int row, int col) {
@@ -40,12 +70,8 @@ float probe_fma_loop(const ProbeCase& pa, const ProbeCase& pb, int row, int col)
 
 ProbeJudgement probe_and_judge(ProbeCategory cat, int64_t n, const std::function<uint64_t(int64_t)>& seed_of) {
   ProbeJudgement r;
-  r.chain = probe_chain_length(cat);
+  const std::vector<uint64_t> seeds = make_judged_cases(r, cat, n, seed_of);
   const int chain = r.chain;
-  r.cases.resize(size_t(n));
-  std::vector<uint64_t> seeds(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) seeds[size_t(i)] = seed_of(i);
-  parallel_for(n, [&](int64_t i) { r.cases[size_t(i)] = make_probe_case(cat, seeds[size_t(i)]); });
   std::vector<uint16_t> a(size_t(n) * chain * 256), b(size_t(n) * chain * 128);
   std::vector<float> c(size_t(n) * 128);
   for (int64_t i = 0; i < n; ++i) {
@@ -60,30 +86,23 @@ ProbeJudgement probe_and_judge(ProbeCategory cat, int64_t n, const std::function
   cuda_check(cudaDeviceSynchronize(), "mma_probe");
   r.hw = dd.download();
 
-  std::vector<int64_t> mis(size_t(n), 0), fmam(size_t(n), 0);
-  std::vector<uint64_t> worst(size_t(n), 0);
-  std::vector<std::string> first(static_cast<size_t>(n));
+  InstanceCounts k(n);
   parallel_for(n, [&](int64_t i) {
     const ProbeCase& pc = r.cases[size_t(i)];
     float d[128];
     std::copy(pc.c.begin(), pc.c.end(), d);
     for (int s = 0; s < chain; ++s) mma_m16n8k16_model(&pc.a[size_t(s) * 256], &pc.b[size_t(s) * 128], d, d);
     for (int e = 0; e < 128; ++e) {
-      const float h = r.hw[size_t(i * 128 + e)];
-      if (f32_bits(d[e]) != f32_bits(h)) {
-        if (mis[size_t(i)]++ == 0) {
-          char buf[200];
-          std::snprintf(buf, sizeof buf, "instance %lld (seed %llu) D[%d][%d]: model 0x%08x, GPU 0x%08x",
-                        (long long)i, (unsigned long long)seeds[size_t(i)], e / 8, e % 8, f32_bits(d[e]), f32_bits(h));
-          first[size_t(i)] = buf;
-        }
-        worst[size_t(i)] = std::max(worst[size_t(i)], ulp_distance_f32(d[e], h));
-      }
-      if (f32_bits(probe_fma_loop(pc, pc, e / 8, e % 8)) != f32_bits(h)) ++fmam[size_t(i)];
+      k.judge(i, d[e], r.hw[size_t(i * 128 + e)], probe_fma_loop(pc, pc, e / 8, e % 8), [&] {
+        char buf[120];
+        std::snprintf(buf, sizeof buf, "instance %lld (seed %llu) D[%d][%d]", (long long)i,
+                      (unsigned long long)seeds[size_t(i)], e / 8, e % 8);
+        return std::string(buf);
+      });
     }
   });
   r.outputs = n * 128;
-  add_instance_counts(r, mis, fmam, worst, first);
+  k.add_to(r);
   return r;
 }
 
@@ -91,13 +110,9 @@ ProbeJudgement probe_and_judge_wgmma(ProbeCategory cat, int64_t n, const std::fu
                                      const MmaModelParams& params) {
   if (n < 16 || n % 16 != 0) throw std::invalid_argument("probe_and_judge_wgmma: n must be a positive multiple of 16");
   ProbeJudgement r;
-  r.chain = probe_chain_length(cat);
+  make_judged_cases(r, cat, n, seed_of);
   const int chain = r.chain;
   const int64_t inst = n / 16;
-  r.cases.resize(size_t(n));
-  std::vector<uint64_t> seeds(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) seeds[size_t(i)] = seed_of(i);
-  parallel_for(n, [&](int64_t i) { r.cases[size_t(i)] = make_probe_case(cat, seeds[size_t(i)]); });
   // Instance layout (gpu_api.h, wgmma_probe): A [chain][64][16], B [chain][16][128], C [64][128].
   std::vector<uint16_t> a(size_t(inst) * chain * 1024), b(size_t(inst) * chain * 2048);
   std::vector<float> c(size_t(inst) * 8192);
@@ -124,9 +139,7 @@ ProbeJudgement probe_and_judge_wgmma(ProbeCategory cat, int64_t n, const std::fu
   cuda_check(cudaDeviceSynchronize(), "wgmma_probe");
   r.hw = dd.download();
 
-  std::vector<int64_t> mis(size_t(inst), 0), fmam(size_t(inst), 0);
-  std::vector<uint64_t> worst(size_t(inst), 0);
-  std::vector<std::string> first(static_cast<size_t>(inst));
+  InstanceCounts k(inst);
   parallel_for(inst, [&](int64_t q) {
     for (int w = 0; w < 4; ++w)
       for (int j = 0; j < 16; ++j) {
@@ -137,21 +150,17 @@ ProbeJudgement probe_and_judge_wgmma(ProbeCategory cat, int64_t n, const std::fu
         for (int s = 0; s < chain; ++s) mma_m16n8k16_model(&pa.a[size_t(s) * 256], &pb.b[size_t(s) * 128], dm, dm, params);
         for (int e = 0; e < 128; ++e) {
           const float h = r.hw[size_t(q * 8192 + (16 * w + e / 8) * 128 + 8 * j + e % 8)];
-          if (f32_bits(dm[e]) != f32_bits(h)) {
-            if (mis[size_t(q)]++ == 0) {
-              char buf[240];
-              std::snprintf(buf, sizeof buf, "instance %lld block (%d, %d) D[%d][%d]: model 0x%08x, GPU 0x%08x",
-                            (long long)q, w, j, 16 * w + e / 8, 8 * j + e % 8, f32_bits(dm[e]), f32_bits(h));
-              first[size_t(q)] = buf;
-            }
-            worst[size_t(q)] = std::max(worst[size_t(q)], ulp_distance_f32(dm[e], h));
-          }
-          if (f32_bits(probe_fma_loop(pa, pb, e / 8, e % 8)) != f32_bits(h)) ++fmam[size_t(q)];
+          k.judge(q, dm[e], h, probe_fma_loop(pa, pb, e / 8, e % 8), [&] {
+            char buf[120];
+            std::snprintf(buf, sizeof buf, "instance %lld block (%d, %d) D[%d][%d]", (long long)q, w, j,
+                          16 * w + e / 8, 8 * j + e % 8);
+            return std::string(buf);
+          });
         }
       }
   });
   r.outputs = inst * 8192;
-  add_instance_counts(r, mis, fmam, worst, first);
+  k.add_to(r);
   return r;
 }
 

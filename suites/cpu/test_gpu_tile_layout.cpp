@@ -465,8 +465,21 @@ TEST(GpuTileLayout, EpilogueSegmentsAndAccumulatorsCoverTheTileOnce) {
   check(WgradTileCfg<64, 64>{});
 }
 
+// One shared-memory read wavefront (32-bit words): a second word on a bank already used by a
+// different word is a bank conflict; the same word again is a broadcast.
+struct SharedReadWavefront {
+  int word_on_bank[32];
+  SharedReadWavefront() { std::fill(word_on_bank, word_on_bank + 32, -1); }
+  int conflicts(int word) {
+    int& w = word_on_bank[word % 32];
+    const int c = (w >= 0 && w != word) ? 1 : 0;
+    w = word;
+    return c;
+  }
+};
+
 // The v2 fused epilogue: the accumulators are parked in the shared G tile (row stride kLdG) by
-// 8-byte pair stores, then read back per element (fp32 / bf16 state) or per 64-column block and
+// 8-byte pair stores, then read back per four-column quad (fp32 / bf16 state) or per 64-column block and
 // lane (int8 state). Tags stand for the accumulator values: every tile element must be read back
 // exactly once, from the accumulator acc_tile_coord puts there; stores must be 8-byte aligned and
 // bank-conflict free per half warp, the reads conflict free per warp.
@@ -528,16 +541,10 @@ void check_fused_epilogue_layout() {
       // A 16-byte shared load is served a quarter warp (8 lanes, 128 bytes) at a time: those
       // lanes' 32 words must fall on 32 distinct banks.
       for (int quarter = 0; quarter < 4; ++quarter) {
-        int bank_addr[32];
-        std::fill(bank_addr, bank_addr + 32, -1);
+        SharedReadWavefront banks;
         for (int l = 8 * quarter; l < 8 * quarter + 8; ++l) {
           const FragCoord t = epilogue_quad<Cfg>(32 * w + l, j);
-          for (int e = 0; e < 4; ++e) {
-            const int addr = t.row * kLd + t.col + e;
-            int& b = bank_addr[addr % 32];
-            if (b >= 0 && b != addr) ++read_conflicts;
-            b = addr;
-          }
+          for (int e = 0; e < 4; ++e) read_conflicts += banks.conflicts(t.row * kLd + t.col + e);
         }
       }
     }
@@ -556,16 +563,13 @@ void check_fused_epilogue_layout() {
       const FragCoord b = epilogue_int8_block<Cfg>(w, j);
       ASSERT_EQ(b.col % 64, 0) << "an int8 pass must start on a block";
       for (int h = 0; h < 2; ++h) {
-        int bank_addr[32];
-        std::fill(bank_addr, bank_addr + 32, -1);
+        SharedReadWavefront banks;
         for (int l = 0; l < 32; ++l) {
           const int col = b.col + l + 32 * h, addr = b.row * kLd + col;
           ASSERT_TRUE(b.row < Cfg::TR && col < Cfg::TC);
           if (sG[size_t(addr)] != expect[size_t(b.row * Cfg::TC + col)]) ++wrong;
           ++hits[size_t(b.row * Cfg::TC + col)];
-          int& bk = bank_addr[addr % 32];
-          if (bk >= 0 && bk != addr) ++read_conflicts;
-          bk = addr;
+          read_conflicts += banks.conflicts(addr);
         }
       }
     }
