@@ -75,6 +75,20 @@ __device__ __forceinline__ void load_quad(const ParamView& pv, int64_t idx, int6
 #pragma unroll
   for (int b = 0; b < 4; ++b) e[b].p = v[b];
 }
+// L2 prefetch of the weight and state lines of a whole-tile epilogue pass (v15), from the pass's
+// first element index idx in the view.
+template <class Rule, StateFormat SF, WeightStore WS>
+__device__ __forceinline__ void prefetch_quad_lines(const ParamView& pv, int64_t idx) {
+  constexpr int ebytes = SF == StateFormat::fp32 ? 4 : 2;
+#pragma unroll
+  for (int k = 0; k < Rule::kStateSlots; ++k)
+    if (pv.state[k].data) prefetch_l2(static_cast<const unsigned char*>(pv.state[k].data) + idx * ebytes);
+  if constexpr (WS == WeightStore::fp32_master)
+    prefetch_l2(pv.master + idx);
+  else
+    prefetch_l2(pv.bf16 + idx);
+}
+
 template <class Rule, StateFormat SF, WeightStore WS>
 __device__ __forceinline__ void store_quad(const ParamView& pv, int64_t idx, int64_t sidx, int64_t gidx,
                                            const ElementValues (&e)[4]) {
@@ -118,7 +132,8 @@ __device__ __forceinline__ void store_quad(const ParamView& pv, int64_t idx, int
 template <class Cfg, class Rule, StateFormat SF, WeightStore WS, bool kWholeTile>
 __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalars& s, const ParamView& pv,
                                                      const float* sG, int64_t o0, int64_t i0, bool vec,
-                                                     bool short_edge, bool shift_state, int planted) {
+                                                     bool short_edge, bool shift_state, int planted,
+                                                     int prefetch_passes, int prefetched_early) {
   constexpr int Q = kFusedEpilogueQuads;
   static_assert(Cfg::kQuadPasses % (2 * Q) == 0, "pairs of batches must divide the passes");
   const int tid = threadIdx.x;
@@ -153,27 +168,17 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
   auto state_index = [&](int64_t r, int64_t idx) {
     return (!kWholeTile && shift_state && r + 1 < pv.rows) ? idx + pv.cols : idx;
   };
-  // Whole tile (v15): pass j's weight and state lines are prefetched into L2 kPrefetchPasses passes
-  // before they are loaded, so the loads' DRAM latency is not waited for in registers.
-  constexpr int kPrefetchPasses = 2 * Q;
+  // Whole tile (v15): pass j's weight and state lines are prefetched into L2 prefetch_passes passes
+  // before they are loaded (FusedSchedule; v15: 4), so the loads' DRAM latency is not waited for
+  // in registers.
   auto prefetch = [&](int pass) {
-    if constexpr (kWholeTile) {
-      if (pass >= Cfg::kQuadPasses) return;
-      const int64_t idx = idx_first + pass * idx_step;
-      constexpr int ebytes = SF == StateFormat::fp32 ? 4 : 2;
-#pragma unroll
-      for (int k = 0; k < Rule::kStateSlots; ++k)
-        if (pv.state[k].data) prefetch_l2(static_cast<const unsigned char*>(pv.state[k].data) + idx * ebytes);
-      if constexpr (WS == WeightStore::fp32_master)
-        prefetch_l2(pv.master + idx);
-      else
-        prefetch_l2(pv.bf16 + idx);
-    }
+    if constexpr (kWholeTile)
+      if (pass < Cfg::kQuadPasses) prefetch_quad_lines<Rule, SF, WS>(pv, idx_first + pass * idx_step);
   };
   auto load = [&](int j0, Batch& x) {
 #pragma unroll
     for (int q = 0; q < Q; ++q) {
-      prefetch(j0 + q + kPrefetchPasses);
+      prefetch(j0 + q + prefetch_passes);
       FragCoord t;
       int64_t r, c;
       where(j0 + q, t, r, c);
@@ -219,8 +224,8 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
     }
   };
   Batch x0, x1;
-#pragma unroll
-  for (int j = 0; j < kPrefetchPasses; ++j) prefetch(j);
+#pragma unroll 1
+  for (int j = prefetched_early; j < prefetch_passes; ++j) prefetch(j);  // the mainloop's hook took the first
   load(0, x0);
 #pragma unroll 1
   for (int j0 = 0; j0 < Cfg::kQuadPasses; j0 += 2 * Q) {
@@ -269,29 +274,68 @@ __device__ __forceinline__ void park_g_tile(float* sG, const float (&acc)[Cfg::k
       }
 }
 
+// FusedSchedule (gpu_api.h) as the kernel sees it: stagger_below = the blocks of one resident wave.
+struct FusedKernelSchedule {
+  uint32_t stagger_ns;
+  int stagger_stride, stagger_below, prefetch_passes, early_passes, early_chunks;
+};
+
+__device__ __forceinline__ uint64_t global_timer_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// v17: half of the first wave starts late (FusedSchedule). Block-uniform; touches no data.
+__device__ __forceinline__ void stagger_start(const FusedKernelSchedule& k) {
+  if (k.stagger_ns == 0) return;
+  const int64_t lin = int64_t(blockIdx.y) * gridDim.x + blockIdx.x;
+  if (lin >= k.stagger_below || (lin / k.stagger_stride) % 2 == 0) return;
+  const uint64_t t0 = global_timer_ns();
+  while (global_timer_ns() - t0 < k.stagger_ns) __nanosleep(256);
+}
+
 // Block per tile: mainloop, G parked over the operand buffers (the mainloop ended on a barrier),
 // then the epilogue.
 template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
-    fused_wgrad_update_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec) {
+    fused_wgrad_update_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec,
+                              FusedKernelSchedule sched) {
   extern __shared__ __align__(16) unsigned char fused_smem[];
+  stagger_start(sched);
   unsigned char* base = Cfg::kWgmma ? align_to_atom(fused_smem) : fused_smem;
   const int64_t o0 = int64_t(blockIdx.y) * Cfg::TR, i0 = int64_t(blockIdx.x) * Cfg::TC;
-  float acc[Cfg::kMT][Cfg::kNT][4];
-  wgrad_mainloop<Cfg>(a, o0, i0, reinterpret_cast<uint16_t*>(base), acc);
-  float* sG = reinterpret_cast<float*>(base);
-  park_g_tile<Cfg>(sG, acc);
-  __syncthreads();
   const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
   // Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
   const bool shift_state = a.planted_defect == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
+  const bool whole_tile = SF != StateFormat::int8 && vec && !short_edge && !shift_state && o0 + Cfg::TR <= pv.rows &&
+                          i0 + Cfg::TC <= pv.cols;
+  // v17: the first early_passes epilogue passes' lines are prefetched into L2 while the mainloop
+  // multiplies its last early_chunks chunks.
+  const int early = whole_tile ? sched.early_passes : 0;
+  auto early_prefetch = [&](int64_t chunk, int64_t nchunks) {
+    if (early > 0 && chunk == (nchunks > sched.early_chunks ? nchunks - sched.early_chunks : 0)) {
+      const FragCoord first = epilogue_quad<Cfg>(threadIdx.x, 0);
+      const int64_t idx_first = (o0 + first.row) * pv.cols + (i0 + first.col);
+#pragma unroll 1
+      for (int j = 0; j < early && j < Cfg::kQuadPasses; ++j)
+        prefetch_quad_lines<Rule, SF, WS>(pv, idx_first + j * int64_t(Cfg::kQuadRowsPerPass) * pv.cols);
+    }
+  };
+  float acc[Cfg::kMT][Cfg::kNT][4];
+  wgrad_mainloop<Cfg>(a, o0, i0, reinterpret_cast<uint16_t*>(base), acc, early_prefetch);
+  float* sG = reinterpret_cast<float*>(base);
+  park_g_tile<Cfg>(sG, acc);
+  __syncthreads();
   if constexpr (SF == StateFormat::int8) {
     fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state);
   } else {
-    if (vec && !short_edge && !shift_state && o0 + Cfg::TR <= pv.rows && i0 + Cfg::TC <= pv.cols)
-      fused_epilogue_quads<Cfg, Rule, SF, WS, true>(s, pv, sG, o0, i0, vec, short_edge, shift_state, a.planted_defect);
+    if (whole_tile)
+      fused_epilogue_quads<Cfg, Rule, SF, WS, true>(s, pv, sG, o0, i0, vec, short_edge, shift_state, a.planted_defect,
+                                                    sched.prefetch_passes, early);
     else
-      fused_epilogue_quads<Cfg, Rule, SF, WS, false>(s, pv, sG, o0, i0, vec, short_edge, shift_state, a.planted_defect);
+      fused_epilogue_quads<Cfg, Rule, SF, WS, false>(s, pv, sG, o0, i0, vec, short_edge, shift_state, a.planted_defect,
+                                                     sched.prefetch_passes, 0);
   }
 }
 
@@ -356,10 +400,23 @@ template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
 void launch_fused_cfg(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                       cudaStream_t stream) {
   auto kernel = fused_wgrad_update_kernel<Cfg, Rule, SF, WS>;
-  static const bool smem_ok = set_smem_limit(kernel, Cfg::kSmemBytes, "fused_wgrad_update: cudaFuncSetAttribute");
-  (void)smem_ok;
+  // Once per instantiation and process (one device model per process): the smem opt-in, then how
+  // many blocks of this kernel one SM holds.
+  static const int blocks_per_sm = [&] {
+    set_smem_limit(kernel, Cfg::kSmemBytes, "fused_wgrad_update: cudaFuncSetAttribute");
+    int n = 0;
+    cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, Cfg::kThreads, Cfg::kSmemBytes),
+               "fused_wgrad_update: occupancy");
+    return n;
+  }();
+  int device = 0, sms = 0;
+  cuda_check(cudaGetDevice(&device), "fused_wgrad_update: cudaGetDevice");
+  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused_wgrad_update: SM count");
+  const FusedSchedule fs = fused_schedule();
+  const FusedKernelSchedule sched{uint32_t(fs.stagger_us) * 1000u, fs.stagger_stride > 0 ? fs.stagger_stride : sms,
+                                  blocks_per_sm * sms, fs.prefetch_passes, fs.early_passes, fs.early_chunks};
   const bool vec = SF != StateFormat::int8 && fused_params_vec4<SF>(pv);
-  kernel<<<wgrad_grid<Cfg>(a), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(a, s, pv, vec);
+  kernel<<<wgrad_grid<Cfg>(a), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(a, s, pv, vec, sched);
   cuda_check(cudaGetLastError(), "fused_wgrad_update: launch");
 }
 

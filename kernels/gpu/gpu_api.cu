@@ -2,6 +2,7 @@
 #include "kernels/gpu/gpu_api.h"
 
 #include <atomic>
+#include <mutex>
 
 namespace fh::gpu {
 
@@ -31,6 +32,23 @@ std::atomic<int> g_fused_planted_defect{0};
 }
 void set_fused_planted_defect(FusedPlantedDefect d) { g_fused_planted_defect.store(int(d)); }
 FusedPlantedDefect fused_planted_defect() { return FusedPlantedDefect(g_fused_planted_defect.load()); }
+
+namespace {
+std::mutex g_schedule_mutex;
+FusedSchedule g_schedule;
+}
+void set_fused_schedule(const FusedSchedule& s) {
+  if (s.stagger_us < 0 || s.stagger_us > 1000000 || s.stagger_stride < 0 || s.prefetch_passes < 0 ||
+      s.early_passes < 0 || s.early_chunks < 1)
+    throw std::invalid_argument(
+        "set_fused_schedule: stagger_us must be 0..10^6, stride and prefetch passes >= 0, early chunks >= 1");
+  std::lock_guard<std::mutex> lock(g_schedule_mutex);
+  g_schedule = s;
+}
+FusedSchedule fused_schedule() {
+  std::lock_guard<std::mutex> lock(g_schedule_mutex);
+  return g_schedule;
+}
 
 bool tile_supported(TileShape t) {
   return (t.rows == 128 && t.cols == 128) || (t.rows == 64 && t.cols == 64);

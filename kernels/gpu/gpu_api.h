@@ -118,6 +118,27 @@ enum class FusedPlantedDefect : int {
 void set_fused_planted_defect(FusedPlantedDefect d);
 FusedPlantedDefect fused_planted_defect();
 
+// How the fused kernel schedules its blocks and its epilogue's L2 prefetches (v17). Numbers only:
+// no setting changes a bit of the results. stagger_us: blocks of the first resident wave whose
+// linear index i has (i / stagger_stride) odd start that many microseconds late, so that half the
+// blocks multiply while the other half stream the epilogue's weights and state (without it every
+// block of a wave multiplies, then every block waits on DRAM). stagger_stride 0 means the SM count
+// (with round-robin dispatch, the second block on each SM starts late). prefetch_passes: how many
+// epilogue passes ahead the whole-tile epilogue prefetches its lines into L2 (v15: 4).
+// early_passes: that many of the epilogue's first passes are prefetched into L2 when the mainloop
+// reaches its early_chunks-th chunk from the end.
+// Process-wide; forge-bench reads FH_FUSED_STAGGER_US, FH_FUSED_STAGGER_STRIDE,
+// FH_FUSED_PREFETCH_PASSES, FH_FUSED_EARLY_PASSES and FH_FUSED_EARLY_CHUNKS to sweep them.
+struct FusedSchedule {
+  int stagger_us = 0;
+  int stagger_stride = 0;
+  int prefetch_passes = 4;
+  int early_passes = 0;
+  int early_chunks = 2;
+};
+void set_fused_schedule(const FusedSchedule& s);
+FusedSchedule fused_schedule();
+
 // The order-matched reference, phase 1: the fused kernel's mainloop, storing fp32 G [out, in]
 // row-major (ldg = in) to g.
 void wgrad_materialize(const WgradProblem& p, float* g, TileShape tile = {}, cudaStream_t stream = 0);

@@ -227,9 +227,15 @@ struct WarpgroupWgmmaOps {
   }
 };
 
+// A mainloop caller's hook, called with each chunk's index and the chunk count before the chunk
+// is multiplied (the fused kernel's early epilogue prefetch, v17); the default does nothing.
+struct NoChunkHook {
+  __device__ __forceinline__ void operator()(int64_t, int64_t) const {}
+};
+
 // The block's side of mainloop_schedule (wgrad_tile_layout.h): cp.async staging into ring slots,
 // barriers, and each warp's mma_chunk_schedule (or wgmma_chunk_schedule) over a landed slot.
-template <class Cfg>
+template <class Cfg, class Hook>
 struct BlockMainloopOps {
   const WgradTileArgs& a;
   int64_t o0, i0;
@@ -237,6 +243,8 @@ struct BlockMainloopOps {
   float (&acc)[Cfg::kMT][Cfg::kNT][4];
   int tid, lane;
   FragCoord wo;
+  const Hook& hook;
+  int64_t nchunks;
 
   __device__ __forceinline__ void stage(int64_t chunk, int slot) const {
     uint16_t* sA = smem + slot * Cfg::kStageElems;
@@ -278,6 +286,7 @@ struct BlockMainloopOps {
   }
   __device__ __forceinline__ void barrier() const { __syncthreads(); }
   __device__ __forceinline__ void compute(int64_t chunk, int slot) const {
+    hook(chunk, nchunks);
     const uint16_t* sA = smem + slot * Cfg::kStageElems;
     const int ksteps = chunk_ksteps(a.T, chunk * Cfg::TK, Cfg::kKSteps);
     if constexpr (Cfg::kWgmma) {
@@ -304,9 +313,10 @@ struct BlockMainloopOps {
 // v3: a kStages-deep cp.async ring with one barrier per chunk (mainloop_schedule), and each
 // chunk's instructions from mma_chunk_schedule (fragments software pipelined across k-steps) or,
 // for the wgmma tile (v6+), wgmma_chunk_schedule.
-template <class Cfg>
+template <class Cfg, class Hook = NoChunkHook>
 __device__ __forceinline__ void wgrad_mainloop(const WgradTileArgs& a, int64_t o0, int64_t i0,
-                                               uint16_t* smem, float (&acc)[Cfg::kMT][Cfg::kNT][4]) {
+                                               uint16_t* smem, float (&acc)[Cfg::kMT][Cfg::kNT][4],
+                                               const Hook& hook = Hook{}) {
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 #pragma unroll
   for (int mt = 0; mt < Cfg::kMT; ++mt)
@@ -315,8 +325,9 @@ __device__ __forceinline__ void wgrad_mainloop(const WgradTileArgs& a, int64_t o
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;  // +0: the chain's start
 
-  BlockMainloopOps<Cfg> ops{a, o0, i0, smem, acc, tid, lane, warp_origin<Cfg>(warp)};
-  mainloop_schedule<Cfg::kStages>((a.T + Cfg::TK - 1) / Cfg::TK, ops);
+  const int64_t nchunks = (a.T + Cfg::TK - 1) / Cfg::TK;
+  BlockMainloopOps<Cfg, Hook> ops{a, o0, i0, smem, acc, tid, lane, warp_origin<Cfg>(warp), hook, nchunks};
+  mainloop_schedule<Cfg::kStages>(nchunks, ops);
 }
 
 // Host side: can operand rows be staged with 16-byte copies?

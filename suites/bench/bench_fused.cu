@@ -9,6 +9,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -147,6 +148,33 @@ int main(int argc, char** argv) {
   }
   std::printf("forge-bench: %s, driver %s, runtime %s, cuBLAS %s\n", dev.name.c_str(), dev.driver.c_str(),
               dev.runtime.c_str(), dev.cublas.c_str());
+  // The fused kernel's launch schedule (gpu_api.h FusedSchedule), settable for sweeps.
+  FusedSchedule sched = fused_schedule();
+  auto env_int = [](const char* name, int& v) {
+    if (const char* e = std::getenv(name)) {
+      char* end = nullptr;
+      const long x = std::strtol(e, &end, 10);
+      if (!*e || *end) {
+        std::fprintf(stderr, "forge-bench: %s=%s is not an integer\n", name, e);
+        std::exit(2);
+      }
+      v = int(x);
+    }
+  };
+  env_int("FH_FUSED_STAGGER_US", sched.stagger_us);
+  env_int("FH_FUSED_STAGGER_STRIDE", sched.stagger_stride);
+  env_int("FH_FUSED_PREFETCH_PASSES", sched.prefetch_passes);
+  env_int("FH_FUSED_EARLY_PASSES", sched.early_passes);
+  env_int("FH_FUSED_EARLY_CHUNKS", sched.early_chunks);
+  try {
+    set_fused_schedule(sched);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "forge-bench: %s\n", e.what());
+    return 2;
+  }
+  std::printf("forge-bench: fused schedule stagger %d us, stride %d (0: SM count), prefetch %d passes, early %d passes "
+              "%d chunks before the end\n",
+              sched.stagger_us, sched.stagger_stride, sched.prefetch_passes, sched.early_passes, sched.early_chunks);
   struct Layer { int64_t out, in; };
   const Layer layers[] = {{4096, 4096}, {14336, 4096}, {4096, 14336}};
   const int64_t tokens[] = {512, 2048, 8192};
