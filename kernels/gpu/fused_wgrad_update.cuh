@@ -277,7 +277,7 @@ __device__ __forceinline__ void park_g_tile(float* sG, const float (&acc)[Cfg::k
 // FusedSchedule (gpu_api.h) as the kernel sees it: stagger_below = the blocks of one resident wave.
 struct FusedKernelSchedule {
   uint32_t stagger_ns;
-  int stagger_stride, stagger_below, prefetch_passes, early_passes, early_chunks;
+  int stagger_stride, stagger_below, prefetch_passes, early_passes, early_chunks, wave1_passes;
 };
 
 __device__ __forceinline__ uint64_t global_timer_ns() {
@@ -287,10 +287,11 @@ __device__ __forceinline__ uint64_t global_timer_ns() {
 }
 
 // v17: half of the first wave starts late (FusedSchedule). Block-uniform; touches no data.
+__device__ __forceinline__ bool starts_late(const FusedKernelSchedule& k) {
+  return k.stagger_ns != 0 && staggered_block(int64_t(blockIdx.y) * gridDim.x + blockIdx.x, k.stagger_stride, k.stagger_below);
+}
 __device__ __forceinline__ void stagger_start(const FusedKernelSchedule& k) {
-  if (k.stagger_ns == 0) return;
-  const int64_t lin = int64_t(blockIdx.y) * gridDim.x + blockIdx.x;
-  if (lin >= k.stagger_below || (lin / k.stagger_stride) % 2 == 0) return;
+  if (!starts_late(k)) return;
   const uint64_t t0 = global_timer_ns();
   while (global_timer_ns() - t0 < k.stagger_ns) __nanosleep(256);
 }
@@ -302,7 +303,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
     fused_wgrad_update_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec,
                               FusedKernelSchedule sched) {
   extern __shared__ __align__(16) unsigned char fused_smem[];
-  stagger_start(sched);
   unsigned char* base = Cfg::kWgmma ? align_to_atom(fused_smem) : fused_smem;
   const int64_t o0 = int64_t(blockIdx.y) * Cfg::TR, i0 = int64_t(blockIdx.x) * Cfg::TC;
   const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
@@ -310,29 +310,38 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   const bool shift_state = a.planted_defect == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
   const bool whole_tile = SF != StateFormat::int8 && vec && !short_edge && !shift_state && o0 + Cfg::TR <= pv.rows &&
                           i0 + Cfg::TC <= pv.cols;
-  // v17: the first early_passes epilogue passes' lines are prefetched into L2 while the mainloop
-  // multiplies its last early_chunks chunks.
+  // v17 (FusedSchedule): blocks of the first wave prefetch their epilogue's first wave1_passes
+  // passes into L2 at the start, while DRAM is idle (every block is multiplying or asleep); every
+  // block prefetches its first early_passes passes while the mainloop multiplies its last
+  // early_chunks chunks.
+  auto prefetch_passes = [&](int from, int to) {
+    const FragCoord first = epilogue_quad<Cfg>(threadIdx.x, 0);
+    const int64_t idx_first = (o0 + first.row) * pv.cols + (i0 + first.col);
+#pragma unroll 1
+    for (int j = from; j < to && j < Cfg::kQuadPasses; ++j)
+      prefetch_quad_lines<Rule, SF, WS>(pv, idx_first + j * int64_t(Cfg::kQuadRowsPerPass) * pv.cols);
+  };
+  const bool wave1 = int64_t(blockIdx.y) * gridDim.x + blockIdx.x < sched.stagger_below;
+  const int wave1_passes = whole_tile && wave1 ? sched.wave1_passes : 0;
+  if (wave1_passes > 0) prefetch_passes(0, wave1_passes);
+  stagger_start(sched);
   const int early = whole_tile ? sched.early_passes : 0;
   auto early_prefetch = [&](int64_t chunk, int64_t nchunks) {
-    if (early > 0 && chunk == (nchunks > sched.early_chunks ? nchunks - sched.early_chunks : 0)) {
-      const FragCoord first = epilogue_quad<Cfg>(threadIdx.x, 0);
-      const int64_t idx_first = (o0 + first.row) * pv.cols + (i0 + first.col);
-#pragma unroll 1
-      for (int j = 0; j < early && j < Cfg::kQuadPasses; ++j)
-        prefetch_quad_lines<Rule, SF, WS>(pv, idx_first + j * int64_t(Cfg::kQuadRowsPerPass) * pv.cols);
-    }
+    if (early > wave1_passes && chunk == (nchunks > sched.early_chunks ? nchunks - sched.early_chunks : 0))
+      prefetch_passes(wave1_passes, early);
   };
   float acc[Cfg::kMT][Cfg::kNT][4];
   wgrad_mainloop<Cfg>(a, o0, i0, reinterpret_cast<uint16_t*>(base), acc, early_prefetch);
   float* sG = reinterpret_cast<float*>(base);
   park_g_tile<Cfg>(sG, acc);
   __syncthreads();
+  if (a.planted_defect == int(FusedPlantedDefect::late_blocks_skip_update) && starts_late(sched)) return;  // suite only
   if constexpr (SF == StateFormat::int8) {
     fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state);
   } else {
     if (whole_tile)
       fused_epilogue_quads<Cfg, Rule, SF, WS, true>(s, pv, sG, o0, i0, vec, short_edge, shift_state, a.planted_defect,
-                                                    sched.prefetch_passes, early);
+                                                    sched.prefetch_passes, early > wave1_passes ? early : wave1_passes);
     else
       fused_epilogue_quads<Cfg, Rule, SF, WS, false>(s, pv, sG, o0, i0, vec, short_edge, shift_state, a.planted_defect,
                                                      sched.prefetch_passes, 0);
@@ -413,8 +422,10 @@ void launch_fused_cfg(const WgradTileArgs& a, const typename Rule::Scalars& s, c
   cuda_check(cudaGetDevice(&device), "fused_wgrad_update: cudaGetDevice");
   cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused_wgrad_update: SM count");
   const FusedSchedule fs = fused_schedule();
-  const FusedKernelSchedule sched{uint32_t(fs.stagger_us) * 1000u, fs.stagger_stride > 0 ? fs.stagger_stride : sms,
-                                  blocks_per_sm * sms, fs.prefetch_passes, fs.early_passes, fs.early_chunks};
+  const int stagger_us = fs.stagger_us >= 0 ? fs.stagger_us : auto_stagger_us(SF);
+  const FusedKernelSchedule sched{uint32_t(stagger_us) * 1000u, fs.stagger_stride > 0 ? fs.stagger_stride : sms,
+                                  blocks_per_sm * sms, fs.prefetch_passes, fs.early_passes, fs.early_chunks,
+                                  fs.wave1_passes};
   const bool vec = SF != StateFormat::int8 && fused_params_vec4<SF>(pv);
   kernel<<<wgrad_grid<Cfg>(a), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(a, s, pv, vec, sched);
   cuda_check(cudaGetLastError(), "fused_wgrad_update: launch");

@@ -111,33 +111,44 @@ void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateForm
 // clipped at the right edge of W leaves its last element un-updated; sr_bits8: the bf16_sr store
 // (fp32 / bf16 state) rounds with only the top 8 of its 16 random bits (a bias up to 1/256 ulp);
 // sr_tile_local_bits: the bf16_sr store keys its random bits by the position inside the tile, so
-// every tile draws the same bits (issue 5's planted stochastic-rounding defects).
+// every tile draws the same bits (issue 5's planted stochastic-rounding defects);
+// late_blocks_skip_update: the blocks the stagger delays (FusedSchedule) skip their epilogue, a
+// result that depends on the launch schedule.
 enum class FusedPlantedDefect : int {
-  none = 0, state_row_offset = 1, edge_mask_short = 2, sr_bits8 = 3, sr_tile_local_bits = 4
+  none = 0, state_row_offset = 1, edge_mask_short = 2, sr_bits8 = 3, sr_tile_local_bits = 4, late_blocks_skip_update = 5
 };
 void set_fused_planted_defect(FusedPlantedDefect d);
 FusedPlantedDefect fused_planted_defect();
 
-// How the fused kernel schedules its blocks and its epilogue's L2 prefetches (v17). Numbers only:
-// no setting changes a bit of the results. stagger_us: blocks of the first resident wave whose
-// linear index i has (i / stagger_stride) odd start that many microseconds late, so that half the
-// blocks multiply while the other half stream the epilogue's weights and state (without it every
-// block of a wave multiplies, then every block waits on DRAM). stagger_stride 0 means the SM count
-// (with round-robin dispatch, the second block on each SM starts late). prefetch_passes: how many
-// epilogue passes ahead the whole-tile epilogue prefetches its lines into L2 (v15: 4).
-// early_passes: that many of the epilogue's first passes are prefetched into L2 when the mainloop
-// reaches its early_chunks-th chunk from the end.
-// Process-wide; forge-bench reads FH_FUSED_STAGGER_US, FH_FUSED_STAGGER_STRIDE,
-// FH_FUSED_PREFETCH_PASSES, FH_FUSED_EARLY_PASSES and FH_FUSED_EARLY_CHUNKS to sweep them.
+// How the fused kernel schedules its blocks and its epilogue's L2 prefetches (v17; NOTES.md).
+// Timing only: no setting changes a bit of the results (the GPU fused suite checks that).
+//   stagger_us: blocks of the first resident wave picked by staggered_block (wgrad_tile_layout.h)
+//     start that many microseconds late, so that about half the blocks multiply while the other
+//     half stream the epilogue's weights and state; without it every block of a wave multiplies,
+//     then every block waits on DRAM. -1: auto_stagger_us(state format).
+//   stagger_stride: 0 means the SM count (with round-robin dispatch, the second block of each SM).
+//   prefetch_passes: how many epilogue passes ahead the whole-tile epilogue prefetches its weight
+//     and state lines into L2 (v15: 4).
+//   early_passes, early_chunks: each whole tile prefetches its epilogue's first early_passes passes
+//     when the mainloop reaches its early_chunks-th chunk from the end.
+//   wave1_passes: blocks of the first resident wave prefetch that many first passes at their start,
+//     while DRAM would otherwise idle.
+// Process-wide. forge-bench reads FH_FUSED_STAGGER_US, FH_FUSED_STAGGER_STRIDE,
+// FH_FUSED_PREFETCH_PASSES, FH_FUSED_EARLY_PASSES, FH_FUSED_EARLY_CHUNKS and FH_FUSED_WAVE1_PASSES.
 struct FusedSchedule {
-  int stagger_us = 0;
+  int stagger_us = -1;
   int stagger_stride = 0;
   int prefetch_passes = 4;
-  int early_passes = 0;
+  int early_passes = 4;
   int early_chunks = 2;
+  int wave1_passes = 0;
 };
+// Throws std::invalid_argument on a value out of range (stagger_us -1..10^6, the rest >= 0, early_chunks >= 1).
 void set_fused_schedule(const FusedSchedule& s);
 FusedSchedule fused_schedule();
+// The stagger an auto schedule uses: 10 us where the epilogue is DRAM bound (fp32 state: 24 or
+// more bytes a parameter), none otherwise (bf16 and int8 state lost time with it on the runner).
+int auto_stagger_us(StateFormat sf);
 
 // The order-matched reference, phase 1: the fused kernel's mainloop, storing fp32 G [out, in]
 // row-major (ldg = in) to g.

@@ -331,4 +331,12 @@ FH_HD FragCoord epilogue_int8_block(int warp, int pass) {
   return {b / Cfg::kSegmentsPerRow, 64 * (b % Cfg::kSegmentsPerRow)};
 }
 
+// v17 (FusedSchedule, gpu_api.h): does the block of linear index lin (blockIdx.y * gridDim.x +
+// blockIdx.x, the order blocks are dispatched in) start late? Blocks of the first resident wave
+// (lin < wave) whose lin / stride is odd: half of that wave. With stride = the SM count and
+// round-robin dispatch, that is the second block on each SM.
+FH_HD bool staggered_block(int64_t lin, int64_t stride, int64_t wave) {
+  return lin < wave && (lin / stride) % 2 == 1;
+}
+
 }  // namespace fh::gpu

@@ -166,6 +166,7 @@ int main(int argc, char** argv) {
   env_int("FH_FUSED_PREFETCH_PASSES", sched.prefetch_passes);
   env_int("FH_FUSED_EARLY_PASSES", sched.early_passes);
   env_int("FH_FUSED_EARLY_CHUNKS", sched.early_chunks);
+  env_int("FH_FUSED_WAVE1_PASSES", sched.wave1_passes);
   try {
     set_fused_schedule(sched);
   } catch (const std::exception& e) {
@@ -173,8 +174,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::printf("forge-bench: fused schedule stagger %d us, stride %d (0: SM count), prefetch %d passes, early %d passes "
-              "%d chunks before the end\n",
-              sched.stagger_us, sched.stagger_stride, sched.prefetch_passes, sched.early_passes, sched.early_chunks);
+              "%d chunks before the end, first wave %d passes at the start\n",
+              sched.stagger_us, sched.stagger_stride, sched.prefetch_passes, sched.early_passes, sched.early_chunks,
+              sched.wave1_passes);
   struct Layer { int64_t out, in; };
   const Layer layers[] = {{4096, 4096}, {14336, 4096}, {4096, 14336}};
   const int64_t tokens[] = {512, 2048, 8192};

@@ -16,6 +16,7 @@
 
 #include "kernels/common/bf16.h"
 #include "kernels/common/splitmix64.h"
+#include "kernels/gpu/gpu_api.h"
 #include "kernels/gpu/wgrad_tile_layout.h"
 #include "kernels/twin/mma_model.h"
 #include "kernels/twin/order_matched_host.h"
@@ -616,6 +617,51 @@ TEST(GpuTileLayout, WholeChunkStagingStepsMatchTheGeneralPath) {
   EXPECT_EQ((whole_chunk_staging_differences<Cfg::TK, Cfg::TR, Cfg::kThreads>()), 0);
   EXPECT_EQ((whole_chunk_staging_differences<Cfg::TK, Cfg::TC, Cfg::kThreads>()), 0);
   EXPECT_EQ((whole_chunk_staging_differences<64, 256, 256>()), 0);  // a wider operand: 2 rows per step
+}
+
+// v17: the stagger delays half of the first resident wave and nothing after it; with stride = the
+// SM count (round-robin dispatch: block i on SM i mod SMs), one of the two blocks of every SM.
+TEST(GpuTileLayout, StaggerDelaysHalfTheFirstWaveOnly) {
+  const int64_t sms = 132, wave = 2 * sms, grid = 1024;
+  for (int64_t stride : {sms, int64_t(1)}) {
+    std::vector<int> per_sm(size_t(sms), 0);
+    int64_t late = 0, late_after_wave = 0;
+    for (int64_t lin = 0; lin < grid; ++lin) {
+      if (!staggered_block(lin, stride, wave)) continue;
+      ++late;
+      late_after_wave += lin >= wave;
+      if (lin < wave) ++per_sm[size_t(lin % sms)];
+    }
+    EXPECT_EQ(late, wave / 2) << "stride " << stride;
+    EXPECT_EQ(late_after_wave, 0) << "stride " << stride;
+    if (stride == sms) {
+      EXPECT_TRUE(std::all_of(per_sm.begin(), per_sm.end(), [](int n) { return n == 1; }))
+          << "the second block of each SM should start late";
+    }
+  }
+}
+
+// The schedule's settings are range-checked and kept process-wide.
+TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
+  const FusedSchedule before = fused_schedule();
+  FusedSchedule bad = before;
+  bad.stagger_us = -2;
+  EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
+  bad = before;
+  bad.early_chunks = 0;
+  EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
+  bad = before;
+  bad.prefetch_passes = -1;
+  EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
+  FusedSchedule mine = before;
+  mine.stagger_us = 7;
+  mine.wave1_passes = 3;
+  set_fused_schedule(mine);
+  EXPECT_EQ(fused_schedule().stagger_us, 7);
+  EXPECT_EQ(fused_schedule().wave1_passes, 3);
+  set_fused_schedule(before);
+  EXPECT_EQ(auto_stagger_us(StateFormat::fp32), 10);
+  EXPECT_EQ(auto_stagger_us(StateFormat::bf16), 0);
 }
 
 }  // namespace

@@ -345,6 +345,79 @@ TEST(GpuFused, LinearBackwardReadsOldWeightsAndRefusesSharedWeights) {
   EXPECT_EQ(test::compare_params(shared_after, hp0).differing, 0) << "a refused call changed W";
 }
 
+// v17: the launch schedule (stagger, prefetch distances) is timing only. 4096^2 at T = 512 (1024
+// tiles: a first wave and three more, so late and on-time blocks both run) and a ragged shape,
+// every schedule against the defaults, bit for bit; with the default schedule, fused == cuBLAS +
+// rule and the ragged sweep above pin the bits themselves.
+TEST(GpuFused, ScheduleSettingsChangeNoBits) {
+  FH_REQUIRE_GPU();
+  const FusedSchedule defaults = fused_schedule();
+  std::vector<FusedSchedule> variants;
+  for (int stagger : {0, 10, 25})
+    for (int wave1 : {0, 16}) {
+      FusedSchedule v = defaults;
+      v.stagger_us = stagger;
+      v.wave1_passes = wave1;
+      v.early_passes = wave1 ? 2 : 16;
+      v.early_chunks = wave1 ? 1 : 8;
+      v.prefetch_passes = stagger == 10 ? 0 : 8;
+      v.stagger_stride = stagger == 25 ? 1 : 0;
+      variants.push_back(v);
+    }
+  int64_t compared = 0, differing = 0, runs = 0;
+  for (const Shape& s : {Shape{4096, 4096, 512}, Shape{1000, 1000, 500}}) {
+    StepData d(s, uint64_t(s.out + s.T));
+    for (auto [sf, ws] : {std::pair{StateFormat::fp32, WeightStore::fp32_master},
+                          std::pair{StateFormat::bf16, WeightStore::bf16_sr},
+                          std::pair{StateFormat::int8, WeightStore::bf16_rne}}) {
+      const HostParam hp0 = make_param(RuleId::adamw, sf, ws, s, 41);
+      HostParam want = hp0, got = hp0;
+      {
+        DeviceParam p(hp0);
+        set_fused_schedule(defaults);
+        fused_wgrad_update(d.prob, hp0.rule, sf, ws, p.view(), 1);
+        p.download_into(want);
+      }
+      for (const FusedSchedule& v : variants) {
+        DeviceParam p(hp0);
+        set_fused_schedule(v);
+        fused_wgrad_update(d.prob, hp0.rule, sf, ws, p.view(), 1);
+        p.download_into(got);
+        const ParamEvidence e = test::compare_params(got, want);
+        ++runs;
+        compared += e.values;
+        differing += e.differing;
+        EXPECT_EQ(e.differing, 0) << "schedule stagger " << v.stagger_us << " us stride " << v.stagger_stride
+                                  << ", wave1 " << v.wave1_passes << ", early " << v.early_passes << "/"
+                                  << v.early_chunks << ", prefetch " << v.prefetch_passes << ": "
+                                  << config_name(RuleId::adamw, sf, ws) << " " << s.out << "x" << s.in
+                                  << ", first " << e.first_diff;
+      }
+    }
+  }
+  // The comparison catches a result that does depend on the schedule (planted, suite only).
+  const Shape s{4096, 4096, 512};
+  StepData d(s, 9);
+  const HostParam hp0 = make_param(RuleId::adamw, StateFormat::fp32, WeightStore::fp32_master, s, 43);
+  HostParam want = hp0, got = hp0;
+  DeviceParam on_time(hp0), planted(hp0);
+  FusedSchedule late = defaults;
+  late.stagger_us = 10;
+  set_fused_schedule(late);
+  fused_wgrad_update(d.prob, hp0.rule, StateFormat::fp32, WeightStore::fp32_master, on_time.view(), 1);
+  set_fused_planted_defect(FusedPlantedDefect::late_blocks_skip_update);
+  fused_wgrad_update(d.prob, hp0.rule, StateFormat::fp32, WeightStore::fp32_master, planted.view(), 1);
+  set_fused_planted_defect(FusedPlantedDefect::none);
+  set_fused_schedule(defaults);
+  on_time.download_into(want);
+  planted.download_into(got);
+  const ParamEvidence e = test::compare_params(got, want);
+  EXPECT_GT(e.differing, 0) << "late blocks that skip their update went unnoticed";
+  std::printf("[fused] schedule settings: %lld runs against the default schedule, %lld values, %lld differ; "
+              "planted late-block skip: %lld of %lld values differ\n", (long long)runs, (long long)compared,
+              (long long)differing, (long long)e.differing, (long long)e.values);
+}
+
 TEST(GpuFused, BadArgumentsAreRefused) {
   FH_REQUIRE_GPU();
   const Shape s{64, 130, 16};
