@@ -7,7 +7,8 @@
 # bundle is missing or unusable.
 # Usage: scripts/gpu_runner.sh OUTDIR
 # Env: FH_SUITES (only these GPU suites), FH_VERIFY_ARGS (extra forge-verify options), FH_SKIP_TORCH=1, FH_TORCH_QUICK=1, FH_BENCH_FILTER (Google Benchmark regex over names like
-# adamw_fp32_fp32_master/fused/out4096_in4096_T512/manual_time), FH_SKIP_BENCH=1, FH_SANITIZE=1 (compute-sanitizer
+# adamw_fp32_fp32_master/fused/out4096_in4096_T512/manual_time), FH_SKIP_BENCH=1, FH_SKIP_SUITES=1, FH_SKIP_VERIFY=1
+# (for splitting one run over two device calls), FH_SANITIZE=1 (compute-sanitizer
 # memcheck/racecheck/initcheck on the fused suite's small cases), FH_NCU=1 (Nsight Compute sections
 # of the fused and rule kernels at 4096 x 4096, T = 512, both benchmark configs, and the fused
 # kernel's per-instruction source counters), FH_ALLOW_SKIP=1 (a skipped GPU
@@ -97,6 +98,7 @@ has() { local x; for x in "${runnable[@]}"; do [ "$x" = "$1" ] && return 0; done
 read -r -a suites < <(sed -n 's/^gpu_suites=//p' "$B/MANIFEST")
 # FH_SUITES: run only these suites (space separated), e.g. for a short run of one issue's suite.
 [ -n "${FH_SUITES:-}" ] && read -r -a suites <<< "$FH_SUITES" && say "suites: only $FH_SUITES (FH_SUITES)"
+[ "${FH_SKIP_SUITES:-0}" = 1 ] && suites=() && say "GPU suites: skipped (FH_SKIP_SUITES=1)"
 for s in "${suites[@]}"; do
   if ! has "$s"; then say "suite $s: NOT RUN (missing binary or library)"; status=1; continue; fi
   extra_env=()
@@ -152,7 +154,9 @@ else
 fi
 
 # forge-verify: every claim, GPU claims included, report in the output folder.
-if has forge-verify; then
+if [ "${FH_SKIP_VERIFY:-0}" = 1 ]; then
+  say "forge-verify: skipped (FH_SKIP_VERIFY=1)"
+elif has forge-verify; then
   # FH_VERIFY_ARGS: extra forge-verify options, e.g. "--claim gpu_fused_vs_twin" for a short run.
   "$B/bin/forge-verify" ${FH_VERIFY_ARGS:-} --report "$OUT/forge-verify.h5" > "$OUT/forge-verify.log" 2>&1
   rc=$?

@@ -427,7 +427,9 @@ void launch_fused_cfg(const WgradTileArgs& a, const typename Rule::Scalars& s, c
                                   blocks_per_sm * sms, fs.prefetch_passes, fs.early_passes, fs.early_chunks,
                                   fs.wave1_passes};
   const bool vec = SF != StateFormat::int8 && fused_params_vec4<SF>(pv);
-  kernel<<<wgrad_grid<Cfg>(a), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(a, s, pv, vec, sched);
+  WgradTileArgs args = a;
+  args.operands_evict_last = fs.operands_evict_last;
+  kernel<<<wgrad_grid<Cfg>(a), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(args, s, pv, vec, sched);
   cuda_check(cudaGetLastError(), "fused_wgrad_update: launch");
 }
 

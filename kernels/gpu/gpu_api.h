@@ -142,6 +142,7 @@ struct FusedSchedule {
   int early_passes = 4;
   int early_chunks = 2;
   int wave1_passes = 0;
+  bool operands_evict_last = false;  // the mainloop's whole-chunk operand copies with an L2 evict_last policy
 };
 // Throws std::invalid_argument on a value out of range (stagger_us -1..10^6, the rest >= 0, early_chunks >= 1).
 void set_fused_schedule(const FusedSchedule& s);

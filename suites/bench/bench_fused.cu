@@ -167,6 +167,9 @@ int main(int argc, char** argv) {
   env_int("FH_FUSED_EARLY_PASSES", sched.early_passes);
   env_int("FH_FUSED_EARLY_CHUNKS", sched.early_chunks);
   env_int("FH_FUSED_WAVE1_PASSES", sched.wave1_passes);
+  int evict_last = sched.operands_evict_last;
+  env_int("FH_FUSED_EVICT_LAST", evict_last);
+  sched.operands_evict_last = evict_last != 0;
   try {
     set_fused_schedule(sched);
   } catch (const std::exception& e) {
