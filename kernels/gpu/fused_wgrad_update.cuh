@@ -19,6 +19,13 @@ namespace fh::gpu {
 // Epilogue batch (fp32 / bf16 state, v13): two quads (eight elements) per thread, each with its
 // weight and state loads issued together; two batches in flight (v11's software pipeline).
 constexpr int kFusedEpilogueQuads = 2;
+// Whole tiles prefetch their epilogue's weight and state lines into L2 kFusedPrefetchPasses passes
+// before loading them (v15), and the first kFusedEarlyPrefetchPasses passes' lines while the
+// mainloop multiplies its kFusedEarlyPrefetchChunks-th chunk from the end (v17: the runner's sweep
+// of 2026-12-02 found 4 / 4 / 2 fastest; longer distances lost).
+constexpr int kFusedPrefetchPasses = 2 * kFusedEpilogueQuads;
+constexpr int kFusedEarlyPrefetchPasses = 4;
+constexpr int kFusedEarlyPrefetchChunks = 2;
 
 // The planted edge-mask defect (suite only): the last column of a row whose final 64-column
 // segment is short (2..63 columns) is left unupdated, as a segment loop with n - 1 would.
@@ -133,7 +140,7 @@ template <class Cfg, class Rule, StateFormat SF, WeightStore WS, bool kWholeTile
 __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalars& s, const ParamView& pv,
                                                      const float* sG, int64_t o0, int64_t i0, bool vec,
                                                      bool short_edge, bool shift_state, int planted,
-                                                     int prefetch_passes, int prefetched_early) {
+                                                     const FragCoord& first) {
   constexpr int Q = kFusedEpilogueQuads;
   static_assert(Cfg::kQuadPasses % (2 * Q) == 0, "pairs of batches must divide the passes");
   const int tid = threadIdx.x;
@@ -142,7 +149,6 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
   struct Batch {
     ElementValues e[Q][4];
   };
-  const FragCoord first = epilogue_quad<Cfg>(tid, 0);
   const int64_t idx_first = (o0 + first.row) * pv.cols + (i0 + first.col), idx_step = Cfg::kQuadRowsPerPass * pv.cols;
   // The key of tile element t's random bits (bf16_sr): its global index, or (planted defect,
   // suite only, local_bits) its place inside the tile.
@@ -168,9 +174,8 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
   auto state_index = [&](int64_t r, int64_t idx) {
     return (!kWholeTile && shift_state && r + 1 < pv.rows) ? idx + pv.cols : idx;
   };
-  // Whole tile (v15): pass j's weight and state lines are prefetched into L2 prefetch_passes passes
-  // before they are loaded (FusedSchedule; v15: 4), so the loads' DRAM latency is not waited for
-  // in registers.
+  // Whole tile (v15): pass j's weight and state lines are prefetched into L2 kFusedPrefetchPasses
+  // passes before they are loaded, so the loads' DRAM latency is not waited for in registers.
   auto prefetch = [&](int pass) {
     if constexpr (kWholeTile)
       if (pass < Cfg::kQuadPasses) prefetch_quad_lines<Rule, SF, WS>(pv, idx_first + pass * idx_step);
@@ -178,7 +183,7 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
   auto load = [&](int j0, Batch& x) {
 #pragma unroll
     for (int q = 0; q < Q; ++q) {
-      prefetch(j0 + q + prefetch_passes);
+      prefetch(j0 + q + kFusedPrefetchPasses);
       FragCoord t;
       int64_t r, c;
       where(j0 + q, t, r, c);
@@ -224,8 +229,9 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
     }
   };
   Batch x0, x1;
-#pragma unroll 1
-  for (int j = prefetched_early; j < prefetch_passes; ++j) prefetch(j);  // the mainloop's hook took the first
+  // A whole tile's first kFusedEarlyPrefetchPasses passes were prefetched during the mainloop.
+#pragma unroll
+  for (int j = kWholeTile ? kFusedEarlyPrefetchPasses : 0; j < kFusedPrefetchPasses; ++j) prefetch(j);
   load(0, x0);
 #pragma unroll 1
   for (int j0 = 0; j0 < Cfg::kQuadPasses; j0 += 2 * Q) {
@@ -277,7 +283,7 @@ __device__ __forceinline__ void park_g_tile(float* sG, const float (&acc)[Cfg::k
 // FusedSchedule (gpu_api.h) as the kernel sees it: stagger_below = the blocks of one resident wave.
 struct FusedKernelSchedule {
   uint32_t stagger_ns;
-  int stagger_stride, stagger_below, prefetch_passes, early_passes, early_chunks, wave1_passes;
+  int stagger_stride, stagger_below;
 };
 
 __device__ __forceinline__ uint64_t global_timer_ns() {
@@ -310,25 +316,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   const bool shift_state = a.planted_defect == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
   const bool whole_tile = SF != StateFormat::int8 && vec && !short_edge && !shift_state && o0 + Cfg::TR <= pv.rows &&
                           i0 + Cfg::TC <= pv.cols;
-  // v17 (FusedSchedule): blocks of the first wave prefetch their epilogue's first wave1_passes
-  // passes into L2 at the start, while DRAM is idle (every block is multiplying or asleep); every
-  // block prefetches its first early_passes passes while the mainloop multiplies its last
-  // early_chunks chunks.
-  auto prefetch_passes = [&](int from, int to) {
-    const FragCoord first = epilogue_quad<Cfg>(threadIdx.x, 0);
-    const int64_t idx_first = (o0 + first.row) * pv.cols + (i0 + first.col);
-#pragma unroll 1
-    for (int j = from; j < to && j < Cfg::kQuadPasses; ++j)
-      prefetch_quad_lines<Rule, SF, WS>(pv, idx_first + j * int64_t(Cfg::kQuadRowsPerPass) * pv.cols);
-  };
-  const bool wave1 = int64_t(blockIdx.y) * gridDim.x + blockIdx.x < sched.stagger_below;
-  const int wave1_passes = whole_tile && wave1 ? sched.wave1_passes : 0;
-  if (wave1_passes > 0) prefetch_passes(0, wave1_passes);
   stagger_start(sched);
-  const int early = whole_tile ? sched.early_passes : 0;
+  // v17: a whole tile prefetches its epilogue's first passes while the mainloop multiplies its
+  // last chunks (the same lines the epilogue's own prefetch would take, earlier).
+  const FragCoord first = epilogue_quad<Cfg>(threadIdx.x, 0);
   auto early_prefetch = [&](int64_t chunk, int64_t nchunks) {
-    if (early > wave1_passes && chunk == (nchunks > sched.early_chunks ? nchunks - sched.early_chunks : 0))
-      prefetch_passes(wave1_passes, early);
+    static_assert(kFusedEarlyPrefetchPasses <= Cfg::kQuadPasses, "early prefetch past the tile");
+    if (whole_tile && chunk == (nchunks > kFusedEarlyPrefetchChunks ? nchunks - kFusedEarlyPrefetchChunks : 0)) {
+      const int64_t idx_first = (o0 + first.row) * pv.cols + (i0 + first.col);
+#pragma unroll
+      for (int j = 0; j < kFusedEarlyPrefetchPasses; ++j)
+        prefetch_quad_lines<Rule, SF, WS>(pv, idx_first + j * int64_t(Cfg::kQuadRowsPerPass) * pv.cols);
+    }
   };
   float acc[Cfg::kMT][Cfg::kNT][4];
   wgrad_mainloop<Cfg>(a, o0, i0, reinterpret_cast<uint16_t*>(base), acc, early_prefetch);
@@ -341,10 +340,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   } else {
     if (whole_tile)
       fused_epilogue_quads<Cfg, Rule, SF, WS, true>(s, pv, sG, o0, i0, vec, short_edge, shift_state, a.planted_defect,
-                                                    sched.prefetch_passes, early > wave1_passes ? early : wave1_passes);
+                                                    first);
     else
       fused_epilogue_quads<Cfg, Rule, SF, WS, false>(s, pv, sG, o0, i0, vec, short_edge, shift_state, a.planted_defect,
-                                                     sched.prefetch_passes, 0);
+                                                     first);
   }
 }
 
@@ -424,12 +423,9 @@ void launch_fused_cfg(const WgradTileArgs& a, const typename Rule::Scalars& s, c
   const FusedSchedule fs = fused_schedule();
   const int stagger_us = fs.stagger_us >= 0 ? fs.stagger_us : auto_stagger_us(SF);
   const FusedKernelSchedule sched{uint32_t(stagger_us) * 1000u, fs.stagger_stride > 0 ? fs.stagger_stride : sms,
-                                  blocks_per_sm * sms, fs.prefetch_passes, fs.early_passes, fs.early_chunks,
-                                  fs.wave1_passes};
+                                  blocks_per_sm * sms};
   const bool vec = SF != StateFormat::int8 && fused_params_vec4<SF>(pv);
-  WgradTileArgs args = a;
-  args.operands_evict_last = fs.operands_evict_last;
-  kernel<<<wgrad_grid<Cfg>(a), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(args, s, pv, vec, sched);
+  kernel<<<wgrad_grid<Cfg>(a), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(a, s, pv, vec, sched);
   cuda_check(cudaGetLastError(), "fused_wgrad_update: launch");
 }
 

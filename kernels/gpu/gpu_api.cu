@@ -38,13 +38,9 @@ std::mutex g_schedule_mutex;
 FusedSchedule g_schedule;
 }
 void set_fused_schedule(const FusedSchedule& s) {
-  if (s.stagger_us < -1 || s.stagger_us > 1000000 || s.stagger_stride < 0 || s.prefetch_passes < 0 ||
-      s.early_passes < 0 || s.early_chunks < 1 || s.wave1_passes < 0)
-    throw std::invalid_argument("set_fused_schedule: stagger_us must be -1 (auto) .. 10^6, early_chunks >= 1, "
-                                "stride and pass counts >= 0 (got stagger_us " + std::to_string(s.stagger_us) +
-                                ", stride " + std::to_string(s.stagger_stride) + ", prefetch " +
-                                std::to_string(s.prefetch_passes) + ", early " + std::to_string(s.early_passes) +
-                                "/" + std::to_string(s.early_chunks) + ", wave1 " + std::to_string(s.wave1_passes) + ")");
+  if (s.stagger_us < -1 || s.stagger_us > 1000000 || s.stagger_stride < 0)
+    throw std::invalid_argument("set_fused_schedule: stagger_us must be -1 (auto) .. 10^6 and stride >= 0 (got " +
+                                std::to_string(s.stagger_us) + ", " + std::to_string(s.stagger_stride) + ")");
   std::lock_guard<std::mutex> lock(g_schedule_mutex);
   g_schedule = s;
 }

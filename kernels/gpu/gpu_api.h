@@ -120,31 +120,19 @@ enum class FusedPlantedDefect : int {
 void set_fused_planted_defect(FusedPlantedDefect d);
 FusedPlantedDefect fused_planted_defect();
 
-// How the fused kernel schedules its blocks and its epilogue's L2 prefetches (v17; NOTES.md).
-// Timing only: no setting changes a bit of the results (the GPU fused suite checks that).
-//   stagger_us: blocks of the first resident wave picked by staggered_block (wgrad_tile_layout.h)
-//     start that many microseconds late, so that about half the blocks multiply while the other
-//     half stream the epilogue's weights and state; without it every block of a wave multiplies,
-//     then every block waits on DRAM. -1: auto_stagger_us(state format).
+// How the fused kernel schedules its blocks (v17; kernels/gpu/NOTES.md). Timing only: no setting
+// changes a bit of the results (the GPU fused suite checks that).
+//   stagger_us: the blocks of the first resident wave that staggered_block (wgrad_tile_layout.h)
+//     picks start that many microseconds late, so that about half the blocks multiply while the
+//     other half stream the epilogue's weights and state; without it every block of a wave
+//     multiplies, then every block waits on DRAM. -1: auto_stagger_us(state format).
 //   stagger_stride: 0 means the SM count (with round-robin dispatch, the second block of each SM).
-//   prefetch_passes: how many epilogue passes ahead the whole-tile epilogue prefetches its weight
-//     and state lines into L2 (v15: 4).
-//   early_passes, early_chunks: each whole tile prefetches its epilogue's first early_passes passes
-//     when the mainloop reaches its early_chunks-th chunk from the end.
-//   wave1_passes: blocks of the first resident wave prefetch that many first passes at their start,
-//     while DRAM would otherwise idle.
-// Process-wide. forge-bench reads FH_FUSED_STAGGER_US, FH_FUSED_STAGGER_STRIDE,
-// FH_FUSED_PREFETCH_PASSES, FH_FUSED_EARLY_PASSES, FH_FUSED_EARLY_CHUNKS and FH_FUSED_WAVE1_PASSES.
+// Process-wide. forge-bench reads FH_FUSED_STAGGER_US and FH_FUSED_STAGGER_STRIDE.
 struct FusedSchedule {
   int stagger_us = -1;
   int stagger_stride = 0;
-  int prefetch_passes = 4;
-  int early_passes = 4;
-  int early_chunks = 2;
-  int wave1_passes = 0;
-  bool operands_evict_last = false;  // the mainloop's whole-chunk operand copies with an L2 evict_last policy
 };
-// Throws std::invalid_argument on a value out of range (stagger_us -1..10^6, the rest >= 0, early_chunks >= 1).
+// Throws std::invalid_argument on a value out of range (stagger_us -1 .. 10^6, stride >= 0).
 void set_fused_schedule(const FusedSchedule& s);
 FusedSchedule fused_schedule();
 // The stagger an auto schedule uses: 10 us where the epilogue is DRAM bound (fp32 state: 24 or

@@ -19,7 +19,6 @@ struct WgradTileArgs {
   int64_t T, out, in;
   bool vec_x, vec_dy;
   int planted_defect;  // FusedPlantedDefect (gpu_api.h): 0 except in the suite that plants one
-  bool operands_evict_last = false;  // v17: whole-chunk operand copies ask L2 to keep the panels
 };
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
@@ -33,20 +32,6 @@ __device__ __forceinline__ void cp_async_16_zfill(void* smem_dst, const void* gs
                : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-// The same copy with an L2 cache policy (createpolicy): which lines L2 evicts first.
-__device__ __forceinline__ void cp_async_16_hint(void* smem_dst, const void* gsrc, uint64_t policy) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, 16, %2;\n" ::"r"(smem_u32(smem_dst)),
-               "l"(gsrc), "l"(policy)
-               : "memory");
-}
-__device__ __forceinline__ uint64_t l2_policy(bool evict_last) {
-  uint64_t p;
-  if (evict_last)
-    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));
-  else
-    asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(p));
-  return p;
-}
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
@@ -173,7 +158,7 @@ __device__ __forceinline__ void stage_operand(uint16_t* dst, GroupAt group_at, c
 // stage_operand with the swizzled group_at.
 template <int kRows, int kWidth, int kThreads>
 __device__ __forceinline__ void stage_operand_whole_sw128(uint16_t* dst, const uint16_t* src, int64_t ld, int64_t r0,
-                                                          int64_t c0, int tid, uint64_t policy) {
+                                                          int64_t c0, int tid) {
   using Steps = Sw128StagingSteps<kWidth, kThreads>;
   constexpr int kGroups = kRows * kWidth / 8;
   static_assert(kGroups % kThreads == 0, "staging groups must divide evenly among threads");
@@ -182,7 +167,7 @@ __device__ __forceinline__ void stage_operand_whole_sw128(uint16_t* dst, const u
   unsigned char* d = reinterpret_cast<unsigned char*>(dst) + wgmma_sw128_offset_bytes(g.row, g.col, kWidth);
   const int64_t src_step = int64_t(Steps::kRowsPerStep) * ld;
 #pragma unroll
-  for (int k = 0; k < kGroups / kThreads; ++k) cp_async_16_hint(d + k * Steps::kDstStepBytes, s + k * src_step, policy);
+  for (int k = 0; k < kGroups / kThreads; ++k) cp_async_16_zfill(d + k * Steps::kDstStepBytes, s + k * src_step, 16);
 }
 
 // One warp's view of a staged chunk for mma_chunk_schedule (wgrad_tile_layout.h): ldmatrix from
@@ -260,7 +245,6 @@ struct BlockMainloopOps {
   FragCoord wo;
   const Hook& hook;
   int64_t nchunks;
-  uint64_t policy;  // l2_policy(a.operands_evict_last)
 
   __device__ __forceinline__ void stage(int64_t chunk, int slot) const {
     uint16_t* sA = smem + slot * Cfg::kStageElems;
@@ -276,8 +260,8 @@ struct BlockMainloopOps {
     if constexpr (Cfg::kWgmma) {
       // The chunk and the tile wholly inside both operands: the fast path (same copies).
       if (a.vec_dy && a.vec_x && t0 + Cfg::TK <= a.T && o0 + Cfg::TR <= a.out && i0 + Cfg::TC <= a.in) {
-        stage_operand_whole_sw128<Cfg::TK, Cfg::TR, Cfg::kThreads>(sA, a.dy, a.out, t0, o0, tid, policy);
-        stage_operand_whole_sw128<Cfg::TK, Cfg::TC, Cfg::kThreads>(sB, a.x, a.in, t0, i0, tid, policy);
+        stage_operand_whole_sw128<Cfg::TK, Cfg::TR, Cfg::kThreads>(sA, a.dy, a.out, t0, o0, tid);
+        stage_operand_whole_sw128<Cfg::TK, Cfg::TC, Cfg::kThreads>(sB, a.x, a.in, t0, i0, tid);
         return;
       }
       auto swizzled = [](int width) {  // row-major groups, stored swizzled
@@ -342,8 +326,7 @@ __device__ __forceinline__ void wgrad_mainloop(const WgradTileArgs& a, int64_t o
       for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;  // +0: the chain's start
 
   const int64_t nchunks = (a.T + Cfg::TK - 1) / Cfg::TK;
-  BlockMainloopOps<Cfg, Hook> ops{a,    o0,   i0,      smem, acc, tid, lane, warp_origin<Cfg>(warp),
-                                  hook, nchunks, l2_policy(a.operands_evict_last)};
+  BlockMainloopOps<Cfg, Hook> ops{a, o0, i0, smem, acc, tid, lane, warp_origin<Cfg>(warp), hook, nchunks};
   mainloop_schedule<Cfg::kStages>(nchunks, ops);
 }
 

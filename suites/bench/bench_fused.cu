@@ -163,23 +163,14 @@ int main(int argc, char** argv) {
   };
   env_int("FH_FUSED_STAGGER_US", sched.stagger_us);
   env_int("FH_FUSED_STAGGER_STRIDE", sched.stagger_stride);
-  env_int("FH_FUSED_PREFETCH_PASSES", sched.prefetch_passes);
-  env_int("FH_FUSED_EARLY_PASSES", sched.early_passes);
-  env_int("FH_FUSED_EARLY_CHUNKS", sched.early_chunks);
-  env_int("FH_FUSED_WAVE1_PASSES", sched.wave1_passes);
-  int evict_last = sched.operands_evict_last;
-  env_int("FH_FUSED_EVICT_LAST", evict_last);
-  sched.operands_evict_last = evict_last != 0;
   try {
     set_fused_schedule(sched);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "forge-bench: %s\n", e.what());
     return 2;
   }
-  std::printf("forge-bench: fused schedule stagger %d us, stride %d (0: SM count), prefetch %d passes, early %d passes "
-              "%d chunks before the end, first wave %d passes at the start\n",
-              sched.stagger_us, sched.stagger_stride, sched.prefetch_passes, sched.early_passes, sched.early_chunks,
-              sched.wave1_passes);
+  std::printf("forge-bench: fused schedule: stagger %d us (-1: auto, %d us for fp32 state), stride %d (0: SM count)\n",
+              sched.stagger_us, auto_stagger_us(StateFormat::fp32), sched.stagger_stride);
   struct Layer { int64_t out, in; };
   const Layer layers[] = {{4096, 4096}, {14336, 4096}, {4096, 14336}};
   const int64_t tokens[] = {512, 2048, 8192};
