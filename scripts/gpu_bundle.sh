@@ -71,7 +71,8 @@ mkdir -p "$OUTDIR"
 command -v xz >/dev/null || { echo "gpu_bundle: xz is needed to pack the bundle (apt-get install xz-utils)" >&2; exit 1; }
 rm -f "$OUTDIR/fh_gpu_bundle.tar.gz" "$OUTDIR/fh_gpu_bundle.tar.xz"
 PACKED="$OUTDIR/fh_gpu_bundle.tar.xz"
-tar -C "$STAGE" -cf - fh_gpu_bundle | xz -T "$JOBS" -6 > "$PACKED.partial"
+# A dictionary larger than one binary lets xz pack the binaries' shared kernel set once.
+tar -C "$STAGE" -cf - fh_gpu_bundle | xz -T "$JOBS" --lzma2=preset=6,dict=256MiB > "$PACKED.partial"
 mv "$PACKED.partial" "$PACKED"
 size=$(stat -c %s "$PACKED")
 echo "gpu_bundle: $PACKED, $((size / 1024)) KiB ($(du -sk "$B" | cut -f1) KiB unpacked)"
