@@ -32,12 +32,6 @@ __device__ __forceinline__ void cp_async_16_zfill(void* smem_dst, const void* gs
                : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-// The same 16-byte copy with an L2 cache policy (createpolicy), for whole groups.
-__device__ __forceinline__ void cp_async_16_policy(void* smem_dst, const void* gsrc, uint64_t policy) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, 16, %2;\n" ::"r"(smem_u32(smem_dst)),
-               "l"(gsrc), "l"(policy)
-               : "memory");
-}
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
@@ -172,12 +166,8 @@ __device__ __forceinline__ void stage_operand_whole_sw128(uint16_t* dst, const u
   const uint16_t* s = src + (r0 + g.row) * ld + (c0 + g.col);
   unsigned char* d = reinterpret_cast<unsigned char*>(dst) + wgmma_sw128_offset_bytes(g.row, g.col, kWidth);
   const int64_t src_step = int64_t(Steps::kRowsPerStep) * ld;
-  // v18: the operand panels are read by a whole tile row or column of blocks, the epilogue's
-  // weights and state stream through L2 once: ask L2 to evict the panels last.
-  uint64_t keep;
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(keep));
 #pragma unroll
-  for (int k = 0; k < kGroups / kThreads; ++k) cp_async_16_policy(d + k * Steps::kDstStepBytes, s + k * src_step, keep);
+  for (int k = 0; k < kGroups / kThreads; ++k) cp_async_16_zfill(d + k * Steps::kDstStepBytes, s + k * src_step, 16);
 }
 
 // One warp's view of a staged chunk for mma_chunk_schedule (wgrad_tile_layout.h): ldmatrix from
