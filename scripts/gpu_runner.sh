@@ -102,7 +102,7 @@ read -r -a suites < <(sed -n 's/^gpu_suites=//p' "$B/MANIFEST")
 for s in "${suites[@]}"; do
   if ! has "$s"; then say "suite $s: NOT RUN (missing binary or library)"; status=1; continue; fi
   extra_env=()
-  [ "$s" = test_gpu_mma_model ] && extra_env=(FH_GOLDEN_OUT="$OUT/mma_h200.bin")
+  [ "$s" = test_gpu_mma_model ] && extra_env=(FH_GOLDEN_OUT="$OUT/mma_h200.bin" FH_WGMMA_GOLDEN_OUT="$OUT/wgmma_h200.bin")
   # The powf suite measures the rcp.approx exceptions and a golden powf sample for CPU re-checks.
   [ "$s" = test_gpu_cuda_powf ] && extra_env=(FH_RCP_TABLE_OUT="$OUT/rcp_exceptions.bin" FH_POWF_GOLDEN_OUT="$OUT/cuda_powf_h200.bin")
   start=$(date +%s)

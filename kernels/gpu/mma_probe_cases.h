@@ -8,6 +8,8 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "kernels/common/splitmix64.h"
@@ -198,5 +200,52 @@ struct GoldenRecord {
   uint64_t seed = 0, input_hash = 0;
   uint32_t d[128] = {};
 };
+// The wgmma golden file (suites/golden/wgmma_h200.bin): the same layout, magic "FHWGMGL1". Each
+// record is a diagonal 16 x 8 block (w, w) of a wgmma m64n128k16 probe instance: its A, B and C are
+// exactly case (category, seed)'s (kernels/gpu/mma_probe_run.h), and d is what the real wgmma gave.
+inline constexpr char kWgmmaGoldenMagic[8] = {'F', 'H', 'W', 'G', 'M', 'G', 'L', '1'};
+
+// Writes a golden file with the given magic; false and err on failure.
+inline bool write_golden_file(const std::string& path, const char (&magic)[8], const std::vector<GoldenRecord>& recs,
+                              std::string& err) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) { err = "cannot write"; return false; }
+  const uint32_t count = uint32_t(recs.size()), reserved = 0;
+  f.write(magic, 8);
+  f.write(reinterpret_cast<const char*>(&count), 4);
+  f.write(reinterpret_cast<const char*>(&reserved), 4);
+  for (const GoldenRecord& g : recs) {
+    f.write(reinterpret_cast<const char*>(&g.category), 4);
+    f.write(reinterpret_cast<const char*>(&g.chain), 4);
+    f.write(reinterpret_cast<const char*>(&g.seed), 8);
+    f.write(reinterpret_cast<const char*>(&g.input_hash), 8);
+    f.write(reinterpret_cast<const char*>(g.d), 512);
+  }
+  if (!f.good()) { err = "write failed"; return false; }
+  return true;
+}
+
+// Reads a golden file written with `magic`; false and err on a missing, foreign or short file.
+inline bool read_golden_file(const std::string& path, const char (&magic)[8], std::vector<GoldenRecord>& out,
+                             std::string& err) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) { err = "cannot open"; return false; }
+  char m[8];
+  uint32_t count = 0, reserved = 0;
+  f.read(m, 8);
+  f.read(reinterpret_cast<char*>(&count), 4);
+  f.read(reinterpret_cast<char*>(&reserved), 4);
+  if (!f || std::memcmp(m, magic, 8) != 0) { err = "bad magic (not a " + std::string(magic, 8) + " file)"; return false; }
+  out.resize(count);
+  for (GoldenRecord& g : out) {
+    f.read(reinterpret_cast<char*>(&g.category), 4);
+    f.read(reinterpret_cast<char*>(&g.chain), 4);
+    f.read(reinterpret_cast<char*>(&g.seed), 8);
+    f.read(reinterpret_cast<char*>(&g.input_hash), 8);
+    f.read(reinterpret_cast<char*>(g.d), 512);
+  }
+  if (!f) { err = "truncated (" + std::to_string(count) + " records announced)"; return false; }
+  return true;
+}
 
 }  // namespace fh::gpu

@@ -1,6 +1,7 @@
 // Re-checks the tensor-core instruction model (kernels/twin/mma_model.h) against real H200
-// outputs recorded by suites/gpu/test_gpu_mma_model.cu (FH_GOLDEN_OUT) and committed as
-// suites/golden/mma_h200.bin: inputs regenerate from the stored seeds
+// outputs recorded by suites/gpu/test_gpu_mma_model.cu and committed as suites/golden/mma_h200.bin
+// (mma.sync, FH_GOLDEN_OUT) and suites/golden/wgmma_h200.bin (wgmma m64n128k16, the fused 128 x 128
+// tile's instruction, FH_WGMMA_GOLDEN_OUT): inputs regenerate from the stored seeds
 // (kernels/gpu/mma_probe_cases.h). Skips while the file does not exist; once it does, any change
 // to the model's parameters or code that alters a recorded bit fails here. The test also shows
 // that the golden set tells the Hopper model apart from its neighbours (one parameter changed).
@@ -20,30 +21,23 @@
 namespace fh::gpu {
 namespace {
 
-std::filesystem::path golden_path() {
-  if (const char* p = std::getenv("FH_GOLDEN_MMA")) return p;
-  return std::filesystem::path(__FILE__).parent_path().parent_path() / "golden" / "mma_h200.bin";
-}
+// One instruction's golden file: its name under suites/golden, the variable that overrides the
+// path, its magic, and the variable the GPU suite writes it to.
+struct GoldenFile {
+  const char* instruction;
+  const char* file;
+  const char* path_env;
+  const char (*magic)[8];
+  const char* record_env;
+};
+const GoldenFile kGoldenFiles[] = {
+    {"mma.sync", "mma_h200.bin", "FH_GOLDEN_MMA", &kGoldenMagic, "FH_GOLDEN_OUT"},
+    {"wgmma", "wgmma_h200.bin", "FH_GOLDEN_WGMMA", &kWgmmaGoldenMagic, "FH_WGMMA_GOLDEN_OUT"},
+};
 
-bool read_golden(const std::filesystem::path& p, std::vector<GoldenRecord>& out, std::string& err) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) { err = "cannot open"; return false; }
-  char magic[8];
-  uint32_t count = 0, reserved = 0;
-  f.read(magic, 8);
-  f.read(reinterpret_cast<char*>(&count), 4);
-  f.read(reinterpret_cast<char*>(&reserved), 4);
-  if (!f || std::memcmp(magic, kGoldenMagic, 8) != 0) { err = "bad magic (not an FHMMAGL1 file)"; return false; }
-  out.resize(count);
-  for (GoldenRecord& g : out) {
-    f.read(reinterpret_cast<char*>(&g.category), 4);
-    f.read(reinterpret_cast<char*>(&g.chain), 4);
-    f.read(reinterpret_cast<char*>(&g.seed), 8);
-    f.read(reinterpret_cast<char*>(&g.input_hash), 8);
-    f.read(reinterpret_cast<char*>(g.d), 512);
-  }
-  if (!f) { err = "truncated (" + std::to_string(count) + " records announced)"; return false; }
-  return true;
+std::filesystem::path golden_path(const GoldenFile& gf) {
+  if (const char* p = std::getenv(gf.path_env)) return p;
+  return std::filesystem::path(__FILE__).parent_path().parent_path() / "golden" / gf.file;
 }
 
 // Outputs of the golden set that `params` gets wrong.
@@ -72,21 +66,22 @@ int64_t golden_mismatches(const std::vector<GoldenRecord>& golden, const MmaMode
   return mis;
 }
 
-class MmaGolden : public ::testing::Test {
+class MmaGolden : public ::testing::TestWithParam<GoldenFile> {
  protected:
   void SetUp() override {
-    const auto p = golden_path();
+    const GoldenFile& gf = GetParam();
+    const auto p = golden_path(gf);
     if (!std::filesystem::exists(p))
-      GTEST_SKIP() << "no golden file yet at " << p.string()
-                   << " (record it on the GPU runner: FH_GOLDEN_OUT=<path> test_gpu_mma_model)";
+      GTEST_SKIP() << "no " << gf.instruction << " golden file yet at " << p.string() << " (record it on the GPU runner: "
+                   << gf.record_env << "=<path> test_gpu_mma_model)";
     std::string err;
-    ASSERT_TRUE(read_golden(p, golden_, err)) << p.string() << ": " << err;
+    ASSERT_TRUE(read_golden_file(p.string(), *gf.magic, golden_, err)) << p.string() << ": " << err;
     ASSERT_FALSE(golden_.empty()) << p.string() << " holds no records";
   }
   std::vector<GoldenRecord> golden_;
 };
 
-TEST_F(MmaGolden, InputsRegenerateFromSeeds) {
+TEST_P(MmaGolden, InputsRegenerateFromSeeds) {
   int64_t changed = 0;
   for (const GoldenRecord& g : golden_) {
     ASSERT_LT(g.category, uint32_t(kProbeCategories));
@@ -97,17 +92,17 @@ TEST_F(MmaGolden, InputsRegenerateFromSeeds) {
                            "file was recorded: re-record it on the runner";
 }
 
-TEST_F(MmaGolden, HopperModelReproducesH200Bits) {
+TEST_P(MmaGolden, HopperModelReproducesH200Bits) {
   int64_t compared = 0;
   std::string first;
   const int64_t mis = golden_mismatches(golden_, kHopperMma, &compared, &first);
-  std::printf("[mma golden] %zu records, %lld outputs compared, %lld mismatches\n", golden_.size(),
-              (long long)compared, (long long)mis);
+  std::printf("[mma golden] %s: %zu records, %lld outputs compared, %lld mismatches\n", GetParam().instruction,
+              golden_.size(), (long long)compared, (long long)mis);
   EXPECT_EQ(mis, 0) << "first: " << first;
 }
 
 // The golden set must be able to fail: each neighbouring model gets some recorded bit wrong.
-TEST_F(MmaGolden, GoldenSetRejectsNeighbouringModels) {
+TEST_P(MmaGolden, GoldenSetRejectsNeighbouringModels) {
   std::vector<std::pair<const char*, MmaModelParams>> neighbours;
   MmaModelParams p = kHopperMma; p.align_bits = 24; neighbours.push_back({"align_bits 24", p});
   p = kHopperMma; p.align_bits = 26; neighbours.push_back({"align_bits 26", p});
@@ -116,10 +111,15 @@ TEST_F(MmaGolden, GoldenSetRejectsNeighbouringModels) {
   p = kHopperMma; p.out_round = MmaModelParams::OutRound::nearest_even; neighbours.push_back({"round to nearest", p});
   for (const auto& [name, params] : neighbours) {
     const int64_t mis = golden_mismatches(golden_, params, nullptr, nullptr);
-    std::printf("[mma golden] neighbour model (%s): %lld mismatches\n", name, (long long)mis);
+    std::printf("[mma golden] %s, neighbour model (%s): %lld mismatches\n", GetParam().instruction, name, (long long)mis);
     EXPECT_GT(mis, 0) << "the golden set cannot tell the Hopper model from one with " << name;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Instructions, MmaGolden, ::testing::ValuesIn(kGoldenFiles),
+                         [](const ::testing::TestParamInfo<GoldenFile>& i) {
+                           return std::string(i.param.instruction[0] == 'w' ? "wgmma" : "mma_sync");
+                         });
 
 }  // namespace
 }  // namespace fh::gpu

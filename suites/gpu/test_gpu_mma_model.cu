@@ -1,10 +1,10 @@
 // The instruction model proved on the real instruction (DESIGN contract 2): >= 10^7 outputs of
 // mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 from random and adversarial seeded inputs
 // (kernels/gpu/mma_probe_cases.h) against fh::mma_m16n8k16_model, bit for bit; also counts how
-// many a plain fp32 fmaf loop would have missed. With FH_GOLDEN_OUT set, writes the golden file
-// (seeds + hardware outputs) that suites/cpu/test_mma_golden.cpp re-checks in every CI run.
+// many a plain fp32 fmaf loop would have missed. With FH_GOLDEN_OUT (mma.sync) and
+// FH_WGMMA_GOLDEN_OUT (wgmma) set, writes the golden files (seeds + hardware outputs) that
+// suites/cpu/test_mma_golden.cpp re-checks in every CI run.
 #include <cstdlib>
-#include <fstream>
 
 #include "kernels/gpu/gpu_api.h"
 #include "kernels/gpu/mma_probe_run.h"
@@ -16,6 +16,21 @@ namespace {
 
 constexpr int64_t kInstancesPerCategory = 6656;  // 12 categories x 6656 x 128 = 1.02e7 outputs
 constexpr int kGoldenPerCategory = 16;
+
+// Writes `golden` to the file an environment variable names, if it names one.
+void write_golden_if_asked(const char* env, const char (&magic)[8], const std::vector<GoldenRecord>& golden,
+                           const char* tag) {
+  const char* path = std::getenv(env);
+  if (!path) return;
+  std::string err;
+  ASSERT_TRUE(write_golden_file(path, magic, golden, err)) << path << ": " << err;
+  std::printf("[%s] golden set: %zu records written to %s\n", tag, golden.size(), path);
+}
+
+// More clamp-region records: a clamp off by a few exponents shows in few outputs.
+int golden_records_for(ProbeCategory cat) {
+  return cat == ProbeCategory::clamp_region ? 4 * kGoldenPerCategory : kGoldenPerCategory;
+}
 
 // Per-category lines and the sweep's totals, for both instructions.
 struct ProbeTotals {
@@ -45,14 +60,27 @@ TEST(GpuMmaModel, WgmmaModelEqualsHardwareOnTenMillionOutputs) {
   FH_REQUIRE_GPU();
   constexpr int64_t kCasesPerCategory = 16 * 102;  // 12 categories x 102 instances x 8192 = 1.003e7 outputs
   ProbeTotals totals{"wgmma model"};
+  std::vector<GoldenRecord> golden;
   for (int ci = 0; ci < kProbeCategories; ++ci) {
     const ProbeCategory cat = ProbeCategory(ci);
     // Seeds past the mma.sync sweep's, so these are new inputs.
-    totals.add(cat, probe_and_judge_wgmma(cat, kCasesPerCategory, [&](int64_t i) {
-                 return probe_seed(cat, uint64_t(kInstancesPerCategory + i));
-               }));
+    auto seed_of = [&](int64_t i) { return probe_seed(cat, uint64_t(kInstancesPerCategory + i)); };
+    const ProbeJudgement j = probe_and_judge_wgmma(cat, kCasesPerCategory, seed_of);
+    // Golden records: the diagonal blocks (w, w) of the first instances, each exactly case 16 q + w.
+    for (int r = 0; r < golden_records_for(cat); ++r) {
+      const int64_t q = r / 4, w = r % 4, ci16 = 16 * q + w;
+      GoldenRecord g;
+      g.category = uint32_t(ci);
+      g.chain = uint32_t(j.chain);
+      g.seed = seed_of(ci16);
+      g.input_hash = probe_case_hash(j.cases[size_t(ci16)]);
+      for (int e = 0; e < 128; ++e) g.d[e] = f32_bits(j.hw[size_t(q * 8192 + (16 * w + e / 8) * 128 + 8 * w + e % 8)]);
+      golden.push_back(g);
+    }
+    totals.add(cat, j);
   }
   totals.summary();
+  write_golden_if_asked("FH_WGMMA_GOLDEN_OUT", kWgmmaGoldenMagic, golden, "wgmma model");
   // Planted: the same hardware outputs judged with a model that rounds to nearest instead of
   // toward zero must show mismatches, or the comparison could not fail.
   MmaModelParams wrong = kHopperMma;
@@ -72,9 +100,7 @@ TEST(GpuMmaModel, ModelEqualsHardwareOnTenMillionOutputs) {
     const ProbeCategory cat = ProbeCategory(ci);
     const int chain = probe_chain_length(cat);
     const ProbeJudgement j = probe_and_judge(cat, kInstancesPerCategory, [&](int64_t i) { return probe_seed(cat, uint64_t(i)); });
-    // More clamp-region records: a clamp off by a few exponents shows in few outputs.
-    const int golden_n = cat == ProbeCategory::clamp_region ? 4 * kGoldenPerCategory : kGoldenPerCategory;
-    for (int i = 0; i < golden_n; ++i) {
+    for (int i = 0; i < golden_records_for(cat); ++i) {
       GoldenRecord g;
       g.category = uint32_t(ci);
       g.chain = uint32_t(chain);
@@ -86,24 +112,7 @@ TEST(GpuMmaModel, ModelEqualsHardwareOnTenMillionOutputs) {
     totals.add(cat, j);
   }
   totals.summary();
-
-  if (const char* path = std::getenv("FH_GOLDEN_OUT")) {
-    std::ofstream f(path, std::ios::binary);
-    ASSERT_TRUE(f) << "cannot write " << path;
-    const uint32_t count = uint32_t(golden.size()), reserved = 0;
-    f.write(kGoldenMagic, 8);
-    f.write(reinterpret_cast<const char*>(&count), 4);
-    f.write(reinterpret_cast<const char*>(&reserved), 4);
-    for (const GoldenRecord& g : golden) {
-      f.write(reinterpret_cast<const char*>(&g.category), 4);
-      f.write(reinterpret_cast<const char*>(&g.chain), 4);
-      f.write(reinterpret_cast<const char*>(&g.seed), 8);
-      f.write(reinterpret_cast<const char*>(&g.input_hash), 8);
-      f.write(reinterpret_cast<const char*>(g.d), 512);
-    }
-    ASSERT_TRUE(f.good()) << "write failed: " << path;
-    std::printf("[mma model] golden set: %u records written to %s\n", count, path);
-  }
+  write_golden_if_asked("FH_GOLDEN_OUT", kGoldenMagic, golden, "mma model");
 }
 
 }  // namespace
