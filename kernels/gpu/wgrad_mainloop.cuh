@@ -207,8 +207,9 @@ struct WarpMmaOps {
 // One warp's view of a staged chunk for wgmma_chunk_schedule (wgrad_tile_layout.h): A and B
 // through descriptors of the slot's swizzled layouts (StridesA / StridesB: the staged or the TMA
 // layout); k-step ks starts two 8-token groups (2 SBO) further, the warpgroup's rows at swizzle
-// atom wg.row / 64.
-template <class Cfg, class StridesA, class StridesB>
+// atom wg.row / 64. kLeftInFlight: the chunk's wgmma groups a warp may leave running when it
+// returns (0: all done, the slot is free; 1: the TMA pair path waits for the previous chunk's).
+template <class Cfg, class StridesA, class StridesB, int kLeftInFlight>
 struct WarpgroupWgmmaOps {
   const uint16_t* sA;
   const uint16_t* sB;
@@ -228,7 +229,7 @@ struct WarpgroupWgmmaOps {
   }
   __device__ __forceinline__ void commit_and_wait() const {
     wgmma_commit();
-    wgmma_wait<0>();
+    wgmma_wait<kLeftInFlight>();
     wgmma_fence_operands<Cfg::kNT>(acc[0]);
   }
 };
@@ -297,7 +298,7 @@ struct BlockMainloopOps {
     const int ksteps = chunk_ksteps(a.T, chunk * Cfg::TK, Cfg::kKSteps);
     if constexpr (Cfg::kWgmma) {
       const FragCoord wg{wo.row - wo.row % 64, wo.col};
-      WarpgroupWgmmaOps<Cfg, StagedSw128Strides<Cfg::TR>, StagedSw128Strides<Cfg::TC>> ops{sA, sA + Cfg::TK * Cfg::kLdA, wg, acc};
+      WarpgroupWgmmaOps<Cfg, StagedSw128Strides<Cfg::TR>, StagedSw128Strides<Cfg::TC>, 0> ops{sA, sA + Cfg::TK * Cfg::kLdA, wg, acc};
       if (ksteps == Cfg::kKSteps)
         wgmma_chunk_schedule<Cfg, true>(ops, ksteps);
       else
@@ -408,9 +409,8 @@ __device__ __forceinline__ void tma_load_box_both(void* dst, const CUtensorMap& 
 // blocks, so L2 sends each X byte once per pair. The ring: kStages slots, `full[s]` completes when
 // a slot's bytes have landed (expect-tx by thread 0), `empty[s]` when every warp of the cluster is
 // done reading it; thread 0 then refills it.
-// Chunk c + S is issued as soon as chunk c is done, two chunks' time before it is needed (leaving
-// chunk c's wgmma in flight while waiting for chunk c + 1, v19's first form, halved that distance
-// and lost 5 % at T = 8192). Boxes wholly past W's edge are not loaded: they would only feed G rows
+// A warp leaves one chunk's wgmma in flight while it waits for the next (the chain's order is the
+// issue order, unchanged). Boxes wholly past W's edge are not loaded: they would only feed G rows
 // or columns outside W, which no epilogue stores. The products, their order and the fp32 values
 // are those of wgrad_mainloop. smem: the kernel's atom-aligned base, kPairSmemBytes.
 template <class Cfg, int kCtas, class Hook = NoChunkHook>
@@ -484,14 +484,16 @@ __device__ __forceinline__ void wgrad_mainloop_tma(const WgradTileArgs& a, const
     mbar_wait(full + slot, uint32_t(c / S) & 1u);
     hook(c, nchunks);
     const uint16_t* sA = reinterpret_cast<const uint16_t*>(smem + slot * kSlotBytes);
-    WarpgroupWgmmaOps<Cfg, Strides, Strides> ops{sA, sA + kBBytes / 2, wg, acc};
+    WarpgroupWgmmaOps<Cfg, Strides, Strides, 1> ops{sA, sA + kBBytes / 2, wg, acc};
     const int ksteps = chunk_ksteps(a.T, c * Cfg::TK, Cfg::kKSteps);
     if (ksteps == Cfg::kKSteps)
       wgmma_chunk_schedule<Cfg, true>(ops, ksteps);
     else
       wgmma_chunk_schedule<Cfg, false>(ops, ksteps);
-    release(c);  // this warp's wgmma of chunk c are done
+    if (c > 0) release(c - 1);  // chunk c - 1's wgmma are done (at most chunk c's in flight)
   }
+  wgmma_wait<0>();
+  wgmma_fence_operands<Cfg::kNT>(acc[0]);
   __syncthreads();  // the caller may reuse the ring
 }
 
