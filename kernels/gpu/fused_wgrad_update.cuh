@@ -371,17 +371,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   });
 }
 
-// v19: the same tile with the operands loaded by TMA (wgrad_mainloop_tma), alone (kCtas = 1) or
-// in clusters of two that share the X panel (kCtas = 2, launched with the cluster attribute).
-template <class Cfg, class Rule, StateFormat SF, WeightStore WS, int kCtas>
-__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
-    fused_wgrad_update_tma_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec,
-                                  FusedKernelSchedule sched, const __grid_constant__ WgradTmaMaps maps) {
+// v19: the same tile in a cluster of two whose operands arrive by TMA (wgrad_mainloop_tma_pair).
+template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
+    fused_wgrad_update_pair_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec,
+                                   FusedKernelSchedule sched, const __grid_constant__ WgradTmaMaps maps) {
   extern __shared__ __align__(16) unsigned char fused_smem[];
   unsigned char* base = align_to_atom(fused_smem);
-  const BlockTile t = kCtas == 2 ? pair_tile<Cfg>() : block_tile<Cfg>();
+  const BlockTile t = pair_tile<Cfg>();
   fused_tile<Cfg, Rule, SF, WS>(a, s, pv, vec, sched, t, base, [&](auto& acc, const auto& hook) {
-    wgrad_mainloop_tma<Cfg, kCtas>(a, maps, t.o0, t.i0, base, acc, hook);
+    wgrad_mainloop_tma_pair<Cfg>(a, maps, t.o0, t.i0, base, acc, hook);
   });
 }
 
@@ -410,14 +409,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm) wgrad_mat
   wgrad_mainloop<Cfg>(a, t.o0, t.i0, smem, acc);
   store_g_tile<Cfg>(a, g, t.o0, t.i0, acc);
 }
-template <class Cfg, int kCtas>
-__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
-    wgrad_materialize_tma_kernel(WgradTileArgs a, float* g, const __grid_constant__ WgradTmaMaps maps) {
+template <class Cfg>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
+    wgrad_materialize_pair_kernel(WgradTileArgs a, float* g, const __grid_constant__ WgradTmaMaps maps) {
   extern __shared__ __align__(16) unsigned char materialize_smem[];
   unsigned char* base = align_to_atom(materialize_smem);
-  const BlockTile t = kCtas == 2 ? pair_tile<Cfg>() : block_tile<Cfg>();
+  const BlockTile t = pair_tile<Cfg>();
   float acc[Cfg::kMT][Cfg::kNT][4];
-  wgrad_mainloop_tma<Cfg, kCtas>(a, maps, t.o0, t.i0, base, acc);
+  wgrad_mainloop_tma_pair<Cfg>(a, maps, t.o0, t.i0, base, acc);
   store_g_tile<Cfg>(a, g, t.o0, t.i0, acc);
 }
 
@@ -427,49 +426,18 @@ dim3 wgrad_grid(const WgradTileArgs& a) {
   if (gy > 65535) throw std::invalid_argument("wgrad: out too large for the grid's y dimension");
   return dim3(unsigned(gx), unsigned(gy), 1);
 }
-// The TMA kernels' grid: block per tile, or (pairs, pair_tile) two blocks per column tile and
-// one y per two row tiles.
+// The pair kernels' grid (pair_tile): two blocks per column tile, one y per two row tiles.
 template <class Cfg>
-dim3 wgrad_tma_grid(const WgradTileArgs& a, int ctas) {
+dim3 wgrad_pair_grid(const WgradTileArgs& a) {
   const dim3 g = wgrad_grid<Cfg>(a);
-  if (ctas == 1) return g;
   if (2 * int64_t(g.x) > 2147483647) throw std::invalid_argument("wgrad: in too large for the pair grid");
   return dim3(2 * g.x, (g.y + 1) / 2, 1);
 }
-// The blocks of one TMA launch per cluster (v19): 0 where the cp.async mainloop runs (the
-// schedule's choice, the 64 x 64 tile, or operands TMA cannot load), else 1 or 2.
+// Does this launch take the TMA pair path (v19)? The wgmma tile, operands TMA can load, and the
+// schedule's choice.
 template <class Cfg>
-int tma_cluster_ctas(const WgradTileArgs& a) {
-  const FusedOperands o = fused_schedule().operands;
-  if (!Cfg::kWgmma || o == FusedOperands::cp_async || !wgrad_tma_usable(a)) return 0;
-  return o == FusedOperands::tma_pairs ? 2 : 1;
-}
-// A TMA kernel's launch: its grid, the ring's shared memory and, for pairs, the cluster attribute
-// (cluster points into the caller's attribute).
-template <class Cfg>
-cudaLaunchConfig_t tma_launch_config(const WgradTileArgs& a, int ctas, cudaStream_t stream, cudaLaunchAttribute& cluster) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = wgrad_tma_grid<Cfg>(a, ctas);
-  cfg.blockDim = dim3(Cfg::kThreads, 1, 1);
-  cfg.dynamicSmemBytes = Cfg::kPairSmemBytes;
-  cfg.stream = stream;
-  cluster = cudaLaunchAttribute{};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = unsigned(ctas);
-  cluster.val.clusterDim.y = cluster.val.clusterDim.z = 1;
-  cfg.attrs = &cluster;
-  cfg.numAttrs = 1;
-  return cfg;
-}
-// Once per TMA kernel and process: its shared-memory opt-in, then how many of its blocks the
-// device runs at once (clusters that fit times their blocks).
-template <class Kernel>
-int tma_resident_blocks(Kernel kernel, const cudaLaunchConfig_t& cfg, int ctas, size_t smem, const char* what) {
-  set_smem_limit(kernel, smem, what);
-  int clusters = 0;
-  cuda_check(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg), what);
-  if (clusters < 1) throw std::runtime_error(std::string(what) + ": not one cluster fits");
-  return ctas * clusters;
+bool use_tma_pairs(const WgradTileArgs& a) {
+  return Cfg::kWgmma && fused_schedule().tma_pairs && wgrad_tma_usable(a);
 }
 
 inline WgradTileArgs make_tile_args(const WgradProblem& p) {
@@ -489,6 +457,19 @@ bool set_smem_limit(Kernel kernel, size_t bytes, const char* what) {
                                   int(cudaSharedmemCarveoutMaxShared)),
              what);
   return true;
+}
+
+// How many clusters of `kernel` (compile-time cluster dims) the device runs at once.
+template <class Kernel>
+int max_active_clusters(Kernel kernel, dim3 grid, int threads, size_t smem) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(unsigned(threads), 1, 1);
+  cfg.dynamicSmemBytes = smem;
+  int n = 0;
+  cuda_check(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg), "cudaOccupancyMaxActiveClusters");
+  if (n < 1) throw std::runtime_error("wgrad pair kernel: no cluster fits on an SM pair");
+  return n;
 }
 
 // Can the epilogue move whole quads with vector accesses? Row length a multiple of 4 (every
@@ -523,22 +504,17 @@ void launch_fused_cfg(const WgradTileArgs& a, const typename Rule::Scalars& s, c
                             blocks_per_sm * sms};
   const bool vec = SF != StateFormat::int8 && fused_params_vec4<SF>(pv);
   if constexpr (Cfg::kWgmma) {
-    const int ctas = tma_cluster_ctas<Cfg>(a);
-    if (ctas != 0) {
-      cudaLaunchAttribute cluster;
-      const cudaLaunchConfig_t cfg = tma_launch_config<Cfg>(a, ctas, stream, cluster);
-      const WgradTmaMaps maps = make_wgrad_tma_maps(a);
-      auto launch = [&](auto tma_kernel, int& resident) {
-        if (resident == 0)
-          resident = tma_resident_blocks(tma_kernel, cfg, ctas, Cfg::kPairSmemBytes, "fused_wgrad_update (TMA): occupancy");
-        sched.stagger_below = resident;
-        cuda_check(cudaLaunchKernelEx(&cfg, tma_kernel, a, s, pv, vec, sched, maps), "fused_wgrad_update (TMA): launch");
-      };
-      static int resident_alone = 0, resident_pairs = 0;  // per instantiation; the same value every time
-      if (ctas == 2)
-        launch(fused_wgrad_update_tma_kernel<Cfg, Rule, SF, WS, 2>, resident_pairs);
-      else
-        launch(fused_wgrad_update_tma_kernel<Cfg, Rule, SF, WS, 1>, resident_alone);
+    if (use_tma_pairs<Cfg>(a)) {
+      auto pair_kernel = fused_wgrad_update_pair_kernel<Cfg, Rule, SF, WS>;
+      const dim3 grid = wgrad_pair_grid<Cfg>(a);
+      // The resident wave of the pair kernel: as many clusters as fit at once, two blocks each.
+      static const int resident_blocks = [&] {
+        set_smem_limit(pair_kernel, Cfg::kPairSmemBytes, "fused_wgrad_update (pairs): cudaFuncSetAttribute");
+        return 2 * max_active_clusters(pair_kernel, grid, Cfg::kThreads, Cfg::kPairSmemBytes);
+      }();
+      sched.stagger_below = resident_blocks;
+      pair_kernel<<<grid, Cfg::kThreads, Cfg::kPairSmemBytes, stream>>>(a, s, pv, vec, sched, make_wgrad_tma_maps(a));
+      cuda_check(cudaGetLastError(), "fused_wgrad_update (pairs): launch");
       return;
     }
   }

@@ -41,9 +41,6 @@ void set_fused_schedule(const FusedSchedule& s) {
   if (s.stagger_us < -1 || s.stagger_us > 1000000 || s.stagger_stride < 0)
     throw std::invalid_argument("set_fused_schedule: stagger_us must be -1 (auto) .. 10^6 and stride >= 0 (got " +
                                 std::to_string(s.stagger_us) + ", " + std::to_string(s.stagger_stride) + ")");
-  if (int(s.operands) < 0 || int(s.operands) > 2)
-    throw std::invalid_argument("set_fused_schedule: operands must be cp_async, tma or tma_pairs (got " +
-                                std::to_string(int(s.operands)) + ")");
   std::lock_guard<std::mutex> lock(g_schedule_mutex);
   g_schedule = s;
 }

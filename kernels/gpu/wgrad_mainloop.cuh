@@ -403,24 +403,22 @@ __device__ __forceinline__ void tma_load_box_both(void* dst, const CUtensorMap& 
                : "memory");
 }
 
-// The TMA mainloop (v19). kCtas = 1: a block loads its own chunks, two 64 x 64 boxes of dY and two
-// of X. kCtas = 2: the block is one of a cluster of two (pair_tile) whose tiles share their
-// columns (i0) and so the X panel; each loads its dY boxes and one X box, multicast into both
-// blocks, so L2 sends each X byte once per pair. The ring: kStages slots, `full[s]` completes when
-// a slot's bytes have landed (expect-tx by thread 0), `empty[s]` when every warp of the cluster is
-// done reading it; thread 0 then refills it.
+// The mainloop of a block in a 2-block cluster (v19; __cluster_dims__(2, 1, 1)): the pair's tiles
+// share their columns (i0) and so the X panel. Each block loads its dY chunk (two boxes) and one
+// half of the X chunk, multicast into both blocks, so L2 sends each X byte once per pair. The
+// ring: kStages slots, `full[s]` completes when a slot's bytes have landed (expect-tx by thread 0),
+// `empty[s]` when all 16 warps of both blocks are done reading it; thread 0 then refills it.
 // A warp leaves one chunk's wgmma in flight while it waits for the next (the chain's order is the
 // issue order, unchanged). Boxes wholly past W's edge are not loaded: they would only feed G rows
 // or columns outside W, which no epilogue stores. The products, their order and the fp32 values
 // are those of wgrad_mainloop. smem: the kernel's atom-aligned base, kPairSmemBytes.
-template <class Cfg, int kCtas, class Hook = NoChunkHook>
-__device__ __forceinline__ void wgrad_mainloop_tma(const WgradTileArgs& a, const WgradTmaMaps& maps, int64_t o0,
+template <class Cfg, class Hook = NoChunkHook>
+__device__ __forceinline__ void wgrad_mainloop_tma_pair(const WgradTileArgs& a, const WgradTmaMaps& maps, int64_t o0,
                                                         int64_t i0, unsigned char* smem,
                                                         float (&acc)[Cfg::kMT][Cfg::kNT][4],
                                                         const Hook& hook = Hook{}) {
   static_assert(Cfg::kWgmma && Cfg::TK == 64 && Cfg::TR == 2 * kTmaBoxCols && Cfg::TC == 2 * kTmaBoxCols,
-                "the TMA path loads 128 x 64 chunks as two 64 x 64 boxes per operand");
-  static_assert(kCtas == 1 || kCtas == 2, "a block alone or a pair");
+                "the TMA pair path loads 128 x 64 chunks as two 64 x 64 boxes per operand");
   constexpr int S = Cfg::kStages;
   constexpr int kSlotBytes = Cfg::kStageElems * 2, kBBytes = Cfg::TK * Cfg::kLdA * 2;
   using Strides = TmaSw128Strides<Cfg::TK>;
@@ -432,23 +430,20 @@ __device__ __forceinline__ void wgrad_mainloop_tma(const WgradTileArgs& a, const
 
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + Cfg::kBarrierOffset);
   uint64_t* empty = full + S;
-  const uint32_t rank = kCtas == 2 ? cluster_ctarank() : 0;
+  const uint32_t rank = cluster_ctarank();
   if (tid == 0) {
     for (int s = 0; s < S; ++s) {
       mbar_init(full + s, 1);
-      mbar_init(empty + s, kCtas * Cfg::kWarps);
+      mbar_init(empty + s, 2 * Cfg::kWarps);
     }
     fence_mbarrier_init_cluster();
   }
-  if constexpr (kCtas == 2)
-    cluster_sync();  // both blocks' barriers exist before either multicasts into the other
-  else
-    __syncthreads();
+  cluster_sync();  // both blocks' barriers exist before either multicasts into the other
 
   const int64_t nchunks = (a.T + Cfg::TK - 1) / Cfg::TK;
   const bool a_box0 = o0 < a.out, a_box1 = o0 + kTmaBoxCols < a.out;  // this block's dY boxes
   const bool b_box1 = i0 + kTmaBoxCols < a.in;  // X box 0 always lies inside (i0 < in)
-  const bool my_b_box = rank == 0 || b_box1;  // pairs: the X box this block multicasts
+  const bool my_b_box = rank == 0 || b_box1;
   const uint32_t tx_bytes = uint32_t(kTmaBoxBytes) * (int(a_box0) + int(a_box1) + 1 + int(b_box1));
   auto issue = [&](int64_t chunk) {  // thread 0
     const int slot = int(chunk % S);
@@ -457,13 +452,8 @@ __device__ __forceinline__ void wgrad_mainloop_tma(const WgradTileArgs& a, const
     mbar_arrive_expect_tx(full + slot, tx_bytes);
     if (a_box0) tma_load_box(sA, maps.dy, int(o0), t0, full + slot);
     if (a_box1) tma_load_box(sA + kTmaBoxBytes, maps.dy, int(o0) + kTmaBoxCols, t0, full + slot);
-    if constexpr (kCtas == 2) {
-      if (my_b_box)
-        tma_load_box_both(sA + kBBytes + rank * kTmaBoxBytes, maps.x, int(i0) + int(rank) * kTmaBoxCols, t0, full + slot);
-    } else {
-      tma_load_box(sA + kBBytes, maps.x, int(i0), t0, full + slot);
-      if (b_box1) tma_load_box(sA + kBBytes + kTmaBoxBytes, maps.x, int(i0) + kTmaBoxCols, t0, full + slot);
-    }
+    if (my_b_box)
+      tma_load_box_both(sA + kBBytes + rank * kTmaBoxBytes, maps.x, int(i0) + int(rank) * kTmaBoxCols, t0, full + slot);
   };
   // Chunk c's slot is read by every warp of both blocks; once all have, it takes chunk c + S.
   // Every thread waits for that (a wait loop in a branch of one thread makes ptxas serialize the
@@ -471,8 +461,10 @@ __device__ __forceinline__ void wgrad_mainloop_tma(const WgradTileArgs& a, const
   auto release = [&](int64_t c) {
     if (c + S >= nchunks) return;
     const int slot = int(c % S);
-    if (lane == 0)
-      for (int cta = 0; cta < kCtas; ++cta) mbar_arrive_cluster(empty + slot, cta);
+    if (lane == 0) {
+      mbar_arrive_cluster(empty + slot, 0);
+      mbar_arrive_cluster(empty + slot, 1);
+    }
     mbar_wait(empty + slot, uint32_t(c / S) & 1u);
     if (tid == 0) issue(c + S);
   };

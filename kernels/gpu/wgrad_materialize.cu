@@ -10,20 +10,13 @@ namespace {
 template <class Cfg>
 void launch_materialize(const WgradTileArgs& a, float* g, cudaStream_t stream) {
   if constexpr (Cfg::kWgmma) {
-    const int ctas = tma_cluster_ctas<Cfg>(a);
-    if (ctas != 0) {
-      cudaLaunchAttribute cluster;
-      const cudaLaunchConfig_t cfg = tma_launch_config<Cfg>(a, ctas, stream, cluster);
-      const WgradTmaMaps maps = make_wgrad_tma_maps(a);
-      auto launch = [&](auto tma_kernel, bool& ready) {
-        if (!ready) ready = set_smem_limit(tma_kernel, Cfg::kPairSmemBytes, "wgrad_materialize (TMA): cudaFuncSetAttribute");
-        cuda_check(cudaLaunchKernelEx(&cfg, tma_kernel, a, g, maps), "wgrad_materialize (TMA): launch");
-      };
-      static bool ready_alone = false, ready_pairs = false;
-      if (ctas == 2)
-        launch(wgrad_materialize_tma_kernel<Cfg, 2>, ready_pairs);
-      else
-        launch(wgrad_materialize_tma_kernel<Cfg, 1>, ready_alone);
+    if (use_tma_pairs<Cfg>(a)) {
+      auto pair_kernel = wgrad_materialize_pair_kernel<Cfg>;
+      static const bool pair_smem_ok =
+          set_smem_limit(pair_kernel, Cfg::kPairSmemBytes, "wgrad_materialize (pairs): cudaFuncSetAttribute");
+      (void)pair_smem_ok;
+      pair_kernel<<<wgrad_pair_grid<Cfg>(a), Cfg::kThreads, Cfg::kPairSmemBytes, stream>>>(a, g, make_wgrad_tma_maps(a));
+      cuda_check(cudaGetLastError(), "wgrad_materialize (pairs): launch");
       return;
     }
   }
