@@ -286,49 +286,37 @@ struct FusedKernelSchedule {
   int stagger_stride, stagger_below;
 };
 
-// v17: half of the first wave starts late (FusedSchedule). lin: the block's place in dispatch
-// order (both blocks of a cluster pass the first one's, so the pair stays together). Touches no data.
-__device__ __forceinline__ bool starts_late(const FusedKernelSchedule& k, int64_t lin) {
-  return k.stagger_ns != 0 && staggered_block(lin, k.stagger_stride, k.stagger_below);
+__device__ __forceinline__ uint64_t global_timer_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
 }
-__device__ __forceinline__ void stagger_start(const FusedKernelSchedule& k, int64_t lin) {
-  if (!starts_late(k, lin)) return;
+
+// v17: half of the first wave starts late (FusedSchedule). Block-uniform; touches no data.
+__device__ __forceinline__ bool starts_late(const FusedKernelSchedule& k) {
+  return k.stagger_ns != 0 && staggered_block(int64_t(blockIdx.y) * gridDim.x + blockIdx.x, k.stagger_stride, k.stagger_below);
+}
+__device__ __forceinline__ void stagger_start(const FusedKernelSchedule& k) {
+  if (!starts_late(k)) return;
   const uint64_t t0 = global_timer_ns();
   while (global_timer_ns() - t0 < k.stagger_ns) __nanosleep(256);
 }
 
-// Where a block's tile lies: origin (o0, i0) in W and the block's place in dispatch order.
-struct BlockTile {
-  int64_t o0, i0, lin;
-};
-// Block per tile (fused_wgrad_update_kernel): blockIdx is the tile.
-template <class Cfg>
-__device__ __forceinline__ BlockTile block_tile() {
-  return {int64_t(blockIdx.y) * Cfg::TR, int64_t(blockIdx.x) * Cfg::TC, int64_t(blockIdx.y) * gridDim.x + blockIdx.x};
-}
-// Pairs (v19, clusters of two along x): blockIdx.x / 2 is the column tile, the two blocks take
-// row tiles 2 blockIdx.y and 2 blockIdx.y + 1 (the second may lie past W: it loads no dY and
-// stores nothing, but still multicasts its half of X).
-template <class Cfg>
-__device__ __forceinline__ BlockTile pair_tile() {
-  const uint32_t rank = cluster_ctarank();
-  return {(2 * int64_t(blockIdx.y) + rank) * Cfg::TR, int64_t(blockIdx.x >> 1) * Cfg::TC,
-          int64_t(blockIdx.y) * gridDim.x + blockIdx.x - rank};
-}
-
-// One tile of the fused kernel: mainloop(acc, hook) (the cp.async or the TMA pair mainloop), G
-// parked over the operand buffers (the mainloop ended on a barrier), then the epilogue.
-template <class Cfg, class Rule, StateFormat SF, WeightStore WS, class Mainloop>
-__device__ __forceinline__ void fused_tile(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
-                                           bool vec, const FusedKernelSchedule& sched, const BlockTile& tile,
-                                           unsigned char* base, const Mainloop& mainloop) {
-  const int64_t o0 = tile.o0, i0 = tile.i0;
+// Block per tile: mainloop, G parked over the operand buffers (the mainloop ended on a barrier),
+// then the epilogue.
+template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
+    fused_wgrad_update_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec,
+                              FusedKernelSchedule sched) {
+  extern __shared__ __align__(16) unsigned char fused_smem[];
+  unsigned char* base = Cfg::kWgmma ? align_to_atom(fused_smem) : fused_smem;
+  const int64_t o0 = int64_t(blockIdx.y) * Cfg::TR, i0 = int64_t(blockIdx.x) * Cfg::TC;
   const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
   // Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
   const bool shift_state = a.planted_defect == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
   const bool whole_tile = SF != StateFormat::int8 && vec && !short_edge && !shift_state && o0 + Cfg::TR <= pv.rows &&
                           i0 + Cfg::TC <= pv.cols;
-  stagger_start(sched, tile.lin);
+  stagger_start(sched);
   // v17: a whole tile prefetches its epilogue's first passes while the mainloop multiplies its
   // last chunks (the same lines the epilogue's own prefetch would take, earlier).
   const FragCoord first = epilogue_quad<Cfg>(threadIdx.x, 0);
@@ -342,11 +330,11 @@ __device__ __forceinline__ void fused_tile(const WgradTileArgs& a, const typenam
     }
   };
   float acc[Cfg::kMT][Cfg::kNT][4];
-  mainloop(acc, early_prefetch);
+  wgrad_mainloop<Cfg>(a, o0, i0, reinterpret_cast<uint16_t*>(base), acc, early_prefetch);
   float* sG = reinterpret_cast<float*>(base);
   park_g_tile<Cfg>(sG, acc);
   __syncthreads();
-  if (a.planted_defect == int(FusedPlantedDefect::late_blocks_skip_update) && starts_late(sched, tile.lin)) return;  // suite only
+  if (a.planted_defect == int(FusedPlantedDefect::late_blocks_skip_update) && starts_late(sched)) return;  // suite only
   if constexpr (SF == StateFormat::int8) {
     fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state);
   } else {
@@ -359,35 +347,14 @@ __device__ __forceinline__ void fused_tile(const WgradTileArgs& a, const typenam
   }
 }
 
-template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
-__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
-    fused_wgrad_update_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec,
-                              FusedKernelSchedule sched) {
-  extern __shared__ __align__(16) unsigned char fused_smem[];
-  unsigned char* base = Cfg::kWgmma ? align_to_atom(fused_smem) : fused_smem;
-  const BlockTile t = block_tile<Cfg>();
-  fused_tile<Cfg, Rule, SF, WS>(a, s, pv, vec, sched, t, base, [&](auto& acc, const auto& hook) {
-    wgrad_mainloop<Cfg>(a, t.o0, t.i0, reinterpret_cast<uint16_t*>(base), acc, hook);
-  });
-}
-
-// v19: the same tile in a cluster of two whose operands arrive by TMA (wgrad_mainloop_tma_pair).
-template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
-__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
-    fused_wgrad_update_pair_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec,
-                                   FusedKernelSchedule sched, const __grid_constant__ WgradTmaMaps maps) {
-  extern __shared__ __align__(16) unsigned char fused_smem[];
-  unsigned char* base = align_to_atom(fused_smem);
-  const BlockTile t = pair_tile<Cfg>();
-  fused_tile<Cfg, Rule, SF, WS>(a, s, pv, vec, sched, t, base, [&](auto& acc, const auto& hook) {
-    wgrad_mainloop_tma_pair<Cfg>(a, maps, t.o0, t.i0, base, acc, hook);
-  });
-}
-
 // Order-matched materializer: the same mainloop, fp32 G [out, in] (row-major, ld = in) stored.
 template <class Cfg>
-__device__ __forceinline__ void store_g_tile(const WgradTileArgs& a, float* g, int64_t o0, int64_t i0,
-                                             const float (&acc)[Cfg::kMT][Cfg::kNT][4]) {
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm) wgrad_materialize_kernel(WgradTileArgs a, float* g) {
+  extern __shared__ __align__(16) unsigned char materialize_smem[];
+  uint16_t* smem = reinterpret_cast<uint16_t*>(Cfg::kWgmma ? align_to_atom(materialize_smem) : materialize_smem);
+  const int64_t o0 = int64_t(blockIdx.y) * Cfg::TR, i0 = int64_t(blockIdx.x) * Cfg::TC;
+  float acc[Cfg::kMT][Cfg::kNT][4];
+  wgrad_mainloop<Cfg>(a, o0, i0, smem, acc);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 #pragma unroll
   for (int mt = 0; mt < Cfg::kMT; ++mt)
@@ -400,44 +367,12 @@ __device__ __forceinline__ void store_g_tile(const WgradTileArgs& a, float* g, i
         if (r < a.out && col < a.in) g[r * a.in + col] = acc[mt][nt][i];
       }
 }
-template <class Cfg>
-__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm) wgrad_materialize_kernel(WgradTileArgs a, float* g) {
-  extern __shared__ __align__(16) unsigned char materialize_smem[];
-  uint16_t* smem = reinterpret_cast<uint16_t*>(Cfg::kWgmma ? align_to_atom(materialize_smem) : materialize_smem);
-  const BlockTile t = block_tile<Cfg>();
-  float acc[Cfg::kMT][Cfg::kNT][4];
-  wgrad_mainloop<Cfg>(a, t.o0, t.i0, smem, acc);
-  store_g_tile<Cfg>(a, g, t.o0, t.i0, acc);
-}
-template <class Cfg>
-__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
-    wgrad_materialize_pair_kernel(WgradTileArgs a, float* g, const __grid_constant__ WgradTmaMaps maps) {
-  extern __shared__ __align__(16) unsigned char materialize_smem[];
-  unsigned char* base = align_to_atom(materialize_smem);
-  const BlockTile t = pair_tile<Cfg>();
-  float acc[Cfg::kMT][Cfg::kNT][4];
-  wgrad_mainloop_tma_pair<Cfg>(a, maps, t.o0, t.i0, base, acc);
-  store_g_tile<Cfg>(a, g, t.o0, t.i0, acc);
-}
 
 template <class Cfg>
 dim3 wgrad_grid(const WgradTileArgs& a) {
   const int64_t gx = (a.in + Cfg::TC - 1) / Cfg::TC, gy = (a.out + Cfg::TR - 1) / Cfg::TR;
   if (gy > 65535) throw std::invalid_argument("wgrad: out too large for the grid's y dimension");
   return dim3(unsigned(gx), unsigned(gy), 1);
-}
-// The pair kernels' grid (pair_tile): two blocks per column tile, one y per two row tiles.
-template <class Cfg>
-dim3 wgrad_pair_grid(const WgradTileArgs& a) {
-  const dim3 g = wgrad_grid<Cfg>(a);
-  if (2 * int64_t(g.x) > 2147483647) throw std::invalid_argument("wgrad: in too large for the pair grid");
-  return dim3(2 * g.x, (g.y + 1) / 2, 1);
-}
-// Does this launch take the TMA pair path (v19)? The wgmma tile, operands TMA can load, and the
-// schedule's choice.
-template <class Cfg>
-bool use_tma_pairs(const WgradTileArgs& a) {
-  return Cfg::kWgmma && fused_schedule().tma_pairs && wgrad_tma_usable(a);
 }
 
 inline WgradTileArgs make_tile_args(const WgradProblem& p) {
@@ -457,19 +392,6 @@ bool set_smem_limit(Kernel kernel, size_t bytes, const char* what) {
                                   int(cudaSharedmemCarveoutMaxShared)),
              what);
   return true;
-}
-
-// How many clusters of `kernel` (compile-time cluster dims) the device runs at once.
-template <class Kernel>
-int max_active_clusters(Kernel kernel, dim3 grid, int threads, size_t smem) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(unsigned(threads), 1, 1);
-  cfg.dynamicSmemBytes = smem;
-  int n = 0;
-  cuda_check(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg), "cudaOccupancyMaxActiveClusters");
-  if (n < 1) throw std::runtime_error("wgrad pair kernel: no cluster fits on an SM pair");
-  return n;
 }
 
 // Can the epilogue move whole quads with vector accesses? Row length a multiple of 4 (every
@@ -500,24 +422,9 @@ void launch_fused_cfg(const WgradTileArgs& a, const typename Rule::Scalars& s, c
   cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused_wgrad_update: SM count");
   const FusedSchedule fs = fused_schedule();
   const int stagger_us = fs.stagger_us >= 0 ? fs.stagger_us : auto_stagger_us(SF);
-  FusedKernelSchedule sched{uint32_t(stagger_us) * 1000u, fs.stagger_stride > 0 ? fs.stagger_stride : sms,
-                            blocks_per_sm * sms};
+  const FusedKernelSchedule sched{uint32_t(stagger_us) * 1000u, fs.stagger_stride > 0 ? fs.stagger_stride : sms,
+                                  blocks_per_sm * sms};
   const bool vec = SF != StateFormat::int8 && fused_params_vec4<SF>(pv);
-  if constexpr (Cfg::kWgmma) {
-    if (use_tma_pairs<Cfg>(a)) {
-      auto pair_kernel = fused_wgrad_update_pair_kernel<Cfg, Rule, SF, WS>;
-      const dim3 grid = wgrad_pair_grid<Cfg>(a);
-      // The resident wave of the pair kernel: as many clusters as fit at once, two blocks each.
-      static const int resident_blocks = [&] {
-        set_smem_limit(pair_kernel, Cfg::kPairSmemBytes, "fused_wgrad_update (pairs): cudaFuncSetAttribute");
-        return 2 * max_active_clusters(pair_kernel, grid, Cfg::kThreads, Cfg::kPairSmemBytes);
-      }();
-      sched.stagger_below = resident_blocks;
-      pair_kernel<<<grid, Cfg::kThreads, Cfg::kPairSmemBytes, stream>>>(a, s, pv, vec, sched, make_wgrad_tma_maps(a));
-      cuda_check(cudaGetLastError(), "fused_wgrad_update (pairs): launch");
-      return;
-    }
-  }
   kernel<<<wgrad_grid<Cfg>(a), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(a, s, pv, vec, sched);
   cuda_check(cudaGetLastError(), "fused_wgrad_update: launch");
 }

@@ -127,15 +127,10 @@ FusedPlantedDefect fused_planted_defect();
 //     other half stream the epilogue's weights and state; without it every block of a wave
 //     multiplies, then every block waits on DRAM. -1: auto_stagger_us(state format).
 //   stagger_stride: 0 means the SM count (with round-robin dispatch, the second block of each SM).
-//   tma_pairs (v19): the 128 x 128 tile's operands arrive by TMA into clusters of two blocks that
-//     share the X panel (half the X traffic out of L2), where both operands' rows are 16-byte
-//     aligned; false: every block stages its own operands with cp.async (v17's mainloop). The
-//     order-matched materializer follows the same choice.
-// Process-wide. forge-bench reads FH_FUSED_STAGGER_US, FH_FUSED_STAGGER_STRIDE and FH_FUSED_TMA_PAIRS.
+// Process-wide. forge-bench reads FH_FUSED_STAGGER_US and FH_FUSED_STAGGER_STRIDE.
 struct FusedSchedule {
   int stagger_us = -1;
   int stagger_stride = 0;
-  bool tma_pairs = true;
 };
 // Throws std::invalid_argument on a value out of range (stagger_us -1 .. 10^6, stride >= 0).
 void set_fused_schedule(const FusedSchedule& s);

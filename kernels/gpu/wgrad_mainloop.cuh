@@ -8,7 +8,6 @@
 #include <cstdint>
 
 #include "kernels/gpu/wgrad_tile_layout.h"
-#include "kernels/gpu/wgrad_tma.h"
 
 namespace fh::gpu {
 
@@ -70,11 +69,7 @@ __device__ __forceinline__ unsigned char* align_to_atom(unsigned char* p) {
 }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-// Waits until at most N of this warp's committed wgmma groups are still in flight.
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
+__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
 // Generic-proxy writes to shared memory (cp.async, plain stores) made visible to the tensor
 // cores' async proxy: each writing thread, before the barrier that precedes the wgmma.
 __device__ __forceinline__ void fence_proxy_async_shared() {
@@ -205,11 +200,9 @@ struct WarpMmaOps {
 };
 
 // One warp's view of a staged chunk for wgmma_chunk_schedule (wgrad_tile_layout.h): A and B
-// through descriptors of the slot's swizzled layouts (StridesA / StridesB: the staged or the TMA
-// layout); k-step ks starts two 8-token groups (2 SBO) further, the warpgroup's rows at swizzle
-// atom wg.row / 64. kLeftInFlight: the chunk's wgmma groups a warp may leave running when it
-// returns (0: all done, the slot is free; 1: the TMA pair path waits for the previous chunk's).
-template <class Cfg, class StridesA, class StridesB, int kLeftInFlight>
+// through descriptors of the slot's swizzled layouts; k-step ks starts two 8-token groups (2 SBO)
+// further, the warpgroup's rows at swizzle atom wg.row / 64.
+template <class Cfg>
 struct WarpgroupWgmmaOps {
   const uint16_t* sA;
   const uint16_t* sB;
@@ -221,15 +214,15 @@ struct WarpgroupWgmmaOps {
     wgmma_fence();
   }
   __device__ __forceinline__ void wgmma(int ks) const {
+    constexpr int sbo_a = wgmma_sbo_bytes<Cfg::TR>(), sbo_b = wgmma_sbo_bytes<Cfg::TC>();
     // k-step ks: 8-token groups 2 ks, 2 ks + 1; the warpgroup's rows / columns from atom wg / 64.
-    const unsigned char* a = reinterpret_cast<const unsigned char*>(sA) + wgmma_operand_start_bytes<StridesA>(ks, wg.row / 64);
-    const unsigned char* b = reinterpret_cast<const unsigned char*>(sB) + wgmma_operand_start_bytes<StridesB>(ks, wg.col / 64);
-    wgmma_m64n128k16_ss(acc[0], wgmma_desc_sw128(a, StridesA::kMnAtom, StridesA::kK8),
-                        wgmma_desc_sw128(b, StridesB::kMnAtom, StridesB::kK8));
+    const unsigned char* a = reinterpret_cast<const unsigned char*>(sA) + 2 * ks * sbo_a + (wg.row / 64) * kWgmmaAtomBytes;
+    const unsigned char* b = reinterpret_cast<const unsigned char*>(sB) + 2 * ks * sbo_b + (wg.col / 64) * kWgmmaAtomBytes;
+    wgmma_m64n128k16_ss(acc[0], wgmma_desc_sw128(a, kWgmmaAtomBytes, sbo_a), wgmma_desc_sw128(b, kWgmmaAtomBytes, sbo_b));
   }
   __device__ __forceinline__ void commit_and_wait() const {
     wgmma_commit();
-    wgmma_wait<kLeftInFlight>();
+    wgmma_wait_all();
     wgmma_fence_operands<Cfg::kNT>(acc[0]);
   }
 };
@@ -298,7 +291,7 @@ struct BlockMainloopOps {
     const int ksteps = chunk_ksteps(a.T, chunk * Cfg::TK, Cfg::kKSteps);
     if constexpr (Cfg::kWgmma) {
       const FragCoord wg{wo.row - wo.row % 64, wo.col};
-      WarpgroupWgmmaOps<Cfg, StagedSw128Strides<Cfg::TR>, StagedSw128Strides<Cfg::TC>, 0> ops{sA, sA + Cfg::TK * Cfg::kLdA, wg, acc};
+      WarpgroupWgmmaOps<Cfg> ops{sA, sA + Cfg::TK * Cfg::kLdA, wg, acc};
       if (ksteps == Cfg::kKSteps)
         wgmma_chunk_schedule<Cfg, true>(ops, ksteps);
       else
@@ -335,158 +328,6 @@ __device__ __forceinline__ void wgrad_mainloop(const WgradTileArgs& a, int64_t o
   const int64_t nchunks = (a.T + Cfg::TK - 1) / Cfg::TK;
   BlockMainloopOps<Cfg, Hook> ops{a, o0, i0, smem, acc, tid, lane, warp_origin<Cfg>(warp), hook, nchunks};
   mainloop_schedule<Cfg::kStages>(nchunks, ops);
-}
-
-// ---- v19: TMA loads into 2-block clusters that share the X panel ----
-
-__device__ __forceinline__ uint64_t global_timer_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-__device__ __forceinline__ uint32_t cluster_ctarank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-// Every thread of both blocks; release / acquire, so that barrier inits are seen cluster-wide.
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void fence_mbarrier_init_cluster() {
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-// One arrival that also announces `bytes` of TMA data for the current phase.
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
-}
-// One arrival on the barrier at bar's offset in block `cta` of the cluster (this one or the peer).
-__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
-  asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-               "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_u32(bar)),
-               "r"(cta)
-               : "memory");
-}
-__device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-               "selp.u32 %0, 1, 0, p;\n}\n"
-               : "=r"(done)
-               : "r"(bar), "r"(parity)
-               : "memory");
-  return done != 0;
-}
-// A barrier that never completes (a TMA that never lands) traps after 20 s instead of hanging the
-// suite (the runner's sanitizer passes are slow, the normal wait is microseconds).
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-  const uint32_t addr = smem_u32(bar);
-  if (mbar_try_wait(addr, parity)) return;
-  const uint64_t t0 = global_timer_ns();
-  while (!mbar_try_wait(addr, parity))
-    if (global_timer_ns() - t0 > 20000000000ull) __trap();
-}
-// A 64 x 64 box at (column c, token t) into this block's shared memory; its bytes complete on bar.
-__device__ __forceinline__ void tma_load_box(void* dst, const CUtensorMap& map, int c, int t, uint64_t* bar) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
-               ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(&map)), "r"(c), "r"(t), "r"(smem_u32(bar))
-               : "memory");
-}
-// The same box into both blocks of the cluster, at dst's and bar's offsets in each.
-__device__ __forceinline__ void tma_load_box_both(void* dst, const CUtensorMap& map, int c, int t, uint64_t* bar) {
-  const uint16_t both = 0x3;
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
-               "[%0], [%1, {%2, %3}], [%4], %5;\n"
-               ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(&map)), "r"(c), "r"(t), "r"(smem_u32(bar)), "h"(both)
-               : "memory");
-}
-
-// The mainloop of a block in a 2-block cluster (v19; __cluster_dims__(2, 1, 1)): the pair's tiles
-// share their columns (i0) and so the X panel. Each block loads its dY chunk (two boxes) and one
-// half of the X chunk, multicast into both blocks, so L2 sends each X byte once per pair. The
-// ring: kStages slots, `full[s]` completes when a slot's bytes have landed (expect-tx by thread 0),
-// `empty[s]` when all 16 warps of both blocks are done reading it; thread 0 then refills it.
-// A warp leaves one chunk's wgmma in flight while it waits for the next (the chain's order is the
-// issue order, unchanged). Boxes wholly past W's edge are not loaded: they would only feed G rows
-// or columns outside W, which no epilogue stores. The products, their order and the fp32 values
-// are those of wgrad_mainloop. smem: the kernel's atom-aligned base, kPairSmemBytes.
-template <class Cfg, class Hook = NoChunkHook>
-__device__ __forceinline__ void wgrad_mainloop_tma_pair(const WgradTileArgs& a, const WgradTmaMaps& maps, int64_t o0,
-                                                        int64_t i0, unsigned char* smem,
-                                                        float (&acc)[Cfg::kMT][Cfg::kNT][4],
-                                                        const Hook& hook = Hook{}) {
-  static_assert(Cfg::kWgmma && Cfg::TK == 64 && Cfg::TR == 2 * kTmaBoxCols && Cfg::TC == 2 * kTmaBoxCols,
-                "the TMA pair path loads 128 x 64 chunks as two 64 x 64 boxes per operand");
-  constexpr int S = Cfg::kStages;
-  constexpr int kSlotBytes = Cfg::kStageElems * 2, kBBytes = Cfg::TK * Cfg::kLdA * 2;
-  using Strides = TmaSw128Strides<Cfg::TK>;
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-#pragma unroll
-  for (int nt = 0; nt < Cfg::kNT; ++nt)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) acc[0][nt][i] = 0.0f;  // +0: the chain's start
-
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem + Cfg::kBarrierOffset);
-  uint64_t* empty = full + S;
-  const uint32_t rank = cluster_ctarank();
-  if (tid == 0) {
-    for (int s = 0; s < S; ++s) {
-      mbar_init(full + s, 1);
-      mbar_init(empty + s, 2 * Cfg::kWarps);
-    }
-    fence_mbarrier_init_cluster();
-  }
-  cluster_sync();  // both blocks' barriers exist before either multicasts into the other
-
-  const int64_t nchunks = (a.T + Cfg::TK - 1) / Cfg::TK;
-  const bool a_box0 = o0 < a.out, a_box1 = o0 + kTmaBoxCols < a.out;  // this block's dY boxes
-  const bool b_box1 = i0 + kTmaBoxCols < a.in;  // X box 0 always lies inside (i0 < in)
-  const bool my_b_box = rank == 0 || b_box1;
-  const uint32_t tx_bytes = uint32_t(kTmaBoxBytes) * (int(a_box0) + int(a_box1) + 1 + int(b_box1));
-  auto issue = [&](int64_t chunk) {  // thread 0
-    const int slot = int(chunk % S);
-    unsigned char* sA = smem + slot * kSlotBytes;
-    const int t0 = int(chunk * Cfg::TK);
-    mbar_arrive_expect_tx(full + slot, tx_bytes);
-    if (a_box0) tma_load_box(sA, maps.dy, int(o0), t0, full + slot);
-    if (a_box1) tma_load_box(sA + kTmaBoxBytes, maps.dy, int(o0) + kTmaBoxCols, t0, full + slot);
-    if (my_b_box)
-      tma_load_box_both(sA + kBBytes + rank * kTmaBoxBytes, maps.x, int(i0) + int(rank) * kTmaBoxCols, t0, full + slot);
-  };
-  // Chunk c's slot is read by every warp of both blocks; once all have, it takes chunk c + S.
-  // Every thread waits for that (a wait loop in a branch of one thread makes ptxas serialize the
-  // wgmma, C7520); the next chunk's wgmma are in flight meanwhile.
-  auto release = [&](int64_t c) {
-    if (c + S >= nchunks) return;
-    const int slot = int(c % S);
-    if (lane == 0) {
-      mbar_arrive_cluster(empty + slot, 0);
-      mbar_arrive_cluster(empty + slot, 1);
-    }
-    mbar_wait(empty + slot, uint32_t(c / S) & 1u);
-    if (tid == 0) issue(c + S);
-  };
-  if (tid == 0)
-    for (int64_t c = 0; c < nchunks && c < S; ++c) issue(c);
-  const FragCoord wo = warp_origin<Cfg>(warp), wg{wo.row - wo.row % 64, wo.col};
-  for (int64_t c = 0; c < nchunks; ++c) {
-    const int slot = int(c % S);
-    mbar_wait(full + slot, uint32_t(c / S) & 1u);
-    hook(c, nchunks);
-    const uint16_t* sA = reinterpret_cast<const uint16_t*>(smem + slot * kSlotBytes);
-    WarpgroupWgmmaOps<Cfg, Strides, Strides, 1> ops{sA, sA + kBBytes / 2, wg, acc};
-    const int ksteps = chunk_ksteps(a.T, c * Cfg::TK, Cfg::kKSteps);
-    if (ksteps == Cfg::kKSteps)
-      wgmma_chunk_schedule<Cfg, true>(ops, ksteps);
-    else
-      wgmma_chunk_schedule<Cfg, false>(ops, ksteps);
-    if (c > 0) release(c - 1);  // chunk c - 1's wgmma are done (at most chunk c's in flight)
-  }
-  wgmma_wait<0>();
-  wgmma_fence_operands<Cfg::kNT>(acc[0]);
-  __syncthreads();  // the caller may reuse the ring
 }
 
 // Host side: can operand rows be staged with 16-byte copies?

@@ -9,21 +9,10 @@ namespace fh::gpu {
 namespace {
 template <class Cfg>
 void launch_materialize(const WgradTileArgs& a, float* g, cudaStream_t stream) {
-  if constexpr (Cfg::kWgmma) {
-    if (use_tma_pairs<Cfg>(a)) {
-      auto pair_kernel = wgrad_materialize_pair_kernel<Cfg>;
-      static const bool pair_smem_ok =
-          set_smem_limit(pair_kernel, Cfg::kPairSmemBytes, "wgrad_materialize (pairs): cudaFuncSetAttribute");
-      (void)pair_smem_ok;
-      pair_kernel<<<wgrad_pair_grid<Cfg>(a), Cfg::kThreads, Cfg::kPairSmemBytes, stream>>>(a, g, make_wgrad_tma_maps(a));
-      cuda_check(cudaGetLastError(), "wgrad_materialize (pairs): launch");
-      return;
-    }
-  }
   auto kernel = wgrad_materialize_kernel<Cfg>;
-  static const bool smem_ok = set_smem_limit(kernel, Cfg::kSmemBytes, "wgrad_materialize: cudaFuncSetAttribute");
+  static const bool smem_ok = set_smem_limit(kernel, Cfg::kOperandBytes, "wgrad_materialize: cudaFuncSetAttribute");
   (void)smem_ok;
-  kernel<<<wgrad_grid<Cfg>(a), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(a, g);
+  kernel<<<wgrad_grid<Cfg>(a), Cfg::kThreads, Cfg::kOperandBytes, stream>>>(a, g);
   cuda_check(cudaGetLastError(), "wgrad_materialize: launch");
 }
 }  // namespace

@@ -13,8 +13,6 @@
 // per 16 tokens, in token order, over all T tokens: k-step s covers tokens 16s .. 16s+15, the
 // last one zero padded; k-steps wholly past T are not issued.
 #pragma once
-#include <cstdint>
-
 #include "kernels/common/ieee_shim.h"
 
 namespace fh::gpu {
@@ -116,10 +114,6 @@ struct WgradTileCfg {
   static constexpr size_t kAlignSlack = kWgmma ? 1024 : 0;
   static constexpr size_t kGTileBytes = size_t(TR) * kLdG * 4;
   static constexpr size_t kSmemBytes = (kOperandBytes > kGTileBytes ? kOperandBytes : kGTileBytes) + kAlignSlack;
-  // The TMA pair path (v19) keeps its ring's mbarriers (full and empty per slot) past both the
-  // ring and the parked G tile.
-  static constexpr size_t kBarrierOffset = kOperandBytes > kGTileBytes ? kOperandBytes : kGTileBytes;
-  static constexpr size_t kPairSmemBytes = kSmemBytes + 2 * kStages * sizeof(uint64_t);
   static_assert(TR % 32 == 0 && TC % 64 == 0, "tile rows must be a multiple of 32, columns of 64");
   static_assert(kNT % 2 == 0, "B fragments are loaded two n8 tiles at a time");
   static_assert(kMT >= 1, "at least one m16 tile per warp");
@@ -144,33 +138,6 @@ constexpr int wgmma_sbo_bytes() { return (kWidth / 64) * kWgmmaAtomBytes; }
 FH_HD int wgmma_sw128_offset_bytes(int k, int x, int width) {
   const int atom = (k >> 3) * (width / 64) + (x >> 6);
   return atom * kWgmmaAtomBytes + (k & 7) * 128 + ((((x & 63) >> 3) ^ (k & 7)) << 4) + (x & 7) * 2;
-}
-
-// Where the swizzle atoms of a slot's operand lie: MN atom m (64 columns) of 8-token group g
-// starts at m * kMnAtom + g * kK8 bytes; the descriptor's LBO = kMnAtom, SBO = kK8.
-// The cp.async staging (above) puts the MN atoms of one token group side by side.
-template <int kWidth>
-struct StagedSw128Strides {
-  static constexpr int kMnAtom = kWgmmaAtomBytes, kK8 = wgmma_sbo_bytes<kWidth>();
-};
-// The TMA path (v19) loads 64-column x kTokens boxes: one MN atom's tokens lie together.
-template <int kTokens>
-struct TmaSw128Strides {
-  static constexpr int kMnAtom = kTokens * 128, kK8 = kWgmmaAtomBytes;
-};
-// Start (bytes from the operand's slot) of the wgmma operand for k-step ks and MN atom `atom`
-// (the warpgroup's rows of A; 0 for B, whose n128 spans two atoms at LBO).
-template <class Strides>
-FH_HD int wgmma_operand_start_bytes(int ks, int atom) {
-  return 2 * ks * Strides::kK8 + atom * Strides::kMnAtom;
-}
-// Byte offset of element (token k, column x) in an operand slot filled by TMA with 64 x kTokens
-// boxes, box b = x / 64 at b * kTokens * 128 bytes, each the box's row-major [k][64] image with
-// the 128-byte swizzle (CU_TENSOR_MAP_SWIZZLE_128B: 16-byte chunk c of row k at c ^ (k % 8)).
-template <int kTokens>
-FH_HD int tma_box_sw128_offset_bytes(int k, int x) {
-  const int linear = k * 128 + (x & 63) * 2;
-  return (x >> 6) * kTokens * 128 + (linear ^ (((linear >> 7) & 7) << 4));
 }
 
 // Warp w's sub-tile origin inside the tile (wgmma: rows 16 w, all columns).

@@ -163,22 +163,14 @@ int main(int argc, char** argv) {
   };
   env_int("FH_FUSED_STAGGER_US", sched.stagger_us);
   env_int("FH_FUSED_STAGGER_STRIDE", sched.stagger_stride);
-  int tma_pairs = sched.tma_pairs ? 1 : 0;
-  env_int("FH_FUSED_TMA_PAIRS", tma_pairs);
-  if (tma_pairs != 0 && tma_pairs != 1) {
-    std::fprintf(stderr, "forge-bench: FH_FUSED_TMA_PAIRS must be 0 or 1 (got %d)\n", tma_pairs);
-    return 2;
-  }
-  sched.tma_pairs = tma_pairs == 1;
   try {
     set_fused_schedule(sched);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "forge-bench: %s\n", e.what());
     return 2;
   }
-  std::printf("forge-bench: fused schedule: stagger %d us (-1: auto, %d us for fp32 state), stride %d (0: SM count), "
-              "TMA pairs %s\n",
-              sched.stagger_us, auto_stagger_us(StateFormat::fp32), sched.stagger_stride, sched.tma_pairs ? "on" : "off");
+  std::printf("forge-bench: fused schedule: stagger %d us (-1: auto, %d us for fp32 state), stride %d (0: SM count)\n",
+              sched.stagger_us, auto_stagger_us(StateFormat::fp32), sched.stagger_stride);
   struct Layer { int64_t out, in; };
   const Layer layers[] = {{4096, 4096}, {14336, 4096}, {4096, 14336}};
   const int64_t tokens[] = {512, 2048, 8192};

@@ -194,12 +194,10 @@ struct EmulatedWarpOps {
 // of the instruction's operand starting at byte `start` is at start + (x / 64) LBO + (k / 8) SBO
 // + (k % 8) 128 + (x % 64) 2, then address bits 4-6 XOR bits 7-9 (ring offsets stand for
 // addresses: the device aligns the ring to 1024 bytes).
-int64_t emulated_sw128_address(int64_t start_byte, int lbo, int sbo, int k, int x) {
-  const int64_t addr = start_byte + int64_t(x / 64) * lbo + int64_t(k / 8) * sbo + (k % 8) * 128 + (x % 64) * 2;
-  return addr ^ (((addr >> 7) & 7) << 4);
-}
 uint16_t emulated_sw128_read(const std::vector<uint16_t>& ring, int64_t start_byte, int lbo, int sbo, int k, int x) {
-  return ring.at(size_t(emulated_sw128_address(start_byte, lbo, sbo, k, x) / 2));
+  int64_t addr = start_byte + int64_t(x / 64) * lbo + int64_t(k / 8) * sbo + (k % 8) * 128 + (x % 64) * 2;
+  addr ^= ((addr >> 7) & 7) << 4;
+  return ring.at(size_t(addr / 2));
 }
 
 // One warp's wgmma on the CPU, for wgmma_chunk_schedule: the warpgroup's m64nNk16 gives this
@@ -644,39 +642,6 @@ TEST(GpuTileLayout, StaggerDelaysHalfTheFirstWaveOnly) {
 }
 
 // The schedule's settings are range-checked and kept process-wide.
-// v19: what wgmma reads through the descriptors the TMA pair path builds (TmaSw128Strides,
-// wgmma_operand_start_bytes) is, for every k-step, warpgroup atom and element, the element TMA's
-// 64 x 64 boxes put there (tma_box_sw128_offset_bytes, the tensor map's swizzle rule); likewise for
-// the cp.async staging's layout. Planted: the staged layout's strides read through the TMA
-// layout (the two differ), caught.
-template <int kWidth, class Strides>
-int64_t descriptor_layout_mismatches(int (*placed)(int k, int x)) {
-  using Cfg = WgradTileCfg<128, 128>;
-  int64_t bad = 0;
-  for (int ks = 0; ks < Cfg::kKSteps; ++ks)
-    for (int atom0 = 0; atom0 < kWidth / 64; ++atom0) {
-      const int start = wgmma_operand_start_bytes<Strides>(ks, atom0);
-      for (int k = 0; k < 16; ++k)
-        for (int x = 0; x < kWidth - 64 * atom0; ++x)
-          bad += emulated_sw128_address(start, Strides::kMnAtom, Strides::kK8, k, x) != placed(16 * ks + k, 64 * atom0 + x);
-    }
-  return bad;
-}
-int staged_128(int k, int x) { return wgmma_sw128_offset_bytes(k, x, 128); }
-int tma_boxes_64(int k, int x) { return tma_box_sw128_offset_bytes<64>(k, x); }
-
-TEST(GpuTileLayout, WgmmaDescriptorsReadWhatTmaAndStagingPlaced) {
-  EXPECT_EQ((descriptor_layout_mismatches<128, TmaSw128Strides<64>>(tma_boxes_64)), 0);
-  EXPECT_EQ((descriptor_layout_mismatches<128, StagedSw128Strides<128>>(staged_128)), 0);
-  EXPECT_GT((descriptor_layout_mismatches<128, StagedSw128Strides<128>>(tma_boxes_64)), 0);  // planted
-  EXPECT_GT((descriptor_layout_mismatches<128, TmaSw128Strides<64>>(staged_128)), 0);        // planted
-  // A box's image fills its 8 KB exactly once.
-  std::vector<int> hits(2 * 64 * 128 / 2, 0);
-  for (int k = 0; k < 64; ++k)
-    for (int x = 0; x < 128; ++x) ++hits.at(size_t(tma_box_sw128_offset_bytes<64>(k, x) / 2));
-  EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), int64_t(hits.size()));
-}
-
 TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   const FusedSchedule before = fused_schedule();
   FusedSchedule bad = before;
@@ -688,11 +653,9 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   FusedSchedule mine = before;
   mine.stagger_us = 7;
   mine.stagger_stride = 3;
-  mine.tma_pairs = !before.tma_pairs;
   set_fused_schedule(mine);
   EXPECT_EQ(fused_schedule().stagger_us, 7);
   EXPECT_EQ(fused_schedule().stagger_stride, 3);
-  EXPECT_EQ(fused_schedule().tma_pairs, !before.tma_pairs);
   set_fused_schedule(before);
   EXPECT_EQ(auto_stagger_us(StateFormat::fp32), 10);
   EXPECT_EQ(auto_stagger_us(StateFormat::bf16), 0);
