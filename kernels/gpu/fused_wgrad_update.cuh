@@ -21,11 +21,11 @@ namespace fh::gpu {
 constexpr int kFusedEpilogueQuads = 2;
 // Whole tiles prefetch their epilogue's weight and state lines into L2 kFusedPrefetchPasses passes
 // before loading them (v15), and the first kFusedEarlyPrefetchPasses passes' lines while the
-// mainloop multiplies the chunk kFusedEarlyPrefetchTokens tokens from the end (v17: the runner's sweep
-// of 2026-12-02 found 4 passes / 4 passes / 2 chunks of 64 tokens fastest; longer distances lost).
+// mainloop multiplies its kFusedEarlyPrefetchChunks-th chunk from the end (v17: the runner's sweep
+// of 2026-12-02 found 4 / 4 / 2 fastest; longer distances lost).
 constexpr int kFusedPrefetchPasses = 2 * kFusedEpilogueQuads;
 constexpr int kFusedEarlyPrefetchPasses = 4;
-constexpr int kFusedEarlyPrefetchTokens = 128;
+constexpr int kFusedEarlyPrefetchChunks = 2;
 
 // The planted edge-mask defect (suite only): the last column of a row whose final 64-column
 // segment is short (2..63 columns) is left unupdated, as a segment loop with n - 1 would.
@@ -322,8 +322,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   const FragCoord first = epilogue_quad<Cfg>(threadIdx.x, 0);
   auto early_prefetch = [&](int64_t chunk, int64_t nchunks) {
     static_assert(kFusedEarlyPrefetchPasses <= Cfg::kQuadPasses, "early prefetch past the tile");
-    constexpr int64_t kChunks = kFusedEarlyPrefetchTokens / Cfg::TK;
-    if (whole_tile && chunk == (nchunks > kChunks ? nchunks - kChunks : 0)) {
+    if (whole_tile && chunk == (nchunks > kFusedEarlyPrefetchChunks ? nchunks - kFusedEarlyPrefetchChunks : 0)) {
       const int64_t idx_first = (o0 + first.row) * pv.cols + (i0 + first.col);
 #pragma unroll
       for (int j = 0; j < kFusedEarlyPrefetchPasses; ++j)

@@ -75,10 +75,8 @@ FH_HD FragCoord ldsm_b_row_address(int lane, int k0, int n0) {
 template <int TR_, int TC_>
 struct WgradTileCfg {
   static constexpr int TR = TR_, TC = TC_;
+  static constexpr int kThreads = 256, kWarps = 8, TK = 64;
   static constexpr bool kWgmma = TR == 128 && TC == 128;
-  // Tokens per staged chunk: 32 for the wgmma tile (v21: six 16 KB slots, so that the overlapped
-  // schedule still stages 128 tokens ahead), 64 for mma.sync.
-  static constexpr int kThreads = 256, kWarps = 8, TK = kWgmma ? 32 : 64;
   // Blocks per SM the register budget is capped for (__launch_bounds__): two, so that one
   // block's epilogue (memory bound) overlaps another's mainloop.
   static constexpr int kMinBlocksPerSm = 2;
@@ -93,9 +91,9 @@ struct WgradTileCfg {
   static constexpr int kLdA = kWgmma ? TR : TR + 8, kLdB = kWgmma ? TC : TC + 8;
   static constexpr int kStageElems = TK * kLdA + TK * kLdB;
   // Depth of the cp.async ring (v3: 3, was 2): chunk c + kStages - 1 is in flight while chunk c
-  // is multiplied. 128x128 (wgmma, v21): 6 x 16384 B + 1 KB of alignment = 97 KB per block, two
-  // blocks (plus 1 KB each reserved) in the 228 KB of an SM.
-  static constexpr int kStages = kWgmma ? 6 : 3;
+  // is multiplied. 128x128 (wgmma): 3 x 32768 B + 1 KB of alignment = 97 KB per block, two blocks
+  // (plus 1 KB each reserved) in the 228 KB of an SM; 4 stages (129 KB) would leave room for one.
+  static constexpr int kStages = 3;
   // Row stride (floats) of the fp32 G tile in the fused epilogue: = 8 (mod 32), so the
   // accumulators' 8-byte pair stores (acc_pair_tile_coord) are conflict free in each half warp
   // (rows g = 0..3 land on banks 8g .. 8g + 7), and 8-byte aligned; the epilogue's reads are
