@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(128)
     wgmma_m64n128k16_ss(acc, wgmma_desc_sw128(sA, kWgmmaAtomBytes, wgmma_sbo_bytes<64>()),
                         wgmma_desc_sw128(sB, kWgmmaAtomBytes, wgmma_sbo_bytes<128>()));
     wgmma_commit();
-    wgmma_wait<0>();
+    wgmma_wait_all();
     wgmma_fence_operands<16>(acc);
     __syncthreads();  // before the next step overwrites the operands
   }

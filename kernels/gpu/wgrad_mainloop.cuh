@@ -69,11 +69,7 @@ __device__ __forceinline__ unsigned char* align_to_atom(unsigned char* p) {
 }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-// Waits until at most N of this warp's committed wgmma groups are unfinished.
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
+__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
 // Generic-proxy writes to shared memory (cp.async, plain stores) made visible to the tensor
 // cores' async proxy: each writing thread, before the barrier that precedes the wgmma.
 __device__ __forceinline__ void fence_proxy_async_shared() {
@@ -224,7 +220,11 @@ struct WarpgroupWgmmaOps {
     const unsigned char* b = reinterpret_cast<const unsigned char*>(sB) + 2 * ks * sbo_b + (wg.col / 64) * kWgmmaAtomBytes;
     wgmma_m64n128k16_ss(acc[0], wgmma_desc_sw128(a, kWgmmaAtomBytes, sbo_a), wgmma_desc_sw128(b, kWgmmaAtomBytes, sbo_b));
   }
-  __device__ __forceinline__ void commit() const { wgmma_commit(); }
+  __device__ __forceinline__ void commit_and_wait() const {
+    wgmma_commit();
+    wgmma_wait_all();
+    wgmma_fence_operands<Cfg::kNT>(acc[0]);
+  }
 };
 
 // A mainloop caller's hook, called with each chunk's index and the chunk count before the chunk
@@ -285,12 +285,6 @@ struct BlockMainloopOps {
     if constexpr (Cfg::kWgmma) fence_proxy_async_shared();  // before the barrier that follows
   }
   __device__ __forceinline__ void barrier() const { __syncthreads(); }
-  // mainloop_schedule_overlapped (wgmma): at most N of this warp's chunks unfinished.
-  template <int N>
-  __device__ __forceinline__ void retire() const {
-    wgmma_wait<N>();
-    wgmma_fence_operands<Cfg::kNT>(acc[0]);
-  }
   __device__ __forceinline__ void compute(int64_t chunk, int slot) const {
     hook(chunk, nchunks);
     const uint16_t* sA = smem + slot * Cfg::kStageElems;
@@ -333,10 +327,7 @@ __device__ __forceinline__ void wgrad_mainloop(const WgradTileArgs& a, int64_t o
 
   const int64_t nchunks = (a.T + Cfg::TK - 1) / Cfg::TK;
   BlockMainloopOps<Cfg, Hook> ops{a, o0, i0, smem, acc, tid, lane, warp_origin<Cfg>(warp), hook, nchunks};
-  if constexpr (Cfg::kWgmma)
-    mainloop_schedule_overlapped<Cfg::kStages>(nchunks, ops);
-  else
-    mainloop_schedule<Cfg::kStages>(nchunks, ops);
+  mainloop_schedule<Cfg::kStages>(nchunks, ops);
 }
 
 // Host side: can operand rows be staged with 16-byte copies?

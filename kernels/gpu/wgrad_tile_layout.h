@@ -236,44 +236,6 @@ FH_HD void mainloop_schedule(int64_t nchunks, Ops& ops) {
   ops.barrier();
 }
 
-// The wgmma tile's schedule (v20): compute(chunk, slot) only issues the chunk's asynchronous
-// products, and retire<N>() returns once at most N of this warp's issued chunks are unfinished.
-// Chunk c is issued while chunk c - 1 still runs, so the tensor cores do not idle through the
-// barrier and the staging (mainloop_schedule waits for each chunk before the next barrier); the
-// price is one slot: chunk c + kStages - 1 goes into chunk c - 1's slot once every warp has
-// retired c - 1, one chunk ahead of its use instead of two. Same chunks, same products, same
-// order. Ends with every chunk retired, wait<0> and a barrier.
-#if defined(__CUDACC__)
-#pragma nv_exec_check_disable
-#endif
-template <int kStages, class Ops>
-FH_HD void mainloop_schedule_overlapped(int64_t nchunks, Ops& ops) {
-  static_assert(kStages >= 3, "slots for the chunk running, the chunk issued and the chunk landing");
-  int write_slot = 0;
-  FH_TILE_UNROLL
-  for (int c = 0; c < kStages - 1; ++c) {  // prologue: chunks 0 .. kStages - 2
-    if (c < nchunks) ops.stage(int64_t(c), write_slot);
-    ops.commit();
-    write_slot = next_pipeline_slot(write_slot, kStages);
-  }
-  ops.template wait<kStages - 2>();  // chunk 0 has landed
-  ops.barrier();
-  int read_slot = 0;
-  for (int64_t chunk = 0; chunk < nchunks; ++chunk) {
-    ops.compute(chunk, read_slot);     // issued
-    ops.template retire<1>();          // this warp's chunk - 1 is finished
-    ops.template wait<kStages - 3>();  // group chunk + 1 has landed
-    ops.barrier();  // every warp is done with chunk - 1 (write_slot); chunk + 1 is visible to all
-    if (chunk + kStages - 1 < nchunks) ops.stage(chunk + kStages - 1, write_slot);
-    ops.commit();
-    write_slot = next_pipeline_slot(write_slot, kStages);
-    read_slot = next_pipeline_slot(read_slot, kStages);
-  }
-  ops.template retire<0>();
-  ops.template wait<0>();
-  ops.barrier();
-}
-
 // One warp's instructions for one staged chunk (wgrad_mainloop on the device, the CPU emulation
 // in test_gpu_tile_layout through the same function). Order: k-steps ks = 0 .. ksteps - 1 in
 // turn; in each, acc[mt][nt] += A(mt, ks) * B(nt, ks) for mt, then nt; so every accumulator
@@ -318,9 +280,9 @@ FH_HD void mma_chunk_schedule(Ops& ops, int ksteps) {
 // One warp's part of a staged chunk on the wgmma path (wgrad_mainloop; the CPU emulation in
 // test_gpu_tile_layout through the same function). Every warp of a warpgroup runs it in step: a
 // fence, one wgmma per k-step in token order (acc += A(ks) * B(ks) over the warpgroup's 64 rows
-// and kWarpN columns, both operands read from the slot), committed as one group, which
-// mainloop_schedule_overlapped's retire<N> waits for.
-// Ops: fence(); wgmma(ks); commit().
+// and kWarpN columns, both operands read from the slot), committed as one group and waited for
+// before returning, so the ring slot is free once every warp passes the next barrier.
+// Ops: fence(); wgmma(ks); commit_and_wait().
 #if defined(__CUDACC__)
 #pragma nv_exec_check_disable
 #endif
@@ -330,7 +292,7 @@ FH_HD void wgmma_chunk_schedule(Ops& ops, int ksteps) {
   FH_TILE_UNROLL
   for (int ks = 0; ks < Cfg::kKSteps; ++ks)
     if (kFull || ks < ksteps) ops.wgmma(ks);  // block-uniform: k-steps wholly past T are not issued
-  ops.commit();
+  ops.commit_and_wait();
 }
 
 // Fused epilogue: segment `seg` of the tile is tile row seg % TR, columns 64 * (seg / TR) ..
