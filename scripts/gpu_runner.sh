@@ -117,7 +117,7 @@ for s in "${suites[@]}"; do
     [ "${FH_ALLOW_SKIP:-0}" = 1 ] || status=1  # on the runner a skipped GPU test is a failure
   fi
   say "suite $s: $verdict (rc $rc, $(( $(date +%s) - start )) s)"
-  grep -E '^\[(mma model|wgmma model|fused|cublas|cublas order|linear_backward|fidelity[^]]*)\]|^\[  FAILED  \] [A-Za-z]' "$OUT/$s.log" | sed 's/^/    /' | tee -a "$SUMMARY" >/dev/null
+  grep -E '^\[(mma model|wgmma model|fused|cublas|cublas order|linear_backward|divsqrt|fidelity[^]]*)\]|^\[  FAILED  \] [A-Za-z]' "$OUT/$s.log" | sed 's/^/    /' | tee -a "$SUMMARY" >/dev/null
 done
 
 # compute-sanitizer on the fused suite's small cases (optional: slow).

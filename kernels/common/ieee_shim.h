@@ -65,6 +65,64 @@ inline uint32_t f2u(float x) { uint32_t u; std::memcpy(&u, &x, 4); return u; }
 inline float u2f(uint32_t u) { float x; std::memcpy(&x, &u, 4); return x; }
 #endif
 
+// The division and square root a rule calls through a DivSqrt policy (rule_common.h): IeeeDivSqrt
+// is fdiv / fsqrt; the GPU element paths speculate with SpeculativeDivSqrt (kernels/gpu/NOTES.md,
+// v22).
+struct IeeeDivSqrt {
+  FH_HD float div(float a, float b) const { return fdiv(a, b); }
+  FH_HD float sqrt(float a) const { return fsqrt(a); }
+};
+
+#if defined(__CUDACC__)
+// nvcc's own fast paths of div.rn.f32 and sqrt.rn.f32 on sm_90 (the SASS of __fdiv_rn and
+// __fsqrt_rn), without their per-operation branch to the slow path, so that a rule's elements can
+// interleave. `ok` says the operands lie where the fast path is the correctly rounded result, hence
+// bit-identical to __fdiv_rn / __fsqrt_rn (checked on the GPU: test_gpu_divsqrt); outside, the
+// result is meaningless and the caller redoes the operation with the IEEE path.
+// Square root: MUFU.RSQ, two FMUL.FTZ, two FFMA; nvcc's range (bits - 0x0d000000 <= 0x727fffff:
+// positive, finite, at least 2^-101).
+template <bool kPlantedNoCorrection = false>
+__device__ __forceinline__ float fsqrt_fast(float a, bool& ok) {
+  ok = __float_as_uint(a) - 0x0d000000u <= 0x727fffffu;
+  float r, y, h;
+  asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(a));
+  asm("mul.ftz.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(r));
+  asm("mul.ftz.f32 %0, %1, 0f3F000000;" : "=f"(h) : "f"(r));
+  if (kPlantedNoCorrection) return y;  // planted (test_gpu_divsqrt only)
+  return __fmaf_rn(__fmaf_rn(-y, y, a), h, y);
+}
+// Division: MUFU.RCP, one Newton step on the reciprocal, the quotient and one remainder correction
+// (five FFMA). The range is ours, narrower than FCHK's: |a| and |b| in [2^-60, 2^61), where every
+// intermediate (reciprocal, quotient, exact remainder a - q b) is a normal number.
+template <bool kPlantedNoCorrection = false>
+__device__ __forceinline__ float fdiv_fast(float a, float b, bool& ok) {
+  constexpr uint32_t lo = 0x21800000u, span = 0x5e000000u - 0x21800000u;  // 2^-60 .. 2^61
+  ok = ((__float_as_uint(a) & 0x7fffffffu) - lo < span) & ((__float_as_uint(b) & 0x7fffffffu) - lo < span);
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+  r = __fmaf_rn(r, __fmaf_rn(r, -b, 1.0f), r);
+  const float q = __fmaf_rn(r, a, 0.0f);
+  if (kPlantedNoCorrection) return q;  // planted (test_gpu_divsqrt only)
+  return __fmaf_rn(r, __fmaf_rn(q, -b, a), q);
+}
+// Fast division and square root that record in *bad whether any operation left its range.
+struct SpeculativeDivSqrt {
+  bool* bad;
+  __device__ __forceinline__ float div(float a, float b) const {
+    bool ok;
+    const float q = fdiv_fast(a, b, ok);
+    *bad |= !ok;
+    return q;
+  }
+  __device__ __forceinline__ float sqrt(float a) const {
+    bool ok;
+    const float s = fsqrt_fast(a, ok);
+    *bad |= !ok;
+    return s;
+  }
+};
+#endif
+
 FH_HD float fneg(float a) { return u2f(f2u(a) ^ 0x80000000u); }  // exact, also for NaN and 0
 FH_HD float fabs_(float a) { return u2f(f2u(a) & 0x7fffffffu); }
 FH_HD bool fisnan(float a) { return (f2u(a) & 0x7fffffffu) > 0x7f800000u; }

@@ -12,6 +12,7 @@
 
 #include "kernels/formats/formats.h"
 #include "kernels/gpu/gpu_api.h"
+#include "kernels/gpu/speculative_update.cuh"
 #include "kernels/gpu/wgrad_mainloop.cuh"
 
 namespace fh::gpu {
@@ -209,8 +210,9 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
       const float4 g4 = *reinterpret_cast<const float4*>(sG + t.row * Cfg::kLdG + t.col);
       const float g[4] = {g4.x, g4.y, g4.z, g4.w};
       if (whole_quad(r, c)) {
-#pragma unroll
-        for (int b = 0; b < 4; ++b) Rule::update(s, x.e[q][b].p, g[b], x.e[q][b].st);
+        // v22: the quad's four updates interleave; a quad that leaves the fast range reloads.
+        update_speculative<Rule, 4>(s, x.e[q], g, planted != int(FusedPlantedDefect::speculation_no_redo),
+                                    [&](ElementValues(&e)[4]) { load_quad<Rule, SF, WS>(pv, idx, state_index(r, idx), e); });
         store_quad<Rule, SF, WS>(pv, idx, state_index(r, idx), gidx, x.e[q]);
       } else {
 #pragma unroll

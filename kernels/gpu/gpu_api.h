@@ -113,9 +113,11 @@ void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateForm
 // sr_tile_local_bits: the bf16_sr store keys its random bits by the position inside the tile, so
 // every tile draws the same bits (issue 5's planted stochastic-rounding defects);
 // late_blocks_skip_update: the blocks the stagger delays (FusedSchedule) skip their epilogue, a
-// result that depends on the launch schedule.
+// result that depends on the launch schedule; speculation_no_redo: a whole quad whose fast division
+// or square root left its range keeps the fast result (v22, speculative_update.cuh).
 enum class FusedPlantedDefect : int {
-  none = 0, state_row_offset = 1, edge_mask_short = 2, sr_bits8 = 3, sr_tile_local_bits = 4, late_blocks_skip_update = 5
+  none = 0, state_row_offset = 1, edge_mask_short = 2, sr_bits8 = 3, sr_tile_local_bits = 4, late_blocks_skip_update = 5,
+  speculation_no_redo = 6
 };
 void set_fused_planted_defect(FusedPlantedDefect d);
 FusedPlantedDefect fused_planted_defect();

@@ -9,6 +9,7 @@
 
 #include "kernels/formats/formats.h"
 #include "kernels/gpu/rule_family.h"
+#include "kernels/gpu/speculative_update.cuh"
 
 namespace fh::gpu {
 
@@ -35,11 +36,21 @@ __global__ void __launch_bounds__(kRuleThreads)
         gv[b] = g[r * ldg + c];
       }
     }
+    // v22: where all four columns are in the row, their updates interleave (speculative_update.cuh).
+    const bool whole = c_first + int64_t(kRuleElementsPerThread - 1) * kRuleThreads < pv.cols;
+    if (whole)
+      update_speculative<Rule, kRuleElementsPerThread>(s, e, gv, true, [&](ElementValues(&x)[kRuleElementsPerThread]) {
+#pragma unroll
+        for (int b = 0; b < kRuleElementsPerThread; ++b) {
+          const int64_t idx = r * pv.cols + c_first + int64_t(b) * kRuleThreads;
+          x[b] = load_element<SF, WS>(pv, idx, idx);
+        }
+      });
 #pragma unroll
     for (int b = 0; b < kRuleElementsPerThread; ++b) {
       const int64_t c = c_first + int64_t(b) * kRuleThreads;
       if (c >= pv.cols) continue;
-      Rule::update(s, e[b].p, gv[b], e[b].st);
+      if (!whole) Rule::update(s, e[b].p, gv[b], e[b].st);
       const int64_t idx = r * pv.cols + c;
       store_element<SF, WS>(pv, idx, idx, global_element_index(pv, r, c), e[b]);
     }

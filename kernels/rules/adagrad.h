@@ -38,11 +38,12 @@ struct Adagrad {
     s.maximize = h.maximize;
     return s;
   }
-  FH_HD static void update(const Scalars& s, float& p, float g, float* st) {
+  template <class DS = IeeeDivSqrt>
+  FH_HD static void update(const Scalars& s, float& p, float g, float* st, DS ds = {}) {
     g = maybe_negate(g, s.maximize);
     g = fadd(g, fmul(s.l2, p));
     float sum = fadd(st[0], fmul(g, g));
-    p = fsub(p, fmul(s.clr, fdiv(g, fadd(fsqrt(sum), s.eps))));
+    p = fsub(p, fmul(s.clr, ds.div(g, fadd(ds.sqrt(sum), s.eps))));
     st[0] = sum;
   }
 };

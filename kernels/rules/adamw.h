@@ -44,12 +44,13 @@ struct AdamW {
     s.maximize = h.maximize;
     return s;
   }
-  FH_HD static void update(const Scalars& s, float& p, float g, float* st) {
+  template <class DS = IeeeDivSqrt>
+  FH_HD static void update(const Scalars& s, float& p, float g, float* st, DS ds = {}) {
     g = maybe_negate(g, s.maximize);
     float m = fadd(fmul(s.beta1, st[0]), fmul(s.one_minus_beta1, g));
     float v = fadd(fmul(s.beta2, st[1]), fmul(s.one_minus_beta2, fmul(g, g)));
-    float denom = fadd(fdiv(fsqrt(v), s.sqrt_bc2), s.eps);
-    p = fsub(fmul(p, s.decay), fdiv(fmul(s.step_size, m), denom));
+    float denom = fadd(ds.div(ds.sqrt(v), s.sqrt_bc2), s.eps);
+    p = fsub(fmul(p, s.decay), ds.div(fmul(s.step_size, m), denom));
     st[0] = m;
     st[1] = v;
   }

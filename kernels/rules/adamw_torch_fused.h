@@ -84,14 +84,15 @@ struct AdamWTorchFused {
     return s;
   }
 
-  FH_HD static void update(const Scalars& s, float& p, float g, float* st) {
+  template <class DS = IeeeDivSqrt>
+  FH_HD static void update(const Scalars& s, float& p, float g, float* st, DS ds = {}) {
     g = maybe_negate(g, s.maximize);
     if (s.decay) p = ffma(p, fneg(s.lrwd), p);
     const float m = ffma(s.beta1, st[0], ffma(s.neg_beta1, g, g));
     const float gg = fmul(g, g);
     const float v = ffma(s.beta2, st[1], ffma(s.neg_beta2, gg, gg));
-    const float denom = fadd(fdiv(fsqrt(v), s.bc2_sqrt), s.eps);
-    p = fsub(p, fdiv(fmul(s.step_size, m), denom));
+    const float denom = fadd(ds.div(ds.sqrt(v), s.bc2_sqrt), s.eps);
+    p = fsub(p, ds.div(fmul(s.step_size, m), denom));
     st[0] = m;
     st[1] = v;
   }

@@ -43,7 +43,8 @@ struct Lion {
     return s;
   }
   FH_HD static float sign(float c) { return c > 0.0f ? 1.0f : (c < 0.0f ? -1.0f : (fisnan(c) ? c : 0.0f)); }
-  FH_HD static void update(const Scalars& s, float& p, float g, float* st) {
+  template <class DS = IeeeDivSqrt>
+  FH_HD static void update(const Scalars& s, float& p, float g, float* st, DS = {}) {
     g = maybe_negate(g, s.maximize);
     float c = fadd(fmul(s.beta1, st[0]), fmul(s.one_minus_beta1, g));
     p = fsub(fmul(p, s.decay), fmul(s.lr, sign(c)));

@@ -52,15 +52,16 @@ struct NAdam {
     s.maximize = h.maximize;
     return s;
   }
-  FH_HD static void update(const Scalars& s, float& p, float g, float* st) {
+  template <class DS = IeeeDivSqrt>
+  FH_HD static void update(const Scalars& s, float& p, float g, float* st, DS ds = {}) {
     g = maybe_negate(g, s.maximize);
     if (s.decoupled) p = fmul(p, s.decay);
     else g = fadd(g, fmul(s.l2, p));
     float m = fadd(fmul(s.beta1, st[0]), fmul(s.one_minus_beta1, g));
     float v = fadd(fmul(s.beta2, st[1]), fmul(s.one_minus_beta2, fmul(g, g)));
-    float denom = fadd(fsqrt(fdiv(v, s.bc2)), s.eps);
-    p = fsub(p, fmul(s.coef_grad, fdiv(g, denom)));
-    p = fsub(p, fmul(s.coef_avg, fdiv(m, denom)));
+    float denom = fadd(ds.sqrt(ds.div(v, s.bc2)), s.eps);
+    p = fsub(p, fmul(s.coef_grad, ds.div(g, denom)));
+    p = fsub(p, fmul(s.coef_avg, ds.div(m, denom)));
     st[0] = m;
     st[1] = v;
   }

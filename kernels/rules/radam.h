@@ -61,13 +61,14 @@ struct RAdam {
     s.maximize = h.maximize;
     return s;
   }
-  FH_HD static void update(const Scalars& s, float& p, float g, float* st) {
+  template <class DS = IeeeDivSqrt>
+  FH_HD static void update(const Scalars& s, float& p, float g, float* st, DS ds = {}) {
     g = maybe_negate(g, s.maximize);
     if (s.decoupled) p = fmul(p, s.decay);
     else g = fadd(g, fmul(s.l2, p));
     float m = fadd(fmul(s.beta1, st[0]), fmul(s.one_minus_beta1, g));
     float v = fadd(fmul(s.beta2, st[1]), fmul(s.one_minus_beta2, fmul(g, g)));
-    if (s.rectified) p = fsub(p, fdiv(fmul(s.coef, m), fadd(fsqrt(v), s.eps)));
+    if (s.rectified) p = fsub(p, ds.div(fmul(s.coef, m), fadd(ds.sqrt(v), s.eps)));
     else p = fsub(p, fmul(s.coef, m));
     st[0] = m;
     st[1] = v;

@@ -48,7 +48,8 @@ struct RMSprop {
     s.maximize = h.maximize;
     return s;
   }
-  FH_HD static void update(const Scalars& s, float& p, float g, float* st) {
+  template <class DS = IeeeDivSqrt>
+  FH_HD static void update(const Scalars& s, float& p, float g, float* st, DS ds = {}) {
     g = maybe_negate(g, s.maximize);
     g = fadd(g, fmul(s.l2, p));
     float v = fadd(fmul(s.alpha, st[0]), fmul(s.one_minus_alpha, fmul(g, g)));
@@ -58,13 +59,13 @@ struct RMSprop {
       w = fsub(v, fmul(ga, ga));
       st[2] = ga;
     }
-    float avg = fadd(fsqrt(w), s.eps);
+    float avg = fadd(ds.sqrt(w), s.eps);
     if (s.use_momentum) {
-      float b = fadd(fmul(s.momentum, st[1]), fdiv(g, avg));
+      float b = fadd(fmul(s.momentum, st[1]), ds.div(g, avg));
       p = fsub(p, fmul(s.lr, b));
       st[1] = b;
     } else {
-      p = fsub(p, fmul(s.lr, fdiv(g, avg)));
+      p = fsub(p, fmul(s.lr, ds.div(g, avg)));
     }
     st[0] = v;
   }

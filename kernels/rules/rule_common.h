@@ -8,10 +8,12 @@
 //   static void validate(const Hyper&);              // throws std::invalid_argument
 //   static StateDecls states(const Hyper&);          // which state tensors it keeps
 //   static Scalars scalars(const Hyper&, int64_t t); // host only: double, rounded once to fp32
-//   FH_HD static void update(const Scalars&, float& p, float g, float* st);
+//   template <class DS = IeeeDivSqrt>
+//   FH_HD static void update(const Scalars&, float& p, float g, float* st, DS ds = {});
 // `st` always has kMaxStates slots; a state the rule does not keep is passed as 0 and ignored.
 // `t` is the 1-based step count after increment, as torch.optim uses it.
-// The per-element update uses only the IEEE shim (kernels/common/ieee_shim.h): no pow/exp/log.
+// The per-element update uses only the IEEE shim (kernels/common/ieee_shim.h): no pow/exp/log;
+// its divisions and square roots go through ds (ds.div, ds.sqrt), so that the GPU may speculate.
 #pragma once
 #include <cmath>
 #include <cstdint>

@@ -18,7 +18,8 @@ struct SGD {
   static Scalars scalars(const Hyper& h, int64_t) {
     return Scalars{round_scalar(h.lr), round_scalar(h.weight_decay), h.maximize};
   }
-  FH_HD static void update(const Scalars& s, float& p, float g, float*) {
+  template <class DS = IeeeDivSqrt>
+  FH_HD static void update(const Scalars& s, float& p, float g, float*, DS = {}) {
     g = maybe_negate(g, s.maximize);
     g = fadd(g, fmul(s.l2, p));
     p = fsub(p, fmul(s.lr, g));

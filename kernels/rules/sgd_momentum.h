@@ -32,7 +32,8 @@ struct SGDMomentum {
     return Scalars{round_scalar(h.lr), round_scalar(h.weight_decay), round_scalar(h.momentum),
                    round_scalar(1.0 - h.dampening), t == 1, h.nesterov, h.maximize};
   }
-  FH_HD static void update(const Scalars& s, float& p, float g, float* st) {
+  template <class DS = IeeeDivSqrt>
+  FH_HD static void update(const Scalars& s, float& p, float g, float* st, DS = {}) {
     g = maybe_negate(g, s.maximize);
     g = fadd(g, fmul(s.l2, p));
     float b = s.first_step ? g : fadd(fmul(s.momentum, st[0]), fmul(s.one_minus_dampening, g));
