@@ -136,13 +136,12 @@ __device__ __forceinline__ void store_quad(const ParamView& pv, int64_t idx, int
 // (v11): batch k + 1's loads are issued before batch k is updated and stored. kWholeTile: the
 // tile lies wholly inside the view, every quad moves by vectors and no planted defect shifts
 // places, so each pass's indices are pass 0's plus constant steps (no per-quad bounds or index
-// arithmetic; same elements, same order). park() parks G in the tile (sG) and waits for the block;
-// it runs after the first batch's loads are issued.
-template <class Cfg, class Rule, StateFormat SF, WeightStore WS, bool kWholeTile, class Park>
+// arithmetic; same elements, same order).
+template <class Cfg, class Rule, StateFormat SF, WeightStore WS, bool kWholeTile>
 __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalars& s, const ParamView& pv,
                                                      const float* sG, int64_t o0, int64_t i0, bool vec,
                                                      bool short_edge, bool shift_state, int planted,
-                                                     const FragCoord& first, Park park) {
+                                                     const FragCoord& first) {
   constexpr int Q = kFusedEpilogueQuads;
   static_assert(Cfg::kQuadPasses % (2 * Q) == 0, "pairs of batches must divide the passes");
   const int tid = threadIdx.x;
@@ -236,7 +235,6 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
 #pragma unroll
   for (int j = kWholeTile ? kFusedEarlyPrefetchPasses : 0; j < kFusedPrefetchPasses; ++j) prefetch(j);
   load(0, x0);
-  park();  // v22: G reaches the tile while the first batch's loads are in flight
 #pragma unroll 1
   for (int j0 = 0; j0 < Cfg::kQuadPasses; j0 += 2 * Q) {
     load(j0 + Q, x1);
@@ -306,8 +304,8 @@ __device__ __forceinline__ void stagger_start(const FusedKernelSchedule& k) {
   while (global_timer_ns() - t0 < k.stagger_ns) __nanosleep(256);
 }
 
-// Block per tile: mainloop, G parked over the operand buffers (the mainloop ended on a barrier;
-// for fp32 / bf16 state once the epilogue's first loads are issued), then the epilogue.
+// Block per tile: mainloop, G parked over the operand buffers (the mainloop ended on a barrier),
+// then the epilogue.
 template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
     fused_wgrad_update_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec,
@@ -335,22 +333,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   };
   float acc[Cfg::kMT][Cfg::kNT][4];
   wgrad_mainloop<Cfg>(a, o0, i0, reinterpret_cast<uint16_t*>(base), acc, early_prefetch);
-  if (a.planted_defect == int(FusedPlantedDefect::late_blocks_skip_update) && starts_late(sched)) return;  // suite only
   float* sG = reinterpret_cast<float*>(base);
-  auto park = [&] {
-    park_g_tile<Cfg>(sG, acc);
-    __syncthreads();
-  };
+  park_g_tile<Cfg>(sG, acc);
+  __syncthreads();
+  if (a.planted_defect == int(FusedPlantedDefect::late_blocks_skip_update) && starts_late(sched)) return;  // suite only
   if constexpr (SF == StateFormat::int8) {
-    park();
     fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state);
   } else {
     if (whole_tile)
       fused_epilogue_quads<Cfg, Rule, SF, WS, true>(s, pv, sG, o0, i0, vec, short_edge, shift_state, a.planted_defect,
-                                                    first, park);
+                                                    first);
     else
       fused_epilogue_quads<Cfg, Rule, SF, WS, false>(s, pv, sG, o0, i0, vec, short_edge, shift_state, a.planted_defect,
-                                                     first, park);
+                                                     first);
   }
 }
 
