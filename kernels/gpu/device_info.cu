@@ -3,20 +3,35 @@
 #include <cublas_api.h>
 #include <cuda_runtime.h>
 
+#include <cstdio>
 #include <fstream>
 #include <regex>
 
 namespace fh {
 
 namespace {
-// The kernel module's version ("580.159.04") as the driver publishes it; empty if unreadable.
-std::string nvidia_module_version() {
+// The driver version nvidia-smi reports ("580.159.04"), for machines (containers, VMs) where
+// /proc/driver/nvidia is not visible; empty if nvidia-smi is absent or says something else.
+std::string nvidia_smi_driver_version() {
+  FILE* p = popen("nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null", "r");
+  if (!p) return {};
+  char buf[128] = {};
+  const bool got = std::fgets(buf, sizeof buf, p) != nullptr;
+  pclose(p);
+  std::string v = got ? std::string(buf) : std::string();
+  while (!v.empty() && (v.back() == '\n' || v.back() == '\r' || v.back() == ' ')) v.pop_back();
+  return std::regex_match(v, std::regex("[0-9]+(\\.[0-9]+)+")) ? v : std::string();
+}
+
+// The kernel module's version ("580.159.04") as the driver publishes it, else nvidia-smi's; empty
+// if neither is readable.
+std::string driver_version_text() {
   std::ifstream f("/proc/driver/nvidia/version");
   std::string line;
   std::getline(f, line);
   std::smatch m;
   if (std::regex_search(line, m, std::regex("Kernel Module[^0-9]*([0-9]+(\\.[0-9]+)+)"))) return m[1];
-  return {};
+  return nvidia_smi_driver_version();
 }
 
 DeviceInfo probe() {
@@ -30,7 +45,7 @@ DeviceInfo probe() {
     info.cublas = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
   int drv = 0;
   if (cudaDriverGetVersion(&drv) == cudaSuccess && drv > 0) {
-    const std::string module = nvidia_module_version();
+    const std::string module = driver_version_text();
     info.driver = (module.empty() ? std::string("unknown") : module) + " (CUDA driver API " + std::to_string(drv) + ")";
   }
   int count = 0;
