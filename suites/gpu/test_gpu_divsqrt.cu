@@ -46,11 +46,6 @@ __global__ void sqrt_sweep_kernel(Counts* out) {
   add_counts(out, ok, mis, wrong);
 }
 
-__device__ uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 // Random operand: 1/4 raw bits, else a random sign and mantissa with the biased exponent in
 // [50, 205] (the range is [67, 188)).
 __device__ float random_operand(uint64_t r) {
@@ -63,7 +58,7 @@ __device__ float random_operand(uint64_t r) {
 __device__ void crafted_pair(uint64_t i, float& a, float& b) {
   constexpr uint32_t kEdges[] = {67, 68, 126, 127, 128, 186, 187};
   const uint32_t mb = uint32_t(i & 0x7fffffu), j = uint32_t(i >> 23);
-  const uint64_t r = mix64(i * 0x9e3779b97f4a7c15ull + 17);
+  const uint64_t r = splitmix64_mix(i * 0x9e3779b97f4a7c15ull + 17);
   uint32_t ma;
   switch (j & 7) {
     case 0: ma = 0; break;
@@ -86,8 +81,8 @@ __global__ void div_sweep_kernel(Counts* out, int mode, uint64_t n, uint64_t see
   for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     float a, b;
     if (mode == 0) {
-      a = random_operand(mix64(seed + 2 * i));
-      b = random_operand(mix64(seed + 2 * i + 1));
+      a = random_operand(splitmix64_mix(seed + 2 * i));
+      b = random_operand(splitmix64_mix(seed + 2 * i + 1));
     } else {
       crafted_pair(i, a, b);
     }
