@@ -1,5 +1,7 @@
 #include "oracles/dot_bound.h"
 
+#include "kernels/common/bf16.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -111,6 +113,24 @@ double tc_chain_dot_bound_from_terms(const double* abs_terms, int64_t K, double 
     if (!(v >= 0.0)) throw std::invalid_argument("tc_chain_dot_bound_from_terms: terms must be >= 0");
     return TcTerm{v, v};  // 2^e <= |p| for normal factors
   });
+}
+
+double order_dot_bound(const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in, int64_t out,
+                       int64_t o, int64_t i, const ReductionOrder& order) {
+  const MmaModelParams p = order.model_params();
+  if (order.split_k == 1) return tc_chain_dot_bound(dY + o, out, X + i, in, T, 0.0f, p);
+  double total = 0.0, partial_mag = 0.0;
+  for (int s = 0; s < order.split_k; ++s) {
+    int64_t tb, te;
+    order.slice_bounds(T, s, tb, te);
+    const double b = tc_chain_dot_bound(dY + tb * out + o, out, X + tb * in + i, in, te - tb, 0.0f, p);
+    double abs_sum = 0.0;
+    for (int64_t t = tb; t < te; ++t)
+      abs_sum += std::fabs(double(bf16_to_float(dY[t * out + o])) * double(bf16_to_float(X[t * in + i])));
+    total += b;
+    partial_mag += abs_sum * (1.0 + 0x1p-40) + b;  // the double sum's own rounding, covered
+  }
+  return (total + gamma_fp32(order.split_k - 1) * partial_mag) * (1.0 + 0x1p-40);
 }
 
 }  // namespace fh

@@ -42,7 +42,8 @@
 #pragma once
 #include <cstdint>
 
-#include "kernels/twin/mma_model.h"
+#include "kernels/common/mma_params.h"
+#include "kernels/common/reduction_order.h"
 
 namespace fh {
 
@@ -66,5 +67,12 @@ double tc_chain_dot_bound(const uint16_t* a, int64_t a_stride, const uint16_t* b
 // be far below its alignment power; use tc_chain_dot_bound for those).
 double tc_chain_dot_bound_from_terms(const double* abs_terms, int64_t K, double abs_c0 = 0.0,
                                      const MmaModelParams& params = kHopperMma);
+
+// Upper bound on |G_hat - S| for G[o, i] = sum_t dY[t, o] X[t, i] (bf16 bits, X [T, in], dY
+// [T, out]) computed in `order` (S the exact sum): per split-K slice the instruction-chain bound
+// above; the split_k - 1 fp32 RNE adds of the slice partials add gamma_{split_k - 1} * sum_s
+// (|partial_s| <= abs_s + B_s) (Higham, recursive summation).
+double order_dot_bound(const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in, int64_t out,
+                       int64_t o, int64_t i, const ReductionOrder& order);
 
 }  // namespace fh

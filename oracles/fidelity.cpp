@@ -7,7 +7,6 @@
 
 #include "kernels/formats/int8_block.h"
 #include "oracles/rule_bounds.h"
-#include "reference/mpfr_rules.h"
 
 namespace fh {
 
@@ -88,6 +87,23 @@ int64_t count_absmax_mismatches(const std::vector<float>& stored_absmax,
   return bad;
 }
 
+std::optional<uint32_t> int8_linear_moment_absmax_bits(const std::vector<float>& g) {
+  // The class of the element's moment: finite (from the finite start), +inf, -inf or NaN. Only
+  // classes are followed: b*m + c*g with b, c > 0 keeps the class of an infinite or NaN operand,
+  // and inf + (-inf) is NaN. A finite moment cannot overflow here: the gradients are finite and
+  // of a sane size.
+  enum Cls { kFinite, kPosInf, kNegInf, kNaN } m = kFinite;
+  for (const float x : g) {
+    const Cls gc = std::isnan(x) ? kNaN : std::isinf(x) ? (x > 0 ? kPosInf : kNegInf) : kFinite;
+    if (m == kNaN || gc == kNaN) m = kNaN;
+    else if ((m == kPosInf && gc == kNegInf) || (m == kNegInf && gc == kPosInf)) m = kNaN;
+    else if (gc != kFinite) m = gc;
+  }
+  if (m == kNaN) return kInt8CanonicalNanBits;
+  if (m != kFinite) return 0x7f800000u;
+  return std::nullopt;
+}
+
 namespace {
 
 // A state input that may be off by `err` from the exact value x (a decoded INT8 moment).
@@ -106,7 +122,7 @@ TrackedF32 state_in(float x, double err, bool nonnegative) {
   return t;
 }
 
-TrackedF32 adamw_p(const AdamW::Hyper& h, const mpfr_scalars::AdamW& s, float p0, float g0,
+TrackedF32 adamw_p(const AdamW::Hyper& h, const AdamWBoundScalars& s, float p0, float g0,
                    const TrackedF32& m0, const TrackedF32& v0) {
   TrackedF32 g = tracked_input(g0);
   if (h.maximize) g = t_neg(g);
@@ -116,7 +132,7 @@ TrackedF32 adamw_p(const AdamW::Hyper& h, const mpfr_scalars::AdamW& s, float p0
   return t_sub(t_mul(tracked_input(p0), s.decay), t_div(t_mul(s.lr_over_bc1, m), denom));
 }
 
-TrackedF32 sgdm_p(const SGDMomentum::Hyper& h, const mpfr_scalars::SGDMomentum& s, int64_t t,
+TrackedF32 sgdm_p(const SGDMomentum::Hyper& h, const SGDMomentumBoundScalars& s, int64_t t,
                   float p0, float g0, const TrackedF32& b0) {
   TrackedF32 g = tracked_input(g0);
   if (h.maximize) g = t_neg(g);
@@ -129,15 +145,10 @@ TrackedF32 sgdm_p(const SGDMomentum::Hyper& h, const mpfr_scalars::SGDMomentum& 
 
 }  // namespace
 
-PropagatedWeightBound propagated_weight_bound(const RuleConfig& rule, int64_t step, float p,
-                                              float g, const float* st_ref, const double* st_err) {
-  return propagated_weight_bound(mpfr_step_scalars(rule, step), p, g, st_ref, st_err);
-}
-
-PropagatedWeightBound propagated_weight_bound(const MpfrStepScalars& sc, float p, float g,
+PropagatedWeightBound propagated_weight_bound(const WeightBoundScalars& sc, float p, float g,
                                               const float* st_ref, const double* st_err) {
-  const RuleConfig& rule = sc.config;
-  const int64_t step = sc.t;
+  const RuleConfig& rule = sc.rule;
+  const int64_t step = sc.step;
   PropagatedWeightBound out;
   auto take = [&](const TrackedF32& with, const TrackedF32& without) {
     const RefOutput a = ref_output(with), b = ref_output(without);
@@ -147,12 +158,12 @@ PropagatedWeightBound propagated_weight_bound(const MpfrStepScalars& sc, float p
   };
   if (rule.id == RuleId::adamw) {
     const auto& h = hyper_of<AdamW>(rule);
-    const auto& s = std::get<mpfr_scalars::AdamW>(sc.s);
+    const auto& s = std::get<AdamWBoundScalars>(sc.s);
     take(adamw_p(h, s, p, g, state_in(st_ref[0], st_err[0], false), state_in(st_ref[1], st_err[1], true)),
          adamw_p(h, s, p, g, state_in(st_ref[0], 0, false), state_in(st_ref[1], 0, true)));
   } else if (rule.id == RuleId::sgd_momentum) {
     const auto& h = hyper_of<SGDMomentum>(rule);
-    const auto& s = std::get<mpfr_scalars::SGDMomentum>(sc.s);
+    const auto& s = std::get<SGDMomentumBoundScalars>(sc.s);
     take(sgdm_p(h, s, step, p, g, state_in(st_ref[0], st_err[0], false)),
          sgdm_p(h, s, step, p, g, state_in(st_ref[0], 0, false)));
   } else {

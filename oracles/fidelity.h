@@ -1,6 +1,8 @@
 // Judges of the low-precision fidelity claims (issue 5): Proposition 4's INT8 moment bound,
 // the weight bound that follows from it, and the statistical tests of stochastic rounding.
-// These judge values the producers in reference/fidelity_runs.h computed; they never produce them.
+// These judge values the claims' producers computed (suites/claims/prop4_int8.h, sr_statistics.h,
+// gradient_fidelity.h); they never produce them, and they call no producer: what the MPFR
+// reference computes (the step's exact scalars) comes in as values.
 //
 // Statistical tests use Hoeffding's inequality for the mean of n independent [0, 1] variables,
 // P(|mean - mu| >= d) <= 2 exp(-2 n d^2), so a test that rejects when |mean - mu| > d(alpha) with
@@ -9,9 +11,12 @@
 // least 1 - exp(-2 n (b - d)^2) (the one-sided Hoeffding bound on the miss).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "kernels/common/tracked.h"
 #include "kernels/rules/all_rules.h"
 
 namespace fh {
@@ -44,6 +49,18 @@ Int8MomentJudgement judge_int8_moments(const std::vector<float>& decoded,
 int64_t count_absmax_mismatches(const std::vector<float>& stored_absmax,
                                 const std::vector<float>& reference, int64_t rows, int64_t cols);
 
+// INT8_CODEC.md, "A non-finite gradient over several steps". Consider a block that holds a linear
+// moment m <- b*m + c*g with b, c > 0 (AdamW's exp_avg, SGD momentum's buffer, Lion's exp_avg).
+// The block starts finite. Over the steps, one element receives the gradients g[0..n), and every
+// other element stays finite. Returns the stored absmax bits of the block after those steps:
+//   kInt8CanonicalNanBits  once a NaN gradient has arrived, or a held +-inf has met the opposite
+//                          infinity (b*(+-inf) + c*(-+inf) = NaN; the block stays NaN after that);
+//   0x7f800000 (+inf)      while the element holds an infinity that no opposite one has met;
+//   std::nullopt           when every g was finite (a regular block, judged by the bound instead).
+// This depends on the signs of the gradients, that is on the data, so a check must take its
+// expectation from here and not hard-code +inf.
+std::optional<uint32_t> int8_linear_moment_absmax_bits(const std::vector<float>& g);
+
 // The weight bound that follows from a bounded state error, by running error analysis
 // (oracles/rule_bounds.h): the rule's formula on Tracked values where state slot k enters with
 // exact value st_ref[k] and error st_err[k] (the codec bound of the previous step's moment),
@@ -56,11 +73,24 @@ struct PropagatedWeightBound {
   bool status_ok = true;
   double total() const { return with_state_error + without_state_error; }
 };
-PropagatedWeightBound propagated_weight_bound(const RuleConfig& rule, int64_t step, float p,
-                                              float g, const float* st_ref, const double* st_err);
-// The same with the step's exact scalars computed once (reference/mpfr_rules.h), for loops.
-struct MpfrStepScalars;
-PropagatedWeightBound propagated_weight_bound(const MpfrStepScalars& scalars, float p, float g,
+// The step's scalars come in as values: each one's exact value and the bound on its fp32 value
+// (TrackedF32, kernels/common/tracked.h), as the MPFR reference computes them once per step
+// (reference/mpfr_rules.h, mpfr_step_scalars; the caller copies the fields, see
+// suites/claims/prop4_int8.cpp: an oracle calls no producer). `rule` gives the hyperparameters
+// the formula reads (maximize, nesterov), `step` the 1-based step, `s` the scalars of that rule
+// (monostate: none, for a rule the bound does not support).
+struct AdamWBoundScalars {
+  TrackedF32 decay, beta1, one_minus_beta1, beta2, one_minus_beta2, lr_over_bc1, sqrt_bc2, eps;
+};
+struct SGDMomentumBoundScalars {
+  TrackedF32 lr, wd, momentum, one_minus_dampening;
+};
+struct WeightBoundScalars {
+  RuleConfig rule;
+  int64_t step = 1;
+  std::variant<std::monostate, AdamWBoundScalars, SGDMomentumBoundScalars> s;
+};
+PropagatedWeightBound propagated_weight_bound(const WeightBoundScalars& scalars, float p, float g,
                                               const float* st_ref, const double* st_err);
 
 // ---- statistical tests (Hoeffding, two-sided) ----

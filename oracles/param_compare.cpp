@@ -65,4 +65,18 @@ void compare_params(ParamEvidence& ev, const HostParam& a, const HostParam& b, i
 }
 
 
+Check bitwise_check(const std::string& name, const ParamEvidence& ev, const std::string& fail_reason) {
+  if (ev.differing == 0)
+    return Check::passed(name, "differing", 0, 0).bitwise(0, 0, "");
+  const std::string first = ev.first_diff.empty() ? "unknown" : ev.first_diff;
+  return Check::failed(name, "differing", double(ev.differing), 0, fail_reason.empty() ? first : fail_reason + ": " + first)
+      .bitwise(ev.differing, ev.max_ulp, first);
+}
+
+ParamEvidence evidence_of(const BitwiseReport& r, const std::string& where) {
+  ParamEvidence ev;
+  ev.add(r, where);
+  return ev;
+}
+
 }  // namespace fh

@@ -5,6 +5,7 @@
 #include <string>
 #include "kernels/formats/host_param.h"
 #include "oracles/bitwise.h"
+#include "oracles/evidence.h"
 
 namespace fh {
 
@@ -21,5 +22,11 @@ struct ParamEvidence {
 // Every stored array of a and b (same rule, format, store and shape), bit for bit.
 void compare_params(ParamEvidence& ev, const HostParam& a, const HostParam& b, int64_t step,
                     TileShape tile, const std::string& where);
+
+// A bitwise check from folded evidence: metric = differing elements, bound = 0; a failure's
+// reason is fail_reason (when given) and the first difference.
+Check bitwise_check(const std::string& name, const ParamEvidence& ev, const std::string& fail_reason = {});
+// The evidence of one comparison.
+ParamEvidence evidence_of(const BitwiseReport& r, const std::string& where = {});
 
 }  // namespace fh

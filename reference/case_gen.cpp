@@ -159,4 +159,10 @@ uint64_t announce_seed(const char* suite, uint64_t fallback) {
   return seed;
 }
 
+float gen_spread_float(CaseRng& rng, int e_lo, int e_hi, bool negative_allowed) {
+  const double frac = 1.0 + double(rng.below(1u << 23)) / double(1u << 23);
+  float x = float(std::ldexp(frac, int(rng.range(e_lo, e_hi))));
+  return (negative_allowed && (rng.next_u64() & 1)) ? -x : x;
+}
+
 }  // namespace fh

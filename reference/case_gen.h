@@ -75,4 +75,7 @@ uint64_t case_seed(uint64_t fallback);
 // reproduced (Eigen's habit). Call it once per suite and keep the value.
 uint64_t announce_seed(const char* suite, uint64_t fallback);
 
+// A random float with exponent in [e_lo, e_hi] and a random fraction (sign optional).
+float gen_spread_float(CaseRng& rng, int e_lo, int e_hi, bool negative_allowed);
+
 }  // namespace fh

@@ -18,7 +18,7 @@
 #include <variant>
 #include <vector>
 #include "kernels/rules/all_rules.h"
-#include "oracles/rule_bounds.h"
+#include "kernels/common/tracked.h"
 
 namespace fh {
 

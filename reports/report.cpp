@@ -24,76 +24,6 @@ namespace fh {
 // Verdicts, counts, checks, names
 // ---------------------------------------------------------------------------------------------
 
-const char* verdict_name(Verdict v) {
-  switch (v) {
-    case Verdict::pass: return "pass";
-    case Verdict::fail: return "fail";
-    case Verdict::not_run: return "not-run";
-  }
-  return "invalid";
-}
-
-Verdict parse_verdict(std::string_view name) {
-  if (name == "pass") return Verdict::pass;
-  if (name == "fail") return Verdict::fail;
-  if (name == "not-run") return Verdict::not_run;
-  throw std::invalid_argument("unknown verdict '" + std::string(name) + "'");
-}
-
-Verdict Counts::verdict() const {
-  if (n_fail > 0) return Verdict::fail;
-  if (n_pass > 0) return Verdict::pass;
-  return Verdict::not_run;
-}
-
-void Counts::add(Verdict v) {
-  switch (v) {
-    case Verdict::pass: ++n_pass; break;
-    case Verdict::fail: ++n_fail; break;
-    case Verdict::not_run: ++n_not_run; break;
-  }
-}
-
-Counts& Counts::operator+=(const Counts& o) {
-  n_pass += o.n_pass;
-  n_fail += o.n_fail;
-  n_not_run += o.n_not_run;
-  return *this;
-}
-
-Check Check::passed(std::string name, std::string metric_name, double metric, double bound) {
-  Check c;
-  c.name = std::move(name);
-  c.verdict = Verdict::pass;
-  c.metric_name = std::move(metric_name);
-  c.metric = metric;
-  c.bound = bound;
-  return c;
-}
-
-Check Check::failed(std::string name, std::string metric_name, double metric, double bound,
-                    std::string reason) {
-  Check c = passed(std::move(name), std::move(metric_name), metric, bound);
-  c.verdict = Verdict::fail;
-  c.reason = std::move(reason);
-  return c;
-}
-
-Check Check::not_run(std::string name, std::string reason) {
-  Check c;
-  c.name = std::move(name);
-  c.verdict = Verdict::not_run;
-  c.reason = std::move(reason);
-  return c;
-}
-
-Check& Check::bitwise(int64_t n_differing, double ulp, std::string first) {
-  differing = n_differing;
-  max_ulp = ulp;
-  first_diff = std::move(first);
-  return *this;
-}
-
 namespace {
 
 bool valid_utf8(std::string_view s) {
@@ -218,8 +148,8 @@ std::string utc_now_iso8601() {
 // Builder
 // ---------------------------------------------------------------------------------------------
 
-CaseRecord::CaseRecord(std::string claim, std::string name)
-    : claim_(std::move(claim)), name_(std::move(name)) {
+CaseRecord::CaseRecord(std::string claim, std::string name, const std::vector<std::string>* declared)
+    : claim_(std::move(claim)), name_(std::move(name)), declared_(declared) {
   require_valid_name(claim_, "claim name");
   require_valid_name(name_, "case name");
 }
@@ -248,6 +178,9 @@ CaseRecord& CaseRecord::add_check(Check c) {
 void CaseRecord::add_dataset(Dataset d) {
   require_valid_name(d.name, "dataset name");
   require_valid_text(d.description, "dataset '" + d.name + "' description");
+  if (declared_ && std::find(declared_->begin(), declared_->end(), d.name) == declared_->end())
+    throw std::invalid_argument(claim_ + "/" + name_ + ": dataset '" + d.name +
+                                "' is not declared in the claim's registry row");
   for (const auto& e : datasets_)
     if (e.name == d.name)
       throw std::invalid_argument(claim_ + "/" + name_ + ": duplicate dataset '" + d.name + "'");
@@ -330,10 +263,24 @@ Report::Report(Report&&) noexcept = default;
 Report& Report::operator=(Report&&) noexcept = default;
 Report::~Report() = default;
 
+void Report::declare_claim(const std::string& claim, std::vector<std::string> datasets) {
+  require_valid_name(claim, "claim name");
+  for (const auto& d : datasets) require_valid_name(d, "declared dataset name");
+  for (const auto& c : claims_)
+    if (c.name == claim) throw std::invalid_argument("claim '" + claim + "' declared after its first case");
+  declared_[claim] = std::move(datasets);
+}
+
 CaseRecord& Report::add_case(const std::string& claim, const std::string& case_name) {
   require_valid_name(claim, "claim name");
   require_valid_name(case_name, "case name");
   if (claim == "meta") throw std::invalid_argument("claim name 'meta' is reserved");
+  const std::vector<std::string>* declared = nullptr;
+  if (!declared_.empty()) {
+    auto d = declared_.find(claim);
+    if (d == declared_.end()) throw std::invalid_argument("claim '" + claim + "' is not declared");
+    declared = &d->second;
+  }
   auto it = std::find_if(claims_.begin(), claims_.end(),
                          [&](const Claim& c) { return c.name == claim; });
   if (it == claims_.end()) {
@@ -343,7 +290,7 @@ CaseRecord& Report::add_case(const std::string& claim, const std::string& case_n
   for (const auto& c : it->cases)
     if (c->name() == case_name)
       throw std::invalid_argument("duplicate case '" + case_name + "' in claim '" + claim + "'");
-  it->cases.push_back(std::make_unique<CaseRecord>(claim, case_name));
+  it->cases.push_back(std::make_unique<CaseRecord>(claim, case_name, declared));
   return *it->cases.back();
 }
 

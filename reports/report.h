@@ -17,44 +17,9 @@
 #include <string_view>
 #include <vector>
 
+#include "oracles/evidence.h"
+
 namespace fh {
-
-enum class Verdict { pass, fail, not_run };
-const char* verdict_name(Verdict v);           // "pass", "fail", "not-run"
-Verdict parse_verdict(std::string_view name);  // inverse; throws std::invalid_argument
-
-// Aggregation rule used at every level: fail if any fail, else pass if any pass, else not-run
-// (so an empty set is not-run).
-struct Counts {
-  int64_t n_pass = 0, n_fail = 0, n_not_run = 0;
-  Verdict verdict() const;
-  void add(Verdict v);
-  Counts& operator+=(const Counts& o);
-  friend bool operator==(const Counts&, const Counts&) = default;
-};
-
-// One check's verdict and its evidence. Unmeasured doubles are NaN.
-struct Check {
-  std::string name;
-  Verdict verdict = Verdict::not_run;
-  std::string reason;       // required for not-run ("no GPU"); optional otherwise
-  std::string metric_name;  // required for pass/fail, e.g. "max_rel_err", "differing"
-  double metric = std::numeric_limits<double>::quiet_NaN();
-  double bound = std::numeric_limits<double>::quiet_NaN();  // required (not NaN) for pass/fail
-  // Bitwise evidence, present when differing >= 0.
-  int64_t differing = -1;   // number of differing elements; -1: not a bitwise check
-  double max_ulp = 0;       // largest ulp distance among them
-  std::string first_diff;   // first differing coordinate, e.g. "tile=(2,0) element=(5,17) step=3"
-
-  bool has_bitwise() const { return differing >= 0; }
-
-  static Check passed(std::string name, std::string metric_name, double metric, double bound);
-  static Check failed(std::string name, std::string metric_name, double metric, double bound,
-                      std::string reason = {});
-  static Check not_run(std::string name, std::string reason);
-  // Adds bitwise evidence to a check made by one of the factories above.
-  Check& bitwise(int64_t differing, double max_ulp, std::string first_diff);
-};
 
 enum class DType { f64, i64 };
 
@@ -119,7 +84,8 @@ void require_valid_name(const std::string& name, const char* what);
 
 class CaseRecord {
  public:
-  CaseRecord(std::string claim, std::string name);
+  // declared: the dataset names this case's claim may write (null: any).
+  CaseRecord(std::string claim, std::string name, const std::vector<std::string>* declared = nullptr);
 
   const std::string& claim() const { return claim_; }
   const std::string& name() const { return name_; }
@@ -147,6 +113,7 @@ class CaseRecord {
  private:
   void add_dataset(Dataset d);
   std::string claim_, name_;
+  const std::vector<std::string>* declared_ = nullptr;
   std::vector<std::pair<std::string, std::string>> attrs_;
   std::vector<Check> checks_;
   std::vector<Dataset> datasets_;
@@ -166,6 +133,11 @@ class Report {
 
   CaseRecord* find_case(const std::string& claim, const std::string& case_name);  // null if absent
 
+  // Declares a claim and the per-case dataset names it may write (the claim registry's row).
+  // Once any claim is declared, add_case refuses an undeclared claim and a case refuses an
+  // undeclared dataset (std::invalid_argument), so a report holds only what the registry says.
+  void declare_claim(const std::string& claim, std::vector<std::string> datasets);
+
   const Meta& meta() const { return meta_; }
   Verdict verdict() const;
   ReportData snapshot() const;
@@ -182,6 +154,7 @@ class Report {
   };
   Meta meta_;
   std::vector<Claim> claims_;
+  std::map<std::string, std::vector<std::string>> declared_;  // claim -> its datasets
 };
 
 // Reads a report written by Report::write. Throws std::runtime_error (naming the path and the

@@ -191,8 +191,12 @@ fi
 
 # The fidelity figures from forge-verify's report (needs h5py and matplotlib on this python).
 if [ -f "$OUT/forge-verify.h5" ] && command -v python3 >/dev/null 2>&1; then
+  # The figures' dataset names are checked against the claim registry's export.
+  reg=()
+  "$B/bin/forge-verify" --list-claims-json > "$OUT/registry.json" 2>/dev/null && reg=(--registry "$OUT/registry.json")
   for mode in "" --gpu; do
-    python3 "$ROOT/scripts/render_fidelity.py" "$OUT/forge-verify.h5" -o "$OUT/figures" $mode >> "$OUT/render.log" 2>&1 \
+    python3 "$ROOT/scripts/render_fidelity.py" "$OUT/forge-verify.h5" -o "$OUT/figures" $mode "${reg[@]}" \
+      >> "$OUT/render.log" 2>&1 \
       || say "note: render_fidelity.py $mode failed (see render.log); render the report elsewhere"
   done
 fi

@@ -15,13 +15,48 @@ forge-verify on a GPU machine also writes the same claims run on the fused kerne
 stagnation_gpu, prop4_int8_gpu, gradient_fidelity_gpu): --gpu renders those instead, into files
 named gpu_<figure>.png.
 
-Usage: render_fidelity.py REPORT.h5 [REPORT.h5 ...] [-o OUTDIR] [--gpu]
+The dataset names the figures read are listed once below (FIGURE_DATASETS) and checked against
+the claim registry's export (forge-verify --list-claims-json) when --registry is given: a
+dataset the registry does not declare for that claim stops the run (exit 2) instead of drawing
+an empty figure. --check-registry FILE does only that check (no h5py or matplotlib needed).
+
+Usage: render_fidelity.py REPORT.h5 [REPORT.h5 ...] [-o OUTDIR] [--gpu] [--registry FILE]
+       render_fidelity.py --check-registry FILE
 Needs h5py and matplotlib (the GPU runner's python has them); exits with status 2 and a message
 when they are missing.
 """
 import argparse
+import json
 import os
 import sys
+
+# forge-verify claim -> the per-case datasets the figures read (the _gpu claims read the same).
+FIGURE_DATASETS = {
+    "stagnation": ["eval_loss", "unchanged_frac"],
+    "prop4_int8": ["err_over_bound_hist", "max_abs_dev", "rms_dev", "max_update"],
+    "gradient_fidelity": ["rms_rel", "max_rel", "bias_rel", "directional_bias"],
+}
+
+
+def check_registry(path):
+    """Every dataset a figure reads is declared by its claim (and the claim's _gpu twin)."""
+    try:
+        with open(path) as f:
+            claims = {c["id"]: set(c["datasets"]) for c in json.load(f)["claims"]}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.stderr.write("render_fidelity.py: cannot read the registry export %s: %s\n" % (path, e))
+        sys.exit(2)
+    missing = []
+    for claim, names in FIGURE_DATASETS.items():
+        for cid in (claim, claim + "_gpu"):
+            if cid not in claims:
+                missing.append("%s: not in the registry" % cid)
+                continue
+            missing += ["%s/%s: not declared" % (cid, n) for n in names if n not in claims[cid]]
+    if missing:
+        sys.stderr.write("render_fidelity.py: the figures read datasets the registry does not declare:\n  %s\n"
+                         % "\n  ".join(missing))
+        sys.exit(2)
 
 
 def need_modules():
@@ -65,11 +100,18 @@ def collect(paths):
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--check-registry":
+        check_registry(sys.argv[2])
+        print("render_fidelity.py: every figure dataset is declared in %s" % sys.argv[2])
+        return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("reports", nargs="+")
+    ap.add_argument("--registry", help="forge-verify --list-claims-json output: check the figure datasets against it")
     ap.add_argument("-o", "--outdir", default=".")
     ap.add_argument("--gpu", action="store_true", help="render forge-verify's *_gpu claims (every step on the fused kernel)")
     args = ap.parse_args()
+    if args.registry:
+        check_registry(args.registry)
     sfx = "_gpu" if args.gpu else ""
     prefix = "gpu_" if args.gpu else ""
     executor = "fused kernel step (H200)" if args.gpu else "twin step"

@@ -3,7 +3,8 @@
 # The CUDA 13.0 toolkit itself (nvcc, cuBLAS) is expected under /usr/local/cuda.
 set -euo pipefail
 PKGS=(build-essential cmake ninja-build pkg-config libmpfr-dev libgmp-dev libmpfrc++-dev
-      libeigen3-dev libhdf5-dev hdf5-tools libgtest-dev libbenchmark-dev zlib1g-dev)
+      libeigen3-dev libhdf5-dev hdf5-tools libgtest-dev libbenchmark-dev zlib1g-dev
+      python3 python3-h5py python3-numpy)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,6 +1,6 @@
 // The order guard (issue 4): a crafted-input probe of cuBLAS's wgrad reduction order (FPRev,
 // arXiv 2411.00442), and a host-side predictor of what the probe must show under a
-// ReductionOrder (kernels/twin/reduction_order.h). A mismatch means cuBLAS's order no longer
+// ReductionOrder (kernels/common/reduction_order.h). A mismatch means cuBLAS's order no longer
 // equals its description ("order changed"), not a kernel bug.
 //
 // How the probe reads the order. X is all ones, so G[o][c] = sum_t dY[t][o] for every c: column
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/twin/reduction_order.h"
+#include "kernels/common/reduction_order.h"
 
 namespace fh::gpu {
 

@@ -1,6 +1,5 @@
 #include "kernels/gpu/gpu_step_backend.h"
 
-
 namespace fh::gpu {
 namespace {
 
@@ -31,29 +30,13 @@ TileShape gpu_tile_for(const TwinSchedule& sched) {
   return tile_supported(t) ? t : TileShape{};
 }
 
-FusedStepBackend make_gpu_step_backend(TwinTally* tally) {
+FusedStepBackend make_gpu_step_backend() {
   FusedStepBackend b;
   b.name = "gpu";
-  b.step = [tally](HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T, int64_t step,
-                   const TwinSchedule& sched) {
-    const TileShape tile = gpu_tile_for(sched);
-    if (!tally) return gpu_step(w, X, dY, T, step, tile);
-    HostParam twin = w;
-    fused_twin_step(twin, X, dY, T, step, sched);
-    gpu_step(w, X, dY, T, step, tile);
-    compare_params(tally->ev, w, twin, step, {tile.rows, tile.cols}, "gpu step vs twin");
-    ++tally->steps;
-  };
-  b.wgrad = [tally](const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in, int64_t out,
-                    const TwinSchedule& sched) {
-    const TileShape tile = gpu_tile_for(sched);
-    std::vector<float> g = gpu_wgrad(X, dY, T, in, out, tile);
-    if (tally) {
-      const std::vector<float> t = twin_wgrad(X, dY, T, in, out, sched);
-      tally->ev.add(compare_bitwise(g, t, out, in, {"G gpu vs twin", {tile.rows, tile.cols}, 0}));
-    }
-    return g;
-  };
+  b.step = [](HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T, int64_t step,
+              const TwinSchedule& sched) { gpu_step(w, X, dY, T, step, gpu_tile_for(sched)); };
+  b.wgrad = [](const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in, int64_t out,
+               const TwinSchedule& sched) { return gpu_wgrad(X, dY, T, in, out, gpu_tile_for(sched)); };
   return b;
 }
 

@@ -202,7 +202,7 @@ struct GoldenRecord {
 };
 // The wgmma golden file (suites/golden/wgmma_h200.bin): the same layout, magic "FHWGMGL1". Each
 // record is a diagonal 16 x 8 block (w, w) of a wgmma m64n128k16 probe instance: its A, B and C are
-// exactly case (category, seed)'s (kernels/gpu/mma_probe_run.h), and d is what the real wgmma gave.
+// exactly case (category, seed)'s (suites/claims/mma_probe_judge.h), and d is what the real wgmma gave.
 inline constexpr char kWgmmaGoldenMagic[8] = {'F', 'H', 'W', 'G', 'M', 'G', 'L', '1'};
 
 // Writes a golden file with the given magic; false and err on failure.

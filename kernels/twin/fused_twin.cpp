@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "kernels/common/splitmix64.h"
+#include "kernels/twin/mma_model.h"
 #include <string>
 
 namespace fh {

@@ -18,7 +18,7 @@
 #include <functional>
 #include <vector>
 #include "kernels/formats/host_param.h"
-#include "kernels/twin/reduction_order.h"
+#include "kernels/common/reduction_order.h"
 
 namespace fh {
 

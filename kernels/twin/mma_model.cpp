@@ -150,20 +150,6 @@ uint32_t chain_core(const uint16_t* a, int64_t as, const uint16_t* b, int64_t bs
 
 }  // namespace
 
-void mma_check_params(const MmaModelParams& p) {
-  if (p.group < 1 || p.group > kMmaMaxGroup)
-    throw std::invalid_argument("mma model: group " + std::to_string(p.group) +
-                                " outside [1, " + std::to_string(kMmaMaxGroup) + "]");
-  if (p.align_bits < 1 || p.align_bits > kMmaMaxAlignBits)
-    throw std::invalid_argument("mma model: align_bits " + std::to_string(p.align_bits) +
-                                " outside [1, " + std::to_string(kMmaMaxAlignBits) + "]");
-  if (p.clamp_exp < -10000 || p.clamp_exp > 10000)
-    throw std::invalid_argument("mma model: clamp_exp " + std::to_string(p.clamp_exp) +
-                                " outside [-10000, 10000]");
-  if (p.out_round != MmaModelParams::OutRound::toward_zero &&
-      p.out_round != MmaModelParams::OutRound::nearest_even)
-    throw std::invalid_argument("mma model: unknown out_round");
-}
 
 float mma_group_dot(const uint16_t* a, const uint16_t* b, int n, float c,
                     const MmaModelParams& params) {

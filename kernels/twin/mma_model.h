@@ -7,29 +7,13 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/common/mma_params.h"
+
 namespace fh {
-
-struct MmaModelParams {
-  int group = 16;          // products per instruction (k of the instruction)
-  int align_bits = 25;     // fractional bits kept below the largest alignment exponent
-  int clamp_exp = -133;    // the alignment exponent is clamped below at this value
-  enum class OutRound { toward_zero, nearest_even } out_round = OutRound::toward_zero;
-};
-
-inline constexpr MmaModelParams kHopperMma{};
-
-// Limits of the model (checked by mma_check_params): the terms of one instruction live in a
-// fixed stack buffer, and the exact sum must fit a signed 64-bit integer (terms < 2^(align_bits+2),
-// at most group+1 of them).
-inline constexpr int kMmaMaxGroup = 64;
-inline constexpr int kMmaMaxAlignBits = 48;
 
 // The one NaN the instruction produces, whatever NaN (or inf*0, or +inf with -inf) caused it.
 inline constexpr uint32_t kMmaNaNBits = 0x7FFFFFFFu;
 
-// Throws std::invalid_argument unless 1 <= group <= kMmaMaxGroup,
-// 1 <= align_bits <= kMmaMaxAlignBits and |clamp_exp| <= 10000. Every entry point below calls it.
-void mma_check_params(const MmaModelParams& params);
 
 // Output-level rules that every entry point follows (Hopper, verified on the H200):
 // zero products and a zero C are not terms; a zero or underflowed result is +0 whatever its sign;

@@ -3,8 +3,6 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "kernels/twin/order_matched_host.h"
-
 namespace fh {
 
 void LambHyper::validate() const {
@@ -72,12 +70,6 @@ void lamb_fused_twin_step(LambParam& p, const LambHyper& h, const uint16_t* X, c
                        [&](const TileCoord& tc, const float* g, int64_t ldg) {
                          lamb_update_region(p, h, step, g, ldg, tc.r0, tc.r1, tc.c0, tc.c1);
                        });
-}
-
-void lamb_two_phase_step(LambParam& p, const LambHyper& h, const uint16_t* X, const uint16_t* dY,
-                         int64_t T, int64_t step, const ReductionOrder& order) {
-  const std::vector<float> G = order_matched_wgrad(X, dY, T, p.cols, p.rows, order);
-  lamb_update_region(p, h, step, G.data(), p.cols, 0, p.rows, 0, p.cols);
 }
 
 }  // namespace fh

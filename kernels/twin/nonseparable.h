@@ -35,8 +35,6 @@ void lamb_update_region(LambParam& p, const LambHyper& h, int64_t step, const fl
 void lamb_fused_twin_step(LambParam& p, const LambHyper& h, const uint16_t* X, const uint16_t* dY,
                           int64_t T, int64_t step, const TwinSchedule& sched);
 
-// Two-phase with the order-matched G: one trust ratio for the tensor.
-void lamb_two_phase_step(LambParam& p, const LambHyper& h, const uint16_t* X, const uint16_t* dY,
-                         int64_t T, int64_t step, const ReductionOrder& order);
+// Its two-phase reference (one trust ratio for the tensor): reference/lamb_two_phase.h.
 
 }  // namespace fh

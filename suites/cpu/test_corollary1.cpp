@@ -10,7 +10,8 @@
 
 #include <cstdio>
 
-#include "kernels/twin/twin_claims.h"
+#include "suites/claims/corollary1_cpu.h"
+#include "suites/claims/suite_power_planted_defects.h"
 #include "reference/case_gen.h"
 
 namespace {
@@ -21,7 +22,7 @@ void expect_pass(const fh::ClaimCaseResult& r) {
       << r.metric << " <= " << r.bound << "\n  first: " << r.first_diff << "\n  note: " << r.note;
 }
 
-TEST(Corollary1, TwinVsExactGradientStep) {
+TEST(corollary1_cpu, TwinVsExactGradientStep) {
   fh::Corollary1Config cfg;
   cfg.seed = fh::case_seed(cfg.seed);
   std::printf("seed %llu (set FH_SEED to change)\n", (unsigned long long)cfg.seed);
@@ -45,7 +46,7 @@ TEST(Corollary1, TwinVsExactGradientStep) {
 
 // The G the twin produces is not the exactly rounded G on random data (a different order), so the
 // bound above is a real check, not a comparison of equal things.
-TEST(Corollary1, TwinGDiffersFromExactG) {
+TEST(corollary1_cpu, TwinGDiffersFromExactG) {
   fh::Corollary1Config cfg;
   cfg.steps = 1;
   cfg.shapes = {{64, 64, 64, 64, 64}};
@@ -58,7 +59,7 @@ TEST(Corollary1, TwinGDiffersFromExactG) {
   EXPECT_GT(rs[0].metric, 0.0);
 }
 
-TEST(Corollary1, PlantedDefectsAreSeen) {
+TEST(suite_power_planted_defects, PlantedDefectsAreSeen) {
   const auto rs = fh::run_planted_defect_cases("corollary1");
   std::printf("%s", fh::format_claim_table(rs).c_str());
   ASSERT_EQ(rs.size(), 3u);

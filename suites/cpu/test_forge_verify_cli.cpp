@@ -8,10 +8,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "kernels/gpu/device_info.h"
 #include "reports/report.h"
+#include "suites/claims/registry.h"
 
 namespace {
 
@@ -106,6 +108,22 @@ TEST(ForgeVerifyCli, SmallRunWritesAValidReport) {
     EXPECT_EQ(gpu->checks[0].verdict, fh::Verdict::not_run);
     EXPECT_EQ(gpu->checks[0].reason.rfind("no GPU", 0), 0u) << gpu->checks[0].reason;
   }
+  // Every claim that ran wrote each dataset its registry row declares, and (the builder enforces
+  // it) no other.
+  for (const fh::ClaimData& claim : data.claims) {
+    const fh::ClaimInfo* info = fh::find_claim(claim.name);
+    ASSERT_NE(info, nullptr) << claim.name;
+    if (claim.counts.n_pass + claim.counts.n_fail == 0) continue;  // not run here
+    std::set<std::string> written;
+    for (const fh::CaseData& cs : claim.cases)
+      for (const fh::Dataset& d : cs.datasets) written.insert(d.name);
+    for (const std::string& d : info->datasets) EXPECT_TRUE(written.count(d)) << claim.name << " never wrote " << d;
+    EXPECT_LE(written.size(), info->datasets.size()) << claim.name;
+  }
+  // Options the selected claims do not honour are reported, not dropped.
+  EXPECT_NE(r.err.find("stagnation does not honour --rule --format --store --shape --steps --samples"), std::string::npos)
+      << r.err;
+  EXPECT_NE(data.meta.get("options_not_honoured").find("stagnation: --rule"), std::string::npos);
   fs::remove_all(report.parent_path());
 }
 

@@ -19,7 +19,7 @@
 #include "kernels/gpu/gpu_api.h"
 #include "kernels/gpu/wgrad_tile_layout.h"
 #include "kernels/twin/mma_model.h"
-#include "kernels/twin/order_matched_host.h"
+#include "reference/order_matched_host.h"
 
 namespace fh::gpu {
 namespace {

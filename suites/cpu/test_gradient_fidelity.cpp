@@ -13,8 +13,9 @@
 #include <cstdlib>
 
 #include "reference/case_gen.h"
-#include "reference/fidelity_runs.h"
 #include "reports/report.h"
+#include "suites/claims/gradient_fidelity.h"
+#include "suites/claims/twin_cases.h"
 
 namespace {
 
@@ -56,7 +57,7 @@ struct WriteReportAtExit : ::testing::Environment {
 };
 const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new WriteReportAtExit);
 
-TEST(GradientFidelity, Fp32GIsTheFusedPathAndBf16GErrorIsMeasured) {
+TEST(gradient_fidelity, Fp32GIsTheFusedPathAndBf16GErrorIsMeasured) {
   for (RuleId rule : {RuleId::adamw, RuleId::sgd}) {
     const auto t0 = std::chrono::steady_clock::now();
     const GradFidelityResult r = run_gradient_fidelity(config(rule));
@@ -96,7 +97,7 @@ TEST(GradientFidelity, Fp32GIsTheFusedPathAndBf16GErrorIsMeasured) {
 
 // ---- planted defects ----
 
-TEST(GradientFidelityPlantedDefects, Fp32PathThatRoundsGIsCaught) {
+TEST(gradient_fidelity, Fp32PathThatRoundsGIsCaught) {
   GradFidelityConfig cfg = config(RuleId::adamw, GradFidelityDefect::fp32_path_rounds_to_bf16);
   cfg.steps = 5;
   const GradFidelityResult r = run_gradient_fidelity(cfg);
@@ -106,7 +107,7 @@ TEST(GradientFidelityPlantedDefects, Fp32PathThatRoundsGIsCaught) {
   EXPECT_FALSE(case_ending(r, kMeasurable).pass) << "both paths round: nothing left to measure";
 }
 
-TEST(GradientFidelityPlantedDefects, TruncatingBf16PathIsCaughtByTheHalfUlpCheck) {
+TEST(gradient_fidelity, TruncatingBf16PathIsCaughtByTheHalfUlpCheck) {
   GradFidelityConfig cfg = config(RuleId::sgd, GradFidelityDefect::bf16_path_truncates);
   cfg.steps = 5;
   const GradFidelityResult r = run_gradient_fidelity(cfg);
@@ -116,7 +117,7 @@ TEST(GradientFidelityPlantedDefects, TruncatingBf16PathIsCaughtByTheHalfUlpCheck
   EXPECT_GT(case_ending(r, kHalfUlp).metric, 1.0);
 }
 
-TEST(GradientFidelityPlantedDefects, UnroundedBf16PathIsCaughtByTheMeasurableCheck) {
+TEST(gradient_fidelity, UnroundedBf16PathIsCaughtByTheMeasurableCheck) {
   GradFidelityConfig cfg = config(RuleId::sgd, GradFidelityDefect::bf16_path_keeps_fp32);
   cfg.steps = 5;
   const GradFidelityResult r = run_gradient_fidelity(cfg);
@@ -125,7 +126,7 @@ TEST(GradientFidelityPlantedDefects, UnroundedBf16PathIsCaughtByTheMeasurableChe
   EXPECT_EQ(r.mean_rms_rel, 0.0);
 }
 
-TEST(GradientFidelity, BadInputIsRefused) {
+TEST(gradient_fidelity, BadInputIsRefused) {
   GradFidelityConfig cfg = config(RuleId::sgd);
   cfg.steps = 0;
   EXPECT_THROW(run_gradient_fidelity(cfg), std::invalid_argument);

@@ -155,7 +155,7 @@ void expect_clean(const CodecStats& st, const char* what) {
               (long long)st.beyond_half_step, (long long)st.needs_subnormal_term);
 }
 
-TEST(Int8Codec, BoundHoldsExactlyOnRandomWideSpreadBlocks) {
+TEST(int8_codec_bound, BoundHoldsExactlyOnRandomWideSpreadBlocks) {
   std::mt19937_64 rng(test_seed() ^ 1);
   for (bool nonneg : {false, true}) {
     CodecStats st;
@@ -169,7 +169,7 @@ TEST(Int8Codec, BoundHoldsExactlyOnRandomWideSpreadBlocks) {
   }
 }
 
-TEST(Int8Codec, BoundHoldsAndIsNotVacuousOnUniformBlocks) {
+TEST(int8_codec_bound, BoundHoldsAndIsNotVacuousOnUniformBlocks) {
   std::mt19937_64 rng(test_seed() ^ 2);
   for (bool nonneg : {false, true}) {
     CodecStats st;
@@ -185,7 +185,7 @@ TEST(Int8Codec, BoundHoldsAndIsNotVacuousOnUniformBlocks) {
   }
 }
 
-TEST(Int8Codec, BoundHoldsOnRoundingBoundariesAndSubnormalAbsmax) {
+TEST(int8_codec_bound, BoundHoldsOnRoundingBoundariesAndSubnormalAbsmax) {
   std::mt19937_64 rng(test_seed() ^ 3);
   for (bool nonneg : {false, true}) {
     CodecStats st;
@@ -216,7 +216,7 @@ TEST(Int8Codec, BoundHoldsOnRoundingBoundariesAndSubnormalAbsmax) {
   }
 }
 
-TEST(Int8Codec, BoundFunctionIsAnUpperBoundAndTight) {
+TEST(int8_codec_bound, BoundFunctionIsAnUpperBoundAndTight) {
   std::mt19937_64 rng(test_seed() ^ 4);
   for (bool nonneg : {false, true}) {
     const int L = int8_levels(nonneg);
@@ -235,7 +235,7 @@ TEST(Int8Codec, BoundFunctionIsAnUpperBoundAndTight) {
   }
 }
 
-TEST(Int8Codec, LevelsGridAndBytes) {
+TEST(int8_codec_bound, LevelsGridAndBytes) {
   EXPECT_EQ(int8_levels(false), 127);
   EXPECT_EQ(int8_levels(true), 255);
   const float x[4] = {-3.0f, 3.0f, 0.0f, 1.5f};
@@ -261,7 +261,7 @@ TEST(Int8Codec, LevelsGridAndBytes) {
   EXPECT_TRUE(std::isfinite(int8_decode(q[1], false, a)));
 }
 
-TEST(Int8Codec, SpecialBlocks) {
+TEST(int8_codec_bound, SpecialBlocks) {
   uint8_t q[kInt8Block];
   float a;
   float x[kInt8Block];
@@ -342,7 +342,7 @@ TEST(Int8Codec, SpecialBlocks) {
   EXPECT_EQ(q[3], 128);  // 127.5 -> 128 (even)
 }
 
-TEST(Int8Codec, EncodingIsDeterministicAndIdempotent) {
+TEST(int8_codec_bound, EncodingIsDeterministicAndIdempotent) {
   std::mt19937_64 rng(test_seed() ^ 5);
   for (int b = 0; b < 200000; ++b) {
     const bool nonneg = b & 1;
@@ -429,7 +429,7 @@ struct Int8Run {
   }
 };
 
-TEST(Int8Codec, PoisonedGradientStaysInItsBlock) {
+TEST(int8_codec_bound, PoisonedGradientStaysInItsBlock) {
   const int64_t rows = 3, cols = 200;  // blocks [0,64) [64,128) [128,192) [192,200)
   const int64_t bpr = (cols + kInt8Block - 1) / kInt8Block;
   std::mt19937_64 rng(test_seed() ^ 7);
@@ -485,7 +485,7 @@ TEST(Int8Codec, PoisonedGradientStaysInItsBlock) {
 
 // --- refusal of layouts whose blocks straddle an edge ------------------------------------------
 
-TEST(Int8Codec, StraddlingLayoutsAreRefused) {
+TEST(int8_codec_bound, StraddlingLayoutsAreRefused) {
   EXPECT_THROW(require_block_aligned(StateFormat::int8, 96, 256, "tile"), std::invalid_argument);
   EXPECT_THROW(require_block_aligned(StateFormat::int8, 32, 256, "shard"), std::invalid_argument);
   EXPECT_THROW(require_block_aligned(StateFormat::int8, 200, 256, "tile"), std::invalid_argument);

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "reference/case_gen.h"
+
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -55,12 +57,7 @@ MmaModelParams with_round(Round r) {
   return p;
 }
 
-uint64_t test_seed() {
-  const char* s = std::getenv("FH_SEED");
-  const uint64_t seed = s ? std::strtoull(s, nullptr, 0) : 20260211u;
-  std::printf("[ seed     ] FH_SEED=%llu\n", (unsigned long long)seed);
-  return seed;
-}
+uint64_t test_seed() { return announce_seed("test_mma_model", 20260211u); }
 
 constexpr uint32_t kNaN = fh::kMmaNaNBits;
 constexpr uint32_t kPosInf = 0x7F800000u, kNegInf = 0xFF800000u;

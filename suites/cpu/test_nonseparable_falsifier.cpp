@@ -8,7 +8,7 @@
 #include <cstdio>
 
 #include "kernels/twin/nonseparable.h"
-#include "kernels/twin/twin_claims.h"
+#include "suites/claims/nonseparable_falsifier.h"
 #include "reference/case_gen.h"
 
 namespace {
@@ -23,21 +23,21 @@ void check(const fh::NonseparableConfig& cfg) {
   EXPECT_EQ(rs[2].differing, 0) << rs[2].first_diff;
 }
 
-TEST(NonseparableFalsifier, TileLocalTrustRatioMustDiffer) {
+TEST(nonseparable_falsifier, TileLocalTrustRatioMustDiffer) {
   fh::NonseparableConfig cfg;
   cfg.seed = fh::case_seed(cfg.seed);
   std::printf("seed %llu (set FH_SEED to change)\n", (unsigned long long)cfg.seed);
   check(cfg);
 }
 
-TEST(NonseparableFalsifier, RaggedTilesToo) {
+TEST(nonseparable_falsifier, RaggedTilesToo) {
   fh::NonseparableConfig cfg;
   cfg.seed = fh::case_seed(cfg.seed) + 1;
   cfg.shape = {100, 200, 37, 64, 128};
   check(cfg);
 }
 
-TEST(NonseparableFalsifier, RefusesBadInput) {
+TEST(nonseparable_falsifier, RefusesBadInput) {
   fh::NonseparableConfig one_tile;
   one_tile.shape = {64, 64, 16, 64, 64};  // a single tile cannot show a tiling difference
   EXPECT_THROW(fh::run_nonseparable_cases(one_tile), std::invalid_argument);

@@ -11,9 +11,10 @@
 #include <tuple>
 
 #include "kernels/twin/fused_twin.h"
-#include "kernels/twin/order_matched_host.h"
+#include "reference/order_matched_host.h"
 #include "reference/two_phase_host.h"
-#include "kernels/twin/twin_claims.h"
+#include "suites/claims/prop1_twin.h"
+#include "suites/claims/suite_power_planted_defects.h"
 #include "reference/case_gen.h"
 
 namespace {
@@ -25,7 +26,7 @@ void expect_all_pass(const std::vector<fh::ClaimCaseResult>& rs) {
         << r.max_ulp << "\n  first: " << r.first_diff << "\n  note: " << r.note;
 }
 
-TEST(Prop1Twin, TwinEqualsOrderMatchedTwoPhaseBitwise) {
+TEST(prop1_twin, TwinEqualsOrderMatchedTwoPhaseBitwise) {
   fh::Prop1Config cfg;
   cfg.seed = fh::case_seed(cfg.seed);
   std::printf("seed %llu (set FH_SEED to change)\n", (unsigned long long)cfg.seed);
@@ -50,14 +51,14 @@ TEST(Prop1Twin, TwinEqualsOrderMatchedTwoPhaseBitwise) {
 }
 
 // The suite's power: each planted defect in the twin makes some Proposition 1 case fail.
-TEST(Prop1Twin, PlantedDefectsAreSeen) {
+TEST(suite_power_planted_defects, PlantedDefectsAreSeen) {
   const auto rs = fh::run_planted_defect_cases("prop1_twin");
   std::printf("%s", fh::format_claim_table(rs).c_str());
   ASSERT_EQ(rs.size(), 3u);
   expect_all_pass(rs);
 }
 
-TEST(Prop1Twin, ReductionOrderIsData) {
+TEST(prop1_twin, ReductionOrderIsData) {
   const fh::ReductionOrder fused = fh::fused_kernel_order(64);
   EXPECT_TRUE(fused.same_order(fh::cublas_wgrad_order(1)));
   EXPECT_TRUE(fused.same_order(fh::fused_kernel_order(256)));  // staging only
@@ -88,7 +89,7 @@ TEST(Prop1Twin, ReductionOrderIsData) {
   EXPECT_THROW(s3.slice_bounds(10, 3, b, e), std::invalid_argument);
 }
 
-TEST(Prop1Twin, RefusesBadInput) {
+TEST(prop1_twin, RefusesBadInput) {
   const auto c = fh::make_wgrad_case(1, 20, 96, 40, fh::CaseDistribution::normal);
   const auto rule = fh::default_rule_config(fh::RuleId::adamw);
   fh::HostParam w = fh::HostParam::make(rule, fh::StateFormat::int8, fh::WeightStore::fp32_master,
@@ -110,7 +111,7 @@ TEST(Prop1Twin, RefusesBadInput) {
 
 // Proposition 3's premise: the twin holds one tile of G (plus a split-K partial), never a full G,
 // and runs one instruction per element per k-step of every staged chunk.
-TEST(Prop1Twin, HoldsOneTileOfG) {
+TEST(prop1_twin, HoldsOneTileOfG) {
   const int64_t T = 100, in = 200, out = 150;
   const auto c = fh::make_wgrad_case(2, T, in, out, fh::CaseDistribution::normal);
   fh::TwinSchedule s;  // 128 x 128, TK 64
@@ -134,7 +135,7 @@ TEST(Prop1Twin, HoldsOneTileOfG) {
 }
 
 // The performance requirement: out = in = T = 256 well under a second.
-TEST(Prop1Twin, Wgrad256IsFast) {
+TEST(prop1_twin, Wgrad256IsFast) {
   const auto c = fh::make_wgrad_case(3, 256, 256, 256, fh::CaseDistribution::normal);
   const auto t0 = std::chrono::steady_clock::now();
   const auto G = fh::twin_wgrad(c.X.data(), c.dY.data(), 256, 256, 256, fh::TwinSchedule{});

@@ -14,10 +14,11 @@
 #include <cstdlib>
 
 #include "reference/case_gen.h"
-#include "reference/fidelity_runs.h"
 #include "reference/two_phase_host.h"
-#include "reports/claim_record.h"
 #include "reports/report.h"
+#include "suites/claims/claim_common.h"
+#include "suites/claims/prop4_int8.h"
+#include "suites/claims/twin_cases.h"
 
 namespace {
 
@@ -51,7 +52,7 @@ Report& report() {
   }();
   return r;
 }
-// One case record per result, as forge-verify records them (reports/claim_record.h).
+// One case record per result, as forge-verify records them (suites/claims/claim_common.h).
 CaseRecord& record(const ClaimCaseResult& c) { return *record_claim_cases(report(), {c}, c.claim).front(); }
 struct WriteReportAtExit : ::testing::Environment {
   void TearDown() override {
@@ -63,7 +64,7 @@ struct WriteReportAtExit : ::testing::Environment {
 };
 const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new WriteReportAtExit);
 
-TEST(Prop4Int8, TileCopyEqualsTheDriverBitwise) {
+TEST(prop4_int8, TileCopyEqualsTheDriverBitwise) {
   // The copy that carries the planted defects must equal apply_rule_region when honest.
   const Prop4Config cfg = base_config(RuleId::adamw);
   const WgradCase c = make_wgrad_case(cfg.seed, cfg.T, 192, 48, CaseDistribution::normal);
@@ -81,7 +82,7 @@ TEST(Prop4Int8, TileCopyEqualsTheDriverBitwise) {
   }
 }
 
-TEST(Prop4Int8, OneStepMomentsWithinCodecBoundAndWeightsWithinPropagatedBound) {
+TEST(prop4_int8, OneStepMomentsWithinCodecBoundAndWeightsWithinPropagatedBound) {
   for (RuleId rule : {RuleId::adamw, RuleId::sgd_momentum}) {
     const auto t0 = std::chrono::steady_clock::now();
     const Prop4OneStepResult r = run_prop4_one_step(base_config(rule));
@@ -107,7 +108,7 @@ TEST(Prop4Int8, OneStepMomentsWithinCodecBoundAndWeightsWithinPropagatedBound) {
   }
 }
 
-TEST(Prop4Int8, FusedInt8StepEqualsTwoPhaseInt8StepBitwise) {
+TEST(prop4_int8, FusedInt8StepEqualsTwoPhaseInt8StepBitwise) {
   for (RuleId rule : {RuleId::adamw, RuleId::sgd_momentum, RuleId::rmsprop}) {
     const ClaimCaseResult c = run_prop1_int8(base_config(rule), 4);
     std::printf("%s", format_claim_table({c}).c_str());
@@ -116,7 +117,7 @@ TEST(Prop4Int8, FusedInt8StepEqualsTwoPhaseInt8StepBitwise) {
   }
 }
 
-TEST(Prop4Int8, DegenerateBlocksStayInTheirBlock) {
+TEST(prop4_int8, DegenerateBlocksStayInTheirBlock) {
   Prop4Config cfg = base_config(RuleId::adamw);
   cfg.in = 256;
   cfg.out = 16;
@@ -127,7 +128,7 @@ TEST(Prop4Int8, DegenerateBlocksStayInTheirBlock) {
   for (const auto& c : rs) record(c);
 }
 
-TEST(Prop4Int8, TrajectoryOver100StepsRecorded) {
+TEST(prop4_int8, TrajectoryOver100StepsRecorded) {
   const auto t0 = std::chrono::steady_clock::now();
   const Prop4Config cfg = base_config(RuleId::adamw);
   const TrajectoryResult tr = run_int8_trajectory(cfg, 100);
@@ -164,7 +165,7 @@ TEST(Prop4Int8, TrajectoryOver100StepsRecorded) {
 
 // ---- planted defects: each must make a check above fail ----
 
-TEST(Prop4Int8PlantedDefects, StraddlingTileIsRefusedAndTheStraddlingCopyIsCaught) {
+TEST(prop4_int8, StraddlingTileIsRefusedAndTheStraddlingCopyIsCaught) {
   Prop4Config cfg = base_config(RuleId::adamw);
   cfg.in = 192;
   cfg.tile_cols = 96;  // every second tile starts mid-block
@@ -184,7 +185,7 @@ TEST(Prop4Int8PlantedDefects, StraddlingTileIsRefusedAndTheStraddlingCopyIsCaugh
   EXPECT_GT(r.moments[0].violations + r.moments[1].violations, 0);
 }
 
-TEST(Prop4Int8PlantedDefects, AbsmaxOverTheTileIsCaught) {
+TEST(prop4_int8, AbsmaxOverTheTileIsCaught) {
   Prop4Config cfg = base_config(RuleId::adamw);
   cfg.defect = Int8TileDefect::absmax_over_tile;
   const Prop4OneStepResult r = run_prop4_one_step(cfg);

@@ -230,9 +230,9 @@ double quantile(std::vector<double> v, double q) {
   return v[size_t(q * double(v.size() - 1))];
 }
 
-class RuleVsMpfr : public ::testing::TestWithParam<RuleId> {};
+class rules_vs_mpfr : public ::testing::TestWithParam<RuleId> {};
 
-TEST_P(RuleVsMpfr, EveryRuleSampleWithinItsBound) {
+TEST_P(rules_vs_mpfr, EveryRuleSampleWithinItsBound) {
   const RuleId id = GetParam();
   const uint64_t seed = suite_seed();
   Stats s;
@@ -263,7 +263,7 @@ TEST_P(RuleVsMpfr, EveryRuleSampleWithinItsBound) {
   EXPECT_GT(s.judged_outputs, 20000);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllRules, RuleVsMpfr, ::testing::ValuesIn(kAllRules),
+INSTANTIATE_TEST_SUITE_P(AllRules, rules_vs_mpfr, ::testing::ValuesIn(kAllRules),
                          [](const auto& info) { return std::string(rule_name(info.param)); });
 
 // ---- RAdam's branch across rho_t = 5 ----

@@ -11,7 +11,8 @@
 #include <numeric>
 
 #include "kernels/twin/fused_twin.h"
-#include "kernels/twin/twin_claims.h"
+#include "suites/claims/schedule_invariance.h"
+#include "suites/claims/suite_power_planted_defects.h"
 #include "reference/case_gen.h"
 
 namespace {
@@ -38,7 +39,7 @@ void expect_pass(const fh::ClaimCaseResult& r) {
       << r.metric << " <= " << r.bound << "\n  first: " << r.first_diff << "\n  note: " << r.note;
 }
 
-TEST(ScheduleInvariance, BitwiseAcrossVisitOrderTileShapeAndStaging) {
+TEST(schedule_invariance, BitwiseAcrossVisitOrderTileShapeAndStaging) {
   int n = 0;
   for (const auto& r : cases())
     if (!is_order_change(r)) {
@@ -49,7 +50,7 @@ TEST(ScheduleInvariance, BitwiseAcrossVisitOrderTileShapeAndStaging) {
   EXPECT_EQ(n, 7 * 3);  // 7 schedule variants x 3 weight stores
 }
 
-TEST(ScheduleInvariance, OrderChangesMoveTheVerdictToBounded) {
+TEST(schedule_invariance, OrderChangesMoveTheVerdictToBounded) {
   int n = 0;
   for (const auto& r : cases())
     if (is_order_change(r)) {
@@ -61,14 +62,14 @@ TEST(ScheduleInvariance, OrderChangesMoveTheVerdictToBounded) {
   EXPECT_EQ(n, 4);
 }
 
-TEST(ScheduleInvariance, PlantedDefectsAreSeen) {
+TEST(suite_power_planted_defects, PlantedDefectsAreSeen) {
   const auto rs = fh::run_planted_defect_cases("schedule_invariance");
   std::printf("%s", fh::format_claim_table(rs).c_str());
   ASSERT_EQ(rs.size(), 3u);
   for (const auto& r : rs) expect_pass(r);
 }
 
-TEST(ScheduleInvariance, VisitSequencesArePermutations) {
+TEST(schedule_invariance, VisitSequencesArePermutations) {
   for (auto v : {fh::TileVisitOrder::row_major, fh::TileVisitOrder::col_major, fh::TileVisitOrder::random}) {
     auto seq = fh::tile_visit_sequence(3, 5, v, 42);
     std::sort(seq.begin(), seq.end());
@@ -90,7 +91,7 @@ TEST(ScheduleInvariance, VisitSequencesArePermutations) {
 }
 
 // Every random visiting order gives the same G, bit for bit, as the G the tiles assemble.
-TEST(ScheduleInvariance, WgradIndependentOfVisitSeed) {
+TEST(schedule_invariance, WgradIndependentOfVisitSeed) {
   const auto c = fh::make_wgrad_case(11, 33, 70, 90, fh::CaseDistribution::normal);
   fh::TwinSchedule s;
   s.tile_rows = 32;

@@ -18,9 +18,10 @@
 #include <cstdlib>
 
 #include "reference/case_gen.h"
-#include "reference/fidelity_runs.h"
-#include "reports/claim_record.h"
 #include "reports/report.h"
+#include "suites/claims/claim_common.h"
+#include "suites/claims/sr_statistics.h"
+#include "suites/claims/twin_cases.h"
 
 namespace {
 
@@ -40,7 +41,7 @@ Report& report() {
   static Report r = [] { return Report(Meta::unknown()); }();
   return r;
 }
-// One case record per result, as forge-verify records them (reports/claim_record.h).
+// One case record per result, as forge-verify records them (suites/claims/claim_common.h).
 void record(const std::vector<ClaimCaseResult>& rs) {
   for (const auto& c : rs) record_claim_cases(report(), {c}, c.claim);
 }
@@ -61,7 +62,7 @@ SrStatsConfig config(SrVariant v) {
   return cfg;
 }
 
-TEST(SrStatistics, PowerAgainstA1Over256UlpBiasIsGuaranteed) {
+TEST(sr_statistics, PowerAgainstA1Over256UlpBiasIsGuaranteed) {
   const SrStatsConfig cfg = config(SrVariant::kernel);
   const int64_t n = cfg.rows * cfg.cols * cfg.steps;
   const double d = hoeffding_threshold(n, cfg.alpha);
@@ -71,7 +72,7 @@ TEST(SrStatistics, PowerAgainstA1Over256UlpBiasIsGuaranteed) {
   EXPECT_GT(power, 1 - 1e-9);
 }
 
-TEST(SrStatistics, KernelStreamPassesBinomialAndIndependenceTests) {
+TEST(sr_statistics, KernelStreamPassesBinomialAndIndependenceTests) {
   const auto t0 = std::chrono::steady_clock::now();
   const SrStatsResult r = run_sr_statistics(config(SrVariant::kernel));
   std::printf("%s[%.2f s]\n", format_claim_table(r.cases).c_str(),
@@ -85,7 +86,7 @@ TEST(SrStatistics, KernelStreamPassesBinomialAndIndependenceTests) {
   cr.add_check(Check::passed("power_vs_1_256_ulp", "power_lower_bound", r.power_vs_1_256, 1 - 1e-9));
 }
 
-TEST(SrStatistics, LayoutInvarianceOnTheTwin) {
+TEST(sr_statistics, LayoutInvarianceOnTheTwin) {
   const auto rs = run_sr_layout_invariance(case_seed(0x1A70u), SrVariant::kernel);
   std::printf("%s", format_claim_table(rs).c_str());
   EXPECT_EQ(rs.size(), 10u);
@@ -93,7 +94,7 @@ TEST(SrStatistics, LayoutInvarianceOnTheTwin) {
   record(rs);
 }
 
-TEST(SrStatistics, FusedTwinStepDrawsTheStreamAndPassesTheTests) {
+TEST(sr_statistics, FusedTwinStepDrawsTheStreamAndPassesTheTests) {
   const auto t0 = std::chrono::steady_clock::now();
   SrStatsConfig cfg = config(SrVariant::kernel);
   cfg.through_fused_step = true;
@@ -111,14 +112,14 @@ TEST(SrStatistics, FusedTwinStepDrawsTheStreamAndPassesTheTests) {
   EXPECT_THROW(run_sr_statistics(cfg), std::invalid_argument);
 }
 
-TEST(SrStatisticsPlantedDefects, EightBitSrIsRejectedByTheBinomialTest) {
+TEST(sr_statistics, EightBitSrIsRejectedByTheBinomialTest) {
   const SrStatsResult r = run_sr_statistics(config(SrVariant::bits8));
   std::printf("%s", format_claim_table(r.cases).c_str());
   // Classes whose low byte is 0xff carry a bias of 255/65536 ulp under 8-bit SR: all rejected.
   EXPECT_GE(count_failing(r.cases, "sr_binomial"), 4);
 }
 
-TEST(SrStatisticsPlantedDefects, SharedTileBitsAreRejectedByTileIndependenceAndLayout) {
+TEST(sr_statistics, SharedTileBitsAreRejectedByTileIndependenceAndLayout) {
   const SrStatsResult r = run_sr_statistics(config(SrVariant::shared_tile_bits));
   std::printf("%s", format_claim_table(r.cases).c_str());
   EXPECT_EQ(count_failing(r.cases, "sr_binomial"), 0) << "the marginals stay exact";

@@ -13,14 +13,15 @@
 #include <cstdlib>
 
 #include "reference/case_gen.h"
-#include "reference/fidelity_runs.h"
 #include "reports/report.h"
+#include "suites/claims/stagnation.h"
+#include "suites/claims/twin_cases.h"
 
 namespace {
 
 using namespace fh;
 
-TEST(Stagnation, SrMatchesFp32MasterAndRneStagnates) {
+TEST(stagnation, SrMatchesFp32MasterAndRneStagnates) {
   StagnationConfig cfg;
   cfg.seed = case_seed(cfg.seed);
   const auto t0 = std::chrono::steady_clock::now();
@@ -69,7 +70,7 @@ TEST(Stagnation, SrMatchesFp32MasterAndRneStagnates) {
 
 // ---- planted defect: the run labelled bf16_sr rounds to nearest; the SR verdict must fail ----
 
-TEST(StagnationPlantedDefects, RneMislabelledAsSrIsCaught) {
+TEST(stagnation, RneMislabelledAsSrIsCaught) {
   StagnationConfig cfg;
   cfg.seed = case_seed(cfg.seed);
   cfg.labels = {"bf16_sr"};  // fp32_master always runs: the noise band

@@ -3,6 +3,8 @@
 // is checked against an independent long double reference on a stride of all fp32 patterns and on
 // every pattern next to a rounding boundary. The seed is printed and can be set with FH_SEED.
 #include <gtest/gtest.h>
+
+#include "reference/case_gen.h"
 #include <mpreal.h>
 
 #include <cfloat>
@@ -17,13 +19,7 @@ namespace fh {
 namespace {
 
 uint64_t test_seed() {
-  static const uint64_t seed = [] {
-    const char* s = std::getenv("FH_SEED");
-    const uint64_t v = s ? std::strtoull(s, nullptr, 0) : 0x5b0f16d00dull;
-    std::printf("test_stochastic_rounding: seed 0x%llx (set FH_SEED to change)\n",
-                (unsigned long long)v);
-    return v;
-  }();
+  static const uint64_t seed = announce_seed("test_stochastic_rounding", 0x5b0f16d00dull);
   return seed;
 }
 
@@ -113,7 +109,7 @@ void expect_unbiased(uint32_t xb, const char* what) {
                                  << std::hexfloat << x << " at r = 0x" << std::hex << m.first_bad_r;
 }
 
-TEST(StochasticRounding, ExactSumHelperFallsBackWhenLongDoubleRounds) {
+TEST(sr_exact_mean, ExactSumHelperFallsBackWhenLongDoubleRounds) {
   ExactSum s;
   s.add(std::ldexp(1.0L, 100));
   s.add(std::ldexp(1.0L, -100));  // lost in long double
@@ -123,7 +119,7 @@ TEST(StochasticRounding, ExactSumHelperFallsBackWhenLongDoubleRounds) {
   EXPECT_FALSE(s.equals_65536_times(0.0f));
 }
 
-TEST(StochasticRounding, MeanIsExactOverAllOffsetsForRandomFloats) {
+TEST(sr_exact_mean, MeanIsExactOverAllOffsetsForRandomFloats) {
   std::mt19937_64 rng(test_seed() ^ 1);
   for (int i = 0; i < 1500; ++i) {
     uint32_t u = uint32_t(rng());
@@ -133,7 +129,7 @@ TEST(StochasticRounding, MeanIsExactOverAllOffsetsForRandomFloats) {
   }
 }
 
-TEST(StochasticRounding, MeanIsExactForSubnormalsAndEdges) {
+TEST(sr_exact_mean, MeanIsExactForSubnormalsAndEdges) {
   std::mt19937_64 rng(test_seed() ^ 2);
   std::vector<uint32_t> cases = {
       0x00000001u, 0x80000001u,  // the smallest subnormal
@@ -148,7 +144,7 @@ TEST(StochasticRounding, MeanIsExactForSubnormalsAndEdges) {
   for (uint32_t xb : cases) expect_unbiased(xb, "edge");
 }
 
-TEST(StochasticRounding, ExactBf16ValuesAndZerosAreFixedPoints) {
+TEST(sr_exact_mean, ExactBf16ValuesAndZerosAreFixedPoints) {
   std::mt19937_64 rng(test_seed() ^ 3);
   std::vector<uint32_t> cases = {kMaxFiniteBf16Bits, 0xff7f0000u, 0x00010000u, 0x80010000u,
                                  0x007f0000u, 0x3f800000u, 0xbf800000u, 0x00800000u};
@@ -168,7 +164,7 @@ TEST(StochasticRounding, ExactBf16ValuesAndZerosAreFixedPoints) {
   }
 }
 
-TEST(StochasticRounding, AboveLargestFiniteGivesMaxOrInfWithTheDroppedFraction) {
+TEST(sr_exact_mean, AboveLargestFiniteGivesMaxOrInfWithTheDroppedFraction) {
   // x in (max bf16, FLT_MAX]: the two candidates are max bf16 (0x7f7f) and inf (0x7f80); inf
   // comes out for exactly `dropped` of the 2^16 offsets, dropped = the low 16 bits of x.
   std::mt19937_64 rng(test_seed() ^ 4);
@@ -187,7 +183,7 @@ TEST(StochasticRounding, AboveLargestFiniteGivesMaxOrInfWithTheDroppedFraction) 
     }
 }
 
-TEST(StochasticRounding, NaNStaysQuietNaNWithSignAndInfStaysInf) {
+TEST(sr_exact_mean, NaNStaysQuietNaNWithSignAndInfStaysInf) {
   std::mt19937_64 rng(test_seed() ^ 5);
   std::vector<uint32_t> nans = {0x7fffffffu, 0xffffffffu, 0x7f800001u, 0xff800001u,
                                 0x7fc00000u, 0xffc00000u, 0x7f80ffffu, 0x7f810000u, 0x7fbfffffu};
@@ -211,7 +207,7 @@ TEST(StochasticRounding, NaNStaysQuietNaNWithSignAndInfStaysInf) {
   EXPECT_EQ(float_to_bf16_rne(-INFINITY), 0xff80u);
 }
 
-TEST(StochasticRounding, UsesOnlyTheLow16BitsOfR) {
+TEST(sr_exact_mean, UsesOnlyTheLow16BitsOfR) {
   std::mt19937_64 rng(test_seed() ^ 6);
   for (int i = 0; i < 100000; ++i) {
     const float x = u2f(uint32_t(rng()) & 0xbfffffffu);  // finite, |x| < 2

@@ -332,7 +332,7 @@ void expect_params_equal(const fh::HostParam& a, const fh::HostParam& b, const s
 //  - normal inputs: G_fp32seq and G_tc are within their bound (+ half an ulp for G_exact's own
 //    rounding) of G_exact elementwise; the step changes the weights;
 //  - small-integer inputs: every G is bitwise G_exact, and so are the weights and states.
-TEST(TwoPhase, EveryRuleFormatAndStore) {
+TEST(two_phase_exact_vs_seq, EveryRuleFormatAndStore) {
   const uint64_t seed = fh::case_seed(271828);
   std::printf("TwoPhase.EveryRuleFormatAndStore seed=%llu\n", (unsigned long long)seed);
   const fh::StateFormat formats[] = {fh::StateFormat::fp32, fh::StateFormat::bf16, fh::StateFormat::int8};
@@ -398,7 +398,7 @@ TEST(TwoPhase, EveryRuleFormatAndStore) {
 
 // Phase 2 against the rule written out by hand: SGD with fp32 master weights is
 // p - lr * (g + wd * p) elementwise, with g = G_exact[o][i].
-TEST(TwoPhase, SgdStepByHand) {
+TEST(two_phase_exact_vs_seq, SgdStepByHand) {
   const fh::WgradCase c = fh::make_wgrad_case(fh::case_seed(99), 23, 70, 9, fh::CaseDistribution::normal);
   const fh::RuleConfig rule = fh::default_rule_config(fh::RuleId::sgd);
   fh::HostParam w = fh::HostParam::make(rule, fh::StateFormat::fp32, fh::WeightStore::fp32_master,
@@ -417,7 +417,7 @@ TEST(TwoPhase, SgdStepByHand) {
   EXPECT_TRUE(r.equal()) << r.to_string();
 }
 
-TEST(TwoPhase, BadInputIsRefused) {
+TEST(two_phase_exact_vs_seq, BadInputIsRefused) {
   const fh::WgradCase c = fh::make_wgrad_case(1, 4, 8, 3, fh::CaseDistribution::normal);
   fh::HostParam w = fh::HostParam::make(fh::default_rule_config(fh::RuleId::adamw), fh::StateFormat::fp32,
                                         fh::WeightStore::fp32_master, c.out, c.in, c.w0);

@@ -15,7 +15,7 @@
 #include "kernels/gpu/device_info.h"
 #include "kernels/rules/hyper_fields.h"
 #include "suites/forge_verify/git_revision.h"
-#include "suites/forge_verify/verify_config.h"
+#include "suites/claims/registry.h"
 
 namespace fh {
 namespace {
@@ -28,14 +28,13 @@ const char* kHelp = R"(forge-verify: audit the FORGE claims (fused optimizer ste
 
 Usage: forge-verify [options]
 
-With no options it runs every claim on the default configuration: the eight rules with
+With no options it runs every claim on the default configuration: every rule with
 torch.optim's default hyperparameters, state formats fp32, bf16, int8 (block 64), weight stores
 fp32_master, bf16_rne, bf16_sr, one layer of out=192, in=256, T=100 tokens, 5 steps, seed
 20261202. Claims that need a GPU are reported "not-run: no GPU" on a machine without one.
 
 Options:
-  --rule NAME[,NAME...]    rules to audit (repeatable): adamw nadam radam lion rmsprop adagrad
-                           sgd sgd_momentum (default: all)
+  --rule NAME[,NAME...]    rules to audit (repeatable): @RULES@ (default: all)
   --format F[,F...]        optimizer-state formats: fp32 bf16 int8 (default: all)
   --store S[,S...]         weight stores: fp32_master bf16_rne bf16_sr (default: all)
   --shape OUTxINxT         layer shape and token count, each >= 1 (default: 192x256x100)
@@ -46,14 +45,33 @@ Options:
                            flags as 0/1) on every selected rule that has it (repeatable);
                            an error if no selected rule has KEY or VALUE is invalid
   --claim NAME[,NAME...]   run only these claims (see --list-claims)
-  --list-claims            print the claims and what each judges, then exit
+  --list-claims            print the claim registry (id, GPU, options honoured, paper statement,
+                           what it judges), then exit; --list-claims-markdown and
+                           --list-claims-json print it as the README's table and as JSON
   --report PATH            where the HDF5 report goes (default: ./forge-verify-<UTC>.h5)
   --quiet                  no progress lines on stderr
   --help                   this text
 
+An option that a selected claim does not honour (see --list-claims) is reported on stderr and
+in the report's /meta (options_not_honoured), never silently dropped.
+
 Exit status: 0 when no check failed (not-run checks are allowed), 1 when any check failed,
 2 for bad usage or input (nothing is run and no report is written).
 )";
+
+// The rule names of kAllRules, space separated: help and messages never list them by hand.
+std::string rule_names() {
+  std::string o;
+  for (RuleId id : kAllRules) o += (o.empty() ? "" : " ") + std::string(rule_name(id));
+  return o;
+}
+
+std::string help_text() {
+  std::string h = kHelp;
+  const std::string key = "@RULES@";
+  h.replace(h.find(key), key.size(), rule_names());
+  return h;
+}
 
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
@@ -96,7 +114,9 @@ void check_report_path_writable(const std::string& path) {
   fs::remove(probe, ec);
 }
 
-VerifyConfig parse_args(int argc, char** argv, bool& list_only) {
+enum class ListMode { none, text, markdown, json };
+
+VerifyConfig parse_args(int argc, char** argv, ListMode& list_mode, uint32_t& given) {
   VerifyConfig cfg;
   std::vector<RuleId> rules;
   std::vector<std::pair<std::string, double>> hypers;
@@ -108,16 +128,20 @@ VerifyConfig parse_args(int argc, char** argv, bool& list_only) {
   };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--help" || a == "-h") { std::fputs(kHelp, stdout); std::exit(0); }
-    else if (a == "--list-claims") list_only = true;
+    if (a == "--help" || a == "-h") { std::fputs(help_text().c_str(), stdout); std::exit(0); }
+    else if (a == "--list-claims") list_mode = ListMode::text;
+    else if (a == "--list-claims-markdown") list_mode = ListMode::markdown;
+    else if (a == "--list-claims-json") list_mode = ListMode::json;
     else if (a == "--quiet") cfg.quiet = true;
     else if (a == "--rule") {
+      given |= kOptRule;
       for (const auto& n : split_list(need(i))) {
         auto id = parse_rule(n);
-        if (!id) throw UsageError("unknown rule '" + n + "' (known: adamw nadam radam lion rmsprop adagrad sgd sgd_momentum)");
+        if (!id) throw UsageError("unknown rule '" + n + "' (known: " + rule_names() + ")");
         if (std::find(rules.begin(), rules.end(), *id) == rules.end()) rules.push_back(*id);
       }
     } else if (a == "--format") {
+      given |= kOptFormat;
       cfg.formats.clear();
       for (const auto& n : split_list(need(i))) {
         if (n == "fp32") cfg.formats.push_back(StateFormat::fp32);
@@ -126,6 +150,7 @@ VerifyConfig parse_args(int argc, char** argv, bool& list_only) {
         else throw UsageError("unknown state format '" + n + "' (known: fp32 bf16 int8)");
       }
     } else if (a == "--store") {
+      given |= kOptStore;
       cfg.stores.clear();
       for (const auto& n : split_list(need(i))) {
         if (n == "fp32_master") cfg.stores.push_back(WeightStore::fp32_master);
@@ -134,6 +159,7 @@ VerifyConfig parse_args(int argc, char** argv, bool& list_only) {
         else throw UsageError("unknown weight store '" + n + "' (known: fp32_master bf16_rne bf16_sr)");
       }
     } else if (a == "--shape") {
+      given |= kOptShape;
       const std::string v = need(i);
       std::vector<std::string> parts;
       std::stringstream ss(v);
@@ -142,10 +168,11 @@ VerifyConfig parse_args(int argc, char** argv, bool& list_only) {
       cfg.out = parse_int(parts[0], "--shape OUT", 1);
       cfg.in = parse_int(parts[1], "--shape IN", 1);
       cfg.tokens = parse_int(parts[2], "--shape T", 1);
-    } else if (a == "--steps") cfg.steps = parse_int(need(i), "--steps", 1);
-    else if (a == "--seed") cfg.seed = uint64_t(parse_int(need(i), "--seed", 0));
-    else if (a == "--samples") cfg.rule_samples = parse_int(need(i), "--samples", 1);
+    } else if (a == "--steps") { given |= kOptSteps; cfg.steps = parse_int(need(i), "--steps", 1); }
+    else if (a == "--seed") { given |= kOptSeed; cfg.seed = uint64_t(parse_int(need(i), "--seed", 0)); }
+    else if (a == "--samples") { given |= kOptSamples; cfg.rule_samples = parse_int(need(i), "--samples", 1); }
     else if (a == "--hyper") {
+      given |= kOptHyper;
       const std::string v = need(i);
       const auto eq = v.find('=');
       if (eq == std::string::npos || eq == 0) throw UsageError("--hyper wants KEY=VALUE, got '" + v + "'");
@@ -166,10 +193,8 @@ VerifyConfig parse_args(int argc, char** argv, bool& list_only) {
   }
   if (cfg.out * cfg.in > (int64_t(1) << 26) || cfg.tokens > (int64_t(1) << 20))
     throw UsageError("--shape too large for a CPU audit (out*in <= 2^26, T <= 2^20)");
-  std::set<std::string> known;
-  for (const auto& c : all_claims()) known.insert(c.name);
   for (const auto& c : cfg.claims)
-    if (!known.count(c)) throw UsageError("unknown claim '" + c + "' (see --list-claims)");
+    if (!find_claim(c)) throw UsageError("unknown claim '" + c + "' (see --list-claims)");
   if (cfg.report_path.empty()) {
     std::string t = utc_now_iso8601();
     std::replace(t.begin(), t.end(), ':', '-');
@@ -221,13 +246,30 @@ std::string describe_config(const VerifyConfig& cfg) {
   return o.str();
 }
 
+void print_registry() {
+  const auto& reg = claim_registry();
+  size_t w_id = 5, w_opt = 7;
+  for (const ClaimInfo& c : reg) {
+    w_id = std::max(w_id, c.id.size());
+    w_opt = std::max(w_opt, option_flags(c.options).size());
+  }
+  std::printf("%-*s  %-3s  %-*s  %s\n", int(w_id), "claim", "GPU", int(w_opt), "options", "paper statement / what it judges");
+  for (const ClaimInfo& c : reg) {
+    std::printf("%-*s  %-3s  %-*s  %s\n", int(w_id), c.id.c_str(), c.needs_gpu ? "yes" : "no", int(w_opt),
+                option_flags(c.options).c_str(), c.statement.c_str());
+    std::printf("%-*s  %-3s  %-*s  %s\n", int(w_id), "", "", int(w_opt), "", c.what.c_str());
+  }
+}
+
 int run(int argc, char** argv) {
-  bool list_only = false;
-  VerifyConfig cfg = parse_args(argc, argv, list_only);
-  const auto claims = all_claims();
-  if (list_only) {
-    for (const auto& c : claims) std::printf("%-34s %s%s\n", c.name.c_str(), c.what.c_str(), c.needs_gpu ? " [GPU]" : "");
-    return 0;
+  ListMode list_mode = ListMode::none;
+  uint32_t given = 0;
+  VerifyConfig cfg = parse_args(argc, argv, list_mode, given);
+  switch (list_mode) {
+    case ListMode::text: print_registry(); return 0;
+    case ListMode::markdown: std::fputs(registry_markdown().c_str(), stdout); return 0;
+    case ListMode::json: std::fputs(registry_json().c_str(), stdout); return 0;
+    case ListMode::none: break;
   }
   check_report_path_writable(cfg.report_path);
   const DeviceInfo dev = query_device_info();
@@ -243,20 +285,30 @@ int run(int argc, char** argv) {
       .set("gpu_compute_capability", dev.compute_capability)
       .set("gpu_sm_count", std::to_string(dev.sm_count))
       .set("tool", "forge-verify").set("tool_version", std::string("forge-verify ") + kGitRevision);
+  std::vector<const ClaimInfo*> selected;
+  for (const ClaimInfo& c : claim_registry())
+    if (cfg.claims.empty() || std::find(cfg.claims.begin(), cfg.claims.end(), c.id) != cfg.claims.end())
+      selected.push_back(&c);
+  // Options given that a selected claim does not honour: said, and kept in /meta.
+  std::string not_honoured;
+  for (const ClaimInfo* c : selected)
+    if (const uint32_t ignored = given & ~c->options) {
+      not_honoured += (not_honoured.empty() ? "" : "; ") + c->id + ": " + option_flags(ignored);
+      std::fprintf(stderr, "forge-verify: note: %s does not honour %s (it runs its own fixed problem there)\n",
+                   c->id.c_str(), option_flags(ignored).c_str());
+    }
+  meta.set("options_not_honoured", not_honoured.empty() ? "none" : not_honoured);
   Report report(meta);
+  for (const ClaimInfo& c : claim_registry()) report.declare_claim(c.id, c.datasets);
 
   Progress progress{cfg.quiet, 0, 0};
-  std::vector<const ClaimSpec*> selected;
-  for (const auto& c : claims)
-    if (cfg.claims.empty() || std::find(cfg.claims.begin(), cfg.claims.end(), c.name) != cfg.claims.end())
-      selected.push_back(&c);
   progress.claim_count = int(selected.size());
   const auto t0 = std::chrono::steady_clock::now();
-  for (const ClaimSpec* c : selected) {
+  for (const ClaimInfo* c : selected) {
     ++progress.claim_index;
-    progress.claim(c->name, c->what);
+    progress.claim(c->id, c->what);
     if (c->needs_gpu && !cfg.gpu_available) {
-      report.add_case(c->name, "all").add_check(Check::not_run(c->name, "no GPU: " + cfg.gpu_reason));
+      report.add_case(c->id, "all").add_check(Check::not_run(c->id, "no GPU: " + cfg.gpu_reason));
       continue;
     }
     c->run(cfg, report, progress);
@@ -270,30 +322,6 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
-
-void Progress::claim(const std::string& name, const std::string& what) const {
-  if (!quiet) std::fprintf(stderr, "[%d/%d] %s: %s\n", claim_index, claim_count, name.c_str(), what.c_str());
-}
-void Progress::note(const std::string& text) const {
-  if (!quiet) std::fprintf(stderr, "        %s\n", text.c_str());
-}
-
-std::string case_name(RuleId r, StateFormat f, WeightStore w) {
-  return std::string(rule_name(r)) + "." + state_format_name(f) + "." + weight_store_name(w);
-}
-std::string case_name(RuleId r, StateFormat f) {
-  return std::string(rule_name(r)) + "." + state_format_name(f);
-}
-
-std::vector<ClaimSpec> all_claims() {
-  std::vector<ClaimSpec> out;
-  add_core_claims(out);
-  add_format_claims(out);
-  add_twin_claims(out);
-  add_fidelity_claims(out);
-  add_gpu_claims(out);
-  return out;
-}
 
 }  // namespace fh
 

@@ -1,5 +1,5 @@
 // The order guard (issue 4, "Order guard"): an FPRev probe (arXiv 2411.00442) of cuBLAS's wgrad
-// summation order against its description (kernels/twin/reduction_order.h), for the benchmarked
+// summation order against its description (kernels/common/reduction_order.h), for the benchmarked
 // shapes and for shapes where cuBLAS splits K. A mismatch means "order changed" (re-derive the
 // description), not a kernel bug.
 // The OrderProbe tests need no GPU: they prove the host predictor against the twin itself on
@@ -98,7 +98,7 @@ OrderProbeResult probe_and_print(const ProbeShape& s, const char* label) {
   return r;
 }
 
-TEST(CublasOrderGuard, BenchmarkedShapesFollowTheirDescription) {
+TEST(gpu_order_guard, BenchmarkedShapesFollowTheirDescription) {
   FH_REQUIRE_GPU();
   const ProbeShape shapes[] = {{4096, 4096, 512}, {4096, 4096, 2048}, {4096, 4096, 8192}, {14336, 4096, 512},
                                {4096, 14336, 512}, {1000, 1000, 500}, {192, 256, 100}};
@@ -111,7 +111,7 @@ TEST(CublasOrderGuard, BenchmarkedShapesFollowTheirDescription) {
 
 // Small outputs with long T, where cuBLAS splits K given workspace (issue 4: 1024x1024 at
 // T = 32768 into 4, 256x256 at T = 65536 into 8): the split rule of the description must hold.
-TEST(CublasOrderGuard, SplitShapesFollowTheSplitRule) {
+TEST(gpu_order_guard, SplitShapesFollowTheSplitRule) {
   FH_REQUIRE_GPU();
   for (const ProbeShape& s : {ProbeShape{1024, 1024, 32768}, ProbeShape{256, 256, 65536}}) {
     const OrderProbeResult r = probe_and_print(s, "split-K");
@@ -122,7 +122,7 @@ TEST(CublasOrderGuard, SplitShapesFollowTheSplitRule) {
 
 // The guard can fail on real hardware: judged against a wrong description (a split cuBLAS does
 // not make), the real cuBLAS outputs are reported as changed.
-TEST(CublasOrderGuard, WrongDescriptionIsReportedAsChanged) {
+TEST(gpu_order_guard, WrongDescriptionIsReportedAsChanged) {
   FH_REQUIRE_GPU();
   const OrderProbeResult r = run_cublas_order_probe(4096, 4096, 512, cublas_wgrad_order(2), 4096, 99);
   std::printf("[cublas order] planted wrong description (split 2) at 4096x4096 T=512: %lld of %lld pairs differ (must be > 0)\n",

@@ -1,7 +1,8 @@
-// Issue 5's fidelity claims on the H200: the runners of reference/fidelity_runs.h (the code the
-// CPU suites run on the host twin) with every fused step on the fused kernel
-// (kernels/gpu/gpu_step_backend.h). Each GPU step is also run by the twin and compared bit for
-// bit (the tally), so every verdict here is also a twin == GPU check:
+// Issue 5's fidelity claims on the H200: the runners of suites/claims/prop4_int8.h,
+// sr_statistics.h, stagnation.h and gradient_fidelity.h (the code the CPU suites run on the host
+// twin) with every fused step on the fused kernel (kernels/gpu/gpu_step_backend.h). Each GPU step
+// is also run by the twin and compared bit for bit (the tally, suites/claims/twin_tally.h), so
+// every verdict here is also a twin == GPU check:
 //   - Proposition 4: INT8 moments within the codec bound, next-step weights within the propagated
 //     bound, fused (GPU) == two-phase (host) INT8 bitwise, degenerate blocks, a 100-step trajectory;
 //   - stochastic rounding: every draw the kernel's bf16_sr store (crafted SGD class steps),
@@ -18,7 +19,13 @@
 
 #include "kernels/gpu/gpu_step_backend.h"
 #include "reference/case_gen.h"
-#include "reference/fidelity_runs.h"
+#include "suites/claims/fidelity_common.h"
+#include "suites/claims/gradient_fidelity.h"
+#include "suites/claims/prop4_int8.h"
+#include "suites/claims/sr_statistics.h"
+#include "suites/claims/stagnation.h"
+#include "suites/claims/twin_cases.h"
+#include "suites/claims/twin_tally.h"
 #include "suites/gpu/gpu_suite_util.h"
 
 namespace {
@@ -36,7 +43,7 @@ int64_t count_failing(const std::vector<ClaimCaseResult>& rs, const std::string&
   for (const auto& r : rs) n += !r.pass && (claim.empty() || r.claim == claim);
   return n;
 }
-void print_tally(const char* what, const gpu::TwinTally& t) {
+void print_tally(const char* what, const TwinTally& t) {
   std::printf("[fidelity %s] GPU == twin: %lld steps, %lld stored values compared, %lld differ %s\n", what,
               (long long)t.steps, (long long)t.ev.values, (long long)t.ev.differing, t.ev.first_diff.c_str());
 }
@@ -63,10 +70,10 @@ SrStatsConfig sr_config(const FusedStepBackend* be) {
   return cfg;
 }
 
-TEST(GpuFidelity, Prop4Int8OnTheFusedKernel) {
+TEST(prop4_int8_gpu, Prop4Int8OnTheFusedKernel) {
   FH_REQUIRE_GPU();
-  gpu::TwinTally tally;
-  const FusedStepBackend be = gpu::make_gpu_step_backend(&tally);
+  TwinTally tally;
+  const FusedStepBackend be = gpu_backend_with_twin_tally(&tally);
   for (RuleId rule : {RuleId::adamw, RuleId::sgd_momentum}) {
     const Prop4Config cfg = prop4_config(rule, &be);
     const Prop4OneStepResult r = run_prop4_one_step(cfg);
@@ -95,10 +102,10 @@ TEST(GpuFidelity, Prop4Int8OnTheFusedKernel) {
   EXPECT_TRUE(tally.clean()) << tally.ev.first_diff;
 }
 
-TEST(GpuFidelity, StochasticRoundingOnTheKernelsStream) {
+TEST(sr_statistics_gpu, StochasticRoundingOnTheKernelsStream) {
   FH_REQUIRE_GPU();
-  gpu::TwinTally tally;
-  const FusedStepBackend be = gpu::make_gpu_step_backend(&tally);
+  TwinTally tally;
+  const FusedStepBackend be = gpu_backend_with_twin_tally(&tally);
   const auto t0 = std::chrono::steady_clock::now();
   const SrStatsResult r = run_sr_statistics(sr_config(&be));
   std::printf("%s[%.2f s]\n", format_claim_table(r.cases).c_str(),
@@ -118,10 +125,10 @@ TEST(GpuFidelity, StochasticRoundingOnTheKernelsStream) {
   EXPECT_TRUE(tally.clean()) << tally.ev.first_diff;
 }
 
-TEST(GpuFidelity, StagnationAndGradientFidelityOnTheFusedKernel) {
+TEST(stagnation_gpu, StagnationOnTheFusedKernel) {
   FH_REQUIRE_GPU();
-  gpu::TwinTally tally;
-  const FusedStepBackend be = gpu::make_gpu_step_backend(&tally);
+  TwinTally tally;
+  const FusedStepBackend be = gpu_backend_with_twin_tally(&tally);
   StagnationConfig sc;
   sc.seed = case_seed(sc.seed);
   sc.backend = &be;
@@ -134,6 +141,14 @@ TEST(GpuFidelity, StagnationAndGradientFidelityOnTheFusedKernel) {
       EXPECT_TRUE(c.pass) << c.case_name << ": " << c.note;
     }
   EXPECT_LT(s.int8_gap, s.rne_gap);
+  print_tally("stagnation", tally);
+  EXPECT_TRUE(tally.clean()) << tally.ev.first_diff;
+}
+
+TEST(gradient_fidelity_gpu, GradientFidelityOnTheFusedKernel) {
+  FH_REQUIRE_GPU();
+  TwinTally tally;
+  const FusedStepBackend be = gpu_backend_with_twin_tally(&tally);
   for (RuleId rule : {RuleId::adamw, RuleId::sgd}) {
     GradFidelityConfig gc;
     gc.seed = case_seed(gc.seed);
@@ -145,7 +160,7 @@ TEST(GpuFidelity, StagnationAndGradientFidelityOnTheFusedKernel) {
     EXPECT_EQ(g.cases.size(), 3u);
     expect_all_pass(g.cases);
   }
-  print_tally("stagnation + gradient fidelity", tally);
+  print_tally("gradient fidelity", tally);
   EXPECT_TRUE(tally.clean()) << tally.ev.first_diff;
 }
 
@@ -153,8 +168,8 @@ TEST(GpuFidelity, StagnationAndGradientFidelityOnTheFusedKernel) {
 
 TEST(GpuFidelityPlantedDefects, EightBitSrInTheKernelIsRejected) {
   FH_REQUIRE_GPU();
-  gpu::TwinTally tally;
-  const FusedStepBackend be = gpu::make_gpu_step_backend(&tally);
+  TwinTally tally;
+  const FusedStepBackend be = gpu_backend_with_twin_tally(&tally);
   PlantInKernel plant(gpu::FusedPlantedDefect::sr_bits8);
   const SrStatsResult r = run_sr_statistics(sr_config(&be));
   std::printf("%s", format_claim_table(r.cases).c_str());
@@ -165,8 +180,8 @@ TEST(GpuFidelityPlantedDefects, EightBitSrInTheKernelIsRejected) {
 
 TEST(GpuFidelityPlantedDefects, TileLocalRandomBitsInTheKernelAreRejected) {
   FH_REQUIRE_GPU();
-  gpu::TwinTally tally;
-  const FusedStepBackend be = gpu::make_gpu_step_backend(&tally);
+  TwinTally tally;
+  const FusedStepBackend be = gpu_backend_with_twin_tally(&tally);
   PlantInKernel plant(gpu::FusedPlantedDefect::sr_tile_local_bits);
   const SrStatsResult r = run_sr_statistics(sr_config(&be));
   std::printf("%s", format_claim_table(r.cases).c_str());

@@ -68,7 +68,7 @@ HostParam make_param(RuleId r, StateFormat sf, WeightStore ws, const Shape& s, u
 }
 
 // (b) + (c) on small ragged shapes: fused (both tiles) vs order-matched vs the host twin.
-TEST(GpuFused, FusedEqualsOrderMatchedAndTwinOnRaggedShapes) {
+TEST(gpu_fused_vs_twin, FusedEqualsOrderMatchedAndTwinOnRaggedShapes) {
   FH_REQUIRE_GPU();
   const Shape shapes[] = {{200, 200, 1}, {200, 200, 37}, {200, 200, 100}, {70, 130, 64}};
   const int kSteps = 3;
@@ -190,7 +190,7 @@ TEST(GpuFused, PlantedEpilogueDefectsAreCaught) {
 
 // (b) + (c) at 1024 x 1024, T = 512: fused == order-matched for every config; the materialized G
 // == the model chain; fused == the host rule applied to that G.
-TEST(GpuFused, FusedEqualsOrderMatchedAndHostRuleAt1024) {
+TEST(gpu_fused_vs_order_matched, FusedEqualsOrderMatchedAndHostRuleAt1024) {
   FH_REQUIRE_GPU();
   const Shape s{1024, 1024, 512};
   const int kSteps = 2;
@@ -274,12 +274,12 @@ void check_cublas_shape(const Shape& s) {
   }
 }
 
-TEST(GpuFused, CublasGEqualsModelChain4096) {
+TEST(gpu_cublas_order, CublasGEqualsModelChain4096) {
   FH_REQUIRE_GPU();
   check_cublas_shape({4096, 4096, 512});
 }
 
-TEST(GpuFused, CublasGEqualsModelChainRagged1000) {
+TEST(gpu_cublas_order, CublasGEqualsModelChainRagged1000) {
   FH_REQUIRE_GPU();
   check_cublas_shape({1000, 1000, 500});
 }

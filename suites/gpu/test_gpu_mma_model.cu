@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "kernels/gpu/gpu_api.h"
-#include "kernels/gpu/mma_probe_run.h"
+#include "suites/claims/mma_probe_judge.h"
 #include "kernels/twin/mma_model.h"
 #include "suites/gpu/gpu_suite_util.h"
 
@@ -56,7 +56,7 @@ struct ProbeTotals {
 
 // The fused kernel's 128 x 128 tile multiplies with wgmma.mma_async m64n128k16 (v6+): the same
 // model, proved on that instruction with the kernel's own shared-memory layout and descriptors.
-TEST(GpuMmaModel, WgmmaModelEqualsHardwareOnTenMillionOutputs) {
+TEST(gpu_mma_model, WgmmaModelEqualsHardwareOnTenMillionOutputs) {
   FH_REQUIRE_GPU();
   constexpr int64_t kCasesPerCategory = 16 * 102;  // 12 categories x 102 instances x 8192 = 1.003e7 outputs
   ProbeTotals totals{"wgmma model"};
@@ -92,7 +92,7 @@ TEST(GpuMmaModel, WgmmaModelEqualsHardwareOnTenMillionOutputs) {
   EXPECT_GT(p.mismatches, 0);
 }
 
-TEST(GpuMmaModel, ModelEqualsHardwareOnTenMillionOutputs) {
+TEST(gpu_mma_model, ModelEqualsHardwareOnTenMillionOutputs) {
   FH_REQUIRE_GPU();
   std::vector<GoldenRecord> golden;
   ProbeTotals totals{"mma model"};

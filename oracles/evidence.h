@@ -1,0 +1,70 @@
+// The one evidence vocabulary (DESIGN contract 7): what oracles return, what claims hand to the
+// report, what reports/ writes. A check is pass, fail or not-run (with its reason), with its
+// metric and bound, and for a bitwise check how many elements differ, the largest ulp distance
+// and the first differing coordinate. Nothing here computes a value that is judged.
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+
+namespace fh {
+
+enum class Verdict { pass, fail, not_run };
+const char* verdict_name(Verdict v);           // "pass", "fail", "not-run"
+Verdict parse_verdict(std::string_view name);  // inverse; throws std::invalid_argument
+
+// Aggregation rule used at every level: fail if any fail, else pass if any pass, else not-run
+// (so an empty set is not-run).
+struct Counts {
+  int64_t n_pass = 0, n_fail = 0, n_not_run = 0;
+  Verdict verdict() const;
+  void add(Verdict v);
+  Counts& operator+=(const Counts& o);
+  friend bool operator==(const Counts&, const Counts&) = default;
+};
+
+// One check's verdict and its evidence. Unmeasured doubles are NaN.
+struct Check {
+  std::string name;
+  Verdict verdict = Verdict::not_run;
+  std::string reason;       // required for not-run ("no GPU"); optional otherwise
+  std::string metric_name;  // required for pass/fail, e.g. "max_rel_err", "differing"
+  double metric = std::numeric_limits<double>::quiet_NaN();
+  double bound = std::numeric_limits<double>::quiet_NaN();  // required (not NaN) for pass/fail
+  // Bitwise evidence, present when differing >= 0.
+  int64_t differing = -1;   // number of differing elements; -1: not a bitwise check
+  double max_ulp = 0;       // largest ulp distance among them
+  std::string first_diff;   // first differing coordinate, e.g. "tile=(2,0) element=(5,17) step=3"
+
+  bool has_bitwise() const { return differing >= 0; }
+
+  static Check passed(std::string name, std::string metric_name, double metric, double bound);
+  static Check failed(std::string name, std::string metric_name, double metric, double bound,
+                      std::string reason = {});
+  static Check not_run(std::string name, std::string reason);
+  // Adds bitwise evidence to a check made by one of the factories above.
+  Check& bitwise(int64_t differing, double max_ulp, std::string first_diff);
+};
+
+// One case's outcome as a claim runner gathers it before it becomes a Check (case_check below):
+// a bitwise case (bound 0, metric = differing), a bounded case (metric <= bound), or not run.
+struct ClaimCaseResult {
+  std::string claim, case_name;
+  bool pass = false;
+  bool not_run = false;    // the case could not run (note says why); pass is then false
+  int64_t differing = 0;   // bitwise cases: elements that differ (summed over arrays and steps)
+  double max_ulp = 0;      // largest ulp distance among them (+inf when a NaN differs)
+  std::string first_diff;  // the first differing coordinate: array, step, element, tile, bits
+  // Bounded cases: metric <= bound (> 0) is the verdict. Bitwise cases: bound = 0 and
+  // metric = differing. planted_defects cases: metric = failing cases of the claim, bound = 0.
+  double metric = 0, bound = 0;
+  std::string note;
+};
+
+// The Check of a runner's case, named `check_name`: a bitwise result (bound 0 and metric ==
+// differing) carries its bitwise evidence, a not-run result its reason. The only mapping from
+// ClaimCaseResult to Check.
+Check case_check(const ClaimCaseResult& r, const std::string& check_name);
+
+}  // namespace fh

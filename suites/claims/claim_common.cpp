@@ -1,0 +1,74 @@
+#include "suites/claims/claim_common.h"
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace fh {
+
+void Progress::claim(const std::string& name, const std::string& what) const {
+  if (!quiet) std::fprintf(stderr, "[%d/%d] %s: %s\n", claim_index, claim_count, name.c_str(), what.c_str());
+}
+void Progress::note(const std::string& text) const {
+  if (!quiet) std::fprintf(stderr, "        %s\n", text.c_str());
+}
+
+std::string case_name(RuleId r, StateFormat f, WeightStore w) {
+  return std::string(rule_name(r)) + "." + state_format_name(f) + "." + weight_store_name(w);
+}
+std::string case_name(RuleId r, StateFormat f) {
+  return std::string(rule_name(r)) + "." + state_format_name(f);
+}
+
+std::vector<Combo> combos_of(const VerifyConfig& cfg) {
+  std::vector<Combo> out;
+  for (const RuleConfig& rc : cfg.rules)
+    for (StateFormat f : cfg.formats)
+      for (WeightStore w : cfg.stores) out.push_back({rc, f, w});
+  return out;
+}
+
+RuleConfig config_for(RuleId id, const std::vector<RuleConfig>& configs) {
+  for (const RuleConfig& rc : configs)
+    if (rc.id == id) return rc;
+  return default_rule_config(id);
+}
+
+LayerInputs make_layer_inputs(uint64_t seed, int64_t out, int64_t in, int64_t T, int64_t steps,
+                              CaseDistribution dist, const CaseDistParams& x_params,
+                              const CaseDistParams& dy_params) {
+  if (steps < 1) throw std::invalid_argument("layer inputs: steps must be >= 1");
+  if (out <= 0 || in <= 0 || T < 0) throw std::invalid_argument("layer inputs: bad shape");
+  LayerInputs li;
+  li.out = out; li.in = in; li.T = T; li.seed = seed;
+  for (int64_t k = 0; k < steps; ++k) {
+    WgradCase c = make_wgrad_case(mix_seed(seed, 1, uint64_t(k)), T, in, out, dist, x_params, dy_params);
+    li.steps.push_back({std::move(c.X), std::move(c.dY)});
+  }
+  CaseRng rng(mix_seed(seed, 2));
+  li.w0 = gen_weights_f32(rng, out * in, 0.02);  // small enough that every rule moves bf16
+  return li;
+}
+
+std::vector<CaseRecord*> record_claim_cases(Report& report, const std::vector<ClaimCaseResult>& results,
+                                            const std::string& claim) {
+  std::vector<CaseRecord*> made;
+  for (const ClaimCaseResult& r : results) {
+    CaseRecord& cs = report.add_case(claim, r.case_name);
+    made.push_back(&cs);
+    if (!r.note.empty()) cs.set_attr("note", r.note);
+    cs.add_check(case_check(r, claim));
+  }
+  return made;
+}
+
+void set_attrs(const std::vector<CaseRecord*>& recs, const std::string& key, const std::string& value) {
+  for (CaseRecord* r : recs) r->set_attr(key, value);
+}
+
+std::string num(double x) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.6g", x);
+  return buf;
+}
+
+}  // namespace fh

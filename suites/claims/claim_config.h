@@ -1,0 +1,41 @@
+// What every claim runs on: forge-verify's configuration and its progress lines.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+#include "kernels/formats/formats.h"
+#include "kernels/rules/all_rules.h"
+#include "reports/report.h"
+
+namespace fh {
+
+struct VerifyConfig {
+  std::vector<RuleConfig> rules;          // default: all eight with torch.optim's defaults
+  std::vector<StateFormat> formats{StateFormat::fp32, StateFormat::bf16, StateFormat::int8};
+  std::vector<WeightStore> stores{WeightStore::fp32_master, WeightStore::bf16_rne, WeightStore::bf16_sr};
+  int64_t out = 192, in = 256, tokens = 100;  // one layer: W [out, in], T tokens (ragged on purpose)
+  int64_t steps = 5;
+  uint64_t seed = 20261202;
+  int64_t rule_samples = 1000;            // elements per rule and input class in the MPFR check
+  std::vector<std::string> claims;        // empty: all
+  std::string report_path;                // default: ./forge-verify-<UTC time>.h5
+  bool gpu_available = false;
+  std::string gpu_reason;                 // why not, when not
+  bool quiet = false;
+};
+
+// Progress on stderr, so stdout keeps only the verdict table.
+struct Progress {
+  bool quiet = false;
+  int claim_index = 0, claim_count = 0;
+  void claim(const std::string& name, const std::string& what) const;
+  void note(const std::string& text) const;
+};
+
+// Case names of a (rule, state format[, weight store]) combination: "adamw.int8.bf16_sr". The
+// one format every claim uses.
+std::string case_name(RuleId r, StateFormat f, WeightStore w);
+std::string case_name(RuleId r, StateFormat f);
+
+}  // namespace fh

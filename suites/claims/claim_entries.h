@@ -1,0 +1,34 @@
+// forge-verify's entry of each claim, defined in suites/claims/<id>.cpp; the registry's table
+// (suites/claims/registry.cpp) is the only caller.
+#pragma once
+#include "reports/report.h"
+#include "suites/claims/claim_config.h"
+
+namespace fh {
+
+#define FH_CLAIM(id) void claim_##id(const VerifyConfig& cfg, Report& report, const Progress& progress)
+FH_CLAIM(rules_vs_mpfr);
+FH_CLAIM(two_phase_exact_vs_seq);
+FH_CLAIM(int8_codec_bound);
+FH_CLAIM(sr_exact_mean);
+FH_CLAIM(prop1_twin);
+FH_CLAIM(schedule_invariance);
+FH_CLAIM(corollary1_cpu);
+FH_CLAIM(nonseparable_falsifier);
+FH_CLAIM(suite_power_planted_defects);
+FH_CLAIM(prop4_int8);
+FH_CLAIM(sr_statistics);
+FH_CLAIM(stagnation);
+FH_CLAIM(gradient_fidelity);
+FH_CLAIM(prop4_int8_gpu);
+FH_CLAIM(sr_statistics_gpu);
+FH_CLAIM(stagnation_gpu);
+FH_CLAIM(gradient_fidelity_gpu);
+FH_CLAIM(gpu_mma_model);
+FH_CLAIM(gpu_fused_vs_order_matched);
+FH_CLAIM(gpu_fused_vs_twin);
+FH_CLAIM(gpu_cublas_order);
+FH_CLAIM(gpu_order_guard);
+#undef FH_CLAIM
+
+}  // namespace fh

@@ -1,0 +1,191 @@
+// The claim registry: the one table of every claim forge-verify judges. A new claim is one file
+// suites/claims/<id>.cpp with its claim_<id> function, and one row here; test_claim_registry
+// checks that each row has its file, its GoogleTest suite and its README row, and forge-verify
+// refuses a dataset that its row does not declare.
+#include "suites/claims/registry.h"
+
+#include <sstream>
+
+#include "suites/claims/claim_entries.h"
+
+namespace fh {
+namespace {
+
+constexpr uint32_t kOptCombos = kOptRule | kOptHyper | kOptFormat | kOptStore;
+constexpr uint32_t kOptLayer = kOptCombos | kOptShape | kOptSteps | kOptSeed;
+
+const std::vector<std::string> kProp4Datasets{"err_over_bound_hist", "max_err_rel_absmax", "max_abs_dev", "rms_dev",
+                                              "max_update", "max_update_int8", "zero_v_nonzero_m"};
+const std::vector<std::string> kSrStatsDatasets{"class_low16", "observed", "expected", "threshold"};
+const std::vector<std::string> kStagnationDatasets{"vanish_frac", "int8_gap", "zero_v_events", "final_loss_fp32_mean_std",
+                                                   "gaps", "noise_band_rel", "eval_loss", "unchanged_frac", "final_loss"};
+const std::vector<std::string> kGradFidelityDatasets{"update_rms", "bias_rel", "directional_bias", "rms_rel", "max_rel",
+                                                     "max_rel_elem", "update_differing", "g_max_rel_err",
+                                                     "traj_max_abs_dev", "traj_rms_dev"};
+const char* kGpuSteps = "kernels/gpu fused_wgrad_update (every step), kernels/twin (tally)";
+
+std::vector<ClaimInfo> make_registry() {
+  return {
+      {"rules_vs_mpfr", "Proposition 1 (premise): each fp32 rule as torch.optim documents it",
+       "each fp32 rule within its stated bound of its MPFR twin",
+       {"kernels/rules", "reference/mpfr_rules", "reference/rule_samples"}, {"oracles/rule_bounds"},
+       {"max_err_ulps", "max_err_over_bound", "counts"}, kOptRule | kOptHyper | kOptSeed | kOptSamples, false,
+       claim_rules_vs_mpfr},
+      {"two_phase_exact_vs_seq", "Corollary 1 (baseline): the standard two-phase step",
+       "two-phase step: exact G vs fp32 sequential G within the dot-product bound",
+       {"reference/exact_gradient", "reference/two_phase_host"}, {"oracles/dot_bound", "oracles/bitwise", "oracles/param_compare"},
+       {"w_max_dev_ulps_per_step"}, kOptLayer, false, claim_two_phase_exact_vs_seq},
+      {"int8_codec_bound", "Proposition 4 (premise): the INT8 block-64 codec",
+       "INT8 block-64 codec error within its derived bound (exact check)",
+       {"kernels/formats/int8_block"}, {"MPFR exact error (in the claim)"},
+       {"counts", "worst_err_over_half_step"}, kOptSeed, false, claim_int8_codec_bound},
+      {"sr_exact_mean", "Stochastic rounding is unbiased",
+       "bf16 stochastic rounding: mean over all 2^16 offsets equals x exactly",
+       {"kernels/common/bf16"}, {"exact mean (in the claim)"}, {"counts"}, kOptSeed, false, claim_sr_exact_mean},
+      {"prop1_twin", "Proposition 1: the tiled update equals the standard update",
+       "Proposition 1: fused twin equals the order-matched two-phase step, bitwise",
+       {"kernels/twin/fused_twin", "reference/order_matched_host", "reference/two_phase_host"},
+       {"oracles/bitwise", "oracles/param_compare"}, {}, kOptLayer, false, claim_prop1_twin},
+      {"schedule_invariance", "Proposition 1 / Corollary 1: only the reduction order matters",
+       "tile order/shape and TK change no bit; grouping or split-K moves the verdict to bounded",
+       {"kernels/twin/fused_twin"}, {"oracles/bitwise", "oracles/param_compare", "oracles/dot_bound"}, {}, kOptSeed,
+       false, claim_schedule_invariance},
+      {"corollary1_cpu", "Corollary 1: the only difference from a standard step is the GEMM's reduction order",
+       "Corollary 1: twin vs exact-gradient step differs only through G",
+       {"kernels/twin/fused_twin", "reference/exact_gradient", "reference/two_phase_host"},
+       {"oracles/dot_bound", "oracles/bitwise", "oracles/param_compare"}, {},
+       kOptRule | kOptHyper | kOptStore | kOptSeed, false, claim_corollary1_cpu},
+      {"nonseparable_falsifier", "Proposition 1's scope: element-wise separable rules only",
+       "a non-separable update (tile-local LAMB trust ratio) must break under tiling",
+       {"kernels/twin/nonseparable", "reference/two_phase_host"}, {"oracles/bitwise", "oracles/param_compare"}, {},
+       kOptSeed, false, claim_nonseparable_falsifier},
+      {"suite_power_planted_defects", "The harness's power (no paper statement)",
+       "each planted defect makes its claim fail",
+       {"kernels/twin/fused_twin (planted defects)"}, {"the claims prop1_twin, schedule_invariance, corollary1_cpu"}, {},
+       kOptSeed, false, claim_suite_power_planted_defects},
+      {"prop4_int8", "Proposition 4: INT8 block-quantized moments have bounded error",
+       "Proposition 4: INT8 moments within the codec bound, fused == two-phase INT8, degenerate blocks, trajectory",
+       {"kernels/twin/fused_twin", "kernels/formats/int8_block", "reference/mpfr_rules"}, {"oracles/fidelity", "oracles/param_compare"},
+       kProp4Datasets, kOptSeed, false, claim_prop4_int8},
+      {"sr_statistics", "Stochastic rounding is unbiased (on the kernel's Philox stream)",
+       "stochastic rounding on the Philox stream through the fused bf16_sr store: binomial tests (with power), "
+       "independence, layout invariance",
+       {"kernels/twin/fused_twin", "kernels/common/philox"}, {"oracles/fidelity"}, kSrStatsDatasets, kOptSeed, false,
+       claim_sr_statistics},
+      {"stagnation", "bf16 round-to-nearest loses ~6% against fp32 master; stochastic rounding matches",
+       "least squares under fp32 master / bf16 RNE / bf16 SR / INT8 state: curves, vanished updates, gaps",
+       {"kernels/twin/fused_twin"}, {"oracles/fidelity"}, kStagnationDatasets, 0, false, claim_stagnation},
+      {"gradient_fidelity", "FORGE keeps G in fp32 registers (no bf16 gradient tensor)",
+       "fp32 G (the fused path) vs G rounded to bf16: bitwise identity, half-ulp rounding, measured update bias and error",
+       {"kernels/twin/fused_twin", "reference/two_phase_host"}, {"oracles/fidelity", "oracles/param_compare"},
+       kGradFidelityDatasets, kOptSeed, false, claim_gradient_fidelity},
+      {"prop4_int8_gpu", "Proposition 4 on the fused kernel",
+       "prop4_int8 with every fused step on the fused kernel, checked against the twin",
+       {kGpuSteps}, {"oracles/fidelity", "oracles/param_compare"}, kProp4Datasets, kOptSeed, true, claim_prop4_int8_gpu},
+      {"sr_statistics_gpu", "Stochastic rounding is unbiased, on the fused kernel",
+       "sr_statistics with every draw a fused kernel's bf16_sr store, checked against the twin",
+       {kGpuSteps}, {"oracles/fidelity", "oracles/param_compare"}, kSrStatsDatasets, kOptSeed, true,
+       claim_sr_statistics_gpu},
+      {"stagnation_gpu", "The stagnation experiment on the fused kernel",
+       "stagnation with every fused step on the fused kernel, checked against the twin",
+       {kGpuSteps}, {"oracles/fidelity", "oracles/param_compare"}, kStagnationDatasets, 0, true, claim_stagnation_gpu},
+      {"gradient_fidelity_gpu", "Gradient fidelity on the fused kernel",
+       "gradient_fidelity with every fused step on the fused kernel, checked against the twin",
+       {kGpuSteps}, {"oracles/fidelity", "oracles/param_compare"}, kGradFidelityDatasets, kOptSeed, true,
+       claim_gradient_fidelity_gpu},
+      {"gpu_mma_model", "DESIGN contract 2: the tensor-core instruction model",
+       "the CPU instruction model equals the H200's mma.sync and wgmma bit for bit (~10^6 outputs each)",
+       {"kernels/gpu/mma_probe", "kernels/twin/mma_model"}, {"oracles/param_compare", "oracles/ulp"},
+       {"counts", "fp32_fma_loop_miss_fraction"}, kOptSeed, true, claim_gpu_mma_model},
+      {"gpu_fused_vs_order_matched", "Proposition 1 on the GPU",
+       "fused kernel equals materialize + rule kernel, bitwise",
+       {"kernels/gpu/fused_wgrad_update", "kernels/gpu/wgrad_materialize", "kernels/gpu/rule_kernel"},
+       {"oracles/param_compare"}, {"evidence"}, kOptLayer, true, claim_gpu_fused_vs_order_matched},
+      {"gpu_fused_vs_twin", "The host twin stands in for the GPU (DESIGN contract 1)",
+       "GPU fused kernel equals the host twin, bitwise",
+       {"kernels/gpu/fused_wgrad_update", "kernels/twin/fused_twin"}, {"oracles/param_compare"}, {"evidence"}, kOptLayer,
+       true, claim_gpu_fused_vs_twin},
+      {"gpu_cublas_order", "Corollary 1 against cuBLAS",
+       "Corollary 1, sharpened: cuBLAS G equals the twin in cuBLAS order; W equals fused where orders match",
+       {"kernels/gpu/cublas_wgrad", "kernels/gpu/fused_wgrad_update", "kernels/gpu/rule_kernel", "kernels/twin/fused_twin"},
+       {"oracles/bitwise", "oracles/param_compare", "oracles/dot_bound"}, {"w_max_ulp_per_rule", "w_differing_per_rule"},
+       kOptRule | kOptHyper | kOptShape | kOptSeed, true, claim_gpu_cublas_order},
+      {"gpu_order_guard", "DESIGN contract 3: cuBLAS's order is data",
+       "FPRev probe: cuBLAS's wgrad summation order still equals its description",
+       {"kernels/gpu/cublas_order_probe"}, {"oracles/param_compare"}, {"pair_i", "pair_j", "observed", "predicted", "counts"},
+       kOptShape | kOptSeed, true, claim_gpu_order_guard},
+  };
+}
+
+std::string json_string(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) { o += ' '; continue; }
+    o += c;
+  }
+  return o + "\"";
+}
+
+std::string json_list(const std::vector<std::string>& v) {
+  std::string o = "[";
+  for (size_t i = 0; i < v.size(); ++i) o += (i ? ", " : "") + json_string(v[i]);
+  return o + "]";
+}
+
+std::string joined(const std::vector<std::string>& v, const char* sep) {
+  std::string o;
+  for (const auto& s : v) o += (o.empty() ? "" : sep) + s;
+  return o.empty() ? "-" : o;
+}
+
+}  // namespace
+
+const std::vector<ClaimInfo>& claim_registry() {
+  static const std::vector<ClaimInfo> registry = make_registry();
+  return registry;
+}
+
+const ClaimInfo* find_claim(const std::string& id) {
+  for (const ClaimInfo& c : claim_registry())
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
+std::string option_flags(uint32_t options) {
+  std::string o;
+  for (const auto& n : kClaimOptionNames)
+    if (options & n.bit) o += (o.empty() ? "" : " ") + std::string(n.flag);
+  return o.empty() ? "-" : o;
+}
+
+std::string registry_markdown() {
+  std::ostringstream o;
+  o << "| claim | GPU | paper statement | what it judges | options honoured |\n"
+    << "| --- | --- | --- | --- | --- |\n";
+  for (const ClaimInfo& c : claim_registry())
+    o << "| `" << c.id << "` | " << (c.needs_gpu ? "yes" : "no") << " | " << c.statement << " | " << c.what << " | "
+      << option_flags(c.options) << " |\n";
+  return o.str();
+}
+
+std::string registry_json() {
+  std::ostringstream o;
+  o << "{\"claims\": [\n";
+  const auto& reg = claim_registry();
+  for (size_t i = 0; i < reg.size(); ++i) {
+    const ClaimInfo& c = reg[i];
+    std::vector<std::string> opts;
+    for (const auto& n : kClaimOptionNames)
+      if (c.options & n.bit) opts.push_back(n.flag);
+    o << "  {\"id\": " << json_string(c.id) << ", \"statement\": " << json_string(c.statement)
+      << ", \"what\": " << json_string(c.what) << ", \"needs_gpu\": " << (c.needs_gpu ? "true" : "false")
+      << ", \"producers\": " << json_list(c.producers) << ", \"oracles\": " << json_list(c.oracles)
+      << ", \"datasets\": " << json_list(c.datasets) << ", \"options\": " << json_list(opts) << "}"
+      << (i + 1 < reg.size() ? ",\n" : "\n");
+  }
+  o << "]}\n";
+  return o.str();
+}
+
+}  // namespace fh

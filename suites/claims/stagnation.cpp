@@ -1,0 +1,234 @@
+#include "suites/claims/stagnation.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include "reference/case_gen.h"
+#include "reference/fidelity_producers.h"
+#include "suites/claims/claim_common.h"
+#include "suites/claims/fidelity_common.h"
+
+namespace fh {
+
+const char* stagnation_defect_name(StagnationDefect d) {
+  switch (d) {
+    case StagnationDefect::none: return "none";
+    case StagnationDefect::sr_is_rne: return "sr_is_rne";
+  }
+  return "?";
+}
+
+StagnationResult run_stagnation(const StagnationConfig& cfg) {
+  StagnationResult res;
+  const int64_t O = cfg.out, I = cfg.in, T = cfg.T;
+  const LeastSquaresProblem prob =
+      LeastSquaresProblem::make(cfg.seed, O, I, cfg.eval_T, cfg.w_star_scale, cfg.target_noise);
+  AdamW::Hyper h;
+  h.lr = cfg.lr;
+  h.weight_decay = 0;
+  const RuleConfig rule{RuleId::adamw, h};
+  struct Variant { const char* label; StateFormat sf; WeightStore ws; };
+  const Variant variants[] = {{"fp32_master", StateFormat::fp32, WeightStore::fp32_master},
+                              {"bf16_rne", StateFormat::fp32, WeightStore::bf16_rne},
+                              {"bf16_sr", StateFormat::fp32, WeightStore::bf16_sr},
+                              {"int8_state", StateFormat::int8, WeightStore::fp32_master}};
+  auto wanted = [&](const std::string& label) {
+    return label == "fp32_master" || cfg.labels.empty() ||
+           std::find(cfg.labels.begin(), cfg.labels.end(), label) != cfg.labels.end();
+  };
+  for (const auto& l : cfg.labels)
+    if (l != "fp32_master" && l != "bf16_rne" && l != "bf16_sr" && l != "int8_state")
+      throw std::invalid_argument("run_stagnation: unknown variant label '" + l + "'");
+  if (cfg.run_seeds.empty() || cfg.steps < 1) throw std::invalid_argument("run_stagnation: needs run seeds and steps >= 1");
+  TwinSchedule sched;
+  sched.tile_rows = 32;
+  sched.tile_cols = 64;
+  const int tail = std::max(1, cfg.steps / 10);
+  for (uint64_t rs : cfg.run_seeds)
+    for (const Variant& v : variants) {
+      if (!wanted(v.label)) continue;
+      StagnationRun run;
+      run.label = v.label;
+      run.run_seed = rs;
+      const bool planted_rne = cfg.defect == StagnationDefect::sr_is_rne && v.ws == WeightStore::bf16_sr;
+      HostParam w = HostParam::make(rule, v.sf, planted_rne ? WeightStore::bf16_rne : v.ws, O, I, prob.w0, rs, 1);
+      CaseRng data(cfg.seed ^ (rs * 0x9E3779B97F4A7C15ull));  // same data stream for every variant
+      for (int s = 1; s <= cfg.steps; ++s) {
+        const std::vector<uint16_t> X = gen_bf16(data, T * I, CaseDistribution::normal);
+        const std::vector<double> Y = prob.targets(X, T, data);
+        const std::vector<double> P = prob.predict(X, T, w.bf16);
+        const std::vector<uint16_t> dY = LeastSquaresProblem::output_grad_bf16(P, Y, T);
+        const std::vector<float> before_m = w.master;
+        const std::vector<uint16_t> before_b = w.bf16;
+        if (v.sf == StateFormat::int8)
+          for (int64_t i = 0; i < O * I; ++i) run.zero_v_events += w.state(1, i) == 0.0f && w.state(0, i) != 0.0f;
+        backend_or_twin(cfg.backend).step(w, X.data(), dY.data(), T, s, sched);
+        int64_t same = 0;
+        for (size_t i = 0; i < w.bf16.size(); ++i)
+          same += v.ws == WeightStore::fp32_master ? f2u(w.master[i]) == f2u(before_m[i]) : w.bf16[i] == before_b[i];
+        run.unchanged_frac.push_back(double(same) / double(w.bf16.size()));
+        run.eval_loss.push_back(LeastSquaresProblem::loss(prob.predict(prob.Xe, cfg.eval_T, w.bf16), prob.Ye, cfg.eval_T));
+      }
+      double fl = 0;
+      for (int s = cfg.steps - tail; s < cfg.steps; ++s) fl += run.eval_loss[size_t(s)];
+      run.final_loss = fl / tail;
+      res.runs.push_back(run);
+    }
+  // Aggregates over run seeds.
+  auto finals = [&](const std::string& label) {
+    std::vector<double> f;
+    for (const auto& r : res.runs) if (r.label == label) f.push_back(r.final_loss);
+    return f;
+  };
+  auto mean = [](const std::vector<double>& v) { double s = 0; for (double x : v) s += x; return s / double(v.size()); };
+  const std::vector<double> f32 = finals("fp32_master"), rne = finals("bf16_rne"), sr = finals("bf16_sr"), i8 = finals("int8_state");
+  res.fp32_mean = mean(f32);
+  double var = 0;
+  for (double x : f32) var += (x - res.fp32_mean) * (x - res.fp32_mean);
+  res.fp32_std = f32.size() > 1 ? std::sqrt(var / double(f32.size() - 1)) : 0.0;
+  res.rne_gap = mean(rne) / res.fp32_mean - 1;
+  res.sr_gap = mean(sr) / res.fp32_mean - 1;
+  res.int8_gap = mean(i8) / res.fp32_mean - 1;
+  res.sr_abs_diff = std::fabs(mean(sr) - res.fp32_mean);
+  double vf = 0;
+  int nv = 0;
+  for (const auto& r : res.runs)
+    if (r.label == "bf16_rne")
+      for (int s = cfg.steps / 2; s < cfg.steps; ++s) { vf += r.unchanged_frac[size_t(s)]; ++nv; }
+  res.rne_vanish_frac = nv ? vf / nv : 0.0;
+
+  const double noise = 2.0 * res.fp32_std;  // run-to-run noise of fp32 master (2 sample std)
+  const bool planted = cfg.defect != StagnationDefect::none;
+  const std::string dtag = planted ? std::string(" defect=") + stagnation_defect_name(cfg.defect) : "";
+  // Cases only for the variants that ran (cfg.labels).
+  if (!sr.empty()) {
+    ClaimCaseResult csr;
+    csr.claim = "stagnation";
+    csr.case_name = "bf16_sr final loss within fp32_master run-to-run noise" + dtag;
+    csr.metric = res.sr_abs_diff;
+    csr.bound = noise;
+    csr.pass = res.sr_abs_diff <= noise;
+    csr.note = fidelity_fmt("fp32 %.6g +- %.3g (std over seeds); SR gap %+.3f%%", res.fp32_mean, res.fp32_std, 100 * res.sr_gap);
+    res.cases.push_back(csr);
+  }
+  if (!rne.empty()) {
+    ClaimCaseResult crn;
+    crn.claim = "stagnation";
+    crn.case_name = "bf16_rne gap vs fp32_master (paper: ~6%)";
+    crn.metric = res.rne_gap;
+    crn.bound = noise / res.fp32_mean;
+    crn.pass = res.rne_gap > noise / res.fp32_mean;  // RNE stagnates visibly beyond the noise
+    crn.note = fidelity_fmt("RNE gap %+.2f%%, vanished updates %.1f%% (second half), paper ~6%%", 100 * res.rne_gap,
+                            100 * res.rne_vanish_frac);
+    res.cases.push_back(crn);
+  }
+  if (!i8.empty()) {
+    ClaimCaseResult ci8;
+    ci8.claim = "stagnation";
+    ci8.case_name = "int8_state final loss within fp32_master run-to-run noise";
+    ci8.metric = std::fabs(mean(i8) - res.fp32_mean);
+    ci8.bound = noise;
+    ci8.pass = ci8.metric <= noise;
+    ci8.note = fidelity_fmt("int8 gap %+.3f%%", 100 * res.int8_gap);
+    res.cases.push_back(ci8);
+  }
+  return res;
+}
+
+// ---- forge-verify ----
+
+namespace {
+
+void run_stagnation_claim(const VerifyConfig&, Report& report, const Progress& progress, const Where& at) {
+  const auto t0 = std::chrono::steady_clock::now();
+  StagnationConfig sc;  // the suite's fixed problem and seeds: its verdicts are calibrated on them
+  sc.backend = at.be;
+  const StagnationResult r = run_stagnation(sc);
+  const std::string sizes = "least squares 32x64, T=64, 400 steps, AdamW lr 5e-4, run seeds 1,2,3 (as the suite; "
+                            "fixed seed, --seed does not apply)";
+  const double noise = 2.0 * r.fp32_std;
+  const std::string& claim = at.group;
+
+  // Harness checks: SR within fp32 master's run-to-run noise; RNE's gap beyond it.
+  auto add = [&](const std::string& name, const std::string& check, bool pass, const std::string& metric_name,
+                 double metric, double bound, const std::string& note) {
+    CaseRecord& cs = report.add_case(claim, name);
+    cs.set_attr("sizes", sizes).set_attr("note", note);
+    cs.add_check(pass ? Check::passed(check, metric_name, metric, bound)
+                      : Check::failed(check, metric_name, metric, bound, note));
+    return &cs;
+  };
+  add("bf16_sr vs fp32_master", "sr_within_noise", r.sr_abs_diff <= noise, "abs_final_loss_diff", r.sr_abs_diff, noise,
+      "SR gap " + num(100 * r.sr_gap) + "%; noise band = 2 sample std of fp32 master's final loss over seeds");
+  CaseRecord* rne = add("bf16_rne vs fp32_master", "rne_gap_beyond_noise", r.rne_gap > noise / r.fp32_mean, "rel_gap",
+                        r.rne_gap, noise / r.fp32_mean,
+                        "RNE gap " + num(100 * r.rne_gap) + "% (paper ~6%); pass when the gap exceeds the noise band");
+  rne->add_f64("vanish_frac", {r.rne_vanish_frac}, "RNE: mean fraction of weights a step left unchanged, second half");
+  // INT8 state: the gap is a measured finding, not a harness property. Decision: forge-verify
+  // gates only what CI gates (INT8 beats RNE); "within the noise band" is reported as data.
+  CaseRecord* i8 = add("int8_state vs fp32_master", "int8_gap_below_rne_gap", r.int8_gap < r.rne_gap, "rel_gap",
+                       r.int8_gap, r.rne_gap,
+                       "INT8 gap " + num(100 * r.int8_gap) + "% against RNE's " + num(100 * r.rne_gap) + "%");
+  i8->set_attr("int8_within_noise", r.int8_gap * r.fp32_mean <= noise ? "yes" : "no")
+      .set_attr("decision", "the INT8-state gap against fp32 master is a measured result (dataset int8_gap, attribute "
+                            "int8_within_noise), not a pass/fail check: the prop4_int8 trajectory attributes it to blocks whose exp_avg_sq decodes "
+                            "to 0 (dataset zero_v_nonzero_m; a hypothesis, not proved), a property of the INT8 format, not a "
+                            "harness defect; the check gates what CI gates: INT8 state beats bf16 RNE");
+  i8->add_f64("int8_gap", {r.int8_gap, noise / r.fp32_mean}, "relative final-loss gap vs fp32 master, and the noise band");
+  std::vector<int64_t> zv;
+  for (const auto& run : r.runs)
+    if (run.label == "int8_state") zv.push_back(run.zero_v_events);
+  i8->add_i64("zero_v_events", zv, "per run seed: (step, element) pairs that stepped with exp_avg_sq decoded 0 and exp_avg not");
+
+  // Summary: gaps and the curves as 2-D datasets [run seed, step], one case per variant.
+  CaseRecord& sum = report.add_case(claim, "summary");
+  sum.set_attr("sizes", sizes);
+  sum.add_f64("final_loss_fp32_mean_std", {r.fp32_mean, r.fp32_std}, "fp32 master final eval loss: mean, sample std over seeds")
+      .add_f64("gaps", {r.rne_gap, r.sr_gap, r.int8_gap}, "relative final-loss gap vs fp32 master: bf16_rne, bf16_sr, int8_state")
+      .add_f64("noise_band_rel", {noise / r.fp32_mean}, "2 sample std of fp32 master / its mean");
+  // The noise band must come from real run-to-run variation (pass when the std is > 0).
+  sum.add_check(r.fp32_std > 0 ? Check::passed("run_to_run_noise_nonzero", "fp32_final_loss_std", r.fp32_std, 0)
+                               : Check::failed("run_to_run_noise_nonzero", "fp32_final_loss_std", r.fp32_std, 0,
+                                               "run seeds gave identical fp32 runs: no noise band"));
+  for (const char* label : {"fp32_master", "bf16_rne", "bf16_sr", "int8_state"}) {
+    std::vector<double> loss, unchanged, finals;
+    uint64_t n_runs = 0, n_steps = 0;
+    std::string seeds;
+    for (const auto& run : r.runs) {
+      if (run.label != label) continue;
+      ++n_runs;
+      n_steps = run.eval_loss.size();
+      loss.insert(loss.end(), run.eval_loss.begin(), run.eval_loss.end());
+      unchanged.insert(unchanged.end(), run.unchanged_frac.begin(), run.unchanged_frac.end());
+      finals.push_back(run.final_loss);
+      seeds += (seeds.empty() ? "" : ",") + std::to_string(run.run_seed);
+    }
+    CaseRecord& cs = report.add_case(claim, std::string("curves ") + label);
+    cs.set_attr("label", label).set_attr("run_seeds", seeds).set_attr("sizes", sizes);
+    cs.add_f64_2d("eval_loss", n_runs, n_steps, loss, "eval loss after each step [run seed, step]")
+        .add_f64_2d("unchanged_frac", n_runs, n_steps, unchanged, "fraction of stored weights a step left unchanged [run seed, step]")
+        .add_f64("final_loss", finals, "mean eval loss over the last 10% of steps, per run seed");
+    int64_t bad = n_runs == sc.run_seeds.size() ? 0 : 1;
+    for (double x : loss) bad += !std::isfinite(x);
+    cs.add_check(bad == 0 ? Check::passed("curves_complete_and_finite", "bad_entries", 0, 0)
+                          : Check::failed("curves_complete_and_finite", "bad_entries", double(bad), 0,
+                                          "missing run or non-finite loss"));
+  }
+  progress.note(at.group + ": " + num(fidelity_seconds_since(t0)) + " s; gaps RNE " + num(100 * r.rne_gap) + "%, SR " +
+                num(100 * r.sr_gap) + "%, INT8 " + num(100 * r.int8_gap) + "%");
+}
+
+}  // namespace
+
+void claim_stagnation(const VerifyConfig& cfg, Report& report, const Progress& progress) {
+  run_fidelity_on_twin(run_stagnation_claim, "stagnation", cfg, report, progress);
+}
+
+void claim_stagnation_gpu(const VerifyConfig& cfg, Report& report, const Progress& progress) {
+  run_fidelity_on_gpu(run_stagnation_claim, "stagnation_gpu", cfg, report, progress);
+}
+
+}  // namespace fh
