@@ -38,11 +38,7 @@
 #include "kernels/twin/step_backend.h"
 #include "oracles/fidelity.h"
 #include "reference/case_gen.h"
-#if __has_include("suites/claims/prop4_int8.h")
-#include "suites/claims/prop4_int8.h"  // run_int8_degenerate_blocks, Prop4Config (after the move)
-#else
-#include "reference/fidelity_runs.h"
-#endif
+#include "suites/claims/prop4_int8.h"  // run_int8_degenerate_blocks, Prop4Config
 
 namespace {
 

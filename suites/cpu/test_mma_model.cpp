@@ -57,7 +57,7 @@ MmaModelParams with_round(Round r) {
   return p;
 }
 
-uint64_t test_seed() { return announce_seed("test_mma_model", 20260211u); }
+uint64_t test_seed() { return fh::announce_seed("test_mma_model", 20260211u); }
 
 constexpr uint32_t kNaN = fh::kMmaNaNBits;
 constexpr uint32_t kPosInf = 0x7F800000u, kNegInf = 0xFF800000u;
