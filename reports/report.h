@@ -8,6 +8,12 @@
 // thread-safe) and runs with HDF5's automatic error printing off; HDF5 errors become
 // std::runtime_error. Bad names or inconsistent evidence handed to the builder are
 // std::invalid_argument, thrown at the call that adds them.
+//
+// This is the module's one public header. Its sources: report_builder.cpp (names, Meta,
+// CaseRecord, Report in memory, snapshot), report_write.cpp (write(), testing_hooks) and
+// report_read.cpp (read_report, validate_report_schema); internal to the module,
+// hdf5_util.{h,cpp} (the HDF5 mutex, error handling, handles) and report_rules.h (the name,
+// text and evidence rules the builder enforces and the checker lists).
 #pragma once
 #include <cstdint>
 #include <limits>

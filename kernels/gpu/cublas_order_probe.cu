@@ -1,5 +1,6 @@
 // The order guard's probe and predictor (see cublas_order_probe.h for how the probe reads the
-// order). Host code except for the cuBLAS / cuBLASLt calls; no kernel of its own.
+// order). Host code except for the cuBLAS / cuBLASLt calls; no kernel of its own. Producers only:
+// the comparison with the predictions is in suites/claims/order_probe_judge.cpp.
 #include "kernels/gpu/cublas_order_probe.h"
 
 #include <cublasLt.h>
@@ -32,10 +33,6 @@ int slice_of(const ReductionOrder& order, int64_t T, int64_t t) {
     if (t >= b && t < e) return s;
   }
   throw std::logic_error("cublas_order_probe: token outside every slice");
-}
-
-std::string pair_text(const OrderProbePair& p) {
-  return "pair (" + std::to_string(p.i) + ", " + std::to_string(p.j) + ") kind " + p.kind;
 }
 
 void lt_check(cublasStatus_t s, const char* what, std::string& note) {
@@ -153,55 +150,13 @@ int64_t predict_order_probe_closed_form(int64_t T, const OrderProbePair& pair, c
   return total;
 }
 
-OrderProbeResult judge_order_probe(const std::vector<float>& g, int64_t out, int64_t in, int64_t T,
-                                   const std::vector<OrderProbePair>& pairs, const ReductionOrder& order) {
-  if (out < 1 || in < 1 || g.size() != size_t(out * in))
-    throw std::invalid_argument("judge_order_probe: G has " + std::to_string(g.size()) + " elements, expected out*in = " +
-                                std::to_string(out * in));
-  if (pairs.empty()) throw std::invalid_argument("judge_order_probe: no probe pairs");
-  OrderProbeResult r;
-  r.out = out; r.in = in; r.T = T;
-  r.pairs = int64_t(std::min<size_t>(pairs.size(), size_t(out)));
-  r.pair_list.assign(pairs.begin(), pairs.begin() + r.pairs);
-  r.predicted.resize(size_t(r.pairs));
-  r.observed.resize(size_t(r.pairs));
-  for (int64_t k = 0; k < r.pairs; ++k) {
-    r.predicted[size_t(k)] = predict_order_probe(T, pairs[size_t(k)], order);
-    r.observed[size_t(k)] = g[size_t(k * in)];
-  }
-  std::vector<char> pair_bad(size_t(r.pairs), 0);
-  for (int64_t o = 0; o < out; ++o) {
-    const size_t k = size_t(o) % pairs.size();
-    const float want = r.predicted[k];
-    uint32_t wb;
-    std::memcpy(&wb, &want, 4);
-    for (int64_t c = 0; c < in; ++c) {
-      const float got = g[size_t(o * in + c)];
-      uint32_t gb;
-      std::memcpy(&gb, &got, 4);
-      ++r.elements_compared;
-      if (gb == wb) continue;
-      ++r.elements_differing;
-      pair_bad[k] = 1;
-      if (r.first_diff.empty())
-        r.first_diff = pair_text(pairs[k]) + ": row " + std::to_string(o) + " col " + std::to_string(c) +
-                       ": observed " + std::to_string(got) + ", predicted " + std::to_string(want) + " by [" +
-                       order.describe() + "]";
-    }
-  }
-  for (char b : pair_bad) r.pairs_differing += b;
-  return r;
-}
-
-OrderProbeResult run_cublas_order_probe(int64_t out, int64_t in, int64_t T, const ReductionOrder& predicted,
-                                        int64_t max_pairs, uint64_t seed) {
-  const std::vector<OrderProbePair> pairs = order_probe_pairs(T, predicted, std::min(max_pairs, out), seed);
+std::vector<float> cublas_order_probe_g(int64_t out, int64_t in, int64_t T, const std::vector<OrderProbePair>& pairs) {
   DeviceBuffer<uint16_t> x(order_probe_x(T, in)), dy(order_probe_dy(T, out, pairs));
   DeviceBuffer<float> g(size_t(out * in));
   CublasHandle h;
   cublas_wgrad(h.get(), WgradProblem{x.data(), dy.data(), T, out, in}, g.data());
   cuda_check(cudaDeviceSynchronize(), "run_cublas_order_probe: cublas_wgrad");
-  return judge_order_probe(g.download(), out, in, T, pairs, predicted);
+  return g.download();
 }
 
 CublasLtWgradAlgo cublaslt_wgrad_algo(int64_t out, int64_t in, int64_t T, size_t workspace_bytes) {

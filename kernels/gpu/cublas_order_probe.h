@@ -16,6 +16,8 @@
 //     survive. So the output tells where slices begin and in what order partials are added.
 // The predictor runs the order description itself (mma_chain_dot per slice, fp32 adds of the
 // partials), so a CPU test can check it against the twin (twin_wgrad) on tiny probes.
+// This file only produces (pairs, inputs, predictions, cuBLAS's G, the heuristic's choice); the
+// comparison of G with the predictions lives claim-side, in suites/claims/order_probe_judge.h.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -58,26 +60,11 @@ float predict_order_probe(int64_t T, const OrderProbePair& pair, const Reduction
 // against the model-based predictor.
 int64_t predict_order_probe_closed_form(int64_t T, const OrderProbePair& pair, const ReductionOrder& order);
 
-struct OrderProbeResult {
-  int64_t out = 0, in = 0, T = 0;
-  int64_t pairs = 0;               // distinct pairs probed
-  int64_t elements_compared = 0;   // every element of G
-  int64_t elements_differing = 0;  // elements != the prediction of their row
-  int64_t pairs_differing = 0;     // pairs with at least one differing element
-  std::string first_diff;          // "pair (i, j) kind K: row o col c: cuBLAS v, predicted p"
-  std::vector<OrderProbePair> pair_list;
-  std::vector<float> predicted;    // per pair
-  std::vector<float> observed;     // per pair: G[o][0] of the first column o carrying it
-};
-
-// Compares the probe's outputs (G [out, in] row-major, as downloaded) with the predictions.
-OrderProbeResult judge_order_probe(const std::vector<float>& g, int64_t out, int64_t in, int64_t T,
-                                   const std::vector<OrderProbePair>& pairs, const ReductionOrder& order);
-
-// GPU: runs fh::gpu::cublas_wgrad (the cuBLAS reference's own call) on the probe of this shape
-// and judges it against `predicted`. Throws std::runtime_error on CUDA / cuBLAS errors.
-OrderProbeResult run_cublas_order_probe(int64_t out, int64_t in, int64_t T, const ReductionOrder& predicted,
-                                        int64_t max_pairs, uint64_t seed);
+// GPU: G [out, in] row-major, as downloaded, of fh::gpu::cublas_wgrad (the cuBLAS reference's
+// own call) on the probe of this shape: X = order_probe_x(T, in), dY = order_probe_dy(T, out,
+// pairs). Values only; suites/claims/order_probe_judge.h compares them with the predictions.
+// Throws std::invalid_argument on a bad shape or pair, std::runtime_error on CUDA / cuBLAS errors.
+std::vector<float> cublas_order_probe_g(int64_t out, int64_t in, int64_t T, const std::vector<OrderProbePair>& pairs);
 
 // cuBLAS's default workspace on Hopper (the cuBLAS documentation recommends 32 MiB for sm_90 and
 // the handle's default pool is that size); the split-K query below assumes it.

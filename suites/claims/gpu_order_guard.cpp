@@ -1,5 +1,6 @@
-// gpu_order_guard: an FPRev-style probe (kernels/gpu/cublas_order_probe) shows that cuBLAS's wgrad
-// summation order still equals the description gpu_cublas_order relies on, per shape.
+// gpu_order_guard: an FPRev-style probe (kernels/gpu/cublas_order_probe, the producer; judged in
+// suites/claims/order_probe_judge) shows that cuBLAS's wgrad summation order still equals the
+// description gpu_cublas_order relies on, per shape.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -11,6 +12,7 @@
 #include "oracles/param_compare.h"
 #include "oracles/ulp.h"
 #include "suites/claims/gpu_claim_common.h"
+#include "suites/claims/order_probe_judge.h"
 
 namespace fh {
 
@@ -57,10 +59,7 @@ void claim_gpu_order_guard(const VerifyConfig& cfg, Report& report, const Progre
     cs.add_f64("predicted", pred, "the output the described order predicts");
     cs.add_i64("counts", {r.pairs, r.pairs_differing, r.elements_compared, r.elements_differing},
                "pairs probed, pairs differing, elements compared, elements differing");
-    ParamEvidence ev;
-    ev.differing = r.elements_differing;
-    ev.first_diff = r.first_diff;
-    cs.add_check(bitwise_check("probe_matches_description", ev,
+    cs.add_check(bitwise_check("probe_matches_description", r.evidence(),
                                "order changed: cuBLAS's wgrad order for this shape no longer equals its description "
                                "(re-derive the description; not a kernel bug)"));
     changed += r.elements_differing != 0;

@@ -95,7 +95,8 @@ std::vector<ClaimInfo> make_registry() {
        claim_gradient_fidelity_gpu},
       {"gpu_mma_model", "DESIGN contract 2: the tensor-core instruction model",
        "the CPU instruction model equals the H200's mma.sync and wgmma bit for bit (~10^6 outputs each)",
-       {"kernels/gpu/mma_probe", "kernels/twin/mma_model"}, {"oracles/param_compare", "oracles/ulp"},
+       {"kernels/gpu/mma_probe", "kernels/twin/mma_model"},
+       {"suites/claims/mma_probe_judge", "oracles/param_compare", "oracles/ulp"},
        {"counts", "fp32_fma_loop_miss_fraction"}, kOptSeed, true, claim_gpu_mma_model},
       {"gpu_fused_vs_order_matched", "Proposition 1 on the GPU",
        "fused kernel equals materialize + rule kernel, bitwise",
@@ -112,7 +113,7 @@ std::vector<ClaimInfo> make_registry() {
        kOptRule | kOptHyper | kOptShape | kOptSeed, true, claim_gpu_cublas_order},
       {"gpu_order_guard", "DESIGN contract 3: cuBLAS's order is data",
        "FPRev probe: cuBLAS's wgrad summation order still equals its description",
-       {"kernels/gpu/cublas_order_probe"}, {"oracles/param_compare"}, {"pair_i", "pair_j", "observed", "predicted", "counts"},
+       {"kernels/gpu/cublas_order_probe"}, {"suites/claims/order_probe_judge", "oracles/param_compare"}, {"pair_i", "pair_j", "observed", "predicted", "counts"},
        kOptShape | kOptSeed, true, claim_gpu_order_guard},
   };
 }
@@ -131,12 +132,6 @@ std::string json_list(const std::vector<std::string>& v) {
   std::string o = "[";
   for (size_t i = 0; i < v.size(); ++i) o += (i ? ", " : "") + json_string(v[i]);
   return o + "]";
-}
-
-std::string joined(const std::vector<std::string>& v, const char* sep) {
-  std::string o;
-  for (const auto& s : v) o += (o.empty() ? "" : sep) + s;
-  return o.empty() ? "-" : o;
 }
 
 }  // namespace

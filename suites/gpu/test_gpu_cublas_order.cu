@@ -9,6 +9,7 @@
 #include "kernels/gpu/cublas_order_probe.h"
 #include "kernels/gpu/gpu_api.h"
 #include "kernels/twin/fused_twin.h"
+#include "suites/claims/order_probe_judge.h"
 #include "suites/gpu/gpu_suite_util.h"
 
 namespace fh::gpu {

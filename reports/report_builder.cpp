@@ -1,0 +1,348 @@
+// The in-memory report: name and text rules, Meta, CaseRecord, Report (add_case, declare_claim,
+// snapshot) and ReportData look-ups. Writing is report_write.cpp, reading report_read.cpp.
+#include "reports/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <iterator>
+#include <memory>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "reports/report_rules.h"
+
+namespace fh {
+
+// ---------------------------------------------------------------------------------------------
+// Names, text, evidence (the rules in report_rules.h)
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+bool valid_utf8(std::string_view s) {
+  static const uint32_t kMinForLength[5] = {0, 0, 0x80, 0x800, 0x10000};  // reject overlongs
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) { ++i; continue; }
+    int len;
+    uint32_t cp;
+    if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; }
+    else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; }
+    else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; }
+    else return false;
+    if (i + len > s.size()) return false;
+    for (int k = 1; k < len; ++k) {
+      const unsigned char cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if (cp < kMinForLength[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
+void require_valid_text(const std::string& text, const std::string& what) {
+  if (auto p = report_detail::text_problem(text); !p.empty())
+    throw std::invalid_argument(what + ": " + p);
+}
+
+}  // namespace
+
+namespace report_detail {
+
+std::string name_problem(const std::string& name) {
+  if (name.empty()) return "empty name";
+  if (name.find('/') != std::string::npos) return "name '" + name + "' contains '/'";
+  if (name.find_first_not_of('.') == std::string::npos)
+    return "name '" + name + "' is made only of '.'";
+  if (name.find('\0') != std::string::npos) return "name contains a NUL character";
+  if (!valid_utf8(name)) return "name is not valid UTF-8";
+  return {};
+}
+
+std::string text_problem(const std::string& text) {
+  if (text.find('\0') != std::string::npos) return "text contains a NUL character";
+  if (!valid_utf8(text)) return "text is not valid UTF-8";
+  return {};
+}
+
+std::string evidence_problem(const Check& c) {
+  if (auto p = name_problem(c.name); !p.empty()) return "check name: " + p;
+  for (const std::string* s : {&c.reason, &c.metric_name, &c.first_diff})
+    if (auto p = text_problem(*s); !p.empty()) return "check '" + c.name + "': " + p;
+  if (c.verdict == Verdict::not_run && c.reason.empty())
+    return "check '" + c.name + "': not-run needs a reason";
+  if (c.verdict != Verdict::not_run) {
+    if (c.metric_name.empty())
+      return "check '" + c.name + "': " + verdict_name(c.verdict) + " needs a metric_name";
+    if (std::isnan(c.bound))
+      return "check '" + c.name + "': " + verdict_name(c.verdict) + " needs a bound";
+  }
+  if (c.differing < -1) return "check '" + c.name + "': differing must be >= 0 (or -1: none)";
+  if (c.differing == -1 && (c.max_ulp != 0 || !c.first_diff.empty()))
+    return "check '" + c.name + "': max_ulp/first_diff given without differing";
+  if (c.differing >= 0 && !(c.max_ulp >= 0))
+    return "check '" + c.name + "': max_ulp must be >= 0";
+  if (c.differing > 0 && c.first_diff.empty())
+    return "check '" + c.name + "': differing > 0 needs first_diff";
+  return {};
+}
+
+const std::set<std::string>& aggregate_attr_names() {
+  static const std::set<std::string> s = {"verdict", "n_pass", "n_fail", "n_not_run"};
+  return s;
+}
+
+}  // namespace report_detail
+
+using report_detail::aggregate_attr_names;
+using report_detail::evidence_problem;
+using report_detail::name_problem;
+
+void require_valid_name(const std::string& name, const char* what) {
+  if (auto p = name_problem(name); !p.empty())
+    throw std::invalid_argument(std::string(what) + ": " + p);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Meta
+// ---------------------------------------------------------------------------------------------
+
+const std::vector<std::string>& Meta::required_keys() {
+  static const std::vector<std::string> keys = {
+      "git_revision", "host",          "gpu_name",       "gpu_driver",   "cuda_runtime",
+      "cublas",       "seed",          "configuration",  "tool_version", "start_time_utc"};
+  return keys;
+}
+
+Meta Meta::unknown() {
+  Meta m;
+  for (const auto& k : required_keys()) m.values[k] = "unknown";
+  m.values["start_time_utc"] = utc_now_iso8601();
+  return m;
+}
+
+Meta& Meta::set(const std::string& key, const std::string& value) {
+  values[key] = value;
+  return *this;
+}
+
+std::string Meta::get(const std::string& key) const {
+  auto it = values.find(key);
+  return it == values.end() ? std::string() : it->second;
+}
+
+std::string utc_now_iso8601() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Builder
+// ---------------------------------------------------------------------------------------------
+
+CaseRecord::CaseRecord(std::string claim, std::string name, const std::vector<std::string>* declared)
+    : claim_(std::move(claim)), name_(std::move(name)), declared_(declared) {
+  require_valid_name(claim_, "claim name");
+  require_valid_name(name_, "case name");
+}
+
+CaseRecord& CaseRecord::set_attr(const std::string& key, const std::string& value) {
+  require_valid_name(key, "case attribute name");
+  if (aggregate_attr_names().count(key))
+    throw std::invalid_argument("case attribute name '" + key + "' is reserved");
+  require_valid_text(value, "case attribute '" + key + "'");
+  for (auto& kv : attrs_)
+    if (kv.first == key) { kv.second = value; return *this; }
+  attrs_.emplace_back(key, value);
+  return *this;
+}
+
+CaseRecord& CaseRecord::add_check(Check c) {
+  if (auto p = evidence_problem(c); !p.empty())
+    throw std::invalid_argument(claim_ + "/" + name_ + ": " + p);
+  for (const auto& e : checks_)
+    if (e.name == c.name)
+      throw std::invalid_argument(claim_ + "/" + name_ + ": duplicate check '" + c.name + "'");
+  checks_.push_back(std::move(c));
+  return *this;
+}
+
+void CaseRecord::add_dataset(Dataset d) {
+  require_valid_name(d.name, "dataset name");
+  require_valid_text(d.description, "dataset '" + d.name + "' description");
+  if (declared_ && std::find(declared_->begin(), declared_->end(), d.name) == declared_->end())
+    throw std::invalid_argument(claim_ + "/" + name_ + ": dataset '" + d.name +
+                                "' is not declared in the claim's registry row");
+  for (const auto& e : datasets_)
+    if (e.name == d.name)
+      throw std::invalid_argument(claim_ + "/" + name_ + ": duplicate dataset '" + d.name + "'");
+  datasets_.push_back(std::move(d));
+}
+
+CaseRecord& CaseRecord::add_f64(const std::string& name, std::vector<double> values,
+                                std::string description) {
+  Dataset d;
+  d.name = name;
+  d.dtype = DType::f64;
+  d.shape = {values.size()};
+  d.f64 = std::move(values);
+  d.description = std::move(description);
+  add_dataset(std::move(d));
+  return *this;
+}
+
+CaseRecord& CaseRecord::add_i64(const std::string& name, std::vector<int64_t> values,
+                                std::string description) {
+  Dataset d;
+  d.name = name;
+  d.dtype = DType::i64;
+  d.shape = {values.size()};
+  d.i64 = std::move(values);
+  d.description = std::move(description);
+  add_dataset(std::move(d));
+  return *this;
+}
+
+CaseRecord& CaseRecord::add_f64_2d(const std::string& name, uint64_t rows, uint64_t cols,
+                                   std::vector<double> row_major, std::string description) {
+  if (cols != 0 && rows > row_major.max_size() / cols)
+    throw std::invalid_argument("dataset '" + name + "': shape overflows");
+  if (row_major.size() != rows * cols)
+    throw std::invalid_argument("dataset '" + name + "': " + std::to_string(row_major.size()) +
+                                " values for shape " + std::to_string(rows) + "x" +
+                                std::to_string(cols));
+  Dataset d;
+  d.name = name;
+  d.dtype = DType::f64;
+  d.shape = {rows, cols};
+  d.f64 = std::move(row_major);
+  d.description = std::move(description);
+  add_dataset(std::move(d));
+  return *this;
+}
+
+Counts CaseRecord::counts() const {
+  Counts c;
+  for (const auto& ch : checks_) c.add(ch.verdict);
+  return c;
+}
+
+CaseData CaseRecord::data() const {
+  CaseData d;
+  d.name = name_;
+  d.counts = counts();
+  d.verdict = d.counts.verdict();
+  d.attrs = attrs_;
+  d.checks = checks_;
+  d.datasets = datasets_;
+  return d;
+}
+
+Report::Report(Meta meta) : meta_(std::move(meta)) {
+  for (const auto& [k, v] : meta_.values) {
+    require_valid_name(k, "meta key");
+    require_valid_text(v, "meta '" + k + "'");
+  }
+  std::string missing;
+  for (const auto& k : Meta::required_keys())
+    if (!meta_.values.count(k)) missing += (missing.empty() ? "" : ", ") + k;
+  if (!missing.empty())
+    throw std::invalid_argument("report meta lacks required keys: " + missing +
+                                " (start from Meta::unknown())");
+}
+
+Report::Report(Report&&) noexcept = default;
+Report& Report::operator=(Report&&) noexcept = default;
+Report::~Report() = default;
+
+void Report::declare_claim(const std::string& claim, std::vector<std::string> datasets) {
+  require_valid_name(claim, "claim name");
+  for (const auto& d : datasets) require_valid_name(d, "declared dataset name");
+  for (const auto& c : claims_)
+    if (c.name == claim) throw std::invalid_argument("claim '" + claim + "' declared after its first case");
+  declared_[claim] = std::move(datasets);
+}
+
+CaseRecord& Report::add_case(const std::string& claim, const std::string& case_name) {
+  require_valid_name(claim, "claim name");
+  require_valid_name(case_name, "case name");
+  if (claim == "meta") throw std::invalid_argument("claim name 'meta' is reserved");
+  const std::vector<std::string>* declared = nullptr;
+  if (!declared_.empty()) {
+    auto d = declared_.find(claim);
+    if (d == declared_.end()) throw std::invalid_argument("claim '" + claim + "' is not declared");
+    declared = &d->second;
+  }
+  auto it = std::find_if(claims_.begin(), claims_.end(),
+                         [&](const Claim& c) { return c.name == claim; });
+  if (it == claims_.end()) {
+    claims_.push_back(Claim{claim, {}});
+    it = std::prev(claims_.end());
+  }
+  for (const auto& c : it->cases)
+    if (c->name() == case_name)
+      throw std::invalid_argument("duplicate case '" + case_name + "' in claim '" + claim + "'");
+  it->cases.push_back(std::make_unique<CaseRecord>(claim, case_name, declared));
+  return *it->cases.back();
+}
+
+CaseRecord* Report::find_case(const std::string& claim, const std::string& case_name) {
+  for (auto& cl : claims_)
+    if (cl.name == claim)
+      for (auto& c : cl.cases)
+        if (c->name() == case_name) return c.get();
+  return nullptr;
+}
+
+ReportData Report::snapshot() const {
+  ReportData r;
+  r.schema_version = kReportSchemaVersion;
+  r.meta = meta_;
+  for (const auto& cl : claims_) {
+    ClaimData cd;
+    cd.name = cl.name;
+    for (const auto& cs : cl.cases) {
+      cd.cases.push_back(cs->data());
+      cd.counts += cd.cases.back().counts;
+    }
+    cd.n_cases = static_cast<int64_t>(cd.cases.size());
+    cd.verdict = cd.counts.verdict();
+    r.counts += cd.counts;
+    r.claims.push_back(std::move(cd));
+  }
+  r.verdict = r.counts.verdict();
+  return r;
+}
+
+Verdict Report::verdict() const {
+  Counts c;
+  for (const auto& cl : claims_)
+    for (const auto& cs : cl.cases) c += cs->counts();
+  return c.verdict();
+}
+
+const ClaimData* ReportData::find_claim(std::string_view name) const {
+  for (const auto& c : claims)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+const CaseData* ReportData::find_case(std::string_view claim, std::string_view case_name) const {
+  const ClaimData* cl = find_claim(claim);
+  if (!cl) return nullptr;
+  for (const auto& c : cl->cases)
+    if (c.name == case_name) return &c;
+  return nullptr;
+}
+
+}  // namespace fh

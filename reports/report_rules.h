@@ -1,0 +1,21 @@
+// Internal to reports/: the name, text and evidence rules of the schema. The builder
+// (report_builder.cpp, which defines them) throws on a breach; the schema checker
+// (report_read.cpp) lists it. Each returns "" when valid, else the problem in words.
+#pragma once
+#include <set>
+#include <string>
+
+#include "oracles/evidence.h"
+
+namespace fh::report_detail {
+
+// A link or attribute name: not empty, no '/', not made only of '.', no NUL, valid UTF-8.
+std::string name_problem(const std::string& name);
+// HDF5 strings are C strings declared UTF-8: an embedded NUL would silently truncate.
+std::string text_problem(const std::string& text);
+// Contract 7: a verdict carries its evidence.
+std::string evidence_problem(const Check& c);
+// verdict, n_pass, n_fail, n_not_run: the aggregate attributes every level carries.
+const std::set<std::string>& aggregate_attr_names();
+
+}  // namespace fh::report_detail

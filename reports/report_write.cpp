@@ -1,0 +1,262 @@
+// The HDF5 writer: Report::write lays a snapshot out as reports/SCHEMA.md says, in a temporary
+// file that is fsynced and renamed over the final name; every step can be made to fail through
+// testing_hooks. Shared HDF5 plumbing: hdf5_util.h.
+#include "reports/report.h"
+
+#include <fcntl.h>
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "reports/hdf5_util.h"
+
+namespace fh {
+
+using report_detail::Handle;
+using report_detail::h5_mutex;
+using report_detail::hdf5_error_text;
+using report_detail::make_fapl;
+using report_detail::QuietHdf5;
+
+namespace {
+
+std::atomic<int64_t> g_write_fault{-1};
+std::atomic<int64_t> g_last_write_steps{0};
+
+// Creation order is tracked so that claims, cases, checks and attributes read back in the
+// order they were added (h5dump still lists by name).
+void track_order(hid_t gcpl) {
+  H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
+  H5Pset_attr_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
+}
+
+// Variable-length UTF-8 strings: h5py reads them as str, h5dump prints them as text.
+Handle vlen_utf8_type() {
+  Handle t(H5Tcopy(H5T_C_S1), H5Tclose);
+  if (t.valid() && (H5Tset_size(t, H5T_VARIABLE) < 0 || H5Tset_cset(t, H5T_CSET_UTF8) < 0))
+    t.close();
+  return t;
+}
+
+struct WriteFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Writer {
+ public:
+  explicit Writer(int64_t fault) : fault_(fault) {}
+
+  // Every write step passes here first, so a test can make any one of them fail.
+  void step(const std::string& what) {
+    const int64_t n = steps_++;
+    if (fault_ >= 0 && n == fault_)
+      throw WriteFailure(what + ": injected fault at step " + std::to_string(n));
+  }
+  hid_t need_id(hid_t id, const std::string& what) {
+    if (id < 0) throw WriteFailure(what + ": " + hdf5_error_text());
+    return id;
+  }
+  void need_ok(herr_t rc, const std::string& what) {
+    if (rc < 0) throw WriteFailure(what + ": " + hdf5_error_text());
+  }
+  int64_t steps() const { return steps_; }
+
+  Handle group(hid_t parent, const std::string& name, const std::string& where, hid_t gcpl) {
+    step("create group " + where);
+    return Handle(need_id(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, gcpl, H5P_DEFAULT),
+                          "create group " + where),
+                  H5Gclose);
+  }
+
+  void attr_str(hid_t obj, const std::string& where, const std::string& name,
+                const std::string& value) {
+    const std::string what = "write attribute " + where + " @" + name;
+    step(what);
+    Handle type = vlen_utf8_type();
+    need_id(type.get(), what);
+    Handle space(need_id(H5Screate(H5S_SCALAR), what), H5Sclose);
+    Handle a(need_id(H5Acreate2(obj, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), what),
+             H5Aclose);
+    const char* p = value.c_str();
+    need_ok(H5Awrite(a, type, &p), what);
+  }
+
+  void attr_i64(hid_t obj, const std::string& where, const std::string& name, int64_t value) {
+    scalar_attr(obj, where, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value);
+  }
+  void attr_f64(hid_t obj, const std::string& where, const std::string& name, double value) {
+    scalar_attr(obj, where, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value);
+  }
+
+  void counts(hid_t obj, const std::string& where, Verdict v, const Counts& c) {
+    attr_str(obj, where, "verdict", verdict_name(v));
+    attr_i64(obj, where, "n_pass", c.n_pass);
+    attr_i64(obj, where, "n_fail", c.n_fail);
+    attr_i64(obj, where, "n_not_run", c.n_not_run);
+  }
+
+  void dataset(hid_t parent, const std::string& where, const Dataset& d) {
+    const std::string what = "write dataset " + where;
+    step(what);
+    if (d.shape.empty() || d.shape.size() > 2) throw WriteFailure(what + ": rank must be 1 or 2");
+    hsize_t dims[2] = {0, 0};
+    uint64_t n = 1;
+    for (size_t i = 0; i < d.shape.size(); ++i) {
+      dims[i] = d.shape[i];
+      n *= d.shape[i];
+    }
+    const bool f = d.dtype == DType::f64;
+    if (n != (f ? d.f64.size() : d.i64.size()))
+      throw WriteFailure(what + ": value count does not match shape");
+    Handle space(need_id(H5Screate_simple(static_cast<int>(d.shape.size()), dims, nullptr), what),
+                 H5Sclose);
+    Handle ds(need_id(H5Dcreate2(parent, d.name.c_str(), f ? H5T_IEEE_F64LE : H5T_STD_I64LE,
+                                 space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                      what),
+              H5Dclose);
+    if (n > 0) {
+      const void* buf = f ? static_cast<const void*>(d.f64.data())
+                          : static_cast<const void*>(d.i64.data());
+      need_ok(H5Dwrite(ds, f ? H5T_NATIVE_DOUBLE : H5T_NATIVE_INT64, H5S_ALL, H5S_ALL,
+                       H5P_DEFAULT, buf),
+              what);
+    }
+    if (!d.description.empty()) attr_str(ds, where, "description", d.description);
+  }
+
+ private:
+  void scalar_attr(hid_t obj, const std::string& where, const std::string& name, hid_t file_type,
+                   hid_t mem_type, const void* value) {
+    const std::string what = "write attribute " + where + " @" + name;
+    step(what);
+    Handle space(need_id(H5Screate(H5S_SCALAR), what), H5Sclose);
+    Handle a(need_id(H5Acreate2(obj, name.c_str(), file_type, space, H5P_DEFAULT, H5P_DEFAULT),
+                     what),
+             H5Aclose);
+    need_ok(H5Awrite(a, mem_type, value), what);
+  }
+
+  int64_t fault_;
+  int64_t steps_ = 0;
+};
+
+void write_hdf5(Writer& w, const ReportData& r, const std::string& file_name) {
+  Handle fcpl(w.need_id(H5Pcreate(H5P_FILE_CREATE), "file creation properties"), H5Pclose);
+  track_order(fcpl);
+  Handle gcpl(w.need_id(H5Pcreate(H5P_GROUP_CREATE), "group creation properties"), H5Pclose);
+  track_order(gcpl);
+  Handle fapl = make_fapl();
+  w.need_id(fapl.get(), "file access properties");
+
+  w.step("create file");
+  Handle file(w.need_id(H5Fcreate(file_name.c_str(), H5F_ACC_TRUNC, fcpl, fapl),
+                        "create file '" + file_name + "'"),
+              H5Fclose);
+  {
+    Handle root(w.need_id(H5Gopen2(file, "/", H5P_DEFAULT), "open /"), H5Gclose);
+    w.attr_i64(root, "/", "schema_version", r.schema_version);
+    w.counts(root, "/", r.verdict, r.counts);
+
+    Handle meta = w.group(root, "meta", "/meta", gcpl);
+    for (const auto& [k, v] : r.meta.values) w.attr_str(meta, "/meta", k, v);
+
+    for (const auto& cl : r.claims) {
+      const std::string cl_where = "/" + cl.name;
+      Handle g = w.group(root, cl.name, cl_where, gcpl);
+      w.counts(g, cl_where, cl.verdict, cl.counts);
+      w.attr_i64(g, cl_where, "n_cases", cl.n_cases);
+      for (const auto& cs : cl.cases) {
+        const std::string cs_where = cl_where + "/" + cs.name;
+        Handle cg = w.group(g, cs.name, cs_where, gcpl);
+        w.counts(cg, cs_where, cs.verdict, cs.counts);
+        for (const auto& [k, v] : cs.attrs) w.attr_str(cg, cs_where, k, v);
+
+        Handle checks = w.group(cg, "checks", cs_where + "/checks", gcpl);
+        for (const auto& ch : cs.checks) {
+          const std::string ch_where = cs_where + "/checks/" + ch.name;
+          Handle chg = w.group(checks, ch.name, ch_where, gcpl);
+          w.attr_str(chg, ch_where, "verdict", verdict_name(ch.verdict));
+          w.attr_str(chg, ch_where, "reason", ch.reason);
+          w.attr_str(chg, ch_where, "metric_name", ch.metric_name);
+          w.attr_f64(chg, ch_where, "metric", ch.metric);
+          w.attr_f64(chg, ch_where, "bound", ch.bound);
+          if (ch.has_bitwise()) {
+            w.attr_i64(chg, ch_where, "differing", ch.differing);
+            w.attr_f64(chg, ch_where, "max_ulp", ch.max_ulp);
+            w.attr_str(chg, ch_where, "first_diff", ch.first_diff);
+          }
+        }
+        Handle data = w.group(cg, "data", cs_where + "/data", gcpl);
+        for (const auto& d : cs.datasets) w.dataset(data, cs_where + "/data/" + d.name, d);
+      }
+    }
+  }
+  w.step("close file");
+  w.need_ok(file.close(), "close file '" + file_name + "'");
+}
+
+std::string errno_text(const std::string& what) {
+  return what + ": " + std::strerror(errno);
+}
+
+// Flushes the finished temporary file to disk before it takes the final name, so a crash after
+// rename cannot expose a file whose blocks never reached the disk.
+void fsync_path(const std::string& p) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw WriteFailure(errno_text("open '" + p + "' for fsync"));
+  const int rc = ::fsync(fd);
+  const int saved = errno;
+  ::close(fd);
+  errno = saved;
+  if (rc != 0) throw WriteFailure(errno_text("fsync '" + p + "'"));
+}
+
+// Best effort: makes the rename itself durable. The report is already complete under its
+// name, so a failure here is not an error.
+void fsync_parent_dir(const std::string& p) {
+  std::filesystem::path dir = std::filesystem::path(p).parent_path();
+  if (dir.empty()) dir = ".";
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace
+
+void Report::write(const std::string& path) const {
+  if (path.empty()) throw std::runtime_error("fh::Report::write: empty path");
+  const ReportData r = snapshot();
+  std::lock_guard<std::mutex> lock(h5_mutex());
+  QuietHdf5 quiet;
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  Writer w(g_write_fault.load());
+  try {
+    write_hdf5(w, r, tmp);  // every HDF5 handle is closed when this returns or throws
+    w.step("fsync");
+    fsync_path(tmp);
+    w.step("rename");
+    if (::rename(tmp.c_str(), path.c_str()) != 0)
+      throw WriteFailure(errno_text("rename '" + tmp + "' to '" + path + "'"));
+  } catch (const std::exception& e) {
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("fh::Report::write: cannot write report '" + path + "': " +
+                             e.what());
+  }
+  g_last_write_steps = w.steps();
+  fsync_parent_dir(path);
+}
+
+namespace testing_hooks {
+void set_write_fault(int64_t n) { g_write_fault = n; }
+int64_t last_write_steps() { return g_last_write_steps.load(); }
+}  // namespace testing_hooks
+
+}  // namespace fh
