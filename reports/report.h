@@ -1,6 +1,7 @@
 // The HDF5 run report (DESIGN "Reports", contract 7). A run builds a Report in memory, one
 // CaseRecord per (claim, case), and writes it once at the end; write() goes through a temporary
-// file and rename(), so the final name only ever holds a complete report. The layout is
+// file and a rename, so the final name only ever holds a complete report, and it replaces
+// nothing but a regular file (the report path policy, below Report). The layout is
 // documented in reports/SCHEMA.md; read_report() and validate_report_schema() are its reader
 // and its checker (tests and baseline diffs use them).
 //
@@ -11,14 +12,17 @@
 //
 // This is the module's one public header. Its sources: report_builder.cpp (names, Meta,
 // CaseRecord, Report in memory, snapshot), report_write.cpp (write(), testing_hooks) and
-// report_read.cpp (read_report, validate_report_schema); internal to the module,
-// hdf5_util.{h,cpp} (the HDF5 mutex, error handling, handles) and report_rules.h (the name,
-// text and evidence rules the builder enforces and the checker lists).
+// report_read.cpp (read_report, validate_report_schema), report_path.cpp (the report path
+// policy: check_report_path, the temporary file, the final no-replace rename); internal to the
+// module, hdf5_util.{h,cpp} (the HDF5 mutex, error handling, handles), report_path.h and
+// report_rules.h (the name, text and evidence rules the builder enforces and the checker lists).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -125,6 +129,14 @@ class CaseRecord {
   std::vector<Dataset> datasets_;
 };
 
+// What Report::write may do to whatever is already at its path (the report path policy below).
+struct WriteOptions {
+  // true (the default, for tests that rewrite a scratch file): an existing regular file at the
+  // path is replaced. false: nothing at the path is ever replaced, also not a file that appears
+  // while the report is written (another run's report); write() throws instead.
+  bool replace_existing = true;
+};
+
 class Report {
  public:
   // Throws std::invalid_argument if a required meta key is missing or a key/value is invalid.
@@ -148,10 +160,12 @@ class Report {
   Verdict verdict() const;
   ReportData snapshot() const;
 
-  // Writes path + ".tmp.<pid>", fsyncs it, renames it to `path`. On failure removes the
-  // temporary file, leaves whatever was at `path` untouched, and throws std::runtime_error
-  // naming `path`.
-  void write(const std::string& path) const;
+  // Writes report_temp_path(path) (created with O_CREAT|O_EXCL|O_NOFOLLOW), fsyncs it, renames
+  // it to `path` as the report path policy and `options` allow. On failure removes the
+  // temporary file (only one it created), leaves whatever was at `path` untouched, and throws
+  // std::runtime_error naming `path`. A full disk or the file-size limit is such a failure:
+  // SIGXFSZ's default action (kill) is suspended while the file is written, so write() sees EFBIG.
+  void write(const std::string& path, WriteOptions options = {}) const;
 
  private:
   struct Claim {
@@ -163,6 +177,32 @@ class Report {
   std::map<std::string, std::vector<std::string>> declared_;  // claim -> its datasets
 };
 
+// The report path policy (Report::write enforces it; check_report_path checks it up front):
+// - The final path must be absent or a regular file. A directory, device node, FIFO, socket or
+//   symbolic link (dangling or not) there is never followed, written or replaced (lstat).
+// - An existing regular file is replaced only with WriteOptions::replace_existing, and then by
+//   rename(2) only after lstat shows a regular file right before it. Otherwise the final rename
+//   is renameat2(RENAME_NOREPLACE), or link()+unlink() on a filesystem without it: a file that
+//   appears at the path meanwhile is never replaced.
+// - The temporary file is report_temp_path(path), "<path>.tmp.<pid>" in the same directory,
+//   created with O_CREAT|O_EXCL|O_NOFOLLOW, and checked to be the same file before the rename.
+struct ReportPathError : std::runtime_error {
+  enum class Kind { not_regular, exists, no_directory, too_long, not_writable };
+  ReportPathError(Kind k, const std::string& what) : std::runtime_error(what), kind(k) {}
+  Kind kind;
+};
+
+std::string report_temp_path(const std::string& path);  // path + ".tmp.<pid>"
+
+// Everything about `path` that write() will need, checked before any work is done: the file
+// name is not empty, "." or ".."; its directory exists; the file name and the temporary name
+// fit NAME_MAX (pathconf, else 255) and the temporary path fits PATH_MAX; the final path is
+// allowed by the policy and `options`; the directory takes the temporary file (probed by
+// creating and removing that very name with O_EXCL). Before the probe it removes stale
+// temporaries of this report name ("<name>.tmp.<pid>", regular files whose process is gone:
+// kill(pid, 0) fails with ESRCH) and returns their paths. Throws ReportPathError.
+std::vector<std::string> check_report_path(const std::string& path, WriteOptions options);
+
 // Reads a report written by Report::write. Throws std::runtime_error (naming the path and the
 // object) if the file cannot be opened or lacks something the schema requires.
 ReportData read_report(const std::string& path);
@@ -173,10 +213,16 @@ std::vector<std::string> validate_report_schema(const std::string& path);
 
 namespace testing_hooks {
 // Fault injection for tests: the n-th write step (0-based; steps are file creation, each
-// group/attribute/dataset, file close, fsync, rename) fails as an HDF5 call would. -1: off.
+// group/attribute/dataset, file close, file write, fsync, rename) fails as an HDF5 call would.
+// -1: off.
 void set_write_fault(int64_t n);
 // Number of steps the last successful write() took.
 int64_t last_write_steps();
+// Called right before the final rename, after every other step (null: none): a test makes
+// something appear at the path there.
+void set_before_rename(std::function<void()> f);
+// Takes the link()+unlink() path that filesystems without RENAME_NOREPLACE take.
+void set_force_link_fallback(bool on);
 }  // namespace testing_hooks
 
 }  // namespace fh

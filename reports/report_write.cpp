@@ -1,10 +1,21 @@
 // The HDF5 writer: Report::write lays a snapshot out as reports/SCHEMA.md says, in a temporary
 // file that is fsynced and renamed over the final name; every step can be made to fail through
 // testing_hooks. Shared HDF5 plumbing: hdf5_util.h.
+//
+// HDF5 never touches the disk here: the file is built in memory (the core driver, no backing
+// store) and its image is written out by write_file() with plain write() calls. The reason is
+// HDF5 1.10's close: when H5Fclose cannot flush (a full disk, EFBIG past the file-size limit),
+// H5F__dest frees the file anyway and returns an error, so the file's id stays registered with a
+// dangling pointer; nothing can close it again, and H5_term_library does at exit, in H5F__close_cb
+// on freed memory: SIGSEGV after the error was reported (issue 15 item 2; upstream HDFFV-11052,
+// HDFGroup/hdf5 PR #2291). A file in memory cannot fail to flush, so every id is released, and
+// an I/O error is ours to report. The same write() path turns SIGXFSZ into an error: see
+// SigxfszAsError.
 #include "reports/report.h"
 
 #include <fcntl.h>
 #include <hdf5.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -14,8 +25,10 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "reports/hdf5_util.h"
+#include "reports/report_path.h"
 
 namespace fh {
 
@@ -147,13 +160,68 @@ class Writer {
   int64_t steps_ = 0;
 };
 
-void write_hdf5(Writer& w, const ReportData& r, const std::string& file_name) {
+std::string errno_text(const std::string& what) {
+  return what + ": " + std::strerror(errno);
+}
+
+// While the image is written, reaching the file-size limit (RLIMIT_FSIZE) must be an error
+// (write() fails with EFBIG, as on a full disk), not SIGXFSZ's default action, which kills the
+// process with the temporary file left behind and the error never said. So SIGXFSZ is ignored
+// for the scope when its action is the default; a handler or SIG_IGN the program set stays.
+// The disposition is process-wide: another thread writing a file meanwhile sees EFBIG too.
+class SigxfszAsError {
+ public:
+  SigxfszAsError() {
+    if (::sigaction(SIGXFSZ, nullptr, &old_) != 0) return;
+    if ((old_.sa_flags & SA_SIGINFO) || old_.sa_handler != SIG_DFL) return;
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    changed_ = ::sigaction(SIGXFSZ, &ign, nullptr) == 0;
+  }
+  ~SigxfszAsError() {
+    if (changed_) ::sigaction(SIGXFSZ, &old_, nullptr);
+  }
+  SigxfszAsError(const SigxfszAsError&) = delete;
+  SigxfszAsError& operator=(const SigxfszAsError&) = delete;
+
+ private:
+  struct sigaction old_ {};
+  bool changed_ = false;
+};
+
+// Writes the file image to `p` (created or truncated). The caller removes `p` on failure.
+void write_file(const std::string& p, const std::vector<unsigned char>& bytes) {
+  SigxfszAsError sigxfsz;
+  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (fd < 0) throw WriteFailure(errno_text("create '" + p + "'"));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n > 0) {
+      done += size_t(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    const int saved = n < 0 ? errno : EIO;  // 0 bytes written for a non-empty request
+    ::close(fd);
+    errno = saved;
+    throw WriteFailure(errno_text("write '" + p + "'"));
+  }
+  if (::close(fd) != 0) throw WriteFailure(errno_text("close '" + p + "'"));
+}
+
+// Builds the report as an HDF5 file in memory (named `file_name`, which it does not touch) and
+// returns the file's image. Every HDF5 id is closed, innermost first, when this returns or throws.
+std::vector<unsigned char> build_image(Writer& w, const ReportData& r, const std::string& file_name) {
   Handle fcpl(w.need_id(H5Pcreate(H5P_FILE_CREATE), "file creation properties"), H5Pclose);
   track_order(fcpl);
   Handle gcpl(w.need_id(H5Pcreate(H5P_GROUP_CREATE), "group creation properties"), H5Pclose);
   track_order(gcpl);
   Handle fapl = make_fapl();
   w.need_id(fapl.get(), "file access properties");
+  // In memory, grown 1 MiB at a time, never written by HDF5 (see the top of this file).
+  w.need_ok(H5Pset_fapl_core(fapl, size_t(1) << 20, false), "file access properties");
 
   w.step("create file");
   Handle file(w.need_id(H5Fcreate(file_name.c_str(), H5F_ACC_TRUNC, fcpl, fapl),
@@ -199,11 +267,21 @@ void write_hdf5(Writer& w, const ReportData& r, const std::string& file_name) {
     }
   }
   w.step("close file");
-  w.need_ok(file.close(), "close file '" + file_name + "'");
+  const std::string close_what = "close file '" + file_name + "'";
+  w.need_ok(H5Fflush(file, H5F_SCOPE_LOCAL), close_what);
+  const ssize_t size = H5Fget_file_image(file, nullptr, 0);
+  if (size <= 0) throw WriteFailure(close_what + ": " + hdf5_error_text());
+  std::vector<unsigned char> image(static_cast<size_t>(size));
+  if (H5Fget_file_image(file, image.data(), image.size()) != size)
+    throw WriteFailure(close_what + ": " + hdf5_error_text());
+  w.need_ok(file.close(), close_what);
+  return image;
 }
 
-std::string errno_text(const std::string& what) {
-  return what + ": " + std::strerror(errno);
+void write_hdf5(Writer& w, const ReportData& r, const std::string& file_name) {
+  const std::vector<unsigned char> image = build_image(w, r, file_name);
+  w.step("write file");
+  write_file(file_name, image);
 }
 
 // Flushes the finished temporary file to disk before it takes the final name, so a crash after
@@ -231,22 +309,26 @@ void fsync_parent_dir(const std::string& p) {
 
 }  // namespace
 
-void Report::write(const std::string& path) const {
+void Report::write(const std::string& path, WriteOptions options) const {
   if (path.empty()) throw std::runtime_error("fh::Report::write: empty path");
   const ReportData r = snapshot();
   std::lock_guard<std::mutex> lock(h5_mutex());
   QuietHdf5 quiet;
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const std::string tmp = report_temp_path(path);
   Writer w(g_write_fault.load());
+  bool created = false;  // the temporary file is ours to remove only once we created it
   try {
+    // The report path policy (report.h, report_path.cpp): refuse before writing anything.
+    report_detail::require_replaceable(path, options);
+    const report_detail::FileIdentity tmp_id = report_detail::create_exclusive(tmp);
+    created = true;
     write_hdf5(w, r, tmp);  // every HDF5 handle is closed when this returns or throws
     w.step("fsync");
     fsync_path(tmp);
     w.step("rename");
-    if (::rename(tmp.c_str(), path.c_str()) != 0)
-      throw WriteFailure(errno_text("rename '" + tmp + "' to '" + path + "'"));
+    report_detail::publish(tmp, tmp_id, path, options);
   } catch (const std::exception& e) {
-    ::unlink(tmp.c_str());
+    if (created) ::unlink(tmp.c_str());
     throw std::runtime_error("fh::Report::write: cannot write report '" + path + "': " +
                              e.what());
   }

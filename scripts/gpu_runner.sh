@@ -158,7 +158,8 @@ if [ "${FH_SKIP_VERIFY:-0}" = 1 ]; then
   say "forge-verify: skipped (FH_SKIP_VERIFY=1)"
 elif has forge-verify; then
   # FH_VERIFY_ARGS: extra forge-verify options, e.g. "--claim gpu_fused_vs_twin" for a short run.
-  "$B/bin/forge-verify" ${FH_VERIFY_ARGS:-} --report "$OUT/forge-verify.h5" > "$OUT/forge-verify.log" 2>&1
+  # --force: the output folder is the runner's own, and a rerun into it replaces its report.
+  "$B/bin/forge-verify" ${FH_VERIFY_ARGS:-} --force --report "$OUT/forge-verify.h5" > "$OUT/forge-verify.log" 2>&1
   rc=$?
   say "forge-verify: $([ $rc -eq 0 ] && echo PASS || echo "FAIL (rc $rc)"), report forge-verify.h5"
   [ $rc -eq 0 ] || status=1

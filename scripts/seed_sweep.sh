@@ -39,6 +39,7 @@ mkdir -p "$DIR"
 echo "seed_sweep: claims $CLAIMS; seeds $FIRST..$((FIRST + N - 1)); $JOBS at a time; reports of failures in $DIR"
 run_one() {  # claim seed -> one line "claim seed rc first-failure"
   local claim="$1" seed="$2" rep="$DIR/$1.seed$2.h5" log="$DIR/$1.seed$2.log"
+  rm -f "$rep"  # a report of an earlier sweep into the same folder
   "$BIN" --claim "$claim" --seed "$seed" --quiet --report "$rep" > "$log" 2>&1
   local rc=$?
   local first=""

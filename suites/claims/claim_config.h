@@ -19,7 +19,7 @@ struct VerifyConfig {
   uint64_t seed = 20261202;
   int64_t rule_samples = 1000;            // elements per rule and input class in the MPFR check
   std::vector<std::string> claims;        // empty: all
-  std::string report_path;                // default: ./forge-verify-<UTC time>.h5
+  std::string report_path;                // default: ./forge-verify-<UTC time>-<pid>.h5
   bool gpu_available = false;
   std::string gpu_reason;                 // why not, when not
   bool quiet = false;

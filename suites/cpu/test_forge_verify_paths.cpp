@@ -1,0 +1,379 @@
+// forge-verify's report path, concurrency and exit codes (issue 15 items 3, 5, 6, 7), through
+// the real binary, and the report path policy of Report::write (reports/report.h) in-process:
+// - item 3: a report replaces nothing but a regular file (never a device node, FIFO, socket,
+//   directory or symlink), and an existing regular file only with --force;
+// - item 5: two runs in one folder never lose a report (unique default names, and a rename that
+//   never replaces a file that appeared meanwhile);
+// - item 6: everything about the report path is checked before the first claim runs, and stale
+//   temporary files are cleaned;
+// - item 7: an internal error (out of memory, a failed report write) exits 3, not 1.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "reports/report.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int status;  // the exit code; 128 + signal when killed
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+int decode(int raw) {
+  if (WIFEXITED(raw)) return WEXITSTATUS(raw);
+  if (WIFSIGNALED(raw)) return 128 + WTERMSIG(raw);
+  return -1;
+}
+
+// Each test works in its own folder, removed at the end.
+class ForgeVerifyPaths : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / ("fvp_" + std::to_string(::getpid()) + "_" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  // Runs `prefix forge-verify args` in the test's folder through /bin/sh.
+  RunResult verify(const std::string& args, const std::string& prefix = "") {
+    const fs::path out = dir_ / ".stdout", err = dir_ / ".stderr";
+    const std::string cmd = "cd '" + dir_.string() + "' && " + prefix + " " + FH_FORGE_VERIFY + " " + args +
+                            " >'" + out.string() + "' 2>'" + err.string() + "'";
+    const int raw = std::system(cmd.c_str());
+    RunResult r{decode(raw), slurp(out), slurp(err)};
+    fs::remove(out);
+    fs::remove(err);
+    return r;
+  }
+
+  // The names in the folder (the test's own .stdout/.stderr aside).
+  std::set<std::string> names() const {
+    std::set<std::string> s;
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      const std::string n = e.path().filename().string();
+      if (n != ".stdout" && n != ".stderr") s.insert(n);
+    }
+    return s;
+  }
+
+  fs::path dir_;
+};
+
+constexpr const char* kQuick = "--claim sr_exact_mean";  // a claim that runs in well under a second
+
+// Refused before any claim ran: exit 2, the message, no progress line, nothing new in the folder.
+void expect_refused(const RunResult& r, const std::string& what, const std::string& message) {
+  EXPECT_EQ(r.status, 2) << what << ": " << r.err;
+  EXPECT_NE(r.err.find(message), std::string::npos) << what << " printed: " << r.err;
+  EXPECT_EQ(r.err.find("[1/"), std::string::npos) << what << " started a claim: " << r.err;
+  EXPECT_TRUE(r.out.empty()) << what << " printed a table: " << r.out;
+}
+
+// ---- item 3: what a report may replace -------------------------------------------------------
+
+TEST_F(ForgeVerifyPaths, CharacterDeviceIsNeverReplaced) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mknod needs root; the device-node case is not checked here";
+  const fs::path node = dir_ / "null_node";
+  // The null device's numbers, in the test's own folder (never a node under /dev).
+  if (::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0)
+    GTEST_SKIP() << "mknod failed here (" << std::strerror(errno) << "); the device-node case is not checked";
+  for (const char* force : {"", " --force"}) {
+    const RunResult r = verify(std::string(kQuick) + force + " --report " + node.string());
+    expect_refused(r, std::string("device node") + force, "is a character device; a report never replaces");
+    struct stat st {};
+    ASSERT_EQ(::lstat(node.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISCHR(st.st_mode)) << "the device node was replaced" << force;
+    EXPECT_EQ(st.st_rdev, makedev(1, 3));
+  }
+  EXPECT_EQ(names(), (std::set<std::string>{"null_node"}));
+}
+
+TEST_F(ForgeVerifyPaths, FifoSocketDirectoryAndSymlinksAreNeverReplaced) {
+  const fs::path fifo = dir_ / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0) << std::strerror(errno);
+  const fs::path sock = dir_ / "sock";
+  const int sfd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(sfd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(sock.string().size(), sizeof addr.sun_path);
+  std::strcpy(addr.sun_path, sock.c_str());
+  ASSERT_EQ(::bind(sfd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << std::strerror(errno);
+  const fs::path subdir = dir_ / "subdir";
+  fs::create_directories(subdir / "inside");
+  const fs::path target = dir_ / "target.txt";
+  { std::ofstream(target) << "the symlink's target"; }
+  const fs::path link = dir_ / "link";
+  fs::create_symlink(target, link);
+  const fs::path dangling = dir_ / "dangling";
+  fs::create_symlink(dir_ / "absent.h5", dangling);
+
+  const std::pair<fs::path, std::string> cases[] = {
+      {fifo, "is a FIFO"}, {sock, "is a socket"}, {subdir, "is a directory"},
+      {link, "is a symbolic link"}, {dangling, "is a symbolic link"}};
+  for (const auto& [p, message] : cases)
+    for (const char* force : {"", " --force"})
+      expect_refused(verify(std::string(kQuick) + force + " --report " + p.string()), p.string() + force, message);
+  struct stat st {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  ASSERT_EQ(::lstat(sock.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_TRUE(fs::is_directory(subdir / "inside"));
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(fs::read_symlink(link), target);
+  EXPECT_EQ(slurp(target), "the symlink's target");
+  EXPECT_TRUE(fs::is_symlink(dangling));
+  EXPECT_FALSE(fs::exists(dir_ / "absent.h5")) << "the dangling symlink was followed";
+  EXPECT_EQ(names(), (std::set<std::string>{"fifo", "sock", "subdir", "target.txt", "link", "dangling"}));
+  ::close(sfd);
+}
+
+TEST_F(ForgeVerifyPaths, ExistingFileIsReplacedOnlyWithForce) {
+  const fs::path p = dir_ / "old.h5";
+  { std::ofstream(p) << "a file the user keeps"; }
+  fs::permissions(p, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);  // read-only
+  expect_refused(verify(std::string(kQuick) + " --report " + p.string()), "existing file",
+                 "already exists and is not replaced unless asked (--force replaces an existing regular file)");
+  EXPECT_EQ(slurp(p), "a file the user keeps");
+
+  const RunResult r = verify(std::string(kQuick) + " --force --quiet --report " + p.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fh::validate_report_schema(p.string()).empty());
+  EXPECT_EQ(names(), (std::set<std::string>{"old.h5"}));
+}
+
+// In-process: Report::write itself never replaces a non-regular file, whatever its options.
+TEST_F(ForgeVerifyPaths, WriteRefusesNonRegularTargets) {
+  fh::Meta m = fh::Meta::unknown();
+  fh::Report r(m);
+  r.add_case("claim", "case").add_check(fh::Check::passed("c", "m", 0, 1));
+  const fs::path fifo = dir_ / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0);
+  const fs::path link = dir_ / "link";
+  fs::create_symlink(dir_ / "absent.h5", link);
+  for (const fs::path& p : {fifo, link})
+    for (bool replace : {true, false}) {
+      EXPECT_THROW(r.write(p.string(), {.replace_existing = replace}), std::runtime_error) << p;
+      EXPECT_THROW(fh::check_report_path(p.string(), {.replace_existing = replace}), fh::ReportPathError) << p;
+    }
+  struct stat st {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(names(), (std::set<std::string>{"fifo", "link"}));
+}
+
+// ---- item 5: concurrent runs -------------------------------------------------------------------
+
+// Two runs started together in one folder with the default name (the same second, as a rule):
+// two reports, each under the name its run printed.
+TEST_F(ForgeVerifyPaths, ConcurrentDefaultRunsKeepBothReports) {
+  const std::string v = std::string(FH_FORGE_VERIFY) + " " + kQuick + " --quiet";
+  const std::regex name_re(R"(forge-verify-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ-\d+\.h5)");
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    for (const auto& n : names()) fs::remove(dir_ / n);
+    const std::string cmd = "cd '" + dir_.string() + "' || exit 1; { " + v + " >a.out 2>a.err; echo $? >a.rc; } & { " +
+                            v + " >b.out 2>b.err; echo $? >b.rc; } & wait";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    EXPECT_EQ(slurp(dir_ / "a.rc"), "0\n") << slurp(dir_ / "a.err");
+    EXPECT_EQ(slurp(dir_ / "b.rc"), "0\n") << slurp(dir_ / "b.err");
+    std::vector<std::string> reports;
+    for (const auto& n : names())
+      if (n.rfind("forge-verify-", 0) == 0) {
+        EXPECT_TRUE(std::regex_match(n, name_re)) << n;
+        EXPECT_TRUE(fh::validate_report_schema((dir_ / n).string()).empty()) << n;
+        reports.push_back(n);
+      }
+    EXPECT_EQ(reports.size(), 2u) << "a report was lost";
+    const std::string printed = slurp(dir_ / "a.out") + slurp(dir_ / "b.out");
+    for (const auto& n : reports) EXPECT_NE(printed.find("report: " + n), std::string::npos) << n;
+  }
+}
+
+fh::Report small_report() {
+  fh::Report r(fh::Meta::unknown());
+  r.add_case("claim", "case").add_check(fh::Check::passed("c", "m", 0, 1));
+  return r;
+}
+
+// In-process: a file that appears at the path while the report is written (another run's
+// report) is never replaced without replace_existing: the rename is renameat2(RENAME_NOREPLACE),
+// and link()+unlink() where a filesystem lacks it.
+TEST_F(ForgeVerifyPaths, RenameNeverReplacesAFileThatAppearedMeanwhile) {
+  const fs::path p = dir_ / "r.h5";
+  for (bool fallback : {false, true}) {
+    SCOPED_TRACE(fallback ? "link()+unlink() fallback" : "renameat2(RENAME_NOREPLACE)");
+    fs::remove(p);
+    fh::testing_hooks::set_force_link_fallback(fallback);
+    fh::testing_hooks::set_before_rename([&] { std::ofstream(p) << "another run's report"; });
+    try {
+      small_report().write(p.string(), {.replace_existing = false});
+      ADD_FAILURE() << "write replaced the file that appeared";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("appeared while the report was written"), std::string::npos) << e.what();
+    }
+    fh::testing_hooks::set_before_rename(nullptr);
+    EXPECT_EQ(slurp(p), "another run's report");
+    EXPECT_EQ(names(), (std::set<std::string>{"r.h5"})) << "temporary file left behind";
+
+    // Nothing there: the report takes the name, and no temporary name is left.
+    fs::remove(p);
+    small_report().write(p.string(), {.replace_existing = false});
+    EXPECT_TRUE(fh::validate_report_schema(p.string()).empty());
+    EXPECT_EQ(names(), (std::set<std::string>{"r.h5"}));
+    // And an existing file is refused before anything is written.
+    EXPECT_THROW(small_report().write(p.string(), {.replace_existing = false}), std::runtime_error);
+    EXPECT_EQ(names(), (std::set<std::string>{"r.h5"}));
+  }
+  // With replace_existing, what appeared is replaced only if it is a regular file.
+  fs::remove(p);
+  fh::testing_hooks::set_before_rename([&] { fs::create_symlink(dir_ / "elsewhere", p); });
+  EXPECT_THROW(small_report().write(p.string(), {.replace_existing = true}), std::runtime_error);
+  fh::testing_hooks::set_before_rename(nullptr);
+  fh::testing_hooks::set_force_link_fallback(false);
+  EXPECT_TRUE(fs::is_symlink(p));
+  EXPECT_FALSE(fs::exists(dir_ / "elsewhere"));
+  EXPECT_EQ(names(), (std::set<std::string>{"r.h5"}));
+}
+
+// Through the binary: a file that appears at --report while the claims run is kept, the run
+// exits 3 (internal error: the report could not be written), and its verdict table is printed.
+TEST_F(ForgeVerifyPaths, ReportAppearingDuringTheRunIsKept) {
+  const fs::path p = dir_ / "r.h5", err = dir_ / "run.err", out = dir_ / "run.out";
+  // About 3 s of work, so the file is made long before the run ends.
+  const std::string cmd = std::string(FH_FORGE_VERIFY) +
+                          " --claim two_phase_exact_vs_seq --rule sgd --format fp32 --store fp32_master"
+                          " --shape 512x512x512 --steps 2 --report " + p.string() + " >" + out.string() +
+                          " 2>" + err.string();
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // The progress line of the first claim comes after the report path was checked.
+  int raw = 0;
+  bool ended = false;
+  while (slurp(err).find("[1/1]") == std::string::npos) {
+    const pid_t w = ::waitpid(child, &raw, WNOHANG);
+    ASSERT_GE(w, 0);
+    if (w == child) {
+      ended = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_FALSE(ended) << "the run ended before its first claim: exit " << decode(raw) << ": " << slurp(err);
+  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+  const int open_errno = errno;
+  if (fd >= 0) {
+    const char text[] = "another run's report";
+    EXPECT_EQ(::write(fd, text, sizeof text - 1), ssize_t(sizeof text - 1));
+    ::close(fd);
+  }
+  ASSERT_EQ(::waitpid(child, &raw, 0), child);
+  if (fd < 0) GTEST_SKIP() << "the run ended before the file could be made (" << std::strerror(open_errno) << ")";
+  EXPECT_EQ(decode(raw), 3) << slurp(err);
+  EXPECT_NE(slurp(err).find("forge-verify: internal error: "), std::string::npos) << slurp(err);
+  // Refused by the check at the start of the write, or by the no-replace rename itself.
+  const std::string e = slurp(err);
+  EXPECT_TRUE(e.find("already exists and is not replaced") != std::string::npos ||
+              e.find("appeared while the report was written") != std::string::npos) << e;
+  EXPECT_EQ(slurp(p), "another run's report");
+  EXPECT_NE(slurp(out).find("overall: pass"), std::string::npos) << "the verdict table was lost: " << slurp(out);
+  EXPECT_EQ(names(), (std::set<std::string>{"r.h5", "run.err", "run.out"})) << "temporary file left behind";
+}
+
+// ---- item 6: everything about the report path, before the first claim ------------------------
+
+TEST_F(ForgeVerifyPaths, LongNamesAreRefusedBeforeTheRun) {
+  // 250 bytes fit NAME_MAX (255), but its temporary name (".tmp.<pid>" more) does not.
+  const std::string name250 = std::string(247, 'r') + ".h5";
+  expect_refused(verify(std::string(kQuick) + " --report " + (dir_ / name250).string()), "250-byte name",
+                 "with its temporary suffix");
+  expect_refused(verify(std::string(kQuick) + " --report " + (dir_ / (std::string(253, 'r') + ".h5")).string()),
+                 "256-byte name", "report file name is 256 bytes; this filesystem allows at most 255 (NAME_MAX)");
+  // A path beyond PATH_MAX (every component short).
+  std::string deep = dir_.string();
+  while (deep.size() < 4100) deep += "/.";
+  expect_refused(verify(std::string(kQuick) + " --report " + deep + "/r.h5"), "long path", "too long");
+  EXPECT_EQ(names(), std::set<std::string>{});
+  // A name that fits with its suffix is taken.
+  const std::string fits = std::string(255 - 5 - 7 - 3, 'r') + ".h5";  // ".tmp." and pid_max's 7 digits
+  const RunResult r = verify(std::string(kQuick) + " --quiet --report " + (dir_ / fits).string());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(names(), (std::set<std::string>{fits}));
+}
+
+// A pid that is gone: a child that has exited and been reaped.
+pid_t dead_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  ::waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+TEST_F(ForgeVerifyPaths, StaleTemporariesAreRemoved) {
+  const pid_t gone = dead_pid();
+  ASSERT_GT(gone, 0);
+  ASSERT_NE(::kill(gone, 0), 0);
+  const std::string stale = "r.h5.tmp." + std::to_string(gone);
+  const std::string live = "r.h5.tmp." + std::to_string(::getpid());     // this test is alive
+  const std::string other = "other.h5.tmp." + std::to_string(gone);      // another report's
+  const std::string not_pid = "r.h5.tmp.12ab";
+  for (const auto& n : {stale, live, other, not_pid}) std::ofstream(dir_ / n) << "partial";
+  const std::string stale_link = "r.h5.tmp." + std::to_string(dead_pid());
+  fs::create_symlink(dir_ / "somewhere", dir_ / stale_link);  // not a regular file: kept
+
+  const RunResult r = verify(std::string(kQuick) + " --quiet --report " + (dir_ / "r.h5").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("removed stale temporary file '" + (dir_ / stale).string() + "'"), std::string::npos) << r.err;
+  EXPECT_EQ(names(), (std::set<std::string>{"r.h5", live, other, not_pid, stale_link}));
+}
+
+// ---- item 7: exit codes ------------------------------------------------------------------------
+
+// Out of memory during the run (a shape inside the documented ranges, under an address-space
+// limit) is an internal error: exit 3 with "internal error", not 1 as a failed check.
+TEST_F(ForgeVerifyPaths, OutOfMemoryIsAnInternalError) {
+  const RunResult r = verify("--claim two_phase_exact_vs_seq --rule sgd --format fp32 --store fp32_master "
+                             "--shape 8192x8192x1048576 --steps 1 --quiet --report r.h5",
+                             "ulimit -v 4000000 &&");
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("forge-verify: internal error: std::bad_alloc"), std::string::npos) << r.err;
+  EXPECT_EQ(names(), std::set<std::string>{});
+}
+
+}  // namespace
