@@ -34,8 +34,6 @@ std::atomic<bool> g_force_link_fallback{false};
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
-std::string errno_text(const std::string& what, int err) { return what + ": " + std::strerror(err); }
-
 const char* file_kind(mode_t m) {
   if (S_ISDIR(m)) return "directory";
   if (S_ISLNK(m)) return "symbolic link";
@@ -46,20 +44,19 @@ const char* file_kind(mode_t m) {
   return "file that is not a regular file";
 }
 
-fs::path directory_of(const std::string& path) {
-  const fs::path dir = fs::path(path).parent_path();
-  return dir.empty() ? fs::path(".") : dir;
-}
+using report_detail::directory_of;
+using report_detail::errno_text;
 
-// 0, or errno when `tmp` cannot be created as a new file.
-int try_create(const std::string& tmp, report_detail::FileIdentity& id) {
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+// 0, or errno when `tmp` cannot be created as a new file; fd is then open on it (and `id` its
+// identity).
+int try_create(const std::string& tmp, int& fd, report_detail::FileIdentity& id) {
+  fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
   if (fd < 0) return errno;
   struct stat st {};
-  const int rc = ::fstat(fd, &st);
-  const int err = errno;
-  ::close(fd);
-  if (rc != 0) {
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    fd = -1;
     ::unlink(tmp.c_str());
     return err;
   }
@@ -134,6 +131,20 @@ std::string report_temp_path(const std::string& path) {
 
 namespace report_detail {
 
+std::string errno_text(const std::string& what, int err) { return what + ": " + std::strerror(err); }
+
+std::filesystem::path directory_of(const std::string& path) {
+  const fs::path dir = fs::path(path).parent_path();
+  return dir.empty() ? fs::path(".") : dir;
+}
+
+int TempFile::close() {
+  if (fd_ < 0) return 0;
+  const int rc = ::close(fd_);
+  fd_ = -1;
+  return rc;
+}
+
 void require_replaceable(const std::string& path, WriteOptions options) {
   const std::string name = fs::path(path).filename().string();
   if (name.empty() || name == "." || name == "..")
@@ -155,13 +166,14 @@ void require_replaceable(const std::string& path, WriteOptions options) {
                                             " already exists and is not replaced unless asked");
 }
 
-FileIdentity create_exclusive(const std::string& tmp) {
+TempFile create_exclusive(const std::string& tmp) {
+  int fd = -1;
   FileIdentity id;
-  if (const int err = try_create(tmp, id)) {
+  if (const int err = try_create(tmp, fd, id)) {
     errno = err;
     throw std::runtime_error(errno_text("create " + quoted(tmp), err));
   }
-  return id;
+  return TempFile(fd, id);
 }
 
 void publish(const std::string& tmp, const FileIdentity& id, const std::string& path,
@@ -246,13 +258,15 @@ std::vector<std::string> check_report_path(const std::string& path, WriteOptions
   std::vector<std::string> removed = remove_stale_temps(dir, name);
 
   // The probe: the temporary file itself, created and removed.
+  int fd = -1;
   report_detail::FileIdentity id;
-  if (const int err = try_create(tmp, id)) {
+  if (const int err = try_create(tmp, fd, id)) {
     const std::string cause = errno_text("cannot create " + quoted(tmp), err);
     throw ReportPathError(err == ENAMETOOLONG ? Kind::too_long : Kind::not_writable,
                           err == EEXIST ? cause + " (it exists and belongs to a live process, or is not a regular file)"
                                         : "report directory " + quoted(dir.string()) + " does not take the report: " + cause);
   }
+  ::close(fd);
   ::unlink(tmp.c_str());
   return removed;
 }

@@ -4,6 +4,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <filesystem>
 #include <string>
 
 #include "reports/report.h"
@@ -19,9 +20,31 @@ struct FileIdentity {
   ino_t ino = 0;
 };
 
-// Creates `tmp` empty with O_CREAT|O_EXCL|O_NOFOLLOW (mode 0666 less the umask) and returns
-// its identity; throws std::runtime_error with errno's text (errno kept) when it cannot.
-FileIdentity create_exclusive(const std::string& tmp);
+// The temporary file Report::write fills: created new, open for writing, with its identity.
+// The descriptor is closed with the object (close() first to see close's own error).
+class TempFile {
+ public:
+  TempFile(int fd, FileIdentity id) : fd_(fd), id_(id) {}
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  ~TempFile() { close(); }
+  int fd() const { return fd_; }
+  const FileIdentity& id() const { return id_; }
+  int close();  // 0, or -1 with errno; the descriptor is gone either way
+
+ private:
+  int fd_ = -1;
+  FileIdentity id_;
+};
+
+// Creates `tmp` empty with O_CREAT|O_EXCL|O_NOFOLLOW (mode 0666 less the umask), open for
+// writing; throws std::runtime_error with errno's text (errno kept) when it cannot.
+TempFile create_exclusive(const std::string& tmp);
+
+// "what: <strerror(err)>".
+std::string errno_text(const std::string& what, int err);
+// The folder a report path names its file in ("." for a bare name).
+std::filesystem::path directory_of(const std::string& path);
 
 // Gives the finished temporary file `tmp` the name `path` as the policy and `options` allow,
 // after checking that `tmp` is still the regular file `id` (testing_hooks::set_before_rename's

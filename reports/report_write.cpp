@@ -160,9 +160,7 @@ class Writer {
   int64_t steps_ = 0;
 };
 
-std::string errno_text(const std::string& what) {
-  return what + ": " + std::strerror(errno);
-}
+using report_detail::errno_text;
 
 // While the image is written, reaching the file-size limit (RLIMIT_FSIZE) must be an error
 // (write() fails with EFBIG, as on a full disk), not SIGXFSZ's default action, which kills the
@@ -190,25 +188,26 @@ class SigxfszAsError {
   bool changed_ = false;
 };
 
-// Writes the file image to `p` (created or truncated). The caller removes `p` on failure.
-void write_file(const std::string& p, const std::vector<unsigned char>& bytes) {
-  SigxfszAsError sigxfsz;
-  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
-  if (fd < 0) throw WriteFailure(errno_text("create '" + p + "'"));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n > 0) {
-      done += size_t(n);
-      continue;
+// Writes the file image through `fd`, the temporary file `p` open for writing, and flushes it
+// to disk before it takes the final name, so a crash after the rename cannot expose a file
+// whose blocks never reached the disk. The caller removes `p` on failure.
+void write_file(Writer& w, int fd, const std::string& p, const std::vector<unsigned char>& bytes) {
+  {
+    SigxfszAsError sigxfsz;
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n > 0) {
+        done += size_t(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      const int err = n < 0 ? errno : EIO;  // 0 bytes written for a non-empty request
+      throw WriteFailure(errno_text("write '" + p + "'", err));
     }
-    if (n < 0 && errno == EINTR) continue;
-    const int saved = n < 0 ? errno : EIO;  // 0 bytes written for a non-empty request
-    ::close(fd);
-    errno = saved;
-    throw WriteFailure(errno_text("write '" + p + "'"));
   }
-  if (::close(fd) != 0) throw WriteFailure(errno_text("close '" + p + "'"));
+  w.step("fsync");
+  if (::fsync(fd) != 0) throw WriteFailure(errno_text("fsync '" + p + "'", errno));
 }
 
 // Builds the report as an HDF5 file in memory (named `file_name`, which it does not touch) and
@@ -278,29 +277,17 @@ std::vector<unsigned char> build_image(Writer& w, const ReportData& r, const std
   return image;
 }
 
-void write_hdf5(Writer& w, const ReportData& r, const std::string& file_name) {
+void write_hdf5(Writer& w, const ReportData& r, report_detail::TempFile& tmp, const std::string& file_name) {
   const std::vector<unsigned char> image = build_image(w, r, file_name);
   w.step("write file");
-  write_file(file_name, image);
-}
-
-// Flushes the finished temporary file to disk before it takes the final name, so a crash after
-// rename cannot expose a file whose blocks never reached the disk.
-void fsync_path(const std::string& p) {
-  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw WriteFailure(errno_text("open '" + p + "' for fsync"));
-  const int rc = ::fsync(fd);
-  const int saved = errno;
-  ::close(fd);
-  errno = saved;
-  if (rc != 0) throw WriteFailure(errno_text("fsync '" + p + "'"));
+  write_file(w, tmp.fd(), file_name, image);
+  if (tmp.close() != 0) throw WriteFailure(errno_text("close '" + file_name + "'", errno));
 }
 
 // Best effort: makes the rename itself durable. The report is already complete under its
 // name, so a failure here is not an error.
 void fsync_parent_dir(const std::string& p) {
-  std::filesystem::path dir = std::filesystem::path(p).parent_path();
-  if (dir.empty()) dir = ".";
+  const std::filesystem::path dir = report_detail::directory_of(p);
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return;
   ::fsync(fd);
@@ -320,13 +307,11 @@ void Report::write(const std::string& path, WriteOptions options) const {
   try {
     // The report path policy (report.h, report_path.cpp): refuse before writing anything.
     report_detail::require_replaceable(path, options);
-    const report_detail::FileIdentity tmp_id = report_detail::create_exclusive(tmp);
+    report_detail::TempFile file = report_detail::create_exclusive(tmp);
     created = true;
-    write_hdf5(w, r, tmp);  // every HDF5 handle is closed when this returns or throws
-    w.step("fsync");
-    fsync_path(tmp);
+    write_hdf5(w, r, file, tmp);  // every HDF5 handle is closed when this returns or throws
     w.step("rename");
-    report_detail::publish(tmp, tmp_id, path, options);
+    report_detail::publish(tmp, file.id(), path, options);
   } catch (const std::exception& e) {
     if (created) ::unlink(tmp.c_str());
     throw std::runtime_error("fh::Report::write: cannot write report '" + path + "': " +
