@@ -8,7 +8,8 @@
 # Usage: scripts/gpu_runner.sh OUTDIR
 # Env: FH_SUITES (only these GPU suites), FH_VERIFY_ARGS (extra forge-verify options), FH_SKIP_TORCH=1, FH_TORCH_QUICK=1, FH_BENCH_FILTER (Google Benchmark regex over names like
 # adamw_fp32_fp32_master/fused/out4096_in4096_T512/manual_time), FH_SKIP_BENCH=1, FH_SKIP_SUITES=1, FH_SKIP_VERIFY=1
-# (for splitting one run over two device calls), FH_SANITIZE=1 (compute-sanitizer
+# (for splitting one run over two device calls), FH_SWEEP_SEEDS=N (the GPU claims' seed sweep; FH_SWEEP_CLAIMS,
+# FH_SWEEP_JOBS), FH_SANITIZE=1 (compute-sanitizer
 # memcheck/racecheck/initcheck on the fused suite's small cases), FH_NCU=1 (Nsight Compute sections
 # of the fused and rule kernels at 4096 x 4096, T = 512, both benchmark configs, and the fused
 # kernel's per-instruction source counters), FH_ALLOW_SKIP=1 (a skipped GPU
@@ -169,6 +170,18 @@ elif has forge-verify; then
 else
   say "forge-verify: NOT RUN (missing binary or library)"
   status=1
+fi
+
+# The seed sweep of the GPU claims (issue 15): FH_SWEEP_SEEDS=N runs every seed-dependent GPU
+# claim over seeds 1..N (FH_SWEEP_CLAIMS narrows it, FH_SWEEP_JOBS runs at a time, default 4),
+# failures per claim in sweep.txt and the failing runs' logs and reports under sweep/.
+if [ -n "${FH_SWEEP_SEEDS:-}" ] && has forge-verify; then
+  FH_SWEEP_DIR="$OUT/sweep" bash "$ROOT/scripts/seed_sweep.sh" "$FH_SWEEP_SEEDS" --gpu --bin "$B/bin/forge-verify" \
+    --jobs "${FH_SWEEP_JOBS:-4}" ${FH_SWEEP_CLAIMS:+--claims "$FH_SWEEP_CLAIMS"} > "$OUT/sweep.txt" 2>&1
+  rc=$?
+  say "seed sweep ($FH_SWEEP_SEEDS seeds): $([ $rc -eq 0 ] && echo PASS || echo "FAIL (rc $rc)")"
+  grep -E 'seeds,|seed [0-9]+:' "$OUT/sweep.txt" | sed 's/^/    /' | tee -a "$SUMMARY" >/dev/null
+  [ $rc -eq 0 ] || status=1
 fi
 
 # Nsight Compute on the T = 512 bar's kernels (optional): where the fused kernel's time goes.

@@ -2,16 +2,18 @@
 # Runs the seed-dependent claims over N seeds and reports the failures per claim (issue 15).
 # A claim is seed-dependent when its registry row honours --seed (forge-verify
 # --list-claims-json); GPU claims are swept only with --gpu (on the runner).
-# Usage: scripts/seed_sweep.sh N [--first S] [--claims a,b,...] [--gpu] [--bin PATH] [--jobs J]
+# Usage: scripts/seed_sweep.sh N [--first S] [--claims a,b,...] [--gpu] [--bin PATH] [--jobs J] [-- ARGS...]
 #   N        seeds S .. S+N-1 (S = --first, default 1)
 #   --claims only these claims (default: every seed-dependent CPU claim, or GPU claim with --gpu)
+#   ARGS     further forge-verify options for every run (for example --shape 64x96x40)
 # Exit status: 0 when no run failed, 1 when any did, 2 for bad usage. Each failing
 # (claim, seed) is listed with the first failing check; reports of failing runs are kept in
 # $FH_SWEEP_DIR (default: a temporary folder, printed).
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+EXTRA=()
 N="" FIRST=1 CLAIMS="" GPU=0 BIN="${FH_FORGE_VERIFY:-$ROOT/build/forge-verify}" JOBS="${FH_JOBS:-$(nproc)}"
-usage() { sed -n '2,10p' "$0" >&2; exit 2; }
+usage() { sed -n '2,11p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --first) FIRST="${2:?}"; shift 2 ;;
@@ -20,6 +22,7 @@ while [ $# -gt 0 ]; do
     --bin) BIN="${2:?}"; shift 2 ;;
     --jobs) JOBS="${2:?}"; shift 2 ;;
     -h|--help) usage ;;
+    --) shift; EXTRA=("$@"); break ;;
     *) [ -z "$N" ] || usage; N="$1"; shift ;;
   esac
 done
@@ -36,11 +39,14 @@ print(",".join(c["id"] for c in json.load(sys.stdin)["claims"] if "--seed" in c[
 fi
 DIR="${FH_SWEEP_DIR:-$(mktemp -d)}"
 mkdir -p "$DIR"
-echo "seed_sweep: claims $CLAIMS; seeds $FIRST..$((FIRST + N - 1)); $JOBS at a time; reports of failures in $DIR"
+FH_SWEEP_EXTRA="${EXTRA[*]:-}"
+export FH_SWEEP_EXTRA
+echo "seed_sweep: claims $CLAIMS; seeds $FIRST..$((FIRST + N - 1)); $JOBS at a time; options: ${FH_SWEEP_EXTRA:-none}; reports of failures in $DIR"
 run_one() {  # claim seed -> one line "claim seed rc first-failure"
   local claim="$1" seed="$2" rep="$DIR/$1.seed$2.h5" log="$DIR/$1.seed$2.log"
   rm -f "$rep"  # a report of an earlier sweep into the same folder
-  "$BIN" --claim "$claim" --seed "$seed" --quiet --report "$rep" > "$log" 2>&1
+  # shellcheck disable=SC2086  # FH_SWEEP_EXTRA is a word list of forge-verify options
+  "$BIN" --claim "$claim" --seed "$seed" --quiet --report "$rep" $FH_SWEEP_EXTRA > "$log" 2>&1
   local rc=$?
   local first=""
   [ $rc -ne 0 ] && first="$(grep -m1 -E '^  .* fail ' "$log" | tr -s ' ' | cut -c1-160)"
