@@ -10,19 +10,40 @@ const char* verdict_name(Verdict v) {
     case Verdict::pass: return "pass";
     case Verdict::fail: return "fail";
     case Verdict::not_run: return "not-run";
+    case Verdict::error: return "error";
   }
   return "invalid";
+}
+
+const char* pass_if_name(PassIf p) {
+  switch (p) {
+    case PassIf::at_most: return "<=";
+    case PassIf::below: return "<";
+    case PassIf::at_least: return ">=";
+    case PassIf::above: return ">";
+  }
+  return "invalid";
+}
+
+PassIf parse_pass_if(std::string_view name) {
+  if (name == "<=") return PassIf::at_most;
+  if (name == "<") return PassIf::below;
+  if (name == ">=") return PassIf::at_least;
+  if (name == ">") return PassIf::above;
+  throw std::invalid_argument("unknown pass direction '" + std::string(name) + "' (<=, <, >=, >)");
 }
 
 Verdict parse_verdict(std::string_view name) {
   if (name == "pass") return Verdict::pass;
   if (name == "fail") return Verdict::fail;
   if (name == "not-run") return Verdict::not_run;
+  if (name == "error") return Verdict::error;
   throw std::invalid_argument("unknown verdict '" + std::string(name) + "'");
 }
 
 Verdict Counts::verdict() const {
   if (n_fail > 0) return Verdict::fail;
+  if (n_error > 0) return Verdict::error;
   if (n_pass > 0) return Verdict::pass;
   return Verdict::not_run;
 }
@@ -32,6 +53,7 @@ void Counts::add(Verdict v) {
     case Verdict::pass: ++n_pass; break;
     case Verdict::fail: ++n_fail; break;
     case Verdict::not_run: ++n_not_run; break;
+    case Verdict::error: ++n_error; break;
   }
 }
 
@@ -39,6 +61,7 @@ Counts& Counts::operator+=(const Counts& o) {
   n_pass += o.n_pass;
   n_fail += o.n_fail;
   n_not_run += o.n_not_run;
+  n_error += o.n_error;
   return *this;
 }
 
@@ -68,6 +91,17 @@ Check Check::not_run(std::string name, std::string reason) {
   return c;
 }
 
+Check Check::errored(std::string name, std::string message) {
+  Check c = not_run(std::move(name), std::move(message));
+  c.verdict = Verdict::error;
+  return c;
+}
+
+Check& Check::passes_if(PassIf p) {
+  pass_if = p;
+  return *this;
+}
+
 Check& Check::bitwise(int64_t n_differing, double ulp, std::string first) {
   differing = n_differing;
   max_ulp = ulp;
@@ -81,6 +115,7 @@ Check case_check(const ClaimCaseResult& r, const std::string& check_name) {
   Check c = r.pass ? Check::passed(check_name, bitwise ? "differing" : "metric", r.metric, r.bound)
                    : Check::failed(check_name, bitwise ? "differing" : "metric", r.metric, r.bound,
                                    r.first_diff.empty() ? r.note : r.first_diff);
+  c.passes_if(r.pass_if);
   if (bitwise) c.bitwise(r.differing, r.max_ulp, r.differing ? (r.first_diff.empty() ? "unknown" : r.first_diff) : "");
   return c;
 }

@@ -1,7 +1,8 @@
 // The one evidence vocabulary (DESIGN contract 7): what oracles return, what claims hand to the
 // report, what reports/ writes. A check is pass, fail or not-run (with its reason), with its
 // metric and bound, and for a bitwise check how many elements differ, the largest ulp distance
-// and the first differing coordinate. Nothing here computes a value that is judged.
+// and the first differing coordinate. A claim that threw is `error` (its message the reason):
+// never a pass. Nothing here computes a value that is judged.
 #pragma once
 #include <cstdint>
 #include <limits>
@@ -10,14 +11,21 @@
 
 namespace fh {
 
-enum class Verdict { pass, fail, not_run };
-const char* verdict_name(Verdict v);           // "pass", "fail", "not-run"
+enum class Verdict { pass, fail, not_run, error };
+const char* verdict_name(Verdict v);           // "pass", "fail", "not-run", "error"
 Verdict parse_verdict(std::string_view name);  // inverse; throws std::invalid_argument
 
-// Aggregation rule used at every level: fail if any fail, else pass if any pass, else not-run
-// (so an empty set is not-run).
+// Which way a bounded check passes: metric <= bound (the default: an error within its bound, a
+// count of differing elements at most 0), metric < bound, metric >= bound (a power, a count to
+// be reached) or metric > bound. Shown in the verdict table and kept in the report.
+enum class PassIf { at_most, below, at_least, above };
+const char* pass_if_name(PassIf p);           // "<=", "<", ">=", ">"
+PassIf parse_pass_if(std::string_view name);  // inverse; throws std::invalid_argument
+
+// Aggregation rule used at every level: fail if any fail, else error if any error, else pass if
+// any pass, else not-run (so an empty set is not-run).
 struct Counts {
-  int64_t n_pass = 0, n_fail = 0, n_not_run = 0;
+  int64_t n_pass = 0, n_fail = 0, n_not_run = 0, n_error = 0;
   Verdict verdict() const;
   void add(Verdict v);
   Counts& operator+=(const Counts& o);
@@ -28,7 +36,8 @@ struct Counts {
 struct Check {
   std::string name;
   Verdict verdict = Verdict::not_run;
-  std::string reason;       // required for not-run ("no GPU"); optional otherwise
+  std::string reason;       // required for not-run ("no GPU") and error (the message); optional otherwise
+  PassIf pass_if = PassIf::at_most;  // pass and fail checks: which side of the bound passes
   std::string metric_name;  // required for pass/fail, e.g. "max_rel_err", "differing"
   double metric = std::numeric_limits<double>::quiet_NaN();
   double bound = std::numeric_limits<double>::quiet_NaN();  // required (not NaN) for pass/fail
@@ -43,6 +52,9 @@ struct Check {
   static Check failed(std::string name, std::string metric_name, double metric, double bound,
                       std::string reason = {});
   static Check not_run(std::string name, std::string reason);
+  static Check errored(std::string name, std::string message);  // the claim threw `message`
+  // Sets the pass direction (default at_most): Check::passed(...).passes_if(PassIf::at_least).
+  Check& passes_if(PassIf p);
   // Adds bitwise evidence to a check made by one of the factories above.
   Check& bitwise(int64_t differing, double max_ulp, std::string first_diff);
 };
@@ -59,6 +71,7 @@ struct ClaimCaseResult {
   // Bounded cases: metric <= bound (> 0) is the verdict. Bitwise cases: bound = 0 and
   // metric = differing. planted_defects cases: metric = failing cases of the claim, bound = 0.
   double metric = 0, bound = 0;
+  PassIf pass_if = PassIf::at_most;  // bounded cases: which side of the bound passes
   std::string note;
 };
 

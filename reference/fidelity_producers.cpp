@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include <Eigen/Dense>  // the stagnation problem's exact least-squares optimum (double QR)
+
 #include "kernels/formats/int8_block.h"
 
 namespace fh {
@@ -190,6 +192,29 @@ double LeastSquaresProblem::loss(const std::vector<double>& P, const std::vector
   double s = 0;
   for (size_t i = 0; i < P.size(); ++i) s += (P[i] - Y[i]) * (P[i] - Y[i]);
   return 0.5 * s / double(n);
+}
+
+LeastSquaresProblem::Optimum LeastSquaresProblem::exact_optimum() const {
+  using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Mat X(eval_T, in), Y(eval_T, out), Ws(out, in);
+  for (int64_t t = 0; t < eval_T; ++t)
+    for (int64_t i = 0; i < in; ++i) X(t, i) = double(bf16_to_float(Xe[size_t(t * in + i)]));  // exact
+  for (int64_t t = 0; t < eval_T; ++t)
+    for (int64_t o = 0; o < out; ++o) Y(t, o) = Ye[size_t(t * out + o)];
+  for (int64_t k = 0; k < out * in; ++k) Ws.data()[k] = double(wstar[size_t(k)]);
+  const Eigen::ColPivHouseholderQR<Mat> qr(X);
+  const Mat Wt = qr.solve(Y);  // [in, out]
+  Optimum r;
+  r.rank = qr.rank();
+  const Mat R = X * Wt - Y;
+  r.loss = 0.5 * R.squaredNorm() / double(eval_T);
+  r.wstar_loss = 0.5 * (X * Ws.transpose() - Y).squaredNorm() / double(eval_T);
+  const double scale = X.norm() * (X.norm() * Wt.norm() + Y.norm());
+  r.stationarity = scale > 0 ? (X.transpose() * R).norm() / scale : 0.0;
+  r.w.resize(size_t(out * in));
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t i = 0; i < in; ++i) r.w[size_t(o * in + i)] = Wt(i, o);
+  return r;
 }
 
 std::vector<uint16_t> LeastSquaresProblem::output_grad_bf16(const std::vector<double>& P,

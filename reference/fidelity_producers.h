@@ -90,6 +90,19 @@ struct LeastSquaresProblem {
   // The output gradient dY = (P - Y) / T per entry, rounded to fp32 then to bf16 (RNE).
   static std::vector<uint16_t> output_grad_bf16(const std::vector<double>& P,
                                                 const std::vector<double>& Y, int64_t T);
+
+  // The exact minimum of the eval loss over real W (not only bf16-representable W): Xe W^T = Ye
+  // solved in double by Eigen's column-pivoting Householder QR (one right-hand side per output
+  // row; Xe has full column rank when eval_T >= in). No training run can go below `loss`, so the
+  // gaps are measured against the true minimum rather than only against fp32 master.
+  struct Optimum {
+    std::vector<double> w;    // W_opt [out, in], row-major
+    double loss = 0;          // eval loss at W_opt: the minimum
+    double wstar_loss = 0;    // eval loss at W* (the target's generator): >= loss
+    double stationarity = 0;  // ||Xe^T (Xe W_opt^T - Ye)||_F / (||Xe||_F (||Xe||_F ||W_opt||_F + ||Ye||_F)): ~1e-16 for an exact solve
+    int64_t rank = 0;         // rank of Xe found by the QR
+  };
+  Optimum exact_optimum() const;
 };
 
 // ---- gradient fidelity: G rounded to bf16 ----

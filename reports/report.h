@@ -75,18 +75,40 @@ struct ClaimData {
   int64_t n_cases = 0;
   std::vector<CaseData> cases;
 };
+// One benchmark's timings, as Google Benchmark reported them (reports/bench_import.h imports
+// its JSON): the real time of every repetition, in ns, and their median. The repetitions are
+// kept, not only the median, so that a diff can test whether a slowdown is significant.
+struct BenchmarkData {
+  std::string name;                    // Google Benchmark's run name, e.g. "adamw_.../manual_time"
+  std::vector<double> repetitions_ns;  // real time per repetition; empty when the JSON kept only aggregates
+  double median_ns = std::numeric_limits<double>::quiet_NaN();  // median of repetitions_ns (else Google Benchmark's median)
+  std::string unit = "ns";             // the unit of repetitions_ns and median_ns; always "ns"
+  friend bool operator==(const BenchmarkData&, const BenchmarkData&) = default;
+};
+
+// The median of `values` (the mean of the two middle ones for an even count); NaN when empty.
+double median_of(std::vector<double> values);
+// The /benchmarks member that holds benchmark `name`: the name with '%' and '/' percent-encoded
+// (a benchmark name contains '/', an HDF5 link name cannot), so the mapping is one to one.
+std::string benchmark_key(const std::string& name);
+
 struct ReportData {
   int64_t schema_version = 0;
   Verdict verdict = Verdict::not_run;
   Counts counts;
   Meta meta;
   std::vector<ClaimData> claims;
+  std::vector<BenchmarkData> benchmarks;  // /benchmarks, in the order added; often empty
 
   const ClaimData* find_claim(std::string_view name) const;
   const CaseData* find_case(std::string_view claim, std::string_view case_name) const;
+  const BenchmarkData* find_benchmark(std::string_view name) const;
 };
 
-constexpr int64_t kReportSchemaVersion = 1;
+// Version 2 added n_error (the `error` verdict) to every level and pass_if to checks; the reader
+// still reads version 1 (no errors, every check pass_if "<=").
+constexpr int64_t kReportSchemaVersion = 2;
+constexpr int64_t kOldestReadableSchemaVersion = 1;
 
 // Throws std::invalid_argument unless `name` can be an HDF5 link/attribute name in this schema:
 // not empty, no '/', not made only of '.', no NUL, valid UTF-8. `what` goes into the message.
@@ -101,7 +123,7 @@ class CaseRecord {
   const std::string& name() const { return name_; }
 
   // String attribute of the case (e.g. shape, rule, dtype). Setting a key again replaces it.
-  // The aggregate names verdict, n_pass, n_fail, n_not_run are reserved.
+  // The aggregate names verdict, n_pass, n_fail, n_not_run, n_error are reserved.
   CaseRecord& set_attr(const std::string& key, const std::string& value);
   // Check names are unique within the case.
   CaseRecord& add_check(Check c);
@@ -156,6 +178,13 @@ class Report {
   // undeclared dataset (std::invalid_argument), so a report holds only what the registry says.
   void declare_claim(const std::string& claim, std::vector<std::string> datasets);
 
+  // Adds one benchmark's timings (/benchmarks). Claim name "benchmarks" is reserved for them.
+  // Throws std::invalid_argument on an empty or duplicate name, a repetition that is not a
+  // finite time >= 0, a unit other than "ns", or a median that is not the repetitions' median
+  // (with no repetitions: not finite and >= 0).
+  void add_benchmark(BenchmarkData b);
+  const std::vector<BenchmarkData>& benchmarks() const { return benchmarks_; }
+
   const Meta& meta() const { return meta_; }
   Verdict verdict() const;
   ReportData snapshot() const;
@@ -175,6 +204,7 @@ class Report {
   Meta meta_;
   std::vector<Claim> claims_;
   std::map<std::string, std::vector<std::string>> declared_;  // claim -> its datasets
+  std::vector<BenchmarkData> benchmarks_;
 };
 
 // The report path policy (Report::write enforces it; check_report_path checks it up front):
@@ -202,6 +232,11 @@ std::string report_temp_path(const std::string& path);  // path + ".tmp.<pid>"
 // temporaries of this report name ("<name>.tmp.<pid>", regular files whose process is gone:
 // kill(pid, 0) fails with ESRCH) and returns their paths. Throws ReportPathError.
 std::vector<std::string> check_report_path(const std::string& path, WriteOptions options);
+
+// Writes `text` to `path` under the same policy as Report::write (temporary file, fsync,
+// rename; never a non-regular file; an existing file only with replace_existing): the
+// machine-readable summaries beside a report (--json, --junit) are never half written either.
+void write_text_file(const std::string& path, const std::string& text, WriteOptions options);
 
 // Reads a report written by Report::write. Throws std::runtime_error (naming the path and the
 // object) if the file cannot be opened or lacks something the schema requires.

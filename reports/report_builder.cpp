@@ -75,9 +75,9 @@ std::string evidence_problem(const Check& c) {
   if (auto p = name_problem(c.name); !p.empty()) return "check name: " + p;
   for (const std::string* s : {&c.reason, &c.metric_name, &c.first_diff})
     if (auto p = text_problem(*s); !p.empty()) return "check '" + c.name + "': " + p;
-  if (c.verdict == Verdict::not_run && c.reason.empty())
-    return "check '" + c.name + "': not-run needs a reason";
-  if (c.verdict != Verdict::not_run) {
+  if ((c.verdict == Verdict::not_run || c.verdict == Verdict::error) && c.reason.empty())
+    return "check '" + c.name + "': " + verdict_name(c.verdict) + " needs a reason";
+  if (c.verdict == Verdict::pass || c.verdict == Verdict::fail) {
     if (c.metric_name.empty())
       return "check '" + c.name + "': " + verdict_name(c.verdict) + " needs a metric_name";
     if (std::isnan(c.bound))
@@ -94,7 +94,7 @@ std::string evidence_problem(const Check& c) {
 }
 
 const std::set<std::string>& aggregate_attr_names() {
-  static const std::set<std::string> s = {"verdict", "n_pass", "n_fail", "n_not_run"};
+  static const std::set<std::string> s = {"verdict", "n_pass", "n_fail", "n_not_run", "n_error"};
   return s;
 }
 
@@ -276,7 +276,8 @@ void Report::declare_claim(const std::string& claim, std::vector<std::string> da
 CaseRecord& Report::add_case(const std::string& claim, const std::string& case_name) {
   require_valid_name(claim, "claim name");
   require_valid_name(case_name, "case name");
-  if (claim == "meta") throw std::invalid_argument("claim name 'meta' is reserved");
+  if (claim == "meta" || claim == "benchmarks")
+    throw std::invalid_argument("claim name '" + claim + "' is reserved");
   const std::vector<std::string>* declared = nullptr;
   if (!declared_.empty()) {
     auto d = declared_.find(claim);
@@ -321,7 +322,63 @@ ReportData Report::snapshot() const {
     r.claims.push_back(std::move(cd));
   }
   r.verdict = r.counts.verdict();
+  r.benchmarks = benchmarks_;
   return r;
+}
+
+void Report::add_benchmark(BenchmarkData b) {
+  const std::string what = "benchmark '" + b.name + "'";
+  if (b.name.empty()) throw std::invalid_argument("benchmark name is empty");
+  require_valid_text(b.name, "benchmark name");
+  require_valid_name(benchmark_key(b.name), "benchmark name");
+  if (b.unit != "ns") throw std::invalid_argument(what + ": unit is '" + b.unit + "', must be 'ns'");
+  for (double t : b.repetitions_ns)
+    if (!std::isfinite(t) || t < 0)
+      throw std::invalid_argument(what + ": a repetition's time is not a finite value >= 0");
+  if (!b.repetitions_ns.empty()) {
+    const double m = median_of(b.repetitions_ns);
+    if (std::isnan(b.median_ns)) b.median_ns = m;  // not given: computed here
+    if (b.median_ns != m)
+      throw std::invalid_argument(what + ": median " + std::to_string(b.median_ns) +
+                                  " is not its repetitions' median " + std::to_string(m));
+  } else if (!std::isfinite(b.median_ns) || b.median_ns < 0) {
+    throw std::invalid_argument(what + ": no repetitions and no finite median >= 0");
+  }
+  for (const auto& o : benchmarks_)
+    if (o.name == b.name) throw std::invalid_argument("duplicate " + what);
+  benchmarks_.push_back(std::move(b));
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + mid, v.end());
+  const double upper = v[mid];
+  if (v.size() % 2 == 1) return upper;
+  const double lower = *std::max_element(v.begin(), v.begin() + mid);
+  return lower + (upper - lower) / 2;
+}
+
+std::string benchmark_key(const std::string& name) {
+  std::string key;
+  for (char ch : name) {
+    if (ch == '%') key += "%25";
+    else if (ch == '/') key += "%2F";
+    else key += ch;
+  }
+  // "." and ".." cannot be link names: encode a name made only of dots.
+  if (!key.empty() && key.find_first_not_of('.') == std::string::npos) {
+    std::string dots;
+    for (size_t i = 0; i < key.size(); ++i) dots += "%2E";
+    key = dots;
+  }
+  return key;
+}
+
+const BenchmarkData* ReportData::find_benchmark(std::string_view name) const {
+  for (const auto& b : benchmarks)
+    if (b.name == name) return &b;
+  return nullptr;
 }
 
 Verdict Report::verdict() const {

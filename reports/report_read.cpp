@@ -5,6 +5,7 @@
 
 #include <hdf5.h>
 
+#include <cmath>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -60,12 +61,12 @@ class Walker {
       return r;
     }
     r.schema_version = get_i64(root, "/", "schema_version").value_or(0);
-    if (r.schema_version != kReportSchemaVersion)
-      problem("/", "schema_version is " + std::to_string(r.schema_version) +
-                       ", this reader knows " + std::to_string(kReportSchemaVersion));
+    if (r.schema_version < kOldestReadableSchemaVersion || r.schema_version > kReportSchemaVersion)
+      problem("/", "schema_version is " + std::to_string(r.schema_version) + ", this reader knows " +
+                       std::to_string(kOldestReadableSchemaVersion) + ".." + std::to_string(kReportSchemaVersion));
     r.verdict = get_verdict(root, "/");
     r.counts = get_counts(root, "/");
-    expect_only_attrs(root, "/", {"schema_version", "verdict", "n_pass", "n_fail", "n_not_run"});
+    expect_only_attrs(root, "/", {"schema_version", "verdict", "n_pass", "n_fail", "n_not_run", "n_error"});
 
     bool have_meta = false;
     Counts sum;
@@ -76,6 +77,11 @@ class Walker {
         if (k != Kind::group) { problem(where, "is not a group"); continue; }
         have_meta = true;
         r.meta = read_meta(root);
+        continue;
+      }
+      if (name == "benchmarks") {  // optional: benchmark timings, not a claim
+        if (k != Kind::group) { problem(where, "is not a group"); continue; }
+        read_benchmarks(root, r);
         continue;
       }
       if (k != Kind::group) { violation(where, "unexpected object (a claim must be a group)"); continue; }
@@ -256,6 +262,7 @@ class Walker {
     c.n_pass = get_i64(obj, where, "n_pass").value_or(0);
     c.n_fail = get_i64(obj, where, "n_fail").value_or(0);
     c.n_not_run = get_i64(obj, where, "n_not_run").value_or(0);
+    c.n_error = get_i64(obj, where, "n_error").value_or(0);  // absent in schema version 1
     return c;
   }
 
@@ -264,10 +271,10 @@ class Walker {
     if (!(stored_counts == from_children))
       violation(where, "counts (" + std::to_string(stored_counts.n_pass) + "," +
                            std::to_string(stored_counts.n_fail) + "," +
-                           std::to_string(stored_counts.n_not_run) +
+                           std::to_string(stored_counts.n_not_run) + "," + std::to_string(stored_counts.n_error) +
                            ") disagree with its members (" + std::to_string(from_children.n_pass) +
                            "," + std::to_string(from_children.n_fail) + "," +
-                           std::to_string(from_children.n_not_run) + ")");
+                           std::to_string(from_children.n_not_run) + "," + std::to_string(from_children.n_error) + ")");
     if (stored != stored_counts.verdict())
       violation(where, std::string("verdict '") + verdict_name(stored) + "' disagrees with counts ('" +
                            verdict_name(stored_counts.verdict()) + "')");
@@ -289,6 +296,55 @@ class Walker {
     return m;
   }
 
+  // /benchmarks/<key>: a 1-D f64 dataset of repetition times (ns) with attributes name, median,
+  // unit; key is benchmark_key(name), and median the repetitions' median.
+  void read_benchmarks(hid_t root, ReportData& r) {
+    const std::string where = "/benchmarks";
+    Handle g = open_group(root, "benchmarks", where);
+    if (!g.valid()) return;
+    expect_only_attrs(g, where, {});
+    for (const auto& key : links(g, where)) {
+      const std::string w = where + "/" + key;
+      if (kind_of(g, key) != Kind::dataset) {
+        violation(w, "unexpected object (benchmarks holds only datasets)");
+        continue;
+      }
+      check_name(w, key);
+      Handle ds(H5Dopen2(g, key.c_str(), H5P_DEFAULT), H5Dclose);
+      if (!ds.valid()) {
+        problem(w, "cannot open dataset: " + hdf5_error_text());
+        continue;
+      }
+      BenchmarkData b;
+      b.name = get_str(ds, w, "name").value_or("");
+      b.median_ns = get_f64(ds, w, "median").value_or(b.median_ns);
+      b.unit = get_str(ds, w, "unit").value_or("");
+      ds.close();
+      auto reps = read_dataset(g, w, key, {"name", "median", "unit"});  // also lists stray attributes
+      if (!reps) continue;
+      if (reps->dtype != DType::f64 || reps->shape.size() != 1) {
+        problem(w, "benchmark repetitions must be a 1-D float dataset");
+        continue;
+      }
+      b.repetitions_ns = std::move(reps->f64);
+      if (benchmark_key(b.name) != key)
+        violation(w, "name '" + b.name + "' does not match the member's name (expected '" +
+                         benchmark_key(b.name) + "')");
+      if (b.unit != "ns") violation(w, "unit is '" + b.unit + "', expected 'ns'");
+      for (double t : b.repetitions_ns)
+        if (!std::isfinite(t) || t < 0) {
+          violation(w, "a repetition's time is not a finite value >= 0");
+          break;
+        }
+      if (!b.repetitions_ns.empty() && !(b.median_ns == median_of(b.repetitions_ns)))
+        violation(w, "median " + std::to_string(b.median_ns) + " is not its repetitions' median " +
+                         std::to_string(median_of(b.repetitions_ns)));
+      if (b.repetitions_ns.empty() && !(std::isfinite(b.median_ns) && b.median_ns >= 0))
+        violation(w, "no repetitions and no finite median >= 0");
+      r.benchmarks.push_back(std::move(b));
+    }
+  }
+
   // Aggregates are checked against counts recomputed from the checks below them (added to
   // `actual`), so one damaged level is reported once, where it is, not again at every parent.
   ClaimData read_claim(hid_t root, const std::string& name, Counts& actual) {
@@ -301,7 +357,7 @@ class Walker {
     c.verdict = get_verdict(g, where);
     c.counts = get_counts(g, where);
     c.n_cases = get_i64(g, where, "n_cases").value_or(0);
-    expect_only_attrs(g, where, {"verdict", "n_pass", "n_fail", "n_not_run", "n_cases"});
+    expect_only_attrs(g, where, {"verdict", "n_pass", "n_fail", "n_not_run", "n_error", "n_cases"});
     Counts sum;
     for (const auto& cn : links(g, where)) {
       if (kind_of(g, cn) != Kind::group) {
@@ -380,6 +436,13 @@ class Walker {
     c.metric_name = get_str(g, where, "metric_name").value_or("");
     c.metric = get_f64(g, where, "metric").value_or(c.metric);
     c.bound = get_f64(g, where, "bound").value_or(c.bound);
+    if (auto p = get_str(g, where, "pass_if")) {  // absent in schema version 1: "<="
+      try {
+        c.pass_if = parse_pass_if(*p);
+      } catch (const std::invalid_argument& e) {
+        problem(where, e.what());
+      }
+    }
     const int present = (H5Aexists(g, "differing") > 0) + (H5Aexists(g, "max_ulp") > 0) +
                         (H5Aexists(g, "first_diff") > 0);
     if (present == 3) {
@@ -390,7 +453,7 @@ class Walker {
     } else if (present != 0) {
       problem(where, "bitwise evidence needs all of differing, max_ulp, first_diff");
     }
-    expect_only_attrs(g, where, {"verdict", "reason", "metric_name", "metric", "bound",
+    expect_only_attrs(g, where, {"verdict", "reason", "metric_name", "metric", "bound", "pass_if",
                                  "differing", "max_ulp", "first_diff"});
     for (const auto& n : links(g, where)) violation(where + "/" + n, "unexpected object");
     if (auto p = evidence_problem(c); !p.empty()) violation(where, p);
@@ -413,7 +476,8 @@ class Walker {
   }
 
   std::optional<Dataset> read_dataset(hid_t parent, const std::string& where,
-                                      const std::string& name) {
+                                      const std::string& name,
+                                      const std::set<std::string>& attrs = {"description"}) {
     Dataset d;
     d.name = name;
     Handle ds(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), H5Dclose);
@@ -461,8 +525,9 @@ class Walker {
       problem(where, "cannot read dataset: " + hdf5_error_text());
       return std::nullopt;
     }
-    d.description = get_str(ds, where, "description", false).value_or("");
-    expect_only_attrs(ds, where, {"description"});
+    if (attrs.count("description"))
+      d.description = get_str(ds, where, "description", false).value_or("");
+    expect_only_attrs(ds, where, attrs);
     return d;
   }
 

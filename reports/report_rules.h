@@ -15,7 +15,7 @@ std::string name_problem(const std::string& name);
 std::string text_problem(const std::string& text);
 // Contract 7: a verdict carries its evidence.
 std::string evidence_problem(const Check& c);
-// verdict, n_pass, n_fail, n_not_run: the aggregate attributes every level carries.
+// verdict, n_pass, n_fail, n_not_run, n_error: the aggregate attributes every level carries.
 const std::set<std::string>& aggregate_attr_names();
 
 }  // namespace fh::report_detail

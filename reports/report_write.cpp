@@ -113,6 +113,7 @@ class Writer {
     attr_i64(obj, where, "n_pass", c.n_pass);
     attr_i64(obj, where, "n_fail", c.n_fail);
     attr_i64(obj, where, "n_not_run", c.n_not_run);
+    attr_i64(obj, where, "n_error", c.n_error);
   }
 
   void dataset(hid_t parent, const std::string& where, const Dataset& d) {
@@ -254,6 +255,7 @@ std::vector<unsigned char> build_image(Writer& w, const ReportData& r, const std
           w.attr_str(chg, ch_where, "metric_name", ch.metric_name);
           w.attr_f64(chg, ch_where, "metric", ch.metric);
           w.attr_f64(chg, ch_where, "bound", ch.bound);
+          w.attr_str(chg, ch_where, "pass_if", pass_if_name(ch.pass_if));
           if (ch.has_bitwise()) {
             w.attr_i64(chg, ch_where, "differing", ch.differing);
             w.attr_f64(chg, ch_where, "max_ulp", ch.max_ulp);
@@ -262,6 +264,24 @@ std::vector<unsigned char> build_image(Writer& w, const ReportData& r, const std
         }
         Handle data = w.group(cg, "data", cs_where + "/data", gcpl);
         for (const auto& d : cs.datasets) w.dataset(data, cs_where + "/data/" + d.name, d);
+      }
+    }
+
+    // /benchmarks only when there are some: a report without benchmarks has no such group.
+    if (!r.benchmarks.empty()) {
+      Handle benches = w.group(root, "benchmarks", "/benchmarks", gcpl);
+      for (const auto& b : r.benchmarks) {
+        const std::string key = benchmark_key(b.name);
+        const std::string b_where = "/benchmarks/" + key;
+        Dataset reps;
+        reps.name = key;
+        reps.shape = {b.repetitions_ns.size()};
+        reps.f64 = b.repetitions_ns;
+        w.dataset(benches, b_where, reps);
+        Handle ds(w.need_id(H5Dopen2(benches, key.c_str(), H5P_DEFAULT), "open " + b_where), H5Dclose);
+        w.attr_str(ds, b_where, "name", b.name);
+        w.attr_f64(ds, b_where, "median", b.median_ns);
+        w.attr_str(ds, b_where, "unit", b.unit);
       }
     }
   }
@@ -318,6 +338,25 @@ void Report::write(const std::string& path, WriteOptions options) const {
                              e.what());
   }
   g_last_write_steps = w.steps();
+  fsync_parent_dir(path);
+}
+
+void write_text_file(const std::string& path, const std::string& text, WriteOptions options) {
+  if (path.empty()) throw std::runtime_error("fh::write_text_file: empty path");
+  const std::string tmp = report_temp_path(path);
+  Writer w(-1);
+  bool created = false;
+  try {
+    report_detail::require_replaceable(path, options);
+    report_detail::TempFile file = report_detail::create_exclusive(tmp);
+    created = true;
+    write_file(w, file.fd(), tmp, std::vector<unsigned char>(text.begin(), text.end()));
+    if (file.close() != 0) throw WriteFailure(errno_text("close '" + tmp + "'", errno));
+    report_detail::publish(tmp, file.id(), path, options);
+  } catch (const std::exception& e) {
+    if (created) ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot write '" + path + "': " + e.what());
+  }
   fsync_parent_dir(path);
 }
 

@@ -143,8 +143,10 @@ fi
 if [ "${FH_SKIP_BENCH:-0}" = 1 ]; then
   say "forge-bench: skipped (FH_SKIP_BENCH=1)"
 elif has forge-bench; then
+  no_gpu_ok=()  # without a GPU forge-bench exits 4, unless trying the script (FH_ALLOW_SKIP=1)
+  [ "${FH_ALLOW_SKIP:-0}" = 1 ] && no_gpu_ok=(--allow-no-gpu)
   "$B/bin/forge-bench" --benchmark_out="$OUT/bench.json" --benchmark_out_format=json \
-    ${FH_BENCH_FILTER:+--benchmark_filter="$FH_BENCH_FILTER"} > "$OUT/bench.log" 2>&1
+    ${FH_BENCH_FILTER:+--benchmark_filter="$FH_BENCH_FILTER"} "${no_gpu_ok[@]}" > "$OUT/bench.log" 2>&1
   rc=$?
   say "forge-bench: $([ $rc -eq 0 ] && echo done || echo "FAIL (rc $rc)"), JSON in bench.json $(grep -m1 -o 'no GPU: .*' "$OUT/bench.log")"
   [ $rc -eq 0 ] || status=1
@@ -160,7 +162,12 @@ if [ "${FH_SKIP_VERIFY:-0}" = 1 ]; then
 elif has forge-verify; then
   # FH_VERIFY_ARGS: extra forge-verify options, e.g. "--claim gpu_fused_vs_twin" for a short run.
   # --force: the output folder is the runner's own, and a rerun into it replaces its report.
-  "$B/bin/forge-verify" ${FH_VERIFY_ARGS:-} --force --report "$OUT/forge-verify.h5" > "$OUT/forge-verify.log" 2>&1
+  # --require-gpu: on the runner a GPU claim that did not run is a failure (exit 4), never a
+  # pass; FH_ALLOW_SKIP=1 (trying the script without a GPU) drops it.
+  require_gpu=(--require-gpu)
+  [ "${FH_ALLOW_SKIP:-0}" = 1 ] && require_gpu=()
+  "$B/bin/forge-verify" ${FH_VERIFY_ARGS:-} "${require_gpu[@]}" --force --report "$OUT/forge-verify.h5" \
+    --json "$OUT/forge-verify.json" --junit "$OUT/forge-verify.junit.xml" > "$OUT/forge-verify.log" 2>&1
   rc=$?
   say "forge-verify: $([ $rc -eq 0 ] && echo PASS || echo "FAIL (rc $rc)"), report forge-verify.h5"
   [ $rc -eq 0 ] || status=1

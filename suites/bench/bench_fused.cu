@@ -9,6 +9,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -141,10 +142,22 @@ int main(int argc, char** argv) {
   using namespace fh;
   using namespace fh::gpu;
   benchmark::Initialize(&argc, argv);
+  // Without a GPU nothing is measured, and a benchmark run that measured nothing is not a
+  // success: exit 4 (forge-verify's "not run where a run was required") unless told that no
+  // GPU is expected (--allow-no-gpu, for trying scripts on a CPU-only machine).
+  bool allow_no_gpu = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--allow-no-gpu") == 0) allow_no_gpu = true;
+    else {
+      std::fprintf(stderr, "forge-bench: unknown option '%s' (Google Benchmark's --benchmark_* options, or --allow-no-gpu)\n", argv[i]);
+      return 2;
+    }
+  }
   const DeviceInfo& dev = query_device_info();
   if (!dev.available) {
-    std::printf("forge-bench: no GPU: %s (nothing to benchmark)\n", dev.reason.c_str());
-    return 0;
+    std::fprintf(stderr, "forge-bench: no GPU: %s: nothing was benchmarked%s\n", dev.reason.c_str(),
+                 allow_no_gpu ? " (--allow-no-gpu: exit 0)" : "");
+    return allow_no_gpu ? 0 : 4;
   }
   std::printf("forge-bench: %s, driver %s, runtime %s, cuBLAS %s\n", dev.name.c_str(), dev.driver.c_str(),
               dev.runtime.c_str(), dev.cublas.c_str());
@@ -187,7 +200,9 @@ int main(int argc, char** argv) {
               ->UseManualTime()
               ->Unit(benchmark::kMicrosecond)
               ->Repetitions(5)
-              ->ReportAggregatesOnly(true)
+              // The console shows the aggregates; the JSON keeps every repetition too, so a
+              // baseline diff can test a slowdown (Mann-Whitney U over repetitions).
+              ->DisplayAggregatesOnly(true)
               ->MinTime(0.05);
         }
   benchmark::RunSpecifiedBenchmarks();

@@ -1,6 +1,7 @@
 #include "suites/claims/claim_common.h"
 
 #include <cstdio>
+#include <mutex>
 #include <stdexcept>
 
 namespace fh {
@@ -10,6 +11,21 @@ void Progress::claim(const std::string& name, const std::string& what) const {
 }
 void Progress::note(const std::string& text) const {
   if (!quiet) std::fprintf(stderr, "        %s\n", text.c_str());
+}
+
+namespace {
+std::mutex g_case_mutex;
+std::string g_current_case;
+}  // namespace
+
+void progress_set_case(const std::string& name) {
+  std::lock_guard<std::mutex> lock(g_case_mutex);
+  g_current_case = name;
+}
+
+std::string progress_current_case() {
+  std::lock_guard<std::mutex> lock(g_case_mutex);
+  return g_current_case;
 }
 
 std::string case_name(RuleId r, StateFormat f, WeightStore w) {

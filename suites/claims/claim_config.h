@@ -33,6 +33,11 @@ struct Progress {
   void note(const std::string& text) const;
 };
 
+// The case a long claim is working on, for forge-verify's progress heartbeat: runners set it as
+// they go (thread-safe); forge-verify clears it between claims.
+void progress_set_case(const std::string& name);
+std::string progress_current_case();
+
 // Case names of a (rule, state format[, weight store]) combination: "adamw.int8.bf16_sr". The
 // one format every claim uses.
 std::string case_name(RuleId r, StateFormat f, WeightStore w);

@@ -9,6 +9,7 @@
 #include "oracles/param_compare.h"
 #include "reference/exact_gradient.h"
 #include "reference/two_phase_host.h"
+#include "suites/claims/claim_config.h"
 
 namespace fh {
 
@@ -87,6 +88,7 @@ std::vector<ClaimCaseResult> run_corollary1_cases(const Corollary1Config& cfg) {
       ClaimCaseResult c;
       c.claim = "corollary1";
       c.case_name = shape.label() + " | W explained by G | " + combo_name(cb.rule.id, cb.format, cb.store);
+      progress_set_case(c.case_name);
       if (mark_int8_unfit(cb.format, shape, c)) {
         results.push_back(std::move(c));
         continue;

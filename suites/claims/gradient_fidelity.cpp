@@ -139,6 +139,7 @@ namespace {
 void run_grad_fidelity(const VerifyConfig& cfg, Report& report, const Progress& progress, const Where& at) {
   const auto t0 = std::chrono::steady_clock::now();
   for (RuleId rule : {RuleId::adamw, RuleId::sgd}) {
+    progress_set_case(rule_name(rule));
     GradFidelityConfig gc;
     gc.seed = cfg.seed ^ 0x6AD1F1DEULL;
     gc.rule = default_rule_config(rule);

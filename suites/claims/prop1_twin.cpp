@@ -6,6 +6,7 @@
 #include "oracles/param_compare.h"
 #include "reference/order_matched_host.h"
 #include "reference/two_phase_host.h"
+#include "suites/claims/claim_config.h"
 
 namespace fh {
 
@@ -56,6 +57,7 @@ std::vector<ClaimCaseResult> run_prop1_cases(const Prop1Config& cfg) {
       ClaimCaseResult c;
       c.claim = "prop1_twin";
       c.case_name = shape.label() + " | " + combo_name(cb.rule.id, cb.format, cb.store);
+      progress_set_case(c.case_name);
       if (mark_int8_unfit(cb.format, shape, c)) {
         results.push_back(std::move(c));
         continue;

@@ -404,6 +404,7 @@ void run_prop4(const VerifyConfig& cfg, Report& report, const Progress& progress
   const std::string sizes = "one step and fused==two-phase (4 steps) on 64x128 T=32, degenerate blocks on 16x256, "
                             "trajectory 100 steps (as the suite)";
   for (RuleId rule : {RuleId::adamw, RuleId::sgd_momentum}) {
+    progress_set_case(rule_name(rule));
     Prop4Config pc;
     pc.seed = cfg.seed ^ 0x1A78B10CULL;
     pc.rule = default_rule_config(rule);

@@ -18,7 +18,8 @@ const std::vector<std::string> kProp4Datasets{"err_over_bound_hist", "max_err_re
                                               "max_update", "max_update_int8", "zero_v_nonzero_m"};
 const std::vector<std::string> kSrStatsDatasets{"class_low16", "observed", "expected", "threshold"};
 const std::vector<std::string> kStagnationDatasets{"vanish_frac", "int8_gap", "zero_v_events", "final_loss_fp32_mean_std",
-                                                   "gaps", "noise_band_rel", "eval_loss", "unchanged_frac", "final_loss"};
+                                                   "gaps", "noise_band_rel", "eval_loss", "unchanged_frac", "final_loss",
+                                                   "optimum_loss", "excess_over_optimum", "gaps_vs_optimum"};
 const std::vector<std::string> kGradFidelityDatasets{"update_rms", "bias_rel", "directional_bias", "rms_rel", "max_rel",
                                                      "max_rel_elem", "update_differing", "g_max_rel_err",
                                                      "traj_max_abs_dev", "traj_rms_dev"};

@@ -25,6 +25,7 @@ namespace fh {
 void claim_rules_vs_mpfr(const VerifyConfig& cfg, Report& report, const Progress& progress) {
   for (const RuleConfig& rc : cfg.rules) {
     CaseRecord& cs = report.add_case("rules_vs_mpfr", rule_name(rc.id));
+    progress_set_case(rule_name(rc.id));
     cs.set_attr("rule", rule_name(rc.id)).set_attr("hyper", describe_hyper(rc));
     double worst_ratio = 0, worst_ulps = 0;
     int64_t judged = 0, failures = 0, out_of_range = 0;

@@ -49,6 +49,12 @@ struct StagnationResult {
   double rne_gap = 0, sr_gap = 0, int8_gap = 0;  // relative final-loss gap vs fp32 master, mean over seeds (NaN: not run)
   double sr_abs_diff = 0;                     // |mean SR - mean fp32|
   double rne_vanish_frac = 0;                 // RNE: mean unchanged fraction over the second half
+  // The eval loss's exact minimum (LeastSquaresProblem::exact_optimum, Eigen QR in double) and
+  // what is measured against it. NaN entries: that variant did not run.
+  double opt_loss = 0, wstar_loss = 0, opt_stationarity = 0;
+  int64_t opt_rank = 0;
+  double min_excess_rel = 0;     // min over every run and step of (eval loss - opt_loss) / opt_loss: >= 0
+  double final_mean[4] = {0, 0, 0, 0};  // mean final loss: fp32_master, bf16_rne, bf16_sr, int8_state
   std::vector<ClaimCaseResult> cases;
 };
 StagnationResult run_stagnation(const StagnationConfig& cfg);

@@ -36,6 +36,7 @@ std::vector<ClaimCaseResult> run_planted_defect_cases(const std::string& claim, 
       }
     r.metric = double(failed);  // failing cases: > 0 is the verdict (the defect is seen)
     r.pass = failed > 0;
+    r.pass_if = PassIf::above;
     r.note = std::to_string(failed) + " of " + std::to_string(rs.size()) + " cases fail" +
              (failed > 0 ? " (defect seen)" : " (defect NOT seen)");
     return r;

@@ -45,6 +45,7 @@ void claim_two_phase_exact_vs_seq(const VerifyConfig& cfg, Report& report, const
     for (StateFormat sf : cfg.formats)
       for (WeightStore ws : cfg.stores) {
         CaseRecord& cs = report.add_case("two_phase_exact_vs_seq", case_name(rc.id, sf, ws));
+        progress_set_case(cs.name());
         cs.set_attr("rule", rule_name(rc.id)).set_attr("state_format", state_format_name(sf))
           .set_attr("weight_store", weight_store_name(ws)).set_attr("hyper", describe_hyper(rc))
           .set_attr("shape", std::to_string(cfg.out) + "x" + std::to_string(cfg.in) + "x" + std::to_string(cfg.tokens));

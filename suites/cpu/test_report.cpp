@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 namespace fh {
 void PrintTo(Verdict v, std::ostream* os) { *os << verdict_name(v); }
 void PrintTo(const Counts& c, std::ostream* os) {
-  *os << "{pass " << c.n_pass << ", fail " << c.n_fail << ", not-run " << c.n_not_run << "}";
+  *os << "{pass " << c.n_pass << ", fail " << c.n_fail << ", not-run " << c.n_not_run << ", error " << c.n_error << "}";
 }
 }  // namespace fh
 
@@ -49,6 +49,7 @@ void expect_same_check(const Check& a, const Check& b) {
   EXPECT_EQ(a.verdict, b.verdict);
   EXPECT_EQ(a.reason, b.reason);
   EXPECT_EQ(a.metric_name, b.metric_name);
+  EXPECT_EQ(a.pass_if, b.pass_if);
   EXPECT_TRUE(same_bits(a.metric, b.metric)) << a.metric << " vs " << b.metric;
   EXPECT_TRUE(same_bits(a.bound, b.bound)) << a.bound << " vs " << b.bound;
   EXPECT_EQ(a.differing, b.differing);
@@ -142,6 +143,12 @@ fh::Report rich_report() {
   {
     auto& c = r.add_case("a_claim_named_first", "case.with.dots");
     c.add_check(Check::passed("nan_metric_is_kept", "metric", kNaN, 0.5));
+    c.add_check(Check::passed("power_reached", "power", 0.999, 0.99).passes_if(fh::PassIf::at_least));
+    c.add_check(Check::failed("noise_above_zero", "std", 0, 0, "no spread").passes_if(fh::PassIf::above));
+  }
+  {
+    auto& c = r.add_case("a_claim_that_threw", "claim");
+    c.add_check(Check::errored("a_claim_that_threw", "std::bad_alloc: out of memory"));
   }
   return r;
 }
@@ -182,6 +189,8 @@ TEST(ReportVerdict, NamesAndAggregation) {
   EXPECT_EQ((fh::Counts{0, 0, 5}).verdict(), Verdict::not_run);
   EXPECT_EQ((fh::Counts{1, 0, 5}).verdict(), Verdict::pass);
   EXPECT_EQ((fh::Counts{9, 1, 0}).verdict(), Verdict::fail);
+  EXPECT_EQ((fh::Counts{9, 0, 0, 1}).verdict(), Verdict::error);  // a claim that threw is never a pass
+  EXPECT_EQ((fh::Counts{9, 1, 0, 1}).verdict(), Verdict::fail);
 }
 
 TEST_F(ReportTest, RoundTripKeepsEverything) {
@@ -198,8 +207,8 @@ TEST_F(ReportTest, RoundTripKeepsEverything) {
   // The aggregates themselves, stated independently of the writer.
   EXPECT_EQ(got.schema_version, fh::kReportSchemaVersion);
   EXPECT_EQ(got.verdict, Verdict::fail);
-  EXPECT_EQ(got.counts, (fh::Counts{4, 1, 2}));
-  ASSERT_EQ(got.claims.size(), 3u);
+  EXPECT_EQ(got.counts, (fh::Counts{5, 2, 2, 1}));
+  ASSERT_EQ(got.claims.size(), 4u);
   EXPECT_EQ(got.claims[0].name, "prop1_exactness");  // creation order, not name order
   EXPECT_EQ(got.claims[2].name, "a_claim_named_first");
   const auto* prop1 = got.find_claim("prop1_exactness");
@@ -221,6 +230,16 @@ TEST_F(ReportTest, RoundTripKeepsEverything) {
   EXPECT_EQ(adamw->checks[1].first_diff, "tile=(1,0) element=(17,42) step=2");
   EXPECT_EQ(adamw->checks[1].differing, 3);
   EXPECT_EQ(adamw->checks[2].differing, -1);  // not a bitwise check
+  const auto* threw = got.find_claim("a_claim_that_threw");
+  ASSERT_NE(threw, nullptr);
+  EXPECT_EQ(threw->verdict, Verdict::error);
+  EXPECT_EQ(threw->counts, (fh::Counts{0, 0, 0, 1}));
+  EXPECT_EQ(threw->cases[0].checks[0].reason, "std::bad_alloc: out of memory");
+  const auto* named_first = got.find_case("a_claim_named_first", "case.with.dots");
+  ASSERT_NE(named_first, nullptr);
+  EXPECT_EQ(named_first->checks[1].pass_if, fh::PassIf::at_least);
+  EXPECT_EQ(named_first->checks[2].pass_if, fh::PassIf::above);
+  EXPECT_EQ(named_first->checks[0].pass_if, fh::PassIf::at_most);
   EXPECT_EQ(got.find_case("gpu_mma_model", "m16n8k16")->checks[0].reason, "no GPU");
   EXPECT_EQ(got.meta.get("seed"), "20260622");
 }
@@ -381,6 +400,7 @@ TEST_F(ReportTest, VerdictsMustCarryEvidence) {
   fh::Report r(test_meta());
   auto& c = r.add_case("claim", "case");
   EXPECT_THROW(c.add_check(Check::not_run("a", "")), std::invalid_argument);      // no reason
+  EXPECT_THROW(c.add_check(Check::errored("a2", "")), std::invalid_argument);     // no message
   EXPECT_THROW(c.add_check(Check::passed("b", "", 0, 0)), std::invalid_argument);  // no metric
   EXPECT_THROW(c.add_check(Check::failed("c", "m", 1, kNaN)), std::invalid_argument);  // no bound
   EXPECT_THROW(c.add_check(Check::failed("d", "m", 1, 0).bitwise(2, 1, "")),

@@ -1,8 +1,13 @@
 // forge-verify: the audit. Runs every claim that this machine can judge for one configuration,
 // prints a verdict table per claim, writes the HDF5 report, and exits non-zero on any failure.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -18,13 +23,16 @@
 #include "kernels/gpu/device_info.h"
 #include "kernels/rules/hyper_fields.h"
 #include "suites/forge_verify/git_revision.h"
+#include "reports/summary_export.h"
 #include "suites/claims/registry.h"
+#include "suites/forge_verify/diff_main.h"
 
 namespace fh {
 namespace {
 
-// Exit codes (--help says them): 4 is kept for issue 19's "not-run where a run was required".
-constexpr int kExitFail = 1, kExitUsage = 2, kExitInternal = 3;
+// Exit codes (--help says them). A claim that throws is its own `error` verdict, and the run
+// goes on; it exits 3 like any other internal error.
+constexpr int kExitFail = 1, kExitUsage = 2, kExitInternal = 3, kExitNotRunRequired = 4;
 
 struct UsageError : std::runtime_error { using std::runtime_error::runtime_error; };
 
@@ -70,7 +78,13 @@ Options:
                            --list-claims-json print it as the README's table and as JSON
   --report PATH            where the HDF5 report goes (default: ./forge-verify-<UTC>-<pid>.h5,
                            unique per run); PATH must be absent or a regular file
-  --force                  replace an existing regular file at the report path
+  --json PATH              also write a JSON summary: per claim and check, the verdict table's
+                           content, the exit code and what --require-gpu found
+  --junit PATH             also write JUnit XML: one test case per check; a failed check is a
+                           failure, a claim that threw an error, a not-run check skipped
+  --require-gpu            a GPU claim that did not run (no GPU) fails the run (exit 4); the
+                           GPU runner's entry point always passes it
+  --force                  replace existing regular files at the report, JSON and JUnit paths
   --quiet                  no progress lines on stderr
   --help                   this text
 
@@ -85,13 +99,21 @@ file unless --force is given. The report is written to the temporary name and re
 --force the rename never replaces a file that appeared meanwhile (another run's report). Stale
 temporary files of the same report name whose process is gone are removed (said on stderr).
 
-Exit status:
-  0  every check passed (not-run checks are allowed)
+A claim that throws (out of memory, any exception) gets its own `error` verdict with the
+message, and the other claims still run; the report is written as usual. SIGINT or SIGTERM
+stops the run: it says which claim was interrupted, leaves no report or temporary file, and
+exits 128 + the signal's number.
+
+Exit status (the first that applies):
+  0  every check that ran passed; not-run checks are allowed unless --require-gpu says
+     otherwise (a not-run is never counted as a pass: the table and summaries say not-run)
   1  a check failed
   2  bad usage or input: nothing is run and no report is written
-  3  internal error after the run started (out of memory, the report could not be written,
-     any other exception); the verdict table, when reached, is printed before the report is
-     written
+  3  internal error: a claim threw (its verdict is `error`, the report is written), or the
+     run itself failed after it started (the report could not be written); the verdict
+     table, when reached, is printed before the report is written
+  4  --require-gpu and a GPU claim did not run (no check failed, none errored); the claims
+     are named on stderr
 )";
 
 // The rule names of kAllRules, space separated: help and messages never list them by hand.
@@ -181,7 +203,18 @@ double parse_hyper_value(const std::string& key, const std::string& s) {
 
 enum class ListMode { none, text, markdown, json };
 
-VerifyConfig parse_args(int argc, char** argv, ListMode& list_mode, uint32_t& given, bool& force) {
+// What the command line asks of the run itself (VerifyConfig is what the claims see).
+struct RunOptions {
+  ListMode list_mode = ListMode::none;
+  uint32_t given = 0;  // kOpt* bits of the claim options given
+  bool force = false, require_gpu = false;
+  std::string json_path, junit_path;
+};
+
+VerifyConfig parse_args(int argc, char** argv, RunOptions& run) {
+  ListMode& list_mode = run.list_mode;
+  uint32_t& given = run.given;
+  bool& force = run.force;
   VerifyConfig cfg;
   std::vector<RuleId> rules;
   std::vector<std::pair<std::string, double>> hypers;
@@ -199,6 +232,9 @@ VerifyConfig parse_args(int argc, char** argv, ListMode& list_mode, uint32_t& gi
     else if (a == "--list-claims-json") list_mode = ListMode::json;
     else if (a == "--quiet") cfg.quiet = true;
     else if (a == "--force") force = true;
+    else if (a == "--require-gpu") run.require_gpu = true;
+    else if (a == "--json") run.json_path = need(i);
+    else if (a == "--junit") run.junit_path = need(i);
     else if (a == "--rule") {
       given |= kOptRule;
       for (const auto& n : split_list(need(i), a)) {
@@ -264,38 +300,74 @@ VerifyConfig parse_args(int argc, char** argv, ListMode& list_mode, uint32_t& gi
     std::replace(t.begin(), t.end(), ':', '-');
     cfg.report_path = "forge-verify-" + t + "-" + std::to_string(::getpid()) + ".h5";
   }
+  // Three outputs, three files: one path given twice would be overwritten by the next.
+  const std::vector<std::pair<std::string, std::string>> outs = {
+      {"--report", cfg.report_path}, {"--json", run.json_path}, {"--junit", run.junit_path}};
+  for (size_t i = 0; i < outs.size(); ++i)
+    for (size_t j = i + 1; j < outs.size(); ++j)
+      if (!outs[i].second.empty() && outs[i].second == outs[j].second)
+        throw UsageError(outs[i].first + " and " + outs[j].first + " name the same file '" + outs[i].second + "'");
   return cfg;
 }
 
 std::string format_number(double x) {
   if (std::isnan(x)) return "-";
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", x);
+  std::snprintf(buf, sizeof buf, "%.6g", x);
   return buf;
 }
 
-void print_table(const ReportData& data) {
-  for (const ClaimData& claim : data.claims) {
-    std::printf("\n== %s: %s (%lld pass, %lld fail, %lld not-run)\n", claim.name.c_str(),
-                verdict_name(claim.verdict), (long long)claim.counts.n_pass,
-                (long long)claim.counts.n_fail, (long long)claim.counts.n_not_run);
-    std::printf("  %-34s %-22s %-8s %-12s %-12s %s\n", "case", "check", "verdict", "metric", "bound", "evidence");
-    for (const CaseData& cs : claim.cases)
-      for (const Check& ck : cs.checks) {
-        std::string ev;
-        if (ck.verdict == Verdict::not_run) ev = ck.reason;
-        else if (ck.has_bitwise())
-          ev = std::to_string(ck.differing) + " differ" +
-               (ck.differing ? ", max " + format_number(ck.max_ulp) + " ulp, first " + ck.first_diff : "");
-        else ev = ck.metric_name + (ck.reason.empty() ? "" : "; " + ck.reason);
-        std::printf("  %-34s %-22s %-8s %-12s %-12s %s\n", cs.name.c_str(), ck.name.c_str(),
-                    verdict_name(ck.verdict), format_number(ck.metric).c_str(),
-                    format_number(ck.bound).c_str(), ev.c_str());
-      }
+// One row of the verdict table: every column a string, widths taken from the data.
+struct TableRow {
+  std::string cells[7];  // case, check, verdict, measured (name = value), pass if, bound, evidence
+};
+
+TableRow table_row(const CaseData& cs, const Check& ck) {
+  TableRow r;
+  r.cells[0] = cs.name;
+  r.cells[1] = ck.name;
+  r.cells[2] = verdict_name(ck.verdict);
+  if (ck.verdict == Verdict::pass || ck.verdict == Verdict::fail) {
+    r.cells[3] = ck.metric_name + " = " + format_number(ck.metric);
+    r.cells[4] = pass_if_name(ck.pass_if);
+    r.cells[5] = format_number(ck.bound);
   }
-  std::printf("\noverall: %s (%lld pass, %lld fail, %lld not-run)\n", verdict_name(data.verdict),
-              (long long)data.counts.n_pass, (long long)data.counts.n_fail,
-              (long long)data.counts.n_not_run);
+  if (ck.verdict == Verdict::not_run || ck.verdict == Verdict::error) r.cells[6] = ck.reason;
+  else if (ck.has_bitwise())
+    r.cells[6] = std::to_string(ck.differing) + " differ" +
+                 (ck.differing ? ", max " + format_number(ck.max_ulp) + " ulp, first " + ck.first_diff : "");
+  else r.cells[6] = ck.reason;
+  return r;
+}
+
+void print_table(const ReportData& data) {
+  static const char* kHeads[7] = {"case", "check", "verdict", "measured", "pass if", "bound", "evidence"};
+  for (const ClaimData& claim : data.claims) {
+    std::printf("\n== %s: %s (%lld pass, %lld fail, %lld not-run, %lld error)\n", claim.name.c_str(),
+                verdict_name(claim.verdict), (long long)claim.counts.n_pass, (long long)claim.counts.n_fail,
+                (long long)claim.counts.n_not_run, (long long)claim.counts.n_error);
+    std::vector<TableRow> rows;
+    for (const CaseData& cs : claim.cases)
+      for (const Check& ck : cs.checks) rows.push_back(table_row(cs, ck));
+    size_t width[7];
+    for (int c = 0; c < 7; ++c) {
+      width[c] = std::strlen(kHeads[c]);
+      for (const TableRow& r : rows) width[c] = std::max(width[c], r.cells[c].size());
+    }
+    auto line = [&](const std::string* cells) {
+      std::string l = " ";
+      for (int c = 0; c < 6; ++c) l += " " + cells[c] + std::string(width[c] - cells[c].size() + 1, ' ');
+      l += " " + cells[6];
+      while (!l.empty() && l.back() == ' ') l.pop_back();
+      std::printf("%s\n", l.c_str());
+    };
+    const std::string heads[7] = {kHeads[0], kHeads[1], kHeads[2], kHeads[3], kHeads[4], kHeads[5], kHeads[6]};
+    line(heads);
+    for (const TableRow& r : rows) line(r.cells);
+  }
+  std::printf("\noverall: %s (%lld pass, %lld fail, %lld not-run, %lld error)\n", verdict_name(data.verdict),
+              (long long)data.counts.n_pass, (long long)data.counts.n_fail, (long long)data.counts.n_not_run,
+              (long long)data.counts.n_error);
 }
 
 std::string describe_config(const VerifyConfig& cfg) {
@@ -325,27 +397,127 @@ void print_registry() {
   }
 }
 
+// ---- interruption ----
+// SIGINT/SIGTERM: the handler says which claim was running, removes this run's temporary
+// files (the report is built in memory, so before the write there is nothing else on disk)
+// and exits 128 + signal. Everything it touches is prepared beforehand: it only calls write,
+// unlink and _exit (async-signal-safe).
+constexpr size_t kPathMax = 4096;
+char g_temp_paths[3][kPathMax] = {};      // report, JSON, JUnit temporary names ("" unused)
+std::atomic<const char*> g_running{""};   // claim id (registry storage, lives forever)
+std::atomic<int> g_phase{0};              // 0 claims, 1 writing the outputs
+
+void put(const char* s) {
+  for (size_t n = std::strlen(s); n > 0;) {
+    const ssize_t k = ::write(2, s, n);
+    if (k <= 0) return;
+    s += k;
+    n -= size_t(k);
+  }
+}
+
+extern "C" void on_interrupt(int sig) {
+  put(sig == SIGINT ? "\nforge-verify: interrupted by SIGINT " : "\nforge-verify: interrupted by SIGTERM ");
+  if (g_phase.load() == 0) {
+    put("during claim ");
+    put(g_running.load());
+    put("; no report written\n");
+  } else {
+    put("while writing the outputs; temporary files removed (a file under its final name is complete)\n");
+  }
+  for (auto& p : g_temp_paths)
+    if (p[0]) ::unlink(p);
+  ::_exit(128 + sig);
+}
+
+void install_interrupt_handlers(const std::vector<std::string>& outputs) {
+  for (size_t i = 0; i < outputs.size() && i < 3; ++i)
+    if (!outputs[i].empty()) {
+      const std::string t = report_temp_path(outputs[i]);
+      if (t.size() >= kPathMax) throw UsageError("output path too long: " + outputs[i]);
+      std::memcpy(g_temp_paths[i], t.c_str(), t.size() + 1);
+    }
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
+// ---- progress heartbeat ----
+// Long claims are silent between notes: every kBeatSeconds a line says the claim, the time it
+// has taken and the case it is on (when its runner says, progress_set_case).
+class Heartbeat {
+ public:
+  explicit Heartbeat(bool quiet) {
+    if (!quiet) thread_ = std::thread([this] { loop(); });
+  }
+  ~Heartbeat() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  void claim_started(const std::string& id) {
+    std::lock_guard<std::mutex> lock(m_);
+    claim_ = id;
+    started_ = std::chrono::steady_clock::now();
+    progress_set_case("");
+  }
+
+ private:
+  static constexpr int kBeatSeconds = 10;
+  void loop() {
+    std::unique_lock<std::mutex> lock(m_);
+    while (!cv_.wait_for(lock, std::chrono::seconds(kBeatSeconds), [this] { return stop_; })) {
+      if (claim_.empty()) continue;
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+      if (secs < kBeatSeconds) continue;
+      const std::string at = progress_current_case();
+      std::fprintf(stderr, "        ... %s: %.0f s%s\n", claim_.c_str(), secs, at.empty() ? "" : (", case " + at).c_str());
+    }
+  }
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::string claim_;
+  std::chrono::steady_clock::time_point started_;
+  std::thread thread_;
+};
+
+// A planted defect for the isolation test (off unless set): FH_PLANT_THROWING_CLAIM=<claim id>
+// makes that claim throw as it starts.
+void maybe_plant_throw(const std::string& id) {
+  const char* planted = std::getenv("FH_PLANT_THROWING_CLAIM");
+  if (planted && id == planted) throw std::runtime_error("planted defect: FH_PLANT_THROWING_CLAIM=" + id);
+}
+
 int run(int argc, char** argv) {
-  ListMode list_mode = ListMode::none;
-  uint32_t given = 0;
-  bool force = false;
-  VerifyConfig cfg = parse_args(argc, argv, list_mode, given, force);
-  switch (list_mode) {
+  RunOptions opts;
+  VerifyConfig cfg = parse_args(argc, argv, opts);
+  switch (opts.list_mode) {
     case ListMode::text: print_registry(); return 0;
     case ListMode::markdown: std::fputs(registry_markdown().c_str(), stdout); return 0;
     case ListMode::json: std::fputs(registry_json().c_str(), stdout); return 0;
     case ListMode::none: break;
   }
-  // Everything about the report path, before any work: a run that cannot write its report
+  // Everything about the output paths, before any work: a run that cannot write its report
   // fails here, not after it spent its time.
-  const WriteOptions write_options{.replace_existing = force};
-  try {
-    for (const std::string& stale : check_report_path(cfg.report_path, write_options))
-      std::fprintf(stderr, "forge-verify: removed stale temporary file '%s' (its process is gone)\n", stale.c_str());
-  } catch (const ReportPathError& e) {
-    throw UsageError(std::string(e.what()) +
-                     (e.kind == ReportPathError::Kind::exists ? " (--force replaces an existing regular file)" : ""));
+  const WriteOptions write_options{.replace_existing = opts.force};
+  const std::vector<std::string> outputs = {cfg.report_path, opts.json_path, opts.junit_path};
+  for (const std::string& out : outputs) {
+    if (out.empty()) continue;
+    try {
+      for (const std::string& stale : check_report_path(out, write_options))
+        std::fprintf(stderr, "forge-verify: removed stale temporary file '%s' (its process is gone)\n", stale.c_str());
+    } catch (const ReportPathError& e) {
+      throw UsageError(std::string(e.what()) +
+                       (e.kind == ReportPathError::Kind::exists ? " (--force replaces an existing regular file)" : ""));
+    }
   }
+  install_interrupt_handlers(outputs);
   const DeviceInfo dev = query_device_info();
   cfg.gpu_available = dev.available;
   cfg.gpu_reason = dev.available ? "" : dev.reason;
@@ -358,6 +530,7 @@ int run(int argc, char** argv) {
       .set("gpu_driver", dev.driver).set("cuda_runtime", dev.runtime).set("cublas", dev.cublas)
       .set("gpu_compute_capability", dev.compute_capability)
       .set("gpu_sm_count", std::to_string(dev.sm_count))
+      .set("require_gpu", opts.require_gpu ? "yes" : "no")
       .set("tool", "forge-verify").set("tool_version", std::string("forge-verify ") + kGitRevision);
   std::vector<const ClaimInfo*> selected;
   for (const ClaimInfo& c : claim_registry())
@@ -366,7 +539,7 @@ int run(int argc, char** argv) {
   // Options given that a selected claim does not honour: said, and kept in /meta.
   std::string not_honoured;
   for (const ClaimInfo* c : selected)
-    if (const uint32_t ignored = given & ~c->options) {
+    if (const uint32_t ignored = opts.given & ~c->options) {
       not_honoured += (not_honoured.empty() ? "" : "; ") + c->id + ": " + option_flags(ignored);
       std::fprintf(stderr, "forge-verify: note: %s does not honour %s (it runs its own fixed problem there)\n",
                    c->id.c_str(), option_flags(ignored).c_str());
@@ -379,22 +552,70 @@ int run(int argc, char** argv) {
   progress.claim_count = int(selected.size());
   const auto t0 = std::chrono::steady_clock::now();
   g_run_started = true;
-  for (const ClaimInfo* c : selected) {
-    ++progress.claim_index;
-    progress.claim(c->id, c->what);
-    if (c->needs_gpu && !cfg.gpu_available) {
-      report.add_case(c->id, "all").add_check(Check::not_run(c->id, "no GPU: " + cfg.gpu_reason));
-      continue;
+  {
+    Heartbeat heartbeat(cfg.quiet);
+    for (const ClaimInfo* c : selected) {
+      ++progress.claim_index;
+      progress.claim(c->id, c->what);
+      g_running = c->id.c_str();
+      heartbeat.claim_started(c->id);
+      if (c->needs_gpu && !cfg.gpu_available) {
+        report.add_case(c->id, "all").add_check(Check::not_run(c->id, "no GPU: " + cfg.gpu_reason));
+        continue;
+      }
+      // Isolation: a claim that throws is that claim's error verdict; the others still run.
+      std::string error;
+      try {
+        maybe_plant_throw(c->id);
+        c->run(cfg, report, progress);
+      } catch (const std::exception& e) {
+        error = e.what();
+      } catch (...) {
+        error = "unknown exception";
+      }
+      if (!error.empty()) {
+        std::fprintf(stderr, "forge-verify: claim %s threw: %s (recorded as its error verdict; going on)\n",
+                     c->id.c_str(), error.c_str());
+        report.add_case(c->id, "claim threw").add_check(Check::errored(c->id, error));
+      }
     }
-    c->run(cfg, report, progress);
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const ReportData data = report.snapshot();
   print_table(data);
+
+  // --require-gpu: a GPU claim with nothing run (no GPU) fails the run.
+  std::vector<std::string> gpu_not_run;
+  for (const ClaimInfo* c : selected)
+    if (const ClaimData* cd = data.find_claim(c->id); c->needs_gpu && cd && cd->verdict == Verdict::not_run)
+      gpu_not_run.push_back(c->id);
+  int code = 0;
+  if (data.counts.n_fail > 0) code = kExitFail;
+  else if (data.counts.n_error > 0) code = kExitInternal;
+  else if (opts.require_gpu && !gpu_not_run.empty()) code = kExitNotRunRequired;
+  if (opts.require_gpu && !gpu_not_run.empty()) {
+    std::string names;
+    for (const auto& n : gpu_not_run) names += (names.empty() ? "" : ", ") + n;
+    std::printf("--require-gpu: %zu GPU claim(s) not run: %s\n", gpu_not_run.size(), names.c_str());
+    std::fprintf(stderr, "forge-verify: --require-gpu: %zu GPU claim(s) not run (%s): %s\n", gpu_not_run.size(),
+                 cfg.gpu_available ? "GPU present" : ("no GPU: " + cfg.gpu_reason).c_str(), names.c_str());
+  }
   std::fflush(stdout);  // the table is out before the report is written, whatever happens there
+
+  g_phase = 1;
   report.write(cfg.report_path, write_options);
   std::printf("report: %s (%.1f s)\n", cfg.report_path.c_str(), secs);
-  return data.verdict == Verdict::fail ? kExitFail : 0;
+  if (!opts.json_path.empty()) {
+    const RunSummary run{.exit_code = code, .require_gpu = opts.require_gpu, .gpu_claims_not_run = gpu_not_run,
+                         .report_path = cfg.report_path, .seconds = secs};
+    write_text_file(opts.json_path, summary_json(data, run), write_options);
+    std::printf("json: %s\n", opts.json_path.c_str());
+  }
+  if (!opts.junit_path.empty()) {
+    write_text_file(opts.junit_path, junit_xml(data), write_options);
+    std::printf("junit: %s\n", opts.junit_path.c_str());
+  }
+  return code;
 }
 
 }  // namespace
@@ -405,6 +626,7 @@ int run(int argc, char** argv) {
 // memory, a failed report write, any exception once the claims started) is 3, an internal
 // error, never 1, which only a failed check gives.
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "diff") return fh::run_diff(argc - 1, argv + 1);
   try {
     return fh::run(argc, argv);
   } catch (const fh::UsageError& e) {

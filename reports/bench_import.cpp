@@ -1,0 +1,104 @@
+// Google Benchmark JSON -> BenchmarkData (reports/bench_import.h), with nlohmann-json.
+#include "reports/bench_import.h"
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+namespace fh {
+
+namespace {
+
+// Google Benchmark's time units (benchmark::TimeUnit) in ns.
+double ns_per(const std::string& unit) {
+  if (unit == "ns") return 1;
+  if (unit == "us") return 1e3;
+  if (unit == "ms") return 1e6;
+  if (unit == "s") return 1e9;
+  return std::nan("");
+}
+
+struct Pending {
+  std::vector<double> repetitions_ns;
+  double aggregate_median_ns = std::nan("");
+};
+
+}  // namespace
+
+std::vector<BenchmarkData> read_benchmark_json(const std::string& path) {
+  const std::string who = "benchmark JSON '" + path + "'";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument(who + ": cannot open the file");
+  std::stringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw std::invalid_argument(who + ": cannot read the file");
+
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    // A truncated file ends here too ("unexpected end of input").
+    throw std::invalid_argument(who + ": not valid JSON (" + e.what() + ")");
+  }
+  if (!doc.is_object() || !doc.contains("benchmarks") || !doc["benchmarks"].is_array())
+    throw std::invalid_argument(who + ": no \"benchmarks\" array (is it Google Benchmark's --benchmark_out JSON?)");
+
+  std::vector<std::string> order;  // run names, first appearance first
+  std::map<std::string, Pending> runs;
+  size_t index = 0;
+  for (const auto& run : doc["benchmarks"]) {
+    const std::string where = who + ": benchmarks[" + std::to_string(index++) + "]";
+    if (!run.is_object()) throw std::invalid_argument(where + " is not an object");
+    auto str = [&](const char* key, bool required) -> std::string {
+      if (!run.contains(key)) {
+        if (required) throw std::invalid_argument(where + " has no \"" + key + "\"");
+        return {};
+      }
+      if (!run[key].is_string()) throw std::invalid_argument(where + ": \"" + key + "\" is not a string");
+      return run[key].get<std::string>();
+    };
+    const std::string name = str("name", true);
+    if (run.value("error_occurred", false)) continue;  // a failed run has no time to compare
+    const std::string run_name = run.contains("run_name") ? str("run_name", true) : name;
+    const std::string run_type = run.contains("run_type") ? str("run_type", true) : "iteration";
+    const std::string aggregate = str("aggregate_name", false);
+    if (run_type == "aggregate" && aggregate != "median") continue;
+    if (!run.contains("real_time") || !run["real_time"].is_number())
+      throw std::invalid_argument(where + " ('" + name + "') has no numeric \"real_time\"");
+    const std::string unit = str("time_unit", false);
+    const double scale = ns_per(unit.empty() ? "ns" : unit);  // Google Benchmark's default is ns
+    if (std::isnan(scale))
+      throw std::invalid_argument(where + " ('" + name + "'): unknown time_unit '" + unit + "'");
+    const double t_ns = run["real_time"].get<double>() * scale;
+    if (!runs.count(run_name)) order.push_back(run_name);
+    Pending& p = runs[run_name];
+    if (run_type == "aggregate") p.aggregate_median_ns = t_ns;
+    else p.repetitions_ns.push_back(t_ns);
+  }
+
+  std::vector<BenchmarkData> out;
+  for (const auto& name : order) {
+    Pending& p = runs[name];
+    BenchmarkData b;
+    b.name = name;
+    b.repetitions_ns = std::move(p.repetitions_ns);
+    b.median_ns = b.repetitions_ns.empty() ? p.aggregate_median_ns : median_of(b.repetitions_ns);
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+void attach_benchmarks(Report& report, const std::string& json_path) {
+  for (auto& b : read_benchmark_json(json_path)) {
+    try {
+      report.add_benchmark(std::move(b));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("benchmark JSON '" + json_path + "': " + e.what());
+    }
+  }
+}
+
+}  // namespace fh

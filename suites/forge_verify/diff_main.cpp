@@ -1,0 +1,228 @@
+// forge-verify diff: reads two reports, compares them (reports/report_diff.h), prints the
+// changes, optionally writes them as JSON, and says in its exit status whether anything regressed.
+#include "suites/forge_verify/diff_main.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "reports/report.h"
+#include "reports/report_diff.h"
+
+namespace fh {
+namespace {
+
+constexpr int kNoRegression = 0, kRegression = 1, kBadInput = 2;
+
+const char* kDiffHelp = R"(forge-verify diff: compare two forge-verify reports
+
+Usage: forge-verify diff BASE.h5 NEW.h5 [options]
+
+Prints one line per change (REGRESSION or info), then a summary.
+Regressions: a check's verdict went from pass to fail, error or not-run (or to fail/error
+from not-run); a bitwise count (differing) moved off zero; a passing check's margin to its
+bound (relative to the bound; the side it passes on is the check's pass_if, or inferred from a
+schema-1 base) shrank by more than the margin fraction; a claim, case or check disappeared; a
+claim or case that passed became not-run; a benchmark's median slowed: a two-sided Mann-Whitney
+U test (normal approximation, tie and continuity corrected) over the repetitions at alpha AND
+new/base median >= the minimum ratio (with fewer than 3 repetitions on either side, the ratio
+alone). Information only: /meta (provenance), new claims, cases, checks and benchmarks,
+improvements, other evidence, case attributes, datasets (bit for bit).
+
+Options:
+  --json OUT             also write the changes as JSON to OUT (only when both reports were read)
+  --alpha A              Mann-Whitney significance level, 0 < A < 1 (default 0.05)
+  --min-ratio R          minimum slowdown new/base median, R >= 1 (default 1.05)
+  --margin-fraction F    a margin that shrank by more than F of the base's, 0 <= F <= 1
+                         (default 0.5)
+  --rename-map FILE      deliberate renamings applied to BASE: lines "kind old new" (kind:
+                         claim, case, check, metric_name, dataset, attr; '#' comments; quote
+                         names with spaces); an entry that matches nothing is an error
+  --ignore-datasets      do not compare the per-case datasets
+  --ignore-reasons       do not compare checks' reason text
+
+Exit status: 0 nothing regressed, 1 something regressed, 2 bad usage or an input that is not a
+readable, schema-valid report (nothing written).
+)";
+
+struct Usage : std::runtime_error { using std::runtime_error::runtime_error; };
+
+// A finite number that `in_range` accepts; `range` says the range in the message.
+template <class InRange>
+double number(const std::string& opt, const char* text, InRange in_range, const char* range) {
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text, &end);
+  if (end == text || *end != '\0' || errno != 0 || !std::isfinite(v) || !in_range(v))
+    throw Usage(opt + " '" + text + "': expected a number " + range);
+  return v;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Usage("cannot open '" + path + "': " + std::strerror(errno));
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A report that read_report can read and validate_report_schema finds nothing wrong with.
+ReportData load(const char* role, const std::string& path) {
+  const std::vector<std::string> problems = validate_report_schema(path);
+  if (!problems.empty()) {
+    std::string msg = std::string(role) + " '" + path + "' is not a valid report: " + problems.front();
+    if (problems.size() > 1) msg += " (and " + std::to_string(problems.size() - 1) + " more problems)";
+    throw std::runtime_error(msg);
+  }
+  try {
+    return read_report(path);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string(role) + " '" + path + "': " + e.what());
+  }
+}
+
+nlohmann::json to_json(const std::string& base, const std::string& now, const DiffOptions& o,
+                       const std::vector<std::string>& renames, const DiffResult& r) {
+  nlohmann::json j;
+  j["base"] = base;
+  j["new"] = now;
+  j["options"] = {{"alpha", o.alpha}, {"min_ratio", o.min_ratio}, {"margin_fraction", o.margin_fraction},
+                  {"compare_datasets", o.compare_datasets}, {"compare_reasons", o.compare_reasons},
+                  {"u_test", "two-sided Mann-Whitney U, normal approximation with tie and continuity correction"},
+                  {"min_repetitions_for_u_test", kMinRepetitionsForUTest}};
+  j["renames"] = renames;
+  j["changes"] = nlohmann::json::array();
+  for (const auto& c : r.changes)
+    j["changes"].push_back({{"kind", c.kind}, {"path", c.path}, {"field", c.field}, {"base", c.base_value},
+                            {"new", c.new_value}, {"regression", c.regression}, {"note", c.note}});
+  j["n_changes"] = r.changes.size();
+  j["n_regressions"] = r.n_regressions();
+  j["regressed"] = r.regressed();
+  return j;
+}
+
+// Through a temporary file in the same directory, so OUT is never a partial file.
+void write_json(const std::string& path, const nlohmann::json& j) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << j.dump(2) << "\n";
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw std::runtime_error("cannot write '" + tmp + "'");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    throw std::runtime_error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(err));
+  }
+}
+
+}  // namespace
+
+int run_diff(int argc, char** argv) {
+  DiffOptions opt;
+  std::vector<std::string> files;
+  std::string json_path, rename_path;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      auto value = [&]() -> const char* {
+        if (i + 1 >= argc) throw Usage(a + " needs a value");
+        return argv[++i];
+      };
+      if (a == "-h" || a == "--help") {
+        std::cout << kDiffHelp;
+        return kNoRegression;
+      } else if (a == "--json") {
+        json_path = value();
+        if (json_path.empty()) throw Usage("--json needs a non-empty path");
+      } else if (a == "--alpha") {
+        opt.alpha = number(a, value(), [](double v) { return v > 0 && v < 1; }, "with 0 < A < 1");
+      } else if (a == "--min-ratio") {
+        opt.min_ratio = number(a, value(), [](double v) { return v >= 1; }, ">= 1");
+      } else if (a == "--margin-fraction") {
+        opt.margin_fraction = number(a, value(), [](double v) { return v >= 0 && v <= 1; }, "with 0 <= F <= 1");
+      } else if (a == "--rename-map") {
+        rename_path = value();
+      } else if (a == "--ignore-datasets") {
+        opt.compare_datasets = false;
+      } else if (a == "--ignore-reasons") {
+        opt.compare_reasons = false;
+      } else if (a.size() > 1 && a[0] == '-') {
+        throw Usage("unknown option '" + a + "'");
+      } else {
+        files.push_back(a);
+      }
+    }
+    if (files.size() != 2)
+      throw Usage("expected two reports, BASE.h5 and NEW.h5, got " + std::to_string(files.size()));
+  } catch (const Usage& e) {
+    std::cerr << "forge-verify diff: " << e.what() << "\n(forge-verify diff --help for usage)\n";
+    return kBadInput;
+  }
+
+  ReportData base, now;
+  std::vector<std::string> applied;
+  try {
+    std::vector<Rename> renames;
+    if (!rename_path.empty()) {
+      try {
+        renames = parse_rename_map(read_text(rename_path));
+      } catch (const std::invalid_argument& e) {
+        throw std::runtime_error("rename map '" + rename_path + "': " + e.what());
+      }
+    }
+    base = load("BASE", files[0]);
+    now = load("NEW", files[1]);
+    try {
+      applied = apply_renames(base, renames);
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error("rename map '" + rename_path + "': " + e.what());
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "forge-verify diff: " << e.what() << "\n";
+    return kBadInput;
+  }
+
+  const DiffResult result = diff_reports(base, now, opt);
+  for (const auto& r : applied) std::cout << "renamed " << r << "\n";
+  for (const auto& c : result.changes) {
+    std::cout << (c.regression ? "REGRESSION " : "info       ") << c.kind << " " << c.path;
+    // The field where the kind and the path do not already say it.
+    const bool said = c.field == c.kind || (c.path.size() > c.field.size() &&
+                                            c.path.compare(c.path.size() - c.field.size() - 1,
+                                                           std::string::npos, "/" + c.field) == 0);
+    if (!said) std::cout << " [" << c.field << "]";
+    std::cout << ": " << (c.base_value.empty() ? "(absent)" : c.base_value) << " -> "
+              << (c.new_value.empty() ? "(absent)" : c.new_value);
+    if (!c.note.empty()) std::cout << "  (" << c.note << ")";
+    std::cout << "\n";
+  }
+  std::cout << "forge-verify diff: " << result.changes.size() << " changes, " << result.n_regressions()
+            << " regressions (" << files[0] << " -> " << files[1] << ")\n";
+  if (!json_path.empty()) {
+    try {
+      write_json(json_path, to_json(files[0], files[1], opt, applied, result));
+    } catch (const std::exception& e) {
+      std::cerr << "forge-verify diff: --json: " << e.what() << "\n";
+      return kBadInput;
+    }
+  }
+  return result.regressed() ? kRegression : kNoRegression;
+}
+
+}  // namespace fh
