@@ -166,7 +166,10 @@ elif has forge-verify; then
   # pass; FH_ALLOW_SKIP=1 (trying the script without a GPU) drops it.
   require_gpu=(--require-gpu)
   [ "${FH_ALLOW_SKIP:-0}" = 1 ] && require_gpu=()
-  "$B/bin/forge-verify" ${FH_VERIFY_ARGS:-} "${require_gpu[@]}" --force --report "$OUT/forge-verify.h5" \
+  # The benchmarks of this run go into the report, so a baseline diff can judge them.
+  bench_arg=()
+  [ -s "$OUT/bench.json" ] && bench_arg=(--bench-json "$OUT/bench.json")
+  "$B/bin/forge-verify" ${FH_VERIFY_ARGS:-} "${require_gpu[@]}" "${bench_arg[@]}" --force --report "$OUT/forge-verify.h5" \
     --json "$OUT/forge-verify.json" --junit "$OUT/forge-verify.junit.xml" > "$OUT/forge-verify.log" 2>&1
   rc=$?
   say "forge-verify: $([ $rc -eq 0 ] && echo PASS || echo "FAIL (rc $rc)"), report forge-verify.h5"

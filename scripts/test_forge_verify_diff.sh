@@ -9,12 +9,18 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 FAILS=0 N=0
 
-# make NAME CLAIMS: a report of those claims (forge-verify's exit 1 would be a failed check: refuse).
+# make NAME CLAIMS [OPTIONS]: a report of those claims (forge-verify's exit 1 would be a failed
+# check: refuse).
 make_report() {
-  "$FV" --claim "$2" --report "$T/$1.h5" >"$T/$1.log" 2>&1 || { echo "forge-verify --claim $2 failed:"; cat "$T/$1.log"; exit 1; }
+  local name=$1 claims=$2
+  shift 2
+  "$FV" --claim "$claims" "$@" --report "$T/$name.h5" >"$T/$name.log" 2>&1 ||
+    { echo "forge-verify --claim $claims $* failed:"; cat "$T/$name.log"; exit 1; }
 }
 make_report two int8_codec_bound,sr_exact_mean
 make_report one int8_codec_bound
+make_report seed7 int8_codec_bound --seed 7
+make_report again int8_codec_bound   # the same run again: only /meta may differ
 head -c "$(( $(stat -c %s "$T/two.h5") / 2 ))" "$T/two.h5" >"$T/trunc.h5"
 echo "not an HDF5 file" >"$T/text.h5"
 
@@ -46,7 +52,9 @@ expect() {
 expect "self"               0 '0 regressions'                                     -- "$T/two.h5" "$T/two.h5" --json "$T/out.json"
 expect "claim disappeared"  1 '^REGRESSION disappeared sr_exact_mean'             -- "$T/two.h5" "$T/one.h5" --json "$T/out.json"
 expect "claim appeared"     0 '^info +appeared sr_exact_mean'                     -- "$T/one.h5" "$T/two.h5"
-expect "provenance is info" 0 '^info +meta meta/start_time_utc'                   -- "$T/one.h5" "$T/two.h5"
+expect "provenance is info" 0 '^info +meta meta/seed: [0-9]+ -> 7'                -- "$T/one.h5" "$T/seed7.h5"
+expect "strict"             1 'meta/seed'                                         -- "$T/one.h5" "$T/seed7.h5" --strict
+expect "strict, only meta"  0 '0 regressions'                                     -- "$T/one.h5" "$T/again.h5" --strict
 expect "truncated NEW"      2 "NEW '$T/trunc.h5'"                                 -- "$T/two.h5" "$T/trunc.h5" --json "$T/out.json"
 expect "truncated BASE"     2 "BASE '$T/trunc.h5'"                                -- "$T/trunc.h5" "$T/two.h5" --json "$T/out.json"
 expect "not HDF5"           2 "'$T/text.h5' is not a valid report"                -- "$T/two.h5" "$T/text.h5" --json "$T/out.json"

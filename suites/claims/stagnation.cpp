@@ -204,10 +204,10 @@ void run_stagnation_claim(const VerifyConfig&, Report& report, const Progress& p
       .add_f64("gaps", {r.rne_gap, r.sr_gap, r.int8_gap}, "relative final-loss gap vs fp32 master: bf16_rne, bf16_sr, int8_state")
       .add_f64("noise_band_rel", {noise / r.fp32_mean}, "2 sample std of fp32 master / its mean");
   // The noise band must come from real run-to-run variation (pass when the std is > 0).
-  sum.add_check(r.fp32_std > 0 ? Check::passed("run_to_run_noise_nonzero", "fp32_final_loss_std", r.fp32_std, 0)
-                               : Check::failed("run_to_run_noise_nonzero", "fp32_final_loss_std", r.fp32_std, 0,
-                                               "run seeds gave identical fp32 runs: no noise band")
-                    .passes_if(PassIf::above));
+  sum.add_check((r.fp32_std > 0 ? Check::passed("run_to_run_noise_nonzero", "fp32_final_loss_std", r.fp32_std, 0)
+                                : Check::failed("run_to_run_noise_nonzero", "fp32_final_loss_std", r.fp32_std, 0,
+                                                "run seeds gave identical fp32 runs: no noise band"))
+                    .passes_if(PassIf::above));  // both branches (a ternary's one branch would leave the pass at <=)
   sum.set_attr("noise_band", "the curves' band is their spread over the run seeds (cases 'curves <label>', eval_loss "
                              "[run seed, step]); the verdicts' band is 2 sample std of fp32 master's final loss over seeds "
                              "(final_loss_fp32_mean_std, noise_band_rel)");

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -51,9 +52,11 @@ Options:
                          names with spaces); an entry that matches nothing is an error
   --ignore-datasets      do not compare the per-case datasets
   --ignore-reasons       do not compare checks' reason text
+  --strict               exit 1 on any change outside /meta, not only on a regression
+                         ("are these two runs the same?")
 
-Exit status: 0 nothing regressed, 1 something regressed, 2 bad usage or an input that is not a
-readable, schema-valid report (nothing written).
+Exit status: 0 nothing regressed, 1 something regressed (with --strict: anything outside /meta
+changed), 2 bad usage or an input that is not a readable, schema-valid report (nothing written).
 )";
 
 struct Usage : std::runtime_error { using std::runtime_error::runtime_error; };
@@ -137,6 +140,7 @@ int run_diff(int argc, char** argv) {
   DiffOptions opt;
   std::vector<std::string> files;
   std::string json_path, rename_path;
+  bool strict = false;
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -162,6 +166,8 @@ int run_diff(int argc, char** argv) {
         opt.compare_datasets = false;
       } else if (a == "--ignore-reasons") {
         opt.compare_reasons = false;
+      } else if (a == "--strict") {
+        strict = true;
       } else if (a.size() > 1 && a[0] == '-') {
         throw Usage("unknown option '" + a + "'");
       } else {
@@ -222,7 +228,9 @@ int run_diff(int argc, char** argv) {
       return kBadInput;
     }
   }
-  return result.regressed() ? kRegression : kNoRegression;
+  const bool changed = std::any_of(result.changes.begin(), result.changes.end(),
+                                   [](const Change& c) { return c.kind != "meta"; });
+  return result.regressed() || (strict && changed) ? kRegression : kNoRegression;
 }
 
 }  // namespace fh

@@ -23,6 +23,7 @@
 #include "kernels/gpu/device_info.h"
 #include "kernels/rules/hyper_fields.h"
 #include "suites/forge_verify/git_revision.h"
+#include "reports/bench_import.h"
 #include "reports/summary_export.h"
 #include "suites/claims/registry.h"
 #include "suites/forge_verify/diff_main.h"
@@ -82,6 +83,9 @@ Options:
                            content, the exit code and what --require-gpu found
   --junit PATH             also write JUnit XML: one test case per check; a failed check is a
                            failure, a claim that threw an error, a not-run check skipped
+  --bench-json PATH        store forge-bench's JSON (--benchmark_out) in the report's
+                           /benchmarks, every repetition and the median, so that
+                           `forge-verify diff` can test a slowdown; read before any claim runs
   --require-gpu            a GPU claim that did not run (no GPU) fails the run (exit 4); the
                            GPU runner's entry point always passes it
   --force                  replace existing regular files at the report, JSON and JUnit paths
@@ -209,6 +213,7 @@ struct RunOptions {
   uint32_t given = 0;  // kOpt* bits of the claim options given
   bool force = false, require_gpu = false;
   std::string json_path, junit_path;
+  std::string bench_json;  // forge-bench's Google Benchmark JSON, stored in /benchmarks
 };
 
 VerifyConfig parse_args(int argc, char** argv, RunOptions& run) {
@@ -235,6 +240,7 @@ VerifyConfig parse_args(int argc, char** argv, RunOptions& run) {
     else if (a == "--require-gpu") run.require_gpu = true;
     else if (a == "--json") run.json_path = need(i);
     else if (a == "--junit") run.junit_path = need(i);
+    else if (a == "--bench-json") run.bench_json = need(i);
     else if (a == "--rule") {
       given |= kOptRule;
       for (const auto& n : split_list(need(i), a)) {
@@ -517,6 +523,15 @@ int run(int argc, char** argv) {
                        (e.kind == ReportPathError::Kind::exists ? " (--force replaces an existing regular file)" : ""));
     }
   }
+  // The benchmarks are read now: a bad file is bad input, refused before the run.
+  std::vector<BenchmarkData> benchmarks;
+  if (!opts.bench_json.empty()) {
+    try {
+      benchmarks = read_benchmark_json(opts.bench_json);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--bench-json: ") + e.what());
+    }
+  }
   install_interrupt_handlers(outputs);
   const DeviceInfo dev = query_device_info();
   cfg.gpu_available = dev.available;
@@ -581,6 +596,7 @@ int run(int argc, char** argv) {
     }
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (BenchmarkData& b : benchmarks) report.add_benchmark(std::move(b));
   const ReportData data = report.snapshot();
   print_table(data);
 

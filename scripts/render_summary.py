@@ -1,0 +1,553 @@
+#!/usr/bin/env python3
+"""Render one forge-verify report as a static summary page (issue 19 item 5).
+
+Usage: render_summary.py REPORT.h5 -o OUTDIR [--diff DIFF.json] [--registry REGISTRY.json]
+                         [--bench BENCH.json]
+
+Writes OUTDIR/index.html and OUTDIR/figures/*.png: no server, no network, no script from
+elsewhere. The page holds
+  - the run's provenance (/meta) and overall verdict;
+  - the verdict table: per claim the paper's sentence (the registry's `statement`, from
+    `forge-verify --list-claims-json`, passed as --registry), then every check with its verdict,
+    metric, pass direction, bound and evidence; not-run and error are shown as such, never as pass;
+  - every figure scripts/render_fidelity.py draws for the report (and for its *_gpu claims);
+  - benchmarks: the report's /benchmarks group (reports/SCHEMA.md) and/or a Google Benchmark JSON
+    (--bench): a table of medians, and with the JSON's bytes_per_s / flop_per_s counters a
+    roofline against the H200's peaks;
+  - with --diff, the changes of a `forge-verify diff --json` file (a top-level "changes" list of
+    objects with kind, path, base, new, regression).
+Every figure is stamped with the report's git revision, GPU name and start time.
+
+The page carries one small inline script that, on load, checks that every <img> decoded
+(naturalWidth > 0) and writes the result into <div id="page-check" data-status="ok|broken">;
+scripts/test_summary_page.sh reads it from headless Chromium's --dump-dom.
+
+Bad input (a missing or unreadable file, a file that is not a report, a JSON of the wrong
+shape, an OUTDIR that is a file or a folder this script did not write) prints a message and
+exits 2 with nothing written. The page is built in a temporary folder beside OUTDIR and renamed
+into place, so OUTDIR is either the previous page or the new one, never half of one.
+
+FH_SUMMARY_PLANT (off by default) plants a defect for the page test: `missing_image` (an <img>
+whose file is absent) or `js_error` (a script that throws on load).
+"""
+import argparse
+import html
+import json
+import math
+import os
+import re
+import shutil
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MARKER = "<!-- forge-harness summary page -->"  # how an OUTDIR written by this script is recognised
+PLANTS = ("missing_image", "js_error")
+
+# Peaks the roofline is drawn against: NVIDIA H200 SXM datasheet (nvidia.com/en-us/data-center/h200):
+# 4.8 TB/s HBM3e, 989 TFLOP/s dense BF16 tensor core (1,979 is with 2:4 sparsity). The fused step's
+# GEMM takes bf16 inputs with fp32 accumulation, so the dense bf16 peak is its compute ceiling.
+H200_HBM_BYTES_PER_S = 4.8e12
+H200_BF16_DENSE_FLOP_PER_S = 989e12
+# The runner's measured device-to-device copy rate (suites/bench/bench_fused.cu, kCopyRateBytesPerS).
+RUNNER_COPY_BYTES_PER_S = 4.2e12
+
+
+class BadInput(Exception):
+    pass
+
+
+def esc(x):
+    return html.escape(str(x), quote=True)
+
+
+def _s(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def fmt(x):
+    if isinstance(x, str):
+        return x
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    if math.isnan(x):
+        return "&ndash;"
+    return "%.6g" % x
+
+
+# ------------------------------------------------------------------------------------------------
+# Input
+# ------------------------------------------------------------------------------------------------
+
+def read_report(path):
+    """The report as plain Python: meta, root attrs, claims -> cases -> checks, benchmarks."""
+    if not os.path.isfile(path):
+        raise BadInput("no such report file: %s" % path)
+    try:
+        import h5py
+    except ImportError:
+        raise BadInput("Python module h5py is missing (Debian: apt-get install python3-h5py)")
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        raise BadInput("%s is not an HDF5 file (%s)" % (path, e))
+    with f:
+        if "schema_version" not in f.attrs or "meta" not in f or "verdict" not in f.attrs:
+            raise BadInput("%s is HDF5 but not a forge-harness report (no schema_version, verdict or /meta; "
+                           "see reports/SCHEMA.md)" % path)
+        rep = {"path": path, "root": {k: _s(v) for k, v in f.attrs.items()},
+               "meta": {k: _s(v) for k, v in f["meta"].attrs.items()}, "claims": [], "benchmarks": []}
+        for claim in f:
+            if claim in ("meta", "benchmarks") or not isinstance(f[claim], h5py.Group):
+                continue
+            c = {"id": claim, "attrs": {k: _s(v) for k, v in f[claim].attrs.items()}, "cases": []}
+            for case in f[claim]:
+                g = f[claim][case]
+                if not isinstance(g, h5py.Group):
+                    continue
+                cs = {"name": case, "attrs": {k: _s(v) for k, v in g.attrs.items()}, "checks": []}
+                if "checks" in g:
+                    for name in g["checks"]:
+                        cs["checks"].append(dict(name=name, **{k: _s(v) for k, v in g["checks"][name].attrs.items()}))
+                cs["datasets"] = list(g["data"]) if "data" in g else []
+                # Short 1-D datasets (gaps, optimum) are shown in the page; curves only as figures.
+                cs["small"] = {n: [float(x) for x in g["data"][n][()]] for n in cs["datasets"]
+                               if g["data"][n].ndim == 1 and g["data"][n].shape[0] <= 8 and g["data"][n].dtype.kind in "fi"}
+                c["cases"].append(cs)
+            rep["claims"].append(c)
+        if "benchmarks" in f:
+            for key in f["benchmarks"]:
+                d = f["benchmarks"][key]
+                reps = [float(x) for x in d[()]]
+                rep["benchmarks"].append({"name": _s(d.attrs.get("name", key)), "median_ns": float(d.attrs.get("median", float("nan"))),
+                                          "repetitions": reps})
+    return rep
+
+
+def read_json(path, what):
+    if not os.path.isfile(path):
+        raise BadInput("no such %s file: %s" % (what, path))
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, ValueError) as e:
+        raise BadInput("%s is not a readable JSON %s (%s)" % (path, what, e))
+
+
+def read_registry(path):
+    j = read_json(path, "registry")
+    try:
+        return {c["id"]: c for c in j["claims"]}
+    except (KeyError, TypeError) as e:
+        raise BadInput("%s is not forge-verify --list-claims-json output (a 'claims' list of objects with 'id'): %s"
+                       % (path, e))
+
+
+def read_diff(path):
+    j = read_json(path, "diff")
+    ch = j.get("changes") if isinstance(j, dict) else None
+    if not isinstance(ch, list) or not all(isinstance(c, dict) for c in ch):
+        raise BadInput("%s is not a diff JSON (forge-verify diff --json: a top-level 'changes' list of objects)" % path)
+    return j
+
+
+def read_bench(path):
+    """Google Benchmark JSON -> rows with the median (or mean) aggregate per run, times in ns."""
+    j = read_json(path, "Google Benchmark")
+    if not isinstance(j, dict) or not isinstance(j.get("benchmarks"), list):
+        raise BadInput("%s is not a Google Benchmark JSON (no 'benchmarks' list)" % path)
+    scale = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+    runs = {}
+    for b in j["benchmarks"]:
+        if not isinstance(b, dict) or "real_time" not in b:
+            continue
+        name = b.get("run_name", b.get("name", "?"))
+        kind = b.get("aggregate_name", "") if b.get("run_type") == "aggregate" else "iteration"
+        if kind not in ("median", "mean", "iteration"):
+            continue
+        r = runs.setdefault(name, {})
+        ns = float(b["real_time"]) * scale.get(b.get("time_unit", "ns"), 1.0)
+        if kind == "iteration":
+            r.setdefault("iteration", []).append((ns, b))
+        else:
+            r[kind] = (ns, b)
+    rows = []
+    for name, r in runs.items():
+        if "median" in r:
+            ns, b, how = r["median"][0], r["median"][1], "median"
+        elif "mean" in r:
+            ns, b, how = r["mean"][0], r["mean"][1], "mean"
+        else:
+            its = sorted(r["iteration"], key=lambda t: t[0])
+            ns, b, how = its[len(its) // 2][0], its[len(its) // 2][1], "median of %d runs" % len(its)
+        rows.append({"name": name, "time_ns": ns, "how": how, "label": b.get("label", ""),
+                     "bytes_per_s": b.get("bytes_per_s"), "flop_per_s": b.get("flop_per_s")})
+    if not rows:
+        raise BadInput("%s holds no benchmark runs" % path)
+    return {"context": j.get("context", {}), "rows": rows}
+
+
+# ------------------------------------------------------------------------------------------------
+# Figures
+# ------------------------------------------------------------------------------------------------
+
+def fidelity_figures(report_path, figdir):
+    sys.path.insert(0, HERE)
+    import render_fidelity
+    out = []
+    for gpu in (False, True):
+        out += render_fidelity.render([report_path], figdir, gpu)
+    return out
+
+
+def roofline(rows, meta, figdir):
+    """Achieved FLOP/s against arithmetic intensity (FLOP/byte), with the H200's two ceilings."""
+    pts = [r for r in rows if r.get("bytes_per_s") and r.get("flop_per_s")]
+    if not pts:
+        return None
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    sys.path.insert(0, HERE)
+    import render_fidelity
+    fig, ax = plt.subplots(figsize=(9, 5.8))
+    ai = np.array([r["flop_per_s"] / r["bytes_per_s"] for r in pts])
+    x = np.logspace(math.log10(max(ai.min() / 4, 1e-2)), math.log10(max(ai.max() * 4, 2e3)), 200)
+    ax.plot(x, np.minimum(H200_BF16_DENSE_FLOP_PER_S, x * H200_HBM_BYTES_PER_S), "k-", lw=1.5,
+            label="H200 roofline: 4.8 TB/s HBM3e, 989 TFLOP/s dense bf16 (datasheet)")
+    ax.plot(x, x * RUNNER_COPY_BYTES_PER_S, color="0.5", ls="--", lw=1,
+            label="runner's measured copy rate 4.2 TB/s (bench_fused.cu)")
+    paths = sorted({r["label"].split(" ")[0] if r["label"] else r["name"].split("/")[1] if "/" in r["name"] else "?"
+                    for r in pts})
+    markers = dict(zip(paths, "os^Dvx+*"))
+    for p in paths:
+        sel = [r for r in pts if (r["label"].split(" ")[0] if r["label"] else
+                                 (r["name"].split("/")[1] if "/" in r["name"] else "?")) == p]
+        ax.scatter([r["flop_per_s"] / r["bytes_per_s"] for r in sel], [r["flop_per_s"] for r in sel],
+                   marker=markers.get(p, "o"), s=28, label="%s (%d)" % (p, len(sel)), zorder=3)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP per byte that must move)")
+    ax.set_ylabel("achieved FLOP/s")
+    ax.set_title("benchmarks against the H200's peaks (bytes_per_s, flop_per_s counters of forge-bench)", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    render_fidelity.stamp(fig, meta)
+    fig.savefig(os.path.join(figdir, "roofline.png"), dpi=110)
+    plt.close(fig)
+    return "roofline.png"
+
+
+# ------------------------------------------------------------------------------------------------
+# HTML
+# ------------------------------------------------------------------------------------------------
+
+CSS = """
+body { font-family: sans-serif; margin: 1.5em; color: #222; max-width: 1400px; }
+table { border-collapse: collapse; margin: 0.5em 0 1em 0; font-size: 0.85em; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; vertical-align: top; text-align: left; }
+th { background: #f0f0f0; }
+td.num { text-align: right; font-family: monospace; }
+.v { font-weight: bold; padding: 0.05em 0.4em; border-radius: 3px; white-space: nowrap; }
+.v-pass { background: #d6f5d6; color: #135e13; }
+.v-fail { background: #f9d0d0; color: #8a1010; }
+.v-not-run { background: #e4e4e4; color: #555; font-style: italic; }
+.v-error { background: #f3d1f3; color: #6d0f6d; outline: 2px solid #a020a0; }
+.v-unknown { background: #fff2b3; color: #6b5200; }
+.regression { background: #f9d0d0; }
+figure { display: inline-block; margin: 0.5em; border: 1px solid #ddd; padding: 0.4em; }
+figure img { max-width: 100%; }
+figcaption { font-size: 0.8em; color: #555; }
+details > summary { cursor: pointer; }
+.statement { font-style: italic; }
+.small { font-size: 0.8em; color: #555; }
+"""
+
+# Runs on load: every <img> must have decoded; the result goes into the DOM (read by the test).
+CHECK_SCRIPT = """
+var pageErrors = [];  // uncaught errors, also counted by the test from Chromium's console log
+window.addEventListener('error', function (e) { pageErrors.push(String(e.message)); });
+window.addEventListener('load', function () {
+  var imgs = document.images, broken = [];
+  for (var i = 0; i < imgs.length; i++)
+    if (!imgs[i].complete || imgs[i].naturalWidth === 0) broken.push(imgs[i].getAttribute('src'));
+  var d = document.getElementById('page-check');
+  d.setAttribute('data-images', String(imgs.length));
+  d.setAttribute('data-broken', String(broken.length));
+  d.setAttribute('data-js-errors', String(pageErrors.length));
+  d.setAttribute('data-status', broken.length === 0 && pageErrors.length === 0 ? 'ok' : 'broken');
+  d.textContent = broken.length === 0 ? 'all ' + imgs.length + ' images loaded'
+                                      : 'broken images: ' + broken.join(', ');
+});
+"""
+
+KNOWN_VERDICTS = ("pass", "fail", "not-run", "error")
+
+
+def badge(v):
+    v = str(v)
+    cls = "v-" + v if v in KNOWN_VERDICTS else "v-unknown"
+    return '<span class="v %s">%s</span>' % (cls, esc(v))
+
+
+def check_row(case, ch):
+    v = ch.get("verdict", "?")
+    metric = "%s = %s" % (esc(ch.get("metric_name", "")), fmt(ch.get("metric", float("nan")))) \
+        if ch.get("metric_name") else fmt(ch.get("metric", float("nan")))
+    ev = []
+    if ch.get("reason"):
+        ev.append(esc(ch["reason"]))
+    if "differing" in ch:
+        ev.append("differing %s, max ulp %s%s" % (ch["differing"], fmt(ch.get("max_ulp", float("nan"))),
+                                                   ", first at " + esc(ch["first_diff"]) if ch.get("first_diff") else ""))
+    note = case["attrs"].get("note")
+    if note:
+        ev.append('<span class="small">%s</span>' % esc(note))
+    judged = v in ("pass", "fail")  # direction and bound mean nothing for not-run or error
+    return ("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class=num>%s</td><td class=num>%s</td><td>%s</td></tr>"
+            % (esc(case["name"]), esc(ch.get("name", "")), badge(v), metric if judged else "",
+               esc(ch.get("pass_if", "")) if judged else "", fmt(ch.get("bound", float("nan"))) if judged else "",
+               "<br>".join(ev)))
+
+
+def stagnation_table(rep):
+    """The stagnation gaps against fp32 master and against the exact optimum (Eigen), when present."""
+    out = []
+    labels = ["fp32_master", "bf16_rne", "bf16_sr", "int8_state"]
+    for c in rep["claims"]:
+        cases = {cs["name"]: cs for cs in c["cases"]}
+        opt = cases.get("exact optimum", {}).get("small", {})
+        summ = cases.get("summary", {}).get("small", {})
+        if "optimum_loss" not in opt:
+            continue
+        gaps = [0.0] + list(summ.get("gaps", [float("nan")] * 3))
+        out.append("<h3>%s: final loss against fp32 master and against the exact optimum</h3>" % esc(c["id"]))
+        out.append("<p>Exact least-squares optimum of the eval loss (Eigen QR, double): %s; eval loss at W*: %s. "
+                   "Noise band of the verdicts (2 sample std of fp32 master over run seeds, relative): %s.</p>"
+                   % (fmt(opt["optimum_loss"][0]), fmt(opt["optimum_loss"][1]) if len(opt["optimum_loss"]) > 1 else "&ndash;",
+                      fmt(summ.get("noise_band_rel", [float("nan")])[0])))
+        out.append("<table><tr><th>variant</th><th>gap vs fp32 master</th><th>final loss - optimum</th>"
+                   "<th>gap vs optimum</th></tr>")
+        for i, l in enumerate(labels):
+            ex = opt.get("excess_over_optimum", [float("nan")] * 4)
+            gv = opt.get("gaps_vs_optimum", [float("nan")] * 4)
+            out.append("<tr><td>%s</td><td class=num>%s</td><td class=num>%s</td><td class=num>%s</td></tr>"
+                       % (l, fmt(gaps[i]) if i < len(gaps) else "&ndash;", fmt(ex[i]), fmt(gv[i])))
+        out.append("</table>")
+    return "\n".join(out)
+
+
+def verdict_section(rep, registry):
+    out = ["<h2 id=verdicts>Verdicts</h2>"]
+    counts = ", ".join("%s %s" % (rep["root"].get(k, 0), k[2:].replace("_", "-"))
+                       for k in ("n_pass", "n_fail", "n_not_run", "n_error") if k in rep["root"])
+    out.append("<p>Overall: %s (%s checks)</p>" % (badge(rep["root"].get("verdict", "?")), counts))
+    out.append("<table><tr><th>claim</th><th>verdict</th><th>paper statement</th><th>what it judges</th>"
+               "<th>checks</th></tr>")
+    for c in rep["claims"]:
+        reg = registry.get(c["id"], {}) if registry else {}
+        stmt = reg.get("statement") or ("(not in the registry)" if registry else "(no --registry given)")
+        n = ", ".join("%s %s" % (c["attrs"].get(k, 0), k[2:].replace("_", "-"))
+                      for k in ("n_pass", "n_fail", "n_not_run", "n_error") if k in c["attrs"])
+        out.append('<tr><td><a href="#claim-%s">%s</a></td><td>%s</td><td class=statement>%s</td><td>%s</td><td>%s</td></tr>'
+                   % (esc(c["id"]), esc(c["id"]), badge(c["attrs"].get("verdict", "?")), esc(stmt),
+                      esc(reg.get("what", "")), esc(n)))
+    out.append("</table>")
+    for c in rep["claims"]:
+        reg = registry.get(c["id"], {}) if registry else {}
+        v = c["attrs"].get("verdict", "?")
+        out.append('<details id="claim-%s"%s><summary><b>%s</b> %s <span class=statement>%s</span></summary>'
+                   % (esc(c["id"]), "" if v == "pass" else " open", esc(c["id"]), badge(v), esc(reg.get("statement", ""))))
+        out.append("<table><tr><th>case</th><th>check</th><th>verdict</th><th>metric</th><th>passes if</th>"
+                   "<th>bound</th><th>evidence</th></tr>")
+        for cs in c["cases"]:
+            if not cs["checks"]:
+                out.append("<tr><td>%s</td><td>(no checks)</td><td>%s</td><td></td><td></td><td></td><td></td></tr>"
+                           % (esc(cs["name"]), badge(cs["attrs"].get("verdict", "not-run"))))
+            for ch in cs["checks"]:
+                out.append(check_row(cs, ch))
+        out.append("</table></details>")
+    return "\n".join(out)
+
+
+CAPTIONS = {
+    "stagnation_loss.png": "Stagnation: eval loss per variant (mean over run seeds, band = the seeds' min-max), the "
+                           "exact least-squares optimum (Eigen QR in double) and, right, each variant minus fp32 master "
+                           "for the same seed against fp32's own seed spread and the verdicts' noise band.",
+    "stagnation_unchanged.png": "Stagnation: fraction of stored weights a step left unchanged (vanished updates).",
+    "int8_error_hist.png": "Proposition 4: INT8 moment errors as a fraction of the codec bound (red: beyond it).",
+    "int8_trajectory.png": "Proposition 4: INT8-state weights against fp32-state weights, with the check's bound.",
+    "gradient_fidelity.png": "Gradient fidelity: G rounded to bf16 before the optimizer, against fp32 G.",
+    "sr_tallies.png": "Stochastic rounding: class-table tallies and every binomial test against its threshold.",
+    "roofline.png": "Benchmarks on a roofline against the H200's datasheet peaks.",
+}
+
+
+def figures_section(figs, meta):
+    out = ["<h2 id=figures>Figures</h2>",
+           '<p class=small>Each figure is stamped: %s</p>' % esc("rev %s, GPU %s, %s" % (
+               meta.get("git_revision", "unknown"), meta.get("gpu_name", "unknown"), meta.get("start_time_utc", "unknown")))]
+    if not figs:
+        out.append("<p>The report holds no figure data (no fidelity claim ran).</p>")
+    for f in figs:
+        base = f[4:] if f.startswith("gpu_") else f
+        cap = CAPTIONS.get(base, f) + (" On the fused kernel (GPU claims)." if f.startswith("gpu_") else "")
+        out.append('<figure><img src="figures/%s" alt="%s"><figcaption>%s</figcaption></figure>'
+                   % (esc(f), esc(f), esc(cap)))
+    return "\n".join(out)
+
+
+def bench_section(rep, bench, roof):
+    if not rep["benchmarks"] and not bench:
+        return ""
+    out = ["<h2 id=benchmarks>Benchmarks</h2>"]
+    if rep["benchmarks"]:
+        out.append("<p>From the report's /benchmarks group (real time per repetition, median in &micro;s).</p>")
+        out.append("<table><tr><th>benchmark</th><th>median &micro;s</th><th>repetitions</th></tr>")
+        for b in rep["benchmarks"]:
+            out.append("<tr><td>%s</td><td class=num>%s</td><td class=num>%d</td></tr>"
+                       % (esc(b["name"]), fmt(b["median_ns"] / 1e3), len(b["repetitions"])))
+        out.append("</table>")
+    if bench:
+        out.append("<p>From the Google Benchmark JSON (%s; %s). Peaks: H200 SXM datasheet, 4.8 TB/s HBM3e and "
+                   "989 TFLOP/s dense bf16.</p>" % (esc(bench["context"].get("date", "no date")),
+                                                     esc(bench["context"].get("host_name", "no host"))))
+        out.append("<table><tr><th>benchmark</th><th>label</th><th>time &micro;s</th><th>TB/s</th><th>% of 4.8 TB/s</th>"
+                   "<th>TFLOP/s</th><th>% of 989 TFLOP/s</th></tr>")
+        for r in sorted(bench["rows"], key=lambda r: r["name"]):
+            bw, fl = r.get("bytes_per_s"), r.get("flop_per_s")
+            out.append("<tr><td>%s</td><td>%s</td><td class=num>%s (%s)</td><td class=num>%s</td><td class=num>%s</td>"
+                       "<td class=num>%s</td><td class=num>%s</td></tr>"
+                       % (esc(r["name"]), esc(r["label"]), fmt(r["time_ns"] / 1e3), esc(r["how"]),
+                          fmt(bw / 1e12) if bw else "&ndash;", fmt(100 * bw / H200_HBM_BYTES_PER_S) if bw else "&ndash;",
+                          fmt(fl / 1e12) if fl else "&ndash;",
+                          fmt(100 * fl / H200_BF16_DENSE_FLOP_PER_S) if fl else "&ndash;"))
+        out.append("</table>")
+    if roof:
+        out.append('<figure><img src="figures/%s" alt="roofline"><figcaption>%s</figcaption></figure>'
+                   % (roof, esc(CAPTIONS["roofline.png"])))
+    elif rep["benchmarks"]:
+        out.append("<p class=small>No roofline: the report keeps times only; the bytes and FLOP counts are in "
+                   "forge-bench's JSON (pass it with --bench).</p>")
+    return "\n".join(out)
+
+
+def diff_section(diff):
+    if diff is None:
+        return ""
+    ch = diff["changes"]
+    nreg = sum(1 for c in ch if c.get("regression"))
+    out = ["<h2 id=diff>Changes against the baseline</h2>",
+           "<p>%s &rarr; %s: %d changes, %s.</p>" % (esc(diff.get("base", "base")), esc(diff.get("new", "new")), len(ch),
+                                                    '<span class="v v-fail">%d regressions</span>' % nreg if nreg
+                                                    else '<span class="v v-pass">no regression</span>')]
+    if ch:
+        out.append("<table><tr><th>regression</th><th>kind</th><th>path</th><th>field</th><th>base</th><th>new</th>"
+                   "<th>note</th></tr>")
+        for c in sorted(ch, key=lambda c: not c.get("regression")):
+            out.append('<tr%s><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>'
+                       % (' class="regression"' if c.get("regression") else "", "yes" if c.get("regression") else "no",
+                          esc(c.get("kind", "")), esc(c.get("path", "")), esc(c.get("field", "")),
+                          esc(c.get("base", "")), esc(c.get("new", "")), esc(c.get("note", ""))))
+        out.append("</table>")
+    return "\n".join(out)
+
+
+def page(rep, registry, figs, bench, roof, diff, plant):
+    meta = rep["meta"]
+    title = "forge-harness: %s (%s, %s)" % (os.path.basename(rep["path"]), meta.get("git_revision", "?"),
+                                            meta.get("start_time_utc", "?"))
+    parts = ["<!DOCTYPE html>", MARKER, '<html lang="en"><head><meta charset="utf-8">',
+             "<title>%s</title>" % esc(title), "<style>%s</style>" % CSS,
+             "<script>%s</script>" % CHECK_SCRIPT]
+    if plant == "js_error":
+        parts.append("<script>planted_undefined_function();</script>")  # throws as the page is parsed
+    parts.append("</head><body>")
+    parts.append("<h1>%s</h1>" % esc(title))
+    parts.append('<div id="page-check" data-status="pending">page check did not run</div>')
+    parts.append("<p><a href=#verdicts>verdicts</a> &middot; <a href=#figures>figures</a>%s%s &middot; "
+                 "<a href=#meta>provenance</a></p>" % (" &middot; <a href=#benchmarks>benchmarks</a>" if rep["benchmarks"] or bench else "",
+                                                       " &middot; <a href=#diff>changes</a>" if diff is not None else ""))
+    parts.append(diff_section(diff))
+    parts.append(verdict_section(rep, registry))
+    shown = list(figs)
+    if plant == "missing_image":
+        shown.append("planted_missing.png")  # never written
+    parts.append(figures_section(shown, meta))
+    parts.append(stagnation_table(rep))
+    parts.append(bench_section(rep, bench, roof))
+    parts.append("<h2 id=meta>Provenance (/meta)</h2><table>")
+    for k in sorted(meta):
+        parts.append("<tr><th>%s</th><td>%s</td></tr>" % (esc(k), esc(meta[k])))
+    parts.append("</table><p class=small>Rendered by scripts/render_summary.py from %s.</p></body></html>"
+                 % esc(os.path.abspath(rep["path"])))
+    return "\n".join(p for p in parts if p)
+
+
+# ------------------------------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("report")
+    ap.add_argument("-o", "--outdir", required=True)
+    ap.add_argument("--diff", help="forge-verify diff --json output: list its changes")
+    ap.add_argument("--registry", help="forge-verify --list-claims-json output: the paper's sentence per claim")
+    ap.add_argument("--bench", help="Google Benchmark JSON (forge-bench --benchmark_out=F --benchmark_out_format=json)")
+    args = ap.parse_args()
+    plant = os.environ.get("FH_SUMMARY_PLANT", "")
+    if plant and plant not in PLANTS:
+        sys.stderr.write("render_summary.py: FH_SUMMARY_PLANT must be one of %s\n" % ", ".join(PLANTS))
+        return 2
+
+    outdir = os.path.abspath(args.outdir.rstrip("/") or args.outdir)
+    tmp = None
+    try:
+        # Everything is read and checked before anything is written.
+        rep = read_report(args.report)
+        registry = read_registry(args.registry) if args.registry else None
+        diff = read_diff(args.diff) if args.diff else None
+        bench = read_bench(args.bench) if args.bench else None
+        if os.path.lexists(outdir):
+            if os.path.islink(outdir) or not os.path.isdir(outdir):
+                raise BadInput("%s exists and is not a folder" % outdir)
+            idx = os.path.join(outdir, "index.html")
+            if os.listdir(outdir) and not (os.path.isfile(idx) and MARKER in open(idx, errors="replace").read(4096)):
+                raise BadInput("%s is a folder this script did not write (no summary index.html): not replaced" % outdir)
+        parent = os.path.dirname(outdir)
+        if not os.path.isdir(parent):
+            raise BadInput("the folder of %s does not exist" % outdir)
+        tmp = tempfile.mkdtemp(prefix=".%s.tmp." % os.path.basename(outdir), dir=parent)
+        figdir = os.path.join(tmp, "figures")
+        os.makedirs(figdir)
+        try:
+            figs = fidelity_figures(args.report, figdir)
+        except (KeyError, ValueError, TypeError, IndexError) as e:
+            raise BadInput("%s: its fidelity data do not have the expected shape: %r" % (args.report, e))
+        roof = roofline(bench["rows"], rep["meta"], figdir) if bench else None
+        with open(os.path.join(tmp, "index.html"), "w", encoding="utf-8") as fh:
+            fh.write(page(rep, registry, figs, bench, roof, diff, plant))
+        os.chmod(tmp, 0o755)
+        # Into place: the old page (if any) moves aside, the new one takes its name, the old goes.
+        old = None
+        if os.path.lexists(outdir):
+            old = tempfile.mkdtemp(prefix=".%s.old." % os.path.basename(outdir), dir=parent)
+            os.rename(outdir, os.path.join(old, "page"))
+        os.rename(tmp, outdir)
+        tmp = None
+        if old:
+            shutil.rmtree(old, ignore_errors=True)
+    except BadInput as e:
+        sys.stderr.write("render_summary.py: %s\n" % e)
+        return 2
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(os.path.join(outdir, "index.html"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Tests scripts/render_summary.py end to end (issue 19 item 5): renders the summary page of a CPU
+# report and loads it in headless Chromium (Debian's chromium), which must show every image
+# decoded (the page's own on-load check, read back with --dump-dom) and log no console message
+# (--enable-logging=stderr). Then the same check must fail on each planted defect
+# (FH_SUMMARY_PLANT=missing_image, js_error), and bad input must exit 2 with no page written.
+#
+# Usage: test_summary_page.sh FORGE_VERIFY [WORKDIR]
+#   FORGE_VERIFY: the built forge-verify (makes the report: four fidelity claims, one GPU claim
+#   that is not-run here, one claim made to throw with FH_PLANT_THROWING_CLAIM -> verdict error).
+#   FH_SUMMARY_REPORT=FILE reuses a report instead (no claim run); FH_PYTHON picks the interpreter
+#   (default: the first of python3, /usr/bin/python3 with h5py, numpy and matplotlib).
+set -u
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+FV="${1:?usage: test_summary_page.sh FORGE_VERIFY [WORKDIR]}"
+T="$(mktemp -d "${2:-${TMPDIR:-/tmp}}/test_summary_page.XXXXXX")"
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+PY=""
+for cand in ${FH_PYTHON:-} python3 /usr/bin/python3; do
+  if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import h5py, numpy, matplotlib' >/dev/null 2>&1; then
+    PY="$cand"; break
+  fi
+done
+[ -n "$PY" ] || { echo "test_summary_page: no python3 with h5py, numpy and matplotlib (apt-get install -y python3-h5py python3-matplotlib)" >&2; exit 2; }
+CHROMIUM="${FH_CHROMIUM:-/usr/bin/chromium}"
+[ -x "$CHROMIUM" ] || { echo "test_summary_page: no $CHROMIUM (apt-get install -y chromium)" >&2; exit 2; }
+RS="$ROOT/scripts/render_summary.py"
+start=$(date +%s)
+
+# ---- the report ----
+"$FV" --list-claims-json > "$T/registry.json" || { echo "test_summary_page: $FV --list-claims-json failed" >&2; exit 2; }
+if [ -n "${FH_SUMMARY_REPORT:-}" ]; then
+  REPORT="$FH_SUMMARY_REPORT"
+else
+  REPORT="$T/report.h5"
+  FH_PLANT_THROWING_CLAIM=int8_codec_bound "$FV" --quiet --report "$REPORT" \
+    --claim stagnation,prop4_int8,gradient_fidelity,sr_statistics,stagnation_gpu,int8_codec_bound > "$T/fv.log" 2>&1
+  [ -f "$REPORT" ] || { cat "$T/fv.log" >&2; echo "test_summary_page: forge-verify wrote no report" >&2; exit 2; }
+fi
+echo "report: $REPORT ($(( $(date +%s) - start )) s)"
+
+# A made-up diff in forge-verify diff --json's shape.
+cat > "$T/diff.json" <<'EOF'
+{"base": "base.h5", "new": "new.h5", "changes": [
+  {"kind": "verdict", "path": "stagnation/bf16_sr vs fp32_master/sr_within_noise", "field": "verdict",
+   "base": "pass", "new": "fail", "regression": true, "note": "planted: pass -> fail"},
+  {"kind": "meta", "path": "meta/git_revision", "field": "value", "base": "aaaa", "new": "bbbb", "regression": false, "note": ""}]}
+EOF
+
+# load PAGE_DIR NAME: Chromium loads the page; sets DOM_OK (the page's image/error check said ok)
+# and CONSOLE_OK (no console message in Chromium's log).
+load() {
+  local dir="$1" name="$2"
+  timeout 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$T/chrome-$name" \
+    --enable-logging=stderr --v=0 --virtual-time-budget=5000 --dump-dom "file://$dir/index.html" \
+    > "$T/$name.dom" 2> "$T/$name.log"
+  DOM_STATUS="$(grep -o '<div id="page-check"[^>]*>[^<]*' "$T/$name.dom" || echo 'no page-check element')"
+  DOM_OK=0; CONSOLE_OK=0
+  case "$DOM_STATUS" in *'data-status="ok"'*) DOM_OK=1 ;; esac
+  grep -q ':CONSOLE' "$T/$name.log" || CONSOLE_OK=1
+  echo "  $name: $DOM_STATUS | console: $(grep ':CONSOLE' "$T/$name.log" | head -3 | sed 's/.*CONSOLE[^]]*] //' || true)"
+}
+
+# ---- the real page ----
+if "$PY" "$RS" "$REPORT" -o "$T/page" --registry "$T/registry.json" --diff "$T/diff.json" \
+     --bench "$ROOT/scripts/testdata/bench_sample.json" > "$T/rs.log" 2>&1; then
+  load "$T/page" page
+  [ "$DOM_OK" = 1 ] && ok "page loads, every image decoded" || fail "page check: $DOM_STATUS"
+  [ "$CONSOLE_OK" = 1 ] && ok "no console message" || fail "console messages in $T/page.log"
+  n_img=$(ls "$T/page/figures" | wc -l)
+  [ "$n_img" -ge 7 ] && ok "$n_img figures (stagnation x2, INT8 x2, gradient, SR, roofline)" || fail "only $n_img figures: $(ls "$T/page/figures")"
+  D="$T/page.dom"
+  grep -q 'class="v v-error">error</span>' "$D" && ok "the throwing claim is shown as error" || fail "no error verdict on the page"
+  grep -q 'class="v v-not-run">not-run</span>' "$D" && ok "the GPU claim is shown as not-run" || fail "no not-run verdict on the page"
+  grep -q 'int8_codec_bound</a></td><td><span class="v v-error">' "$D" && ok "error is not shown as pass" || fail "int8_codec_bound's row is not error"
+  grep -q 'stagnation_gpu</a></td><td><span class="v v-not-run">' "$D" && ok "not-run is not shown as pass" || fail "stagnation_gpu's row is not not-run"
+  grep -q 'bf16 round-to-nearest loses ~6%' "$D" && ok "paper statements from the registry" || fail "no paper statement"
+  grep -q 'planted: pass -&gt; fail' "$D" && ok "diff section lists the changes" || fail "no diff section"
+  grep -q 'exact optimum of the eval loss\|Exact least-squares optimum' "$D" && ok "stagnation's exact optimum is reported" || fail "no exact optimum on the page"
+  grep -q 'roofline.png' "$D" && ok "benchmark roofline" || fail "no roofline"
+else
+  cat "$T/rs.log" >&2; fail "render_summary.py failed on a good report"
+fi
+
+# ---- planted defects: the check must fail on each ----
+for plant in missing_image js_error; do
+  if FH_SUMMARY_PLANT=$plant "$PY" "$RS" "$REPORT" -o "$T/page_$plant" --registry "$T/registry.json" > "$T/rs_$plant.log" 2>&1; then
+    load "$T/page_$plant" "$plant"
+    if [ "$plant" = missing_image ]; then
+      [ "$DOM_OK" = 0 ] && ok "planted missing image caught by the page check" || fail "planted missing image not caught"
+    else
+      [ "$CONSOLE_OK" = 0 ] && ok "planted JavaScript error caught in Chromium's console log" || fail "planted JavaScript error not seen in the console log"
+      [ "$DOM_OK" = 0 ] && ok "planted JavaScript error caught by the page check" || fail "planted JavaScript error not caught by the page check"
+    fi
+  else
+    cat "$T/rs_$plant.log" >&2; fail "render_summary.py failed with FH_SUMMARY_PLANT=$plant"
+  fi
+done
+
+# ---- bad input: exit 2, a message, no page ----
+bad() {
+  local what="$1"; shift
+  "$PY" "$RS" "$@" > "$T/bad.out" 2> "$T/bad.err"
+  local rc=$?
+  if [ $rc = 2 ] && [ -s "$T/bad.err" ] && [ ! -e "$T/badpage" ] && ! ls -a "$T" | grep -q '^\.badpage\.'; then
+    ok "$what: exit 2, no page ($(head -1 "$T/bad.err"))"
+  else
+    fail "$what: exit $rc, stderr '$(head -1 "$T/bad.err")', page left: $(ls -a "$T" | grep badpage)"
+  fi
+}
+echo "not hdf5" > "$T/not_a_report.h5"
+"$PY" -c 'import h5py, sys; h5py.File(sys.argv[1], "w").create_group("x")' "$T/other.h5"
+echo '{"no": "changes"}' > "$T/bad_diff.json"
+bad "missing report" "$T/absent.h5" -o "$T/badpage"
+bad "not HDF5" "$T/not_a_report.h5" -o "$T/badpage"
+bad "HDF5 but not a report" "$T/other.h5" -o "$T/badpage"
+bad "diff JSON without changes" "$REPORT" -o "$T/badpage" --diff "$T/bad_diff.json"
+bad "missing registry" "$REPORT" -o "$T/badpage" --registry "$T/absent.json"
+mkdir "$T/badpage_user" && echo keep > "$T/badpage_user/notes.txt"
+"$PY" "$RS" "$REPORT" -o "$T/badpage_user" > /dev/null 2>&1
+[ $? = 2 ] && [ "$(cat "$T/badpage_user/notes.txt")" = keep ] && ok "a folder it did not write is refused" || fail "a user's folder was replaced"
+
+echo "test_summary_page: $fails failure(s), $(( $(date +%s) - start )) s"
+[ $fails = 0 ]

@@ -1,0 +1,204 @@
+// Honest outcomes (issue 19): forge-verify run as CI and the nightly job run it. A not-run GPU
+// claim fails a run that requires the GPU (exit 4, claims named); a claim that throws is its
+// own `error` verdict in a complete report while the other claims run (exit 3); the JSON and
+// JUnit summaries say what the report says, not-run as skipped; SIGINT/SIGTERM leave no file;
+// the verdict table shows which side of its bound each check passes on.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <pugixml.hpp>
+#include <sstream>
+#include <string>
+
+#include "kernels/gpu/device_info.h"
+#include "reports/report.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int status;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+class Outcomes : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("fv_outcomes_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // `env` goes before the binary (e.g. "FH_PLANT_THROWING_CLAIM=x"); the command runs in dir_.
+  RunResult run(const std::string& args, const std::string& env = "") {
+    const std::string cmd = "cd " + dir_.string() + " && " + env + " " + FH_FORGE_VERIFY + " " + args + " >" +
+                            (dir_ / "stdout.txt").string() + " 2>" + (dir_ / "stderr.txt").string();
+    const int raw = std::system(cmd.c_str());
+    RunResult r{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp(dir_ / "stdout.txt"), slurp(dir_ / "stderr.txt")};
+    fs::remove(dir_ / "stdout.txt");
+    fs::remove(dir_ / "stderr.txt");
+    return r;
+  }
+  std::vector<std::string> files() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename().string());
+    return names;
+  }
+  fs::path dir_;
+};
+
+TEST_F(Outcomes, RequireGpuFailsWhenAGpuClaimDidNotRun) {
+  if (fh::query_device_info().available) GTEST_SKIP() << "a GPU is present: the GPU claims run here";
+  const std::string claims = "--claim int8_codec_bound,gpu_mma_model,gpu_order_guard --quiet --report r.h5";
+  const RunResult plain = run(claims);
+  EXPECT_EQ(plain.status, 0) << "not-run without --require-gpu is allowed\n" << plain.err;
+  fs::remove(dir_ / "r.h5");
+  const RunResult req = run(claims + " --require-gpu");
+  EXPECT_EQ(req.status, 4) << req.err;
+  EXPECT_NE(req.err.find("--require-gpu: 2 GPU claim(s) not run"), std::string::npos) << req.err;
+  EXPECT_NE(req.err.find("gpu_mma_model, gpu_order_guard"), std::string::npos) << req.err;
+  // The report is still written and still says not-run (never pass).
+  const fh::ReportData data = fh::read_report((dir_ / "r.h5").string());
+  EXPECT_EQ(data.find_claim("gpu_mma_model")->verdict, fh::Verdict::not_run);
+  EXPECT_EQ(data.meta.get("require_gpu"), "yes");
+}
+
+TEST_F(Outcomes, AClaimThatThrowsIsItsOwnErrorAndTheRunGoesOn) {
+  // The planted throw hits the first claim; the second still runs; the report is complete.
+  const RunResult r = run("--claim sr_exact_mean,int8_codec_bound --quiet --report r.h5 --json r.json",
+                          "FH_PLANT_THROWING_CLAIM=sr_exact_mean");
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("claim sr_exact_mean threw: planted defect"), std::string::npos) << r.err;
+  ASSERT_TRUE(fs::exists(dir_ / "r.h5"));
+  EXPECT_TRUE(fh::validate_report_schema((dir_ / "r.h5").string()).empty());
+  const fh::ReportData data = fh::read_report((dir_ / "r.h5").string());
+  const fh::ClaimData* threw = data.find_claim("sr_exact_mean");
+  ASSERT_NE(threw, nullptr);
+  EXPECT_EQ(threw->verdict, fh::Verdict::error);
+  ASSERT_EQ(threw->cases.size(), 1u);
+  EXPECT_NE(threw->cases[0].checks[0].reason.find("FH_PLANT_THROWING_CLAIM"), std::string::npos);
+  const fh::ClaimData* after = data.find_claim("int8_codec_bound");
+  ASSERT_NE(after, nullptr);
+  EXPECT_EQ(after->verdict, fh::Verdict::pass);
+  EXPECT_EQ(data.verdict, fh::Verdict::error);
+  const auto j = nlohmann::json::parse(slurp(dir_ / "r.json"));
+  EXPECT_EQ(j["verdict"], "error");
+  EXPECT_EQ(j["exit_code"], 3);
+  // Without the plant the same run passes: the error came from the plant alone.
+  fs::remove(dir_ / "r.h5");
+  fs::remove(dir_ / "r.json");
+  EXPECT_EQ(run("--claim sr_exact_mean,int8_codec_bound --quiet --report r.h5").status, 0);
+}
+
+TEST_F(Outcomes, JsonAndJunitSayWhatTheReportSays) {
+  const RunResult r = run("--claim int8_codec_bound,gpu_mma_model,suite_power_planted_defects --quiet "
+                          "--report r.h5 --json r.json --junit r.xml");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const fh::ReportData data = fh::read_report((dir_ / "r.h5").string());
+  const auto j = nlohmann::json::parse(slurp(dir_ / "r.json"));
+  EXPECT_EQ(j["verdict"], fh::verdict_name(data.verdict));
+  EXPECT_EQ(j["counts"]["pass"], data.counts.n_pass);
+  EXPECT_EQ(j["counts"]["not_run"], data.counts.n_not_run);
+  EXPECT_EQ(j["meta"]["git_revision"], data.meta.get("git_revision"));
+  ASSERT_EQ(j["claims"].size(), data.claims.size());
+  int64_t checks = 0;
+  for (size_t i = 0; i < data.claims.size(); ++i) {
+    EXPECT_EQ(j["claims"][i]["id"], data.claims[i].name);
+    EXPECT_EQ(j["claims"][i]["verdict"], fh::verdict_name(data.claims[i].verdict));
+    for (const auto& cs : data.claims[i].cases) checks += int64_t(cs.checks.size());
+  }
+  // The planted-defect claim passes when a defect is seen: its checks pass above their bound.
+  bool seen = false;
+  for (const auto& c : j["claims"])
+    if (c["id"] == "suite_power_planted_defects") {
+      seen = true;
+      const auto& planted = c["cases"][0]["checks"][0];
+      EXPECT_EQ(planted["pass_if"], ">") << planted.dump();
+    }
+  EXPECT_TRUE(seen);
+
+  pugi::xml_document doc;
+  ASSERT_TRUE(doc.load_file((dir_ / "r.xml").c_str()));
+  const pugi::xml_node suites = doc.child("testsuites");
+  EXPECT_EQ(suites.attribute("tests").as_llong(), checks);
+  EXPECT_EQ(suites.attribute("skipped").as_llong(), data.counts.n_not_run);
+  EXPECT_EQ(suites.attribute("failures").as_llong(), 0);
+  if (!fh::query_device_info().available) {
+    // A GPU claim not run here is skipped, with its reason: never a passed test case.
+    const pugi::xml_node gpu = suites.find_child_by_attribute("testsuite", "name", "gpu_mma_model");
+    ASSERT_TRUE(gpu);
+    const pugi::xml_node skipped = gpu.child("testcase").child("skipped");
+    ASSERT_TRUE(skipped);
+    EXPECT_NE(std::string(skipped.attribute("message").value()).find("no GPU"), std::string::npos);
+  }
+}
+
+TEST_F(Outcomes, TheTableShowsWhichWayEachCheckPasses) {
+  const RunResult r = run("--claim int8_codec_bound,suite_power_planted_defects --report r.h5");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("pass if"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("max_err_over_bound = "), std::string::npos) << r.out;
+  // Both directions appear: errors under their bound, defects seen above zero.
+  EXPECT_NE(r.out.find(" <= "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" > "), std::string::npos) << r.out;
+  // Columns line up: in each claim's table every row has its verdict at the header's column.
+  std::istringstream lines(r.out);
+  size_t col = std::string::npos;
+  int rows = 0;
+  for (std::string l; std::getline(lines, l);) {
+    if (l.empty() || l.rfind("==", 0) == 0) col = std::string::npos;
+    else if (l.find("  case ") == 0 && l.find(" verdict ") != std::string::npos) col = l.find(" verdict ") + 1;
+    else if (col != std::string::npos) {
+      ++rows;
+      EXPECT_TRUE(l.compare(col, 5, "pass ") == 0 || l.compare(col, 5, "fail ") == 0) << "misaligned: " << l;
+    }
+  }
+  EXPECT_GE(rows, 5);
+}
+
+TEST_F(Outcomes, InterruptionLeavesNoFileAndNamesTheClaim) {
+  for (const char* sig : {"TERM", "INT"}) {
+    SCOPED_TRACE(sig);
+    // prop1_twin runs for tens of seconds: the signal lands inside it.
+    const std::string cmd = "cd " + dir_.string() + " && (" + FH_FORGE_VERIFY +
+                            " --claim prop1_twin --report r.h5 --json r.json --junit r.xml 2>err.txt >/dev/null & "
+                            "pid=$!; sleep 2; kill -" + sig + " $pid; wait $pid; echo $? > rc.txt)";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    const int rc = std::atoi(slurp(dir_ / "rc.txt").c_str());
+    EXPECT_EQ(rc, std::string(sig) == "TERM" ? 128 + SIGTERM : 128 + SIGINT);
+    const std::string err = slurp(dir_ / "err.txt");
+    EXPECT_NE(err.find(std::string("interrupted by SIG") + sig + " during claim prop1_twin; no report written"),
+              std::string::npos) << err;
+    fs::remove(dir_ / "rc.txt");
+    fs::remove(dir_ / "err.txt");
+    EXPECT_EQ(files(), std::vector<std::string>{}) << "a report, summary or temporary file was left";
+  }
+}
+
+TEST_F(Outcomes, OneFileForEachOutput) {
+  const RunResult r = run("--claim int8_codec_bound --report r.h5 --json r.h5");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--report and --json name the same file"), std::string::npos) << r.err;
+  EXPECT_EQ(files(), std::vector<std::string>{});
+  // An existing summary file is refused like an existing report (no --force).
+  std::ofstream(dir_ / "old.json") << "{}";
+  const RunResult again = run("--claim int8_codec_bound --report r.h5 --json old.json");
+  EXPECT_EQ(again.status, 2) << again.err;
+  EXPECT_EQ(slurp(dir_ / "old.json"), "{}");
+}
+
+}  // namespace
