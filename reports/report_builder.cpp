@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <ctime>
 #include <iterator>
 #include <memory>
@@ -93,6 +94,23 @@ std::string evidence_problem(const Check& c) {
   return {};
 }
 
+std::string direction_problem(const Check& c) {
+  if (c.verdict != Verdict::pass || std::isnan(c.metric) || std::isnan(c.bound)) return {};
+  bool ok = true;
+  switch (c.pass_if) {
+    case PassIf::at_most: ok = c.metric <= c.bound; break;
+    case PassIf::below: ok = c.metric < c.bound; break;
+    case PassIf::at_least: ok = c.metric >= c.bound; break;
+    case PassIf::above: ok = c.metric > c.bound; break;
+  }
+  if (ok) return {};
+  std::ostringstream o;
+  o.precision(17);
+  o << "check '" << c.name << "': pass, but its metric " << c.metric << " is not " << pass_if_name(c.pass_if) << " its bound "
+    << c.bound << " (wrong pass_if, or a wrong verdict)";
+  return o.str();
+}
+
 const std::set<std::string>& aggregate_attr_names() {
   static const std::set<std::string> s = {"verdict", "n_pass", "n_fail", "n_not_run", "n_error"};
   return s;
@@ -101,6 +119,7 @@ const std::set<std::string>& aggregate_attr_names() {
 }  // namespace report_detail
 
 using report_detail::aggregate_attr_names;
+using report_detail::direction_problem;
 using report_detail::evidence_problem;
 using report_detail::name_problem;
 
@@ -168,7 +187,7 @@ CaseRecord& CaseRecord::set_attr(const std::string& key, const std::string& valu
 }
 
 CaseRecord& CaseRecord::add_check(Check c) {
-  if (auto p = evidence_problem(c); !p.empty())
+  if (auto p = evidence_problem(c) + direction_problem(c); !p.empty())
     throw std::invalid_argument(claim_ + "/" + name_ + ": " + p);
   for (const auto& e : checks_)
     if (e.name == c.name)

@@ -19,6 +19,7 @@
 namespace fh {
 
 using report_detail::aggregate_attr_names;
+using report_detail::direction_problem;
 using report_detail::evidence_problem;
 using report_detail::Handle;
 using report_detail::h5_mutex;
@@ -43,6 +44,10 @@ class Walker {
  public:
   explicit Walker(bool collect) : collect_(collect) {}
 
+  // Schema version 2 requires n_error at every level and pass_if on pass/fail checks; a
+  // version-1 file has neither (read as 0 and "<=").
+  bool v2_ = true;
+
   std::vector<std::string> problems;
 
   void problem(const std::string& where, const std::string& what) {
@@ -61,6 +66,7 @@ class Walker {
       return r;
     }
     r.schema_version = get_i64(root, "/", "schema_version").value_or(0);
+    v2_ = r.schema_version >= 2;
     if (r.schema_version < kOldestReadableSchemaVersion || r.schema_version > kReportSchemaVersion)
       problem("/", "schema_version is " + std::to_string(r.schema_version) + ", this reader knows " +
                        std::to_string(kOldestReadableSchemaVersion) + ".." + std::to_string(kReportSchemaVersion));
@@ -262,7 +268,7 @@ class Walker {
     c.n_pass = get_i64(obj, where, "n_pass").value_or(0);
     c.n_fail = get_i64(obj, where, "n_fail").value_or(0);
     c.n_not_run = get_i64(obj, where, "n_not_run").value_or(0);
-    c.n_error = get_i64(obj, where, "n_error").value_or(0);  // absent in schema version 1
+    c.n_error = get_i64(obj, where, "n_error", v2_).value_or(0);  // absent in schema version 1
     return c;
   }
 
@@ -436,7 +442,8 @@ class Walker {
     c.metric_name = get_str(g, where, "metric_name").value_or("");
     c.metric = get_f64(g, where, "metric").value_or(c.metric);
     c.bound = get_f64(g, where, "bound").value_or(c.bound);
-    if (auto p = get_str(g, where, "pass_if")) {  // absent in schema version 1: "<="
+    if (auto p = get_str(g, where, "pass_if", v2_ && (c.verdict == Verdict::pass || c.verdict == Verdict::fail))) {
+      // absent in schema version 1: "<="
       try {
         c.pass_if = parse_pass_if(*p);
       } catch (const std::invalid_argument& e) {
@@ -457,6 +464,8 @@ class Walker {
                                  "differing", "max_ulp", "first_diff"});
     for (const auto& n : links(g, where)) violation(where + "/" + n, "unexpected object");
     if (auto p = evidence_problem(c); !p.empty()) violation(where, p);
+    if (v2_)
+      if (auto p = direction_problem(c); !p.empty()) violation(where, p);
     return c;
   }
 

@@ -15,6 +15,10 @@ std::string name_problem(const std::string& name);
 std::string text_problem(const std::string& text);
 // Contract 7: a verdict carries its evidence.
 std::string evidence_problem(const Check& c);
+// A pass whose measured metric lies on the failing side of its bound (pass_if), e.g. a power
+// check recorded as "<=": the recorded direction or the verdict is wrong. "" when consistent or
+// when metric or bound is not a number. Version-2 files only (version 1 has no pass_if).
+std::string direction_problem(const Check& c);
 // verdict, n_pass, n_fail, n_not_run, n_error: the aggregate attributes every level carries.
 const std::set<std::string>& aggregate_attr_names();
 

@@ -8,7 +8,8 @@
 # Usage: scripts/gpu_runner.sh OUTDIR
 # Env: FH_SUITES (only these GPU suites), FH_VERIFY_ARGS (extra forge-verify options), FH_SKIP_TORCH=1, FH_TORCH_QUICK=1, FH_BENCH_FILTER (Google Benchmark regex over names like
 # adamw_fp32_fp32_master/fused/out4096_in4096_T512/manual_time), FH_SKIP_BENCH=1, FH_SKIP_SUITES=1, FH_SKIP_VERIFY=1
-# (for splitting one run over two device calls), FH_SWEEP_SEEDS=N (the GPU claims' seed sweep; FH_SWEEP_CLAIMS,
+# (for splitting one run over two device calls), FH_DIFF_BASELINE=REPORT.h5 (diff this run against it),
+# FH_SWEEP_SEEDS=N (the GPU claims' seed sweep; FH_SWEEP_CLAIMS,
 # FH_SWEEP_JOBS), FH_SANITIZE=1 (compute-sanitizer
 # memcheck/racecheck/initcheck on the fused suite's small cases), FH_NCU=1 (Nsight Compute sections
 # of the fused and rule kernels at 4096 x 4096, T = 512, both benchmark configs, and the fused
@@ -174,6 +175,16 @@ elif has forge-verify; then
   rc=$?
   say "forge-verify: $([ $rc -eq 0 ] && echo PASS || echo "FAIL (rc $rc)"), report forge-verify.h5"
   [ $rc -eq 0 ] || status=1
+  # FH_DIFF_BASELINE=REPORT.h5: this run's report against a baseline (scripts/nightly.sh sets
+  # it): every change in diff.txt, as JSON in diff.json, the exit code (0 nothing regressed, 1
+  # a regression, 2 an unreadable file) in diff.rc.
+  if [ -n "${FH_DIFF_BASELINE:-}" ] && [ -f "$OUT/forge-verify.h5" ]; then
+    "$B/bin/forge-verify" diff "$FH_DIFF_BASELINE" "$OUT/forge-verify.h5" ${FH_DIFF_ARGS:-} --json "$OUT/diff.json" > "$OUT/diff.txt" 2>&1
+    drc=$?
+    echo "$drc" > "$OUT/diff.rc"
+    say "baseline diff: $(case $drc in 0) echo "nothing regressed";; 1) echo "REGRESSED";; *) echo "FAILED (rc $drc)";; esac) ($(tail -n 1 "$OUT/diff.txt"))"
+    grep -E '^regress' "$OUT/diff.txt" | head -40 | sed 's/^/    /' | tee -a "$SUMMARY" >/dev/null
+  fi
   # The GPU claims' verdict tables (header, column names, one line per check), then the totals.
   awk '/^== (gpu_|[a-z0-9_]*_gpu:)/ {on = 1} /^$/ {on = 0} on' "$OUT/forge-verify.log" | sed 's/^/    /' | tee -a "$SUMMARY" >/dev/null
   grep -E '^(overall|report):' "$OUT/forge-verify.log" | sed 's/^/    /' | tee -a "$SUMMARY" >/dev/null

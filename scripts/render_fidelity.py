@@ -7,6 +7,11 @@ Reads one or more HDF5 reports (reports/SCHEMA.md: /<claim>/<case>/data/<dataset
   int8_error_hist.png        |err| / B(a) histograms of the INT8 moments (prop4_int8_histograms/*)
   int8_trajectory.png        per-step max |W_int8 - W_fp32| (prop4_int8_trajectory/*/max_abs_dev)
   gradient_fidelity.png      per-step error and bias of the bf16-G update (gradient_fidelity*/*/rms_rel)
+  sr_tallies.png             SR class table against its threshold, every binomial test (sr_statistics/*)
+Stagnation curves are drawn as the mean over run seeds with the seeds' min-max band (the noise
+band), with the exact least-squares optimum (stagnation/exact optimum/optimum_loss) and, in a
+second panel, each variant minus fp32 master for the same seed (SR's curve lies on fp32's).
+Every figure is stamped with the report's git revision, GPU name and start time (/meta).
 Both layouts are read: the CPU suites' reports and forge-verify's (stagnation/curves <label> with
 2-D [run seed, step] curves, prop4_int8/* with the histograms and the trajectory).
 Only the figures whose data are present are written.

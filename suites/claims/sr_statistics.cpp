@@ -219,10 +219,10 @@ void run_sr_stats(const VerifyConfig& cfg, Report& report, const Progress& progr
       .add_f64("threshold", r.class_threshold, "Hoeffding threshold at alpha");
   // Power must be near certain against a 1/256-ulp bias (8-bit SR), at alpha = 1e-9.
   const double want = 1 - 1e-9;
-  table.add_check(r.power_vs_1_256 >= want
+  table.add_check((r.power_vs_1_256 >= want
                       ? Check::passed("power_vs_1_256_ulp", "power_lower_bound", r.power_vs_1_256, want)
                       : Check::failed("power_vs_1_256_ulp", "power_lower_bound", r.power_vs_1_256, want,
-                                      "too few draws to see an 8-bit SR bias")
+                                      "too few draws to see an 8-bit SR bias"))
                       .passes_if(PassIf::at_least));
   // Planted: 8-bit SR must be rejected by the binomial tests (the suite's power, shown). On the
   // twin it is the copy sr_round's variant; on the GPU the kernel's own planted store.
@@ -245,9 +245,9 @@ void run_sr_stats(const VerifyConfig& cfg, Report& report, const Progress& progr
   gpu::set_fused_planted_defect(gpu::FusedPlantedDefect::none);
   CaseRecord& planted = report.add_case(at.group, at.be ? "planted 8-bit SR in the kernel is rejected" : "planted 8-bit SR is rejected");
   planted.set_attr("sizes", sizes).set_attr("note", "classes with low byte 0xff carry a 255/65536-ulp bias under 8-bit SR");
-  planted.add_check(rejected >= 4 ? Check::passed("bits8_rejected", "classes_rejected", double(rejected), 4)
+  planted.add_check((rejected >= 4 ? Check::passed("bits8_rejected", "classes_rejected", double(rejected), 4)
                                   : Check::failed("bits8_rejected", "classes_rejected", double(rejected), 4,
-                                                  "the binomial tests miss a 1/256-ulp bias")
+                                                  "the binomial tests miss a 1/256-ulp bias"))
                         .passes_if(PassIf::at_least));
   set_attrs(record_claim_cases(report, run_sr_layout_invariance(cfg.seed ^ 0x1A70u, SrVariant::kernel, at.be), at.group),
             "sizes", at.be ? "96x160, the kernel's 2 tile shapes (grids 2x1, 3x2), 2 steps"

@@ -481,3 +481,40 @@ TEST_F(ReportTest, NotAReport) {
 }
 
 }  // namespace
+
+namespace {
+
+// A version-1 report (written by forge-verify at d60cb2e, before n_error and pass_if) is still
+// valid and read with no errors and every check "<=": baselines older than version 2 diff.
+TEST(ReportSchemaVersions, VersionOneIsStillRead) {
+  const std::string p = std::string(FH_SOURCE_DIR) + "/scripts/testdata/schema1_report.h5";
+  EXPECT_EQ(fh::validate_report_schema(p), std::vector<std::string>{});
+  const fh::ReportData r = fh::read_report(p);
+  EXPECT_EQ(r.schema_version, 1);
+  EXPECT_EQ(r.counts.n_error, 0);
+  ASSERT_NE(r.find_claim("int8_codec_bound"), nullptr);
+  for (const auto& cl : r.claims)
+    for (const auto& cs : cl.cases)
+      for (const auto& ck : cs.checks) EXPECT_EQ(ck.pass_if, fh::PassIf::at_most);
+}
+
+}  // namespace
+
+namespace {
+
+// A pass recorded on the failing side of its bound is refused: the direction or the verdict
+// is wrong (the bug of a .passes_if() applied to one branch of a ternary).
+TEST(ReportDirections, APassOnTheWrongSideOfItsBoundIsRefused) {
+  fh::Report r(test_meta());
+  auto& c = r.add_case("claim", "case");
+  EXPECT_THROW(c.add_check(Check::passed("power", "power", 0.999, 0.99)), std::invalid_argument);  // "<=" by default
+  EXPECT_NO_THROW(c.add_check(Check::passed("power2", "power", 0.999, 0.99).passes_if(fh::PassIf::at_least)));
+  EXPECT_THROW(c.add_check(Check::passed("seen", "failing_cases", 0, 0).passes_if(fh::PassIf::above)), std::invalid_argument);
+  EXPECT_THROW(c.add_check(Check::passed("gap", "rel_gap", 0.5, 0.5).passes_if(fh::PassIf::below)), std::invalid_argument);
+  // A fail on the passing side is allowed (a check may fail for a reason beside its metric), and
+  // an unmeasured metric says nothing.
+  EXPECT_NO_THROW(c.add_check(Check::failed("other", "m", 0, 1, "no step compared")));
+  EXPECT_NO_THROW(c.add_check(Check::passed("nan", "m", kNaN, 1)));
+}
+
+}  // namespace

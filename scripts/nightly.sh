@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The nightly job (issue 19): runs the GPU entry point (scripts/gpu_runner.sh, which always
+# requires the GPU claims to run), diffs its report against the stored baseline
+# (forge-verify diff), renders the summary page, and promotes the new report to baseline only
+# when the run passed and nothing regressed.
+# Usage: scripts/nightly.sh OUTDIR [BASELINE_DIR]
+#   BASELINE_DIR  holds forge-verify.h5 (and bench.json, MANIFEST, PROMOTED.txt) of the last
+#                 promoted run; default $FH_BASELINE_DIR, else nightly-baseline/ in the checkout.
+#                 Without a baseline the run is promoted when it passed (the first baseline).
+# Every gpu_runner.sh variable passes through (FH_SKIP_TORCH, FH_BENCH_FILTER, FH_VERIFY_ARGS...);
+# FH_DIFF_ALPHA / FH_DIFF_MIN_RATIO / FH_DIFF_MARGIN set the diff's thresholds.
+# Output: OUTDIR/run (the runner's folder: report, logs, diff.txt, diff.json), OUTDIR/page
+# (index.html), OUTDIR/NIGHTLY.txt (what happened). Exit status: 0 promoted; 1 the run failed or
+# something regressed (baseline kept); 2 bad usage or a missing piece (no bundle, no page).
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+OUT="${1:?usage: scripts/nightly.sh OUTDIR [BASELINE_DIR]}"
+BASE="${2:-${FH_BASELINE_DIR:-$ROOT/nightly-baseline}}"
+mkdir -p "$OUT" || exit 2
+OUT="$(cd "$OUT" && pwd)"
+LOG="$OUT/NIGHTLY.txt"
+: > "$LOG"
+say() { echo "nightly: $*" | tee -a "$LOG"; }
+PY=python3
+for cand in ${FH_PYTHON:-} python3 /usr/bin/python3; do
+  if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import h5py, numpy, matplotlib' 2>/dev/null; then PY="$cand"; break; fi
+done
+
+base_report="$BASE/forge-verify.h5"
+diff_env=()
+if [ -f "$base_report" ]; then
+  say "baseline $base_report ($(grep -h -m1 '^promoted' "$BASE/PROMOTED.txt" 2>/dev/null || echo 'provenance unknown'))"
+  diff_env=(FH_DIFF_BASELINE="$base_report")
+else
+  say "no baseline at $base_report: this run becomes the first baseline if it passes"
+fi
+# The diff's thresholds reach forge-verify diff through gpu_runner.sh's FH_DIFF_ARGS.
+diff_args=""
+[ -n "${FH_DIFF_ALPHA:-}" ] && diff_args+=" --alpha $FH_DIFF_ALPHA"
+[ -n "${FH_DIFF_MIN_RATIO:-}" ] && diff_args+=" --min-ratio $FH_DIFF_MIN_RATIO"
+[ -n "${FH_DIFF_MARGIN:-}" ] && diff_args+=" --margin-fraction $FH_DIFF_MARGIN"
+
+env "${diff_env[@]}" FH_DIFF_ARGS="$diff_args" bash "$ROOT/scripts/gpu_runner.sh" "$OUT/run"
+run_rc=$?
+say "GPU entry point: $([ $run_rc -eq 0 ] && echo PASS || echo "FAIL (rc $run_rc)")"
+[ $run_rc -eq 2 ] && { say "no usable bundle: nothing ran"; exit 2; }
+report="$OUT/run/forge-verify.h5"
+[ -f "$report" ] || { say "no report was written: nothing to diff or promote"; exit 1; }
+
+diff_rc=0
+if [ -f "$base_report" ]; then
+  diff_rc="$(cat "$OUT/run/diff.rc" 2>/dev/null || echo 2)"
+  say "diff against the baseline: $(case $diff_rc in 0) echo "nothing regressed";; 1) echo "REGRESSED";; *) echo "could not diff (rc $diff_rc)";; esac) (run/diff.txt)"
+  grep -E '^REGRESSION' "$OUT/run/diff.txt" 2>/dev/null | head -20 | sed 's/^/    /' | tee -a "$LOG"
+fi
+
+page_args=("$report" -o "$OUT/page")
+[ -f "$OUT/run/registry.json" ] && page_args+=(--registry "$OUT/run/registry.json")
+[ -f "$OUT/run/diff.json" ] && page_args+=(--diff "$OUT/run/diff.json")
+if "$PY" "$ROOT/scripts/render_summary.py" "${page_args[@]}" > "$OUT/page.log" 2>&1; then
+  say "summary page: page/index.html"
+else
+  say "summary page FAILED (page.log)"
+  page_failed=1
+fi
+
+if [ $run_rc -eq 0 ] && [ "$diff_rc" = 0 ]; then
+  # Promotion: copied beside, then renamed, so the baseline is never half replaced.
+  mkdir -p "$BASE" && tmp="$(mktemp -d "$BASE/.promote.XXXXXX")" || { say "cannot write $BASE"; exit 2; }
+  cp "$report" "$tmp/forge-verify.h5" &&
+    { [ ! -f "$OUT/run/bench.json" ] || cp "$OUT/run/bench.json" "$tmp/bench.json"; } &&
+    { [ ! -f "$OUT/run/MANIFEST" ] || cp "$OUT/run/MANIFEST" "$tmp/MANIFEST"; } &&
+    echo "promoted $(date -u +%Y-%m-%dT%H:%M:%SZ) from $OUT/run ($(grep -m1 '^git_revision=' "$OUT/run/MANIFEST" 2>/dev/null))" > "$tmp/PROMOTED.txt" ||
+    { say "promotion failed while copying"; rm -rf "$tmp"; exit 2; }
+  for f in "$tmp"/*; do mv -f "$f" "$BASE/$(basename "$f")"; done
+  rmdir "$tmp"
+  say "PROMOTED: $BASE/forge-verify.h5 is the new baseline"
+  [ "${page_failed:-0}" = 1 ] && exit 2
+  exit 0
+fi
+say "NOT promoted: $([ $run_rc -ne 0 ] && echo "the run failed")$([ $run_rc -ne 0 ] && [ "$diff_rc" != 0 ] && echo "; ")$([ "$diff_rc" != 0 ] && echo "the diff found regressions or could not run") (baseline kept)"
+exit 1
