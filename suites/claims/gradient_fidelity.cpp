@@ -121,6 +121,7 @@ GradFidelityResult run_gradient_fidelity(const GradFidelityConfig& cfg) {
   meas.metric = res.min_rms_rel;
   meas.bound = 0;  // a lower bound: pass when metric > bound
   meas.pass = res.min_rms_rel > 0;
+  meas.pass_if = PassIf::above;
   // Steps whose bf16-G weights equal the fp32-G weights bitwise (so metric != differing: not a
   // bitwise case in the report).
   meas.differing = std::count(res.update_differing.begin(), res.update_differing.end(), int64_t(0));

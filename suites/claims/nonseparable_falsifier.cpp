@@ -47,6 +47,7 @@ std::vector<ClaimCaseResult> run_nonseparable_cases(const NonseparableConfig& cf
     lamb_compare(sched, ev);
     fill(ev, c);
     c.pass = ev.differing > 0;
+    c.pass_if = PassIf::above;  // a falsifier: it must see a difference
     c.note = c.pass ? "differs, as it must: the suite sees a wrong fusion"
                     : "NO difference: the suite cannot see a non-separable fusion";
     results.push_back(std::move(c));
