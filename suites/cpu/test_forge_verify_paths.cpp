@@ -366,14 +366,17 @@ TEST_F(ForgeVerifyPaths, StaleTemporariesAreRemoved) {
 // ---- item 7: exit codes ------------------------------------------------------------------------
 
 // Out of memory during the run (a shape inside the documented ranges, under an address-space
-// limit) is an internal error: exit 3 with "internal error", not 1 as a failed check.
+// limit) is an internal error: exit 3, not 1 as a failed check. It happens inside a claim, so it
+// is that claim's `error` verdict (issue 19's isolation) and the report is still written.
 TEST_F(ForgeVerifyPaths, OutOfMemoryIsAnInternalError) {
   const RunResult r = verify("--claim two_phase_exact_vs_seq --rule sgd --format fp32 --store fp32_master "
                              "--shape 8192x8192x1048576 --steps 1 --quiet --report r.h5",
                              "ulimit -v 4000000 &&");
   EXPECT_EQ(r.status, 3) << r.err;
-  EXPECT_NE(r.err.find("forge-verify: internal error: std::bad_alloc"), std::string::npos) << r.err;
-  EXPECT_EQ(names(), std::set<std::string>{});
+  EXPECT_NE(r.err.find("claim two_phase_exact_vs_seq threw: std::bad_alloc"), std::string::npos) << r.err;
+  EXPECT_EQ(names(), std::set<std::string>{"r.h5"});
+  const fh::ReportData data = fh::read_report((dir_ / "r.h5").string());
+  EXPECT_EQ(data.find_claim("two_phase_exact_vs_seq")->verdict, fh::Verdict::error);
 }
 
 }  // namespace

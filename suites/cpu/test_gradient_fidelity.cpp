@@ -81,6 +81,7 @@ TEST(gradient_fidelity, Fp32GIsTheFusedPathAndBf16GErrorIsMeasured) {
       CaseRecord& cr = report().add_case(c.claim, c.case_name);
       Check k = c.pass ? Check::passed("verdict", "metric", c.metric, c.bound)
                        : Check::failed("verdict", "metric", c.metric, c.bound, c.first_diff);
+      k.passes_if(c.pass_if);
       if (c.bound == 0 && c.metric == double(c.differing)) k.bitwise(c.differing, c.max_ulp, c.first_diff);
       cr.add_check(k);
       if (!c.note.empty()) cr.set_attr("note", c.note);

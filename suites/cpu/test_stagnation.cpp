@@ -52,8 +52,9 @@ TEST(stagnation, SrMatchesFp32MasterAndRneStagnates) {
   Report rep(m);
   for (const auto& c : r.cases) {
     CaseRecord& cr = rep.add_case(c.claim, c.case_name);
-    cr.add_check(c.pass ? Check::passed("verdict", "metric", c.metric, c.bound)
-                        : Check::failed("verdict", "metric", c.metric, c.bound, c.note));
+    cr.add_check((c.pass ? Check::passed("verdict", "metric", c.metric, c.bound)
+                         : Check::failed("verdict", "metric", c.metric, c.bound, c.note))
+                     .passes_if(c.pass_if));
     cr.set_attr("note", c.note);
   }
   for (const auto& run : r.runs) {
