@@ -112,8 +112,9 @@ Check& Check::bitwise(int64_t n_differing, double ulp, std::string first) {
 Check case_check(const ClaimCaseResult& r, const std::string& check_name) {
   if (r.not_run) return Check::not_run(check_name, r.note.empty() ? "not run" : r.note);
   const bool bitwise = r.bound == 0 && r.metric == double(r.differing);
-  Check c = r.pass ? Check::passed(check_name, bitwise ? "differing" : "metric", r.metric, r.bound)
-                   : Check::failed(check_name, bitwise ? "differing" : "metric", r.metric, r.bound,
+  const std::string metric_name = bitwise ? "differing" : r.metric_name.empty() ? "metric" : r.metric_name;
+  Check c = r.pass ? Check::passed(check_name, metric_name, r.metric, r.bound)
+                   : Check::failed(check_name, metric_name, r.metric, r.bound,
                                    r.first_diff.empty() ? r.note : r.first_diff);
   c.passes_if(r.pass_if);
   if (bitwise) c.bitwise(r.differing, r.max_ulp, r.differing ? (r.first_diff.empty() ? "unknown" : r.first_diff) : "");

@@ -71,6 +71,7 @@ struct ClaimCaseResult {
   // Bounded cases: metric <= bound (> 0) is the verdict. Bitwise cases: bound = 0 and
   // metric = differing. planted_defects cases: metric = failing cases of the claim, bound = 0.
   double metric = 0, bound = 0;
+  std::string metric_name;           // bounded cases: what metric measures ("metric" when unset)
   PassIf pass_if = PassIf::at_most;  // bounded cases: which side of the bound passes
   std::string note;
 };

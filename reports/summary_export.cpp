@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <sstream>
-#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 #include <pugixml.hpp>

@@ -68,6 +68,7 @@ std::vector<ClaimCaseResult> run_corollary1_cases(const Corollary1Config& cfg) {
     fill(ev_g, cg);
     cg.metric = worst;
     cg.bound = 1.0;
+    cg.metric_name = "max_diff_over_bound";
     cg.pass = worst <= 1.0;
     cg.note = "max dev/bound " + std::to_string(worst) + " at " + (worst_at.empty() ? "-" : worst_at) +
               " (dev " + std::to_string(worst_abs) + "); G differs from the exactly rounded G in " +
@@ -152,6 +153,7 @@ std::vector<ClaimCaseResult> run_corollary1_cases(const Corollary1Config& cfg) {
       }
       c.metric = worst_dx;
       c.bound = 1.0;
+      c.metric_name = "max_dx_diff_over_bound";
       c.pass = worst_dx <= 1.0;
       c.note = "max dev/bound " + std::to_string(worst_dx) + (at.empty() ? "" : " at " + at);
       results.push_back(std::move(c));

@@ -48,6 +48,7 @@ GradFidelityResult run_gradient_fidelity(const GradFidelityConfig& cfg) {
   half.claim = "gradient_fidelity";
   half.case_name = tag + " bf16 G within half an ulp of G";
   half.bound = 1.0;
+  half.metric_name = "max_err_over_half_ulp";
   double pooled_sum = 0, pooled_sum2 = 0;
   int64_t pooled_n = 0;
   const size_t n = size_t(cfg.out * cfg.in);

@@ -120,6 +120,7 @@ Prop4OneStepResult run_prop4_one_step(const Prop4Config& cfg) {
     m.case_name = tag + " " + w8.decls.slot[k].name + " within codec bound";
     m.metric = j.max_ratio;
     m.bound = 1.0;
+    m.metric_name = "max_err_over_bound";
     m.differing = j.violations;
     m.first_diff = j.first_violation;
     m.pass = j.pass() && j.elements == cfg.out * cfg.in;
@@ -166,6 +167,7 @@ Prop4OneStepResult run_prop4_one_step(const Prop4Config& cfg) {
   wb.claim = claim;
   wb.case_name = tag + " step B weights within propagated bound";
   wb.bound = 1.0;
+  wb.metric_name = "max_err_over_bound";
   for (size_t i = 0; i < bound.size(); ++i) {
     const mpreal d = abs(ref_real(w8.master[i]) - ref_real(wf.master[i]));
     const double dd = mpfr_get_d(d.mpfr_srcptr(), MPFR_RNDU);
@@ -310,6 +312,7 @@ std::vector<ClaimCaseResult> run_int8_degenerate_blocks(const Prop4Config& cfg_i
     std::snprintf(buf, sizeof buf, "poisoned block (row 0, slot 0) absmax after step 2: bits 0x%08x (%g)", ab, double(a_m));
     res.note = std::string(buf) + "; neighbours compared bitwise against the clean run after steps 1 and 2";
     res.bound = 1.0;
+    res.metric_name = "max_err_over_bound";
     out.push_back(res);
   }
   return out;
@@ -386,6 +389,7 @@ TrajectoryResult run_int8_trajectory(const Prop4Config& cfg, int steps) {
                          std::to_string(cfg.in) + " T=" + std::to_string(cfg.T) + " " + std::to_string(steps) + " steps";
   tr.verdict.metric = tr.max_abs_dev.back();
   tr.verdict.bound = envelope;
+  tr.verdict.metric_name = "max_abs_dev";
   tr.verdict.pass = ok;
   tr.verdict.note = fidelity_fmt("final max |W_int8 - W_fp32| %.4g, rms %.4g, growth ~ t^%.3f", tr.max_abs_dev.back(),
                                  tr.rms_dev.back(), tr.growth_exponent) +

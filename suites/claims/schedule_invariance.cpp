@@ -150,6 +150,7 @@ std::vector<ClaimCaseResult> run_schedule_invariance_cases(const ScheduleInvaria
     fill(ev_g, c);
     c.metric = worst;
     c.bound = 1.0;
+    c.metric_name = "max_diff_over_bound";
     c.pass = ev_g.differing > 0 && worst <= 1.0 && ev_om.differing == 0 && ev_w.differing > 0;
     c.note = "order [" + ov.order.describe() + "]; G bitwise differs in " +
              std::to_string(ev_g.differing) + " elements, max |dG|/(B_variant+B_base) = " +

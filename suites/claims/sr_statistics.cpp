@@ -81,6 +81,7 @@ SrStatsResult run_sr_statistics(const SrStatsConfig& cfg) {
     cr.case_name = name + tag;
     cr.metric = std::fabs(t.observed - t.expected);
     cr.bound = t.threshold;
+    cr.metric_name = "abs_dev_from_expected";
     cr.pass = !t.reject;
     cr.note = t.to_string() + fidelity_fmt("; power >= %.6f against a 1/256-ulp bias", res.power_vs_1_256);
     res.cases.push_back(cr);
@@ -119,6 +120,7 @@ SrStatsResult run_sr_statistics(const SrStatsConfig& cfg) {
     cr.case_name = std::string(what) + tag;
     cr.metric = std::fabs(t.observed - t.expected);
     cr.bound = t.threshold;
+    cr.metric_name = "abs_dev_from_expected";
     cr.pass = !t.reject;
     // A correlation rho of two fair indicators moves E[XY] by rho/4.
     cr.note = t.to_string() + fidelity_fmt("; power >= %.6f against correlation 0.05", hoeffding_power(pairs, cfg.alpha, 0.05 / 4));

@@ -122,6 +122,7 @@ StagnationResult run_stagnation(const StagnationConfig& cfg) {
     csr.case_name = "bf16_sr final loss within fp32_master run-to-run noise" + dtag;
     csr.metric = res.sr_abs_diff;
     csr.bound = noise;
+    csr.metric_name = "abs_final_loss_diff";
     csr.pass = res.sr_abs_diff <= noise;
     csr.note = fidelity_fmt("fp32 %.6g +- %.3g (std over seeds); SR gap %+.3f%%", res.fp32_mean, res.fp32_std, 100 * res.sr_gap);
     res.cases.push_back(csr);
@@ -132,6 +133,7 @@ StagnationResult run_stagnation(const StagnationConfig& cfg) {
     crn.case_name = "bf16_rne gap vs fp32_master (paper: ~6%)";
     crn.metric = res.rne_gap;
     crn.bound = noise / res.fp32_mean;
+    crn.metric_name = "rel_gap";
     crn.pass = res.rne_gap > noise / res.fp32_mean;  // RNE stagnates visibly beyond the noise
     crn.pass_if = PassIf::above;
     crn.note = fidelity_fmt("RNE gap %+.2f%%, vanished updates %.1f%% (second half), paper ~6%%", 100 * res.rne_gap,
@@ -144,6 +146,7 @@ StagnationResult run_stagnation(const StagnationConfig& cfg) {
     ci8.case_name = "int8_state final loss within fp32_master run-to-run noise";
     ci8.metric = std::fabs(mean(i8) - res.fp32_mean);
     ci8.bound = noise;
+    ci8.metric_name = "abs_final_loss_diff";
     ci8.pass = ci8.metric <= noise;
     ci8.note = fidelity_fmt("int8 gap %+.3f%%", 100 * res.int8_gap);
     res.cases.push_back(ci8);

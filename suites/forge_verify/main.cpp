@@ -5,20 +5,20 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <limits>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "kernels/gpu/device_info.h"
 #include "kernels/rules/hyper_fields.h"
