@@ -57,6 +57,7 @@ fi
 page_args=("$report" -o "$OUT/page")
 [ -f "$OUT/run/registry.json" ] && page_args+=(--registry "$OUT/run/registry.json")
 [ -f "$OUT/run/diff.json" ] && page_args+=(--diff "$OUT/run/diff.json")
+[ -s "$OUT/run/bench.json" ] && page_args+=(--bench "$OUT/run/bench.json")  # the roofline
 if "$PY" "$ROOT/scripts/render_summary.py" "${page_args[@]}" > "$OUT/page.log" 2>&1; then
   say "summary page: page/index.html"
 else
