@@ -308,18 +308,11 @@ class Walker {
     const std::string where = "/benchmarks";
     Handle g = open_group(root, "benchmarks", where);
     if (!g.valid()) return;
-    expect_only_attrs(g, where, {});
-    for (const auto& key : links(g, where)) {
-      const std::string w = where + "/" + key;
-      if (kind_of(g, key) != Kind::dataset) {
-        violation(w, "unexpected object (benchmarks holds only datasets)");
-        continue;
-      }
-      check_name(w, key);
+    for_each_dataset(g, where, "benchmarks", [&](const std::string& key, const std::string& w) {
       Handle ds(H5Dopen2(g, key.c_str(), H5P_DEFAULT), H5Dclose);
       if (!ds.valid()) {
         problem(w, "cannot open dataset: " + hdf5_error_text());
-        continue;
+        return;
       }
       BenchmarkData b;
       b.name = get_str(ds, w, "name").value_or("");
@@ -327,10 +320,10 @@ class Walker {
       b.unit = get_str(ds, w, "unit").value_or("");
       ds.close();
       auto reps = read_dataset(g, w, key, {"name", "median", "unit"});  // also lists stray attributes
-      if (!reps) continue;
+      if (!reps) return;
       if (reps->dtype != DType::f64 || reps->shape.size() != 1) {
         problem(w, "benchmark repetitions must be a 1-D float dataset");
-        continue;
+        return;
       }
       b.repetitions_ns = std::move(reps->f64);
       if (benchmark_key(b.name) != key)
@@ -348,7 +341,7 @@ class Walker {
       if (b.repetitions_ns.empty() && !(std::isfinite(b.median_ns) && b.median_ns >= 0))
         violation(w, "no repetitions and no finite median >= 0");
       r.benchmarks.push_back(std::move(b));
-    }
+    });
   }
 
   // Aggregates are checked against counts recomputed from the checks below them (added to
@@ -472,15 +465,25 @@ class Walker {
   void read_data(hid_t parent, const std::string& where, CaseData& c) {
     Handle g = open_group(parent, "data", where);
     if (!g.valid()) return;
+    for_each_dataset(g, where, "data", [&](const std::string& n, const std::string& w) {
+      if (auto d = read_dataset(g, w, n)) c.datasets.push_back(std::move(*d));
+    });
+  }
+
+  // A group that holds only datasets and has no attributes (/benchmarks, a case's data): each
+  // member that is a dataset with a valid name goes to f(name, its path); anything else is a
+  // violation named after the group (`holder`).
+  template <class F>
+  void for_each_dataset(hid_t g, const std::string& where, const char* holder, F f) {
     expect_only_attrs(g, where, {});
     for (const auto& n : links(g, where)) {
       const std::string w = where + "/" + n;
       if (kind_of(g, n) != Kind::dataset) {
-        violation(w, "unexpected object (data holds only datasets)");
+        violation(w, std::string("unexpected object (") + holder + " holds only datasets)");
         continue;
       }
       check_name(w, n);
-      if (auto d = read_dataset(g, w, n)) c.datasets.push_back(std::move(*d));
+      f(n, w);
     }
   }
 

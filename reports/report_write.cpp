@@ -22,6 +22,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -297,13 +298,6 @@ std::vector<unsigned char> build_image(Writer& w, const ReportData& r, const std
   return image;
 }
 
-void write_hdf5(Writer& w, const ReportData& r, report_detail::TempFile& tmp, const std::string& file_name) {
-  const std::vector<unsigned char> image = build_image(w, r, file_name);
-  w.step("write file");
-  write_file(w, tmp.fd(), file_name, image);
-  if (tmp.close() != 0) throw WriteFailure(errno_text("close '" + file_name + "'", errno));
-}
-
 // Best effort: makes the rename itself durable. The report is already complete under its
 // name, so a failure here is not an error.
 void fsync_parent_dir(const std::string& p) {
@@ -314,6 +308,32 @@ void fsync_parent_dir(const std::string& p) {
   ::close(fd);
 }
 
+// The report path policy's write (report.h), one for the report and the text summaries:
+// refuse what the policy refuses, create the temporary file exclusively, write what `make`
+// returns (made once the temporary file exists, so its name can be the in-memory file's),
+// fsync, publish under `path`, fsync the folder. On any failure the temporary file, once ours,
+// is removed and the error rethrown.
+void write_through_temp(Writer& w, const std::string& path, WriteOptions options,
+                        const std::function<std::vector<unsigned char>(const std::string& tmp)>& make) {
+  const std::string tmp = report_temp_path(path);
+  bool created = false;  // the temporary file is ours to remove only once we created it
+  try {
+    report_detail::require_replaceable(path, options);
+    report_detail::TempFile file = report_detail::create_exclusive(tmp);
+    created = true;
+    const std::vector<unsigned char> bytes = make(tmp);
+    w.step("write file");
+    write_file(w, file.fd(), tmp, bytes);
+    if (file.close() != 0) throw WriteFailure(errno_text("close '" + tmp + "'", errno));
+    w.step("rename");
+    report_detail::publish(tmp, file.id(), path, options);
+  } catch (...) {
+    if (created) ::unlink(tmp.c_str());
+    throw;
+  }
+  fsync_parent_dir(path);
+}
+
 }  // namespace
 
 void Report::write(const std::string& path, WriteOptions options) const {
@@ -321,43 +341,26 @@ void Report::write(const std::string& path, WriteOptions options) const {
   const ReportData r = snapshot();
   std::lock_guard<std::mutex> lock(h5_mutex());
   QuietHdf5 quiet;
-  const std::string tmp = report_temp_path(path);
   Writer w(g_write_fault.load());
-  bool created = false;  // the temporary file is ours to remove only once we created it
   try {
-    // The report path policy (report.h, report_path.cpp): refuse before writing anything.
-    report_detail::require_replaceable(path, options);
-    report_detail::TempFile file = report_detail::create_exclusive(tmp);
-    created = true;
-    write_hdf5(w, r, file, tmp);  // every HDF5 handle is closed when this returns or throws
-    w.step("rename");
-    report_detail::publish(tmp, file.id(), path, options);
+    // build_image closes every HDF5 handle when it returns or throws.
+    write_through_temp(w, path, options, [&](const std::string& tmp) { return build_image(w, r, tmp); });
   } catch (const std::exception& e) {
-    if (created) ::unlink(tmp.c_str());
-    throw std::runtime_error("fh::Report::write: cannot write report '" + path + "': " +
-                             e.what());
+    throw std::runtime_error("fh::Report::write: cannot write report '" + path + "': " + e.what());
   }
   g_last_write_steps = w.steps();
-  fsync_parent_dir(path);
 }
 
 void write_text_file(const std::string& path, const std::string& text, WriteOptions options) {
   if (path.empty()) throw std::runtime_error("fh::write_text_file: empty path");
-  const std::string tmp = report_temp_path(path);
-  Writer w(-1);
-  bool created = false;
+  Writer w(-1);  // no fault injection: the report's steps are what the fault tests count
   try {
-    report_detail::require_replaceable(path, options);
-    report_detail::TempFile file = report_detail::create_exclusive(tmp);
-    created = true;
-    write_file(w, file.fd(), tmp, std::vector<unsigned char>(text.begin(), text.end()));
-    if (file.close() != 0) throw WriteFailure(errno_text("close '" + tmp + "'", errno));
-    report_detail::publish(tmp, file.id(), path, options);
+    write_through_temp(w, path, options, [&](const std::string&) {
+      return std::vector<unsigned char>(text.begin(), text.end());
+    });
   } catch (const std::exception& e) {
-    if (created) ::unlink(tmp.c_str());
     throw std::runtime_error("cannot write '" + path + "': " + e.what());
   }
-  fsync_parent_dir(path);
 }
 
 namespace testing_hooks {

@@ -2,12 +2,9 @@
 // changes, optionally writes them as JSON, and says in its exit status whether anything regressed.
 #include "suites/forge_verify/diff_main.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -115,25 +112,6 @@ nlohmann::json to_json(const std::string& base, const std::string& now, const Di
   return j;
 }
 
-// Through a temporary file in the same directory, so OUT is never a partial file.
-void write_json(const std::string& path, const nlohmann::json& j) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << j.dump(2) << "\n";
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw std::runtime_error("cannot write '" + tmp + "'");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw std::runtime_error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(err));
-  }
-}
-
 }  // namespace
 
 int run_diff(int argc, char** argv) {
@@ -222,7 +200,9 @@ int run_diff(int argc, char** argv) {
             << " regressions (" << files[0] << " -> " << files[1] << ")\n";
   if (!json_path.empty()) {
     try {
-      write_json(json_path, to_json(files[0], files[1], opt, applied, result));
+      // The report path policy's writer: OUT is never a partial file, never a non-regular one.
+      write_text_file(json_path, to_json(files[0], files[1], opt, applied, result).dump(2) + "\n",
+                      WriteOptions{.replace_existing = true});
     } catch (const std::exception& e) {
       std::cerr << "forge-verify diff: --json: " << e.what() << "\n";
       return kBadInput;

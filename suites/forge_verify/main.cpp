@@ -217,9 +217,6 @@ struct RunOptions {
 };
 
 VerifyConfig parse_args(int argc, char** argv, RunOptions& run) {
-  ListMode& list_mode = run.list_mode;
-  uint32_t& given = run.given;
-  bool& force = run.force;
   VerifyConfig cfg;
   std::vector<RuleId> rules;
   std::vector<std::pair<std::string, double>> hypers;
@@ -232,24 +229,24 @@ VerifyConfig parse_args(int argc, char** argv, RunOptions& run) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") { std::fputs(help_text().c_str(), stdout); std::exit(0); }
-    else if (a == "--list-claims") list_mode = ListMode::text;
-    else if (a == "--list-claims-markdown") list_mode = ListMode::markdown;
-    else if (a == "--list-claims-json") list_mode = ListMode::json;
+    else if (a == "--list-claims") run.list_mode = ListMode::text;
+    else if (a == "--list-claims-markdown") run.list_mode = ListMode::markdown;
+    else if (a == "--list-claims-json") run.list_mode = ListMode::json;
     else if (a == "--quiet") cfg.quiet = true;
-    else if (a == "--force") force = true;
+    else if (a == "--force") run.force = true;
     else if (a == "--require-gpu") run.require_gpu = true;
     else if (a == "--json") run.json_path = need(i);
     else if (a == "--junit") run.junit_path = need(i);
     else if (a == "--bench-json") run.bench_json = need(i);
     else if (a == "--rule") {
-      given |= kOptRule;
+      run.given |= kOptRule;
       for (const auto& n : split_list(need(i), a)) {
         auto id = parse_rule(n);
         if (!id) throw UsageError("unknown rule '" + n + "' (known: " + rule_names() + ")");
         if (std::find(rules.begin(), rules.end(), *id) == rules.end()) rules.push_back(*id);
       }
     } else if (a == "--format") {
-      given |= kOptFormat;
+      run.given |= kOptFormat;
       cfg.formats.clear();
       for (const auto& n : split_list(need(i), a)) {
         if (n == "fp32") cfg.formats.push_back(StateFormat::fp32);
@@ -258,7 +255,7 @@ VerifyConfig parse_args(int argc, char** argv, RunOptions& run) {
         else throw UsageError("unknown state format '" + n + "' (known: fp32 bf16 int8)");
       }
     } else if (a == "--store") {
-      given |= kOptStore;
+      run.given |= kOptStore;
       cfg.stores.clear();
       for (const auto& n : split_list(need(i), a)) {
         if (n == "fp32_master") cfg.stores.push_back(WeightStore::fp32_master);
@@ -267,18 +264,18 @@ VerifyConfig parse_args(int argc, char** argv, RunOptions& run) {
         else throw UsageError("unknown weight store '" + n + "' (known: fp32_master bf16_rne bf16_sr)");
       }
     } else if (a == "--shape") {
-      given |= kOptShape;
+      run.given |= kOptShape;
       parse_shape(need(i), cfg);
-    } else if (a == "--steps") { given |= kOptSteps; cfg.steps = int64_t(parse_unsigned(need(i), a, 1, kStepsMax)); }
+    } else if (a == "--steps") { run.given |= kOptSteps; cfg.steps = int64_t(parse_unsigned(need(i), a, 1, kStepsMax)); }
     else if (a == "--seed") {
-      given |= kOptSeed;
+      run.given |= kOptSeed;
       cfg.seed = parse_unsigned(need(i), a, 0, std::numeric_limits<uint64_t>::max(), /*hex=*/true);
     } else if (a == "--samples") {
-      given |= kOptSamples;
+      run.given |= kOptSamples;
       cfg.rule_samples = int64_t(parse_unsigned(need(i), a, 1, kSamplesMax));
     }
     else if (a == "--hyper") {
-      given |= kOptHyper;
+      run.given |= kOptHyper;
       const std::string v = need(i);
       const auto eq = v.find('=');
       if (eq == std::string::npos || eq == 0) throw UsageError("--hyper wants KEY=VALUE, got '" + v + "'");
@@ -333,21 +330,20 @@ TableRow table_row(const CaseData& cs, const Check& ck) {
   r.cells[0] = cs.name;
   r.cells[1] = ck.name;
   r.cells[2] = verdict_name(ck.verdict);
+  r.cells[6] = ck.reason;  // a not-run's or an error's reason, a failed check's note
   if (ck.verdict == Verdict::pass || ck.verdict == Verdict::fail) {
     r.cells[3] = ck.metric_name + " = " + format_number(ck.metric);
     r.cells[4] = pass_if_name(ck.pass_if);
     r.cells[5] = format_number(ck.bound);
+    if (ck.has_bitwise())
+      r.cells[6] = std::to_string(ck.differing) + " differ" +
+                   (ck.differing ? ", max " + format_number(ck.max_ulp) + " ulp, first " + ck.first_diff : "");
   }
-  if (ck.verdict == Verdict::not_run || ck.verdict == Verdict::error) r.cells[6] = ck.reason;
-  else if (ck.has_bitwise())
-    r.cells[6] = std::to_string(ck.differing) + " differ" +
-                 (ck.differing ? ", max " + format_number(ck.max_ulp) + " ulp, first " + ck.first_diff : "");
-  else r.cells[6] = ck.reason;
   return r;
 }
 
 void print_table(const ReportData& data) {
-  static const char* kHeads[7] = {"case", "check", "verdict", "measured", "pass if", "bound", "evidence"};
+  static const std::string kHeads[7] = {"case", "check", "verdict", "measured", "pass if", "bound", "evidence"};
   for (const ClaimData& claim : data.claims) {
     std::printf("\n== %s: %s (%lld pass, %lld fail, %lld not-run, %lld error)\n", claim.name.c_str(),
                 verdict_name(claim.verdict), (long long)claim.counts.n_pass, (long long)claim.counts.n_fail,
@@ -357,7 +353,7 @@ void print_table(const ReportData& data) {
       for (const Check& ck : cs.checks) rows.push_back(table_row(cs, ck));
     size_t width[7];
     for (int c = 0; c < 7; ++c) {
-      width[c] = std::strlen(kHeads[c]);
+      width[c] = kHeads[c].size();
       for (const TableRow& r : rows) width[c] = std::max(width[c], r.cells[c].size());
     }
     auto line = [&](const std::string* cells) {
@@ -367,8 +363,7 @@ void print_table(const ReportData& data) {
       while (!l.empty() && l.back() == ' ') l.pop_back();
       std::printf("%s\n", l.c_str());
     };
-    const std::string heads[7] = {kHeads[0], kHeads[1], kHeads[2], kHeads[3], kHeads[4], kHeads[5], kHeads[6]};
-    line(heads);
+    line(kHeads);
     for (const TableRow& r : rows) line(r.cells);
   }
   std::printf("\noverall: %s (%lld pass, %lld fail, %lld not-run, %lld error)\n", verdict_name(data.verdict),
