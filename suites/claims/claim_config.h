@@ -23,6 +23,10 @@ struct VerifyConfig {
   bool gpu_available = false;
   std::string gpu_reason;                 // why not, when not
   bool quiet = false;
+  // External producers (docs/EXTERNAL_PRODUCER.md): the cases file and the results files the
+  // ext_* claims judge; empty: those claims are not run.
+  std::string external_cases;
+  std::vector<std::string> external_results;
 };
 
 // Progress on stderr, so stdout keeps only the verdict table.

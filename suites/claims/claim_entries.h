@@ -28,6 +28,10 @@ FH_CLAIM(gpu_mma_model);
 FH_CLAIM(gpu_fused_vs_order_matched);
 FH_CLAIM(gpu_fused_vs_twin);
 FH_CLAIM(gpu_cublas_order);
+FH_CLAIM(ext_order_probe);
+FH_CLAIM(ext_prop1);
+FH_CLAIM(ext_corollary1);
+FH_CLAIM(ext_int8);
 FH_CLAIM(gpu_order_guard);
 #undef FH_CLAIM
 

@@ -26,7 +26,9 @@
 #include "reports/bench_import.h"
 #include "reports/summary_export.h"
 #include "suites/claims/registry.h"
+#include "suites/claims/external_common.h"
 #include "suites/forge_verify/diff_main.h"
+#include "suites/forge_verify/external_cases_main.h"
 
 namespace fh {
 namespace {
@@ -86,6 +88,12 @@ Options:
   --bench-json PATH        store forge-bench's JSON (--benchmark_out) in the report's
                            /benchmarks, every repetition and the median, so that
                            `forge-verify diff` can test a slowdown; read before any claim runs
+  --external PATH          judge an external producer's results file (repeatable; one kernel
+                           path per file; docs/EXTERNAL_PRODUCER.md). Needs --external-cases.
+                           Without --claim, only the ext_* claims run. A bad, truncated or
+                           mismatched file is bad input (exit 2, no report)
+  --external-cases PATH    the cases file the results answer (written by
+                           `forge-verify external-cases --set ci|forge [--seed N] [--force] OUT`)
   --require-gpu            a GPU claim that did not run (no GPU) fails the run (exit 4); the
                            GPU runner's entry point always passes it
   --force                  replace existing regular files at the report, JSON and JUnit paths
@@ -238,6 +246,8 @@ VerifyConfig parse_args(int argc, char** argv, RunOptions& run) {
     else if (a == "--json") run.json_path = need(i);
     else if (a == "--junit") run.junit_path = need(i);
     else if (a == "--bench-json") run.bench_json = need(i);
+    else if (a == "--external") cfg.external_results.push_back(need(i));
+    else if (a == "--external-cases") cfg.external_cases = need(i);
     else if (a == "--rule") {
       run.given |= kOptRule;
       for (const auto& n : split_list(need(i), a)) {
@@ -296,6 +306,12 @@ VerifyConfig parse_args(int argc, char** argv, RunOptions& run) {
   }
   for (const auto& c : cfg.claims)
     if (!find_claim(c)) throw UsageError("unknown claim '" + c + "' (see --list-claims)");
+  if (cfg.external_results.empty() != cfg.external_cases.empty())
+    throw UsageError("--external and --external-cases go together (docs/EXTERNAL_PRODUCER.md)");
+  // Judging external files: by default only the claims that read them.
+  if (!cfg.external_results.empty() && cfg.claims.empty())
+    for (const ClaimInfo& c : claim_registry())
+      if (c.id.starts_with("ext_")) cfg.claims.push_back(c.id);
   if (cfg.report_path.empty()) {
     // Unique per run: two runs started in the same second in one folder differ by pid (and the
     // no-replace rename keeps either from ever replacing the other's report).
@@ -527,6 +543,15 @@ int run(int argc, char** argv) {
       throw UsageError(std::string("--bench-json: ") + e.what());
     }
   }
+  // External files are validated in full now: a bad one is bad input, refused before the run.
+  const ExternalRun* external = nullptr;
+  if (!cfg.external_results.empty()) {
+    try {
+      external = &external_run(cfg);
+    } catch (const ext::ExternalFileError& e) {
+      throw UsageError(std::string("external producer: ") + e.what());
+    }
+  }
   install_interrupt_handlers(outputs);
   const DeviceInfo dev = query_device_info();
   cfg.gpu_available = dev.available;
@@ -555,6 +580,16 @@ int run(int argc, char** argv) {
                    c->id.c_str(), option_flags(ignored).c_str());
     }
   meta.set("options_not_honoured", not_honoured.empty() ? "none" : not_honoured);
+  // What was judged: each external file's provenance, under external.<path>.<key>.
+  if (external) {
+    meta.set("external.cases", cfg.external_cases + " (" + external->cases->header().cases_id + ")");
+    for (const auto& r : external->results) {
+      const std::string k = "external." + r->path_name() + ".";
+      meta.set(k + "file", r->path()).set(k + "producer", r->producer()).set(k + "role", r->role())
+          .set(k + "order_model", r->order().describe());
+      for (const auto& [key, value] : r->meta()) meta.set(k + key, value);
+    }
+  }
   Report report(meta);
   for (const ClaimInfo& c : claim_registry()) report.declare_claim(c.id, c.datasets);
 
@@ -638,6 +673,7 @@ int run(int argc, char** argv) {
 // error, never 1, which only a failed check gives.
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "diff") return fh::run_diff(argc - 1, argv + 1);
+  if (argc > 1 && std::string(argv[1]) == "external-cases") return fh::run_external_cases(argc - 1, argv + 1, fh::kGitRevision);
   try {
     return fh::run(argc, argv);
   } catch (const fh::UsageError& e) {

@@ -1,0 +1,75 @@
+// ext_prop1: Proposition 1 in an external producer's own terms. Its fused path against its own
+// two-phase path (G materialized, then the producer's optimizer-only step), bitwise, on every
+// adamw and adamw_int8 case both ran: W, and the stored state (m, v; or the INT8 codes and
+// scales) after every step. A fused file of a producer with no two-phase file is not run.
+#include "oracles/param_compare.h"
+#include "suites/claims/claim_entries.h"
+#include "suites/claims/external_common.h"
+
+namespace fh {
+
+namespace {
+
+// Every stored output of the case, both files, bit for bit.
+ParamEvidence compare_outputs(const ext::ResultsFile& a, const ext::ResultsFile& b, const ext::CaseSpec& c) {
+  ParamEvidence ev;
+  for (const ext::ResultDatasetSpec& d : ext::case_outputs(c)) {
+    if (d.optional) continue;  // G: a two-phase path's input, not an output to compare
+    const ext::Tensor ta = a.load(c.id, d.name), tb = b.load(c.id, d.name);
+    const int64_t per_step = ta.numel() / c.steps;
+    const int64_t cols = d.shape.back();
+    for (int64_t s = 0; s < c.steps; ++s) {
+      BitwiseContext ctx;
+      ctx.name = d.name + " after step " + std::to_string(s);
+      ctx.step = s;
+      const ext::Tensor sa = ta.slab(s), sb = tb.slab(s);
+      BitwiseReport r;
+      if (d.dtype == ext::Dtype::bf16) r = compare_bitwise(sa.u16(), sb.u16(), per_step / cols, cols, ctx);
+      else if (d.dtype == ext::Dtype::int8) {
+        ctx.signed_codes = true;
+        r = compare_bitwise(sa.u8(), sb.u8(), per_step / cols, cols, ctx);
+      } else r = compare_bitwise(sa.floats(), sb.floats(), per_step / cols, cols, ctx);
+      ev.add(r, d.name);
+    }
+  }
+  return ev;
+}
+
+}  // namespace
+
+void claim_ext_prop1(const VerifyConfig& cfg, Report& report, const Progress& progress) {
+  if (external_absent(cfg, report, "ext_prop1")) return;
+  const ExternalRun& run = external_run(cfg);
+  for (const auto& f : run.results) {
+    if (f->role() != "fused") continue;
+    std::vector<const ext::ResultsFile*> partners;
+    for (const auto& p : run.results)
+      if (p->role() == "two_phase" && p->producer() == f->producer()) partners.push_back(p.get());
+    if (partners.empty()) {
+      report.add_case("ext_prop1", f->path_name() + ".all")
+          .set_attr("producer", f->producer()).set_attr("path", f->path_name())
+          .add_check(Check::not_run("fused_equals_two_phase", "no two-phase results file of producer " + f->producer()));
+      continue;
+    }
+    for (const ext::ResultsFile* p : partners) {
+      int64_t judged = 0;
+      for (const ext::CaseSpec& c : run.cases->cases()) {
+        if (c.kind == "order_probe") continue;
+        const ext::ResultCase* fc = f->find(c.id);
+        const ext::ResultCase* pc = p->find(c.id);
+        if (!fc && !pc) continue;  // neither path takes this case (e.g. fp32 paths on INT8 cases)
+        CaseRecord& cs = report.add_case("ext_prop1", f->path_name() + "_vs_" + p->path_name() + "." + c.id);
+        set_external_attrs(cs, *f);
+        cs.set_attr("two_phase_path", p->path_name()).set_attr("two_phase_g_source", p->meta().count("g_source") ? p->meta().at("g_source") : "unknown");
+        if (record_not_ok(cs, *f, c.id) || record_not_ok(cs, *p, c.id)) continue;
+        progress_set_case(f->path_name() + " vs " + p->path_name() + " " + c.id);
+        cs.add_check(bitwise_check("fused_equals_two_phase", compare_outputs(*f, *p, c),
+                                   "the fused path's W or state differs from its own two-phase path's"));
+        ++judged;
+      }
+      progress.note(f->path_name() + " vs " + p->path_name() + ": " + std::to_string(judged) + " cases compared");
+    }
+  }
+}
+
+}  // namespace fh
