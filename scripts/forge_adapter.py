@@ -198,14 +198,15 @@ class Env:
         return x.to(self.dev).contiguous()
 
     def bits(self, x, dtype_name):
+        """A snapshot (copy) of the tensor's bits: the tensor itself is updated in place later."""
         t = self.torch
         x = x.detach().contiguous().cpu()
         if dtype_name == "bf16":
             assert x.dtype == t.bfloat16, x.dtype
-            return x.view(t.int16).numpy().view(np.uint16)
+            return x.view(t.int16).numpy().view(np.uint16).copy()
         if dtype_name == "fp32":
             assert x.dtype == t.float32, x.dtype
-            return x.view(t.int32).numpy().view(np.uint32)
+            return x.view(t.int32).numpy().view(np.uint32).copy()
         assert x.dtype == t.int8, x.dtype
         return x.numpy().copy()
 
@@ -780,11 +781,15 @@ def make_timed_call(env, out, inp, T):
 def run_timing(env, args, tmp_path, warmup=5, reps=30):
     t = env.torch
     benchmarks = []
-    for shape in args.timing_shapes.split(","):
+    shapes = []
+    for shape in args.timing_shapes.split(","):  # all checked before anything runs
         try:
             out, inp, T = (int(s) for s in shape.lower().split("x"))
         except ValueError:
             raise BadInput("--timing-shapes: '%s' is not OUTxINxT" % shape)
+        shapes.append((out, inp, T))
+    for out, inp, T in shapes:
+        call = None  # drops the previous shape's tensors before the next allocation
         name = "forge/%s/%dx%dx%d" % (env.path, out, inp, T)
         try:
             call = make_timed_call(env, out, inp, T)
@@ -813,6 +818,7 @@ def run_timing(env, args, tmp_path, warmup=5, reps=30):
             benchmarks.append({"name": name, "run_name": name, "run_type": "iteration",
                                "error_occurred": True, "error_message": err_text(e)})
             print("timing %s: FAILED %s" % (name, err_text(e)), flush=True)
+        call = None
         t.cuda.empty_cache()
     doc = {
         "context": {

@@ -1,0 +1,270 @@
+// The external-producer interface end to end on the CPU (issue 16): the harness writes the "ci"
+// cases, producers that are not the project's kernel answer them (scripts/numpy_producer.py, a
+// plain numpy step, and a C++ producer here that steps with the host model of torch's fused
+// AdamW), and the ext_* claims judge the files. Each claim must pass on honest files and fail on
+// a planted defect: a one-ulp change in W, a wrong order declaration, a corrupted INT8 code.
+// Bad files (truncated, another cases file's results, a missing dataset) are refused.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "kernels/rules/adamw_torch_fused.h"
+#include "reports/external_io.h"
+#include "suites/claims/claim_entries.h"
+#include "suites/claims/external_common.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using fh::ext::Tensor;
+
+struct Dir {
+  fs::path p;
+  Dir() {
+    p = fs::temp_directory_path() / ("fh_ext_" + std::to_string(::getpid()));
+    fs::create_directories(p);
+  }
+  ~Dir() { fs::remove_all(p); }
+  std::string operator/(const std::string& n) const { return (p / n).string(); }
+};
+
+const Dir& dir() {
+  static Dir d;
+  return d;
+}
+
+std::string cases_path() {
+  static const std::string p = [] {
+    const std::string c = dir() / "ci.h5";
+    fh::write_external_cases(c, "ci", 20261203, "test");
+    return c;
+  }();
+  return p;
+}
+
+// scripts/numpy_producer.py (the CI producer that is not the harness's kernel).
+std::string numpy_results(const std::string& role, const std::string& plant = "") {
+  const std::string out = dir() / ("np_" + role + (plant.empty() ? "" : "_" + plant) + ".h5");
+  if (fs::exists(out)) return out;
+  const std::string cmd = std::string(FH_PYTHON) + " " + FH_SOURCE_DIR + "/scripts/numpy_producer.py " + cases_path() +
+                          " " + out + " --role " + role + (plant.empty() ? "" : " --plant " + plant) + " > /dev/null";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  return out;
+}
+
+// A C++ producer: G from the cases (the fused kernel's order), then torch.optim.AdamW(fused=True)'s
+// step on the host, every adamw case with matching parameter and state dtypes.
+std::string torch_model_results(const std::string& role, bool plant_one_ulp = false) {
+  const std::string out = dir() / ("torch_model_" + role + (plant_one_ulp ? "_ulp" : "") + ".h5");
+  if (fs::exists(out)) return out;
+  const fh::ext::CasesFile cases(cases_path());
+  fh::ext::ResultsHeader h;
+  h.cases_id = cases.header().cases_id;
+  h.producer = "torch_model";
+  h.path = role == "reference" ? "torch_model_reference" : "torch_model_fused";
+  h.role = role;
+  h.order = {"mma_chain", 16, 1, 16};
+  h.meta = {{"package", "host model"}, {"g_source", "cases:G"}};
+  std::vector<fh::ext::ResultCaseOut> outs;
+  bool planted = false;
+  for (const auto& c : cases.cases()) {
+    if (c.kind != "adamw") continue;
+    fh::ext::ResultCaseOut rc;
+    rc.id = c.id;
+    if (c.weight_dtype != c.state_dtype) {
+      rc.status = "unsupported";
+      rc.error = "torch keeps the state in the parameter's dtype";
+      outs.push_back(rc);
+      continue;
+    }
+    fh::AdamWTorchFused::Hyper hp;
+    hp.lr = c.lr; hp.beta1 = c.beta1; hp.beta2 = c.beta2; hp.eps = c.eps; hp.weight_decay = c.weight_decay;
+    const Tensor G = cases.load(c.id, "G");
+    Tensor w = cases.load(c.id, "W0"), m = cases.load(c.id, "m0"), v = cases.load(c.id, "v0");
+    const int64_t n = c.out * c.in;
+    std::vector<float> W, M, V;
+    for (int64_t s = 0; s < c.steps; ++s) {
+      const auto sc = fh::AdamWTorchFused::scalars(hp, c.first_step + s);
+      std::vector<float> ws(static_cast<size_t>(n)), ms(ws), vs(ws);
+      for (int64_t k = 0; k < n; ++k) {
+        float p = w.value(k), st[2] = {m.value(k), v.value(k)};
+        fh::AdamWTorchFused::update(sc, p, G.value(s * n + k), st);
+        ws[size_t(k)] = p; ms[size_t(k)] = st[0]; vs[size_t(k)] = st[1];
+      }
+      w = Tensor::from_floats(w.dtype, {c.out, c.in}, ws);
+      m = Tensor::from_floats(m.dtype, {c.out, c.in}, ms);
+      v = Tensor::from_floats(v.dtype, {c.out, c.in}, vs);
+      if (plant_one_ulp && !planted) {
+        w.bytes[0] ^= 1;  // planted: one ulp (or one bit) in W[0, 0] of the first case's first step
+        planted = true;
+      }
+      for (size_t k = 0; k < size_t(n); ++k) {
+        W.push_back(w.value(int64_t(k)));
+        M.push_back(m.value(int64_t(k)));
+        V.push_back(v.value(int64_t(k)));
+      }
+    }
+    rc.data["W"] = Tensor::from_floats(w.dtype, {c.steps, c.out, c.in}, W);
+    rc.data["m"] = Tensor::from_floats(m.dtype, {c.steps, c.out, c.in}, M);
+    rc.data["v"] = Tensor::from_floats(v.dtype, {c.steps, c.out, c.in}, V);
+    rc.data["G"] = G;
+    outs.push_back(rc);
+  }
+  fh::ext::write_results_file(out, h, outs);
+  return out;
+}
+
+// A copy of a results file with `mutate` applied to one case's named dataset.
+std::string mutated_copy(const std::string& in, const std::string& name, const std::string& case_id,
+                         const std::string& dataset, const std::function<void(Tensor&)>& mutate) {
+  const fh::ext::CasesFile cases(cases_path());
+  const fh::ext::ResultsFile r(in, cases);
+  fh::ext::ResultsHeader h{cases.header().cases_id, r.producer(), r.path_name(), r.role(), r.order(), r.meta()};
+  std::vector<fh::ext::ResultCaseOut> outs;
+  for (const auto& rc : r.cases()) {
+    fh::ext::ResultCaseOut o{rc.id, rc.status, rc.error, rc.detail, {}};
+    if (rc.status == "ok")
+      for (const auto& d : fh::ext::case_outputs(*cases.find(rc.id)))
+        if (!d.optional || r.has(rc.id, d.name)) {
+          o.data[d.name] = r.load(rc.id, d.name);
+          if (rc.id == case_id && d.name == dataset) mutate(o.data[d.name]);
+        }
+    outs.push_back(o);
+  }
+  const std::string out = dir() / name;
+  fh::ext::write_results_file(out, h, outs);
+  return out;
+}
+
+fh::ReportData judge(void (*claim)(const fh::VerifyConfig&, fh::Report&, const fh::Progress&),
+                     const std::vector<std::string>& results) {
+  fh::VerifyConfig cfg;
+  cfg.external_cases = cases_path();
+  cfg.external_results = results;
+  fh::Report report(fh::Meta::unknown());
+  claim(cfg, report, fh::Progress{true});
+  return report.snapshot();
+}
+
+// Every check named `check` in the claim, as "case: verdict".
+std::map<std::string, fh::Verdict> verdicts(const fh::ReportData& r, const std::string& claim, const std::string& check) {
+  std::map<std::string, fh::Verdict> out;
+  for (const auto& cl : r.claims)
+    if (cl.name == claim)
+      for (const auto& cs : cl.cases)
+        for (const auto& ck : cs.checks)
+          if (ck.name == check) out[cs.name] = ck.verdict;
+  return out;
+}
+
+int count(const std::map<std::string, fh::Verdict>& m, fh::Verdict v) {
+  int n = 0;
+  for (const auto& [k, x] : m) n += x == v;
+  return n;
+}
+
+TEST(ext_order_probe, NumpyProducerOrderIsIdentifiedAndAWrongDeclarationFails) {
+  const auto r = judge(fh::claim_ext_order_probe, {numpy_results("fused")});
+  const auto v = verdicts(r, "ext_order_probe", "g_matches_declared_order");
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v.begin()->second, fh::Verdict::pass);
+  const fh::CaseData* cs = r.find_case("ext_order_probe", "numpy_fused.probe_64x48_t70");
+  ASSERT_NE(cs, nullptr);
+  std::string identified;
+  for (const auto& [k, val] : cs->attrs)
+    if (k == "identified_order") identified = val;
+  EXPECT_EQ(identified, "fp32_sequential");
+  // Planted: the producer declares the tensor-core chain but sums sequentially in fp32.
+  const auto bad = verdicts(judge(fh::claim_ext_order_probe, {numpy_results("fused", "wrong_order")}), "ext_order_probe",
+                            "g_matches_declared_order");
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad.begin()->second, fh::Verdict::fail);
+}
+
+TEST(ext_prop1, NumpyFusedEqualsItsTwoPhaseAndAOneUlpChangeFails) {
+  const auto v = verdicts(judge(fh::claim_ext_prop1, {numpy_results("fused"), numpy_results("two_phase")}), "ext_prop1",
+                          "fused_equals_two_phase");
+  EXPECT_EQ(v.size(), 5u);
+  EXPECT_EQ(count(v, fh::Verdict::pass), 5);
+  const auto bad = verdicts(judge(fh::claim_ext_prop1, {numpy_results("fused", "one_ulp_w"), numpy_results("two_phase")}),
+                            "ext_prop1", "fused_equals_two_phase");
+  EXPECT_EQ(count(bad, fh::Verdict::fail), 1);
+  EXPECT_EQ(count(bad, fh::Verdict::pass), 4);
+  // No two-phase file: not run, never a pass.
+  const auto alone = judge(fh::claim_ext_prop1, {numpy_results("fused")});
+  EXPECT_EQ(alone.find_claim("ext_prop1")->verdict, fh::Verdict::not_run);
+}
+
+TEST(ext_corollary1, TorchArithmeticPassesNumpyArithmeticFailsAndAOneUlpChangeFails) {
+  const std::string ref = torch_model_results("reference");
+  // The torch-model producer has torch's arithmetic: only the order can differ (here it is the same).
+  const auto r = judge(fh::claim_ext_corollary1, {torch_model_results("fused"), ref});
+  const auto ok = verdicts(r, "ext_corollary1", "only_order_differs");
+  EXPECT_EQ(count(ok, fh::Verdict::pass), 3) << "bf16/bf16, late bf16/bf16, fp32/fp32";
+  EXPECT_EQ(count(verdicts(r, "ext_corollary1", "host_torch_model_reproduces_reference"), fh::Verdict::pass), 3);
+  // numpy divides by the bias corrections and adds eps outside sqrt(v / bc2): not torch's arithmetic.
+  const auto np = verdicts(judge(fh::claim_ext_corollary1, {numpy_results("fused"), ref}), "ext_corollary1",
+                           "only_order_differs");
+  EXPECT_EQ(count(np, fh::Verdict::fail), 3);
+  // Planted: one bit of W in the torch-model producer's first case.
+  const auto bad = verdicts(judge(fh::claim_ext_corollary1, {torch_model_results("fused", true), ref}), "ext_corollary1",
+                            "only_order_differs");
+  EXPECT_EQ(count(bad, fh::Verdict::fail), 1);
+  EXPECT_EQ(count(bad, fh::Verdict::pass), 2);
+}
+
+TEST(ext_int8, NumpyCodesAreWithinHalfAStepAndACorruptedCodeFails) {
+  const auto good = judge(fh::claim_ext_int8, {numpy_results("fused")});
+  EXPECT_EQ(count(verdicts(good, "ext_int8", "codes_within_half_step"), fh::Verdict::pass), 1);
+  EXPECT_EQ(count(verdicts(good, "ext_int8", "scale_is_absmax_over_127"), fh::Verdict::pass), 1);
+  // Planted: one m code two steps off, and (separately) a scale doubled.
+  const std::string code = mutated_copy(numpy_results("fused"), "int8_code.h5", "int8_32x128_t20", "m_q", [](Tensor& t) {
+    t.bytes[100] = uint8_t(int8_t(t.bytes[100]) > 0 ? int8_t(t.bytes[100]) - 2 : int8_t(t.bytes[100]) + 2);
+  });
+  EXPECT_EQ(count(verdicts(judge(fh::claim_ext_int8, {code}), "ext_int8", "codes_within_half_step"), fh::Verdict::fail), 1);
+  const std::string scale = mutated_copy(numpy_results("fused"), "int8_scale.h5", "int8_32x128_t20", "v_scale", [](Tensor& t) {
+    uint32_t u;
+    std::memcpy(&u, t.bytes.data() + 8, 4);
+    u += 0x00800000u;  // x2
+    std::memcpy(t.bytes.data() + 8, &u, 4);
+  });
+  EXPECT_EQ(count(verdicts(judge(fh::claim_ext_int8, {scale}), "ext_int8", "scale_is_absmax_over_127"), fh::Verdict::fail), 1);
+}
+
+TEST(ExternalFiles, BadFilesAreRefusedWithTheirName) {
+  const fh::ext::CasesFile cases(cases_path());
+  // Truncated.
+  const std::string good = numpy_results("fused");
+  const std::string trunc = dir() / "trunc.h5";
+  fs::copy_file(good, trunc, fs::copy_options::overwrite_existing);
+  fs::resize_file(trunc, fs::file_size(good) / 2);
+  try {
+    fh::ext::ResultsFile r(trunc, cases);
+    ADD_FAILURE() << "a truncated file was accepted";
+  } catch (const fh::ext::ExternalFileError& e) {
+    EXPECT_NE(std::string(e.what()).find("trunc.h5"), std::string::npos) << e.what();
+  }
+  // Results of another cases file.
+  const std::string other = dir() / "other_cases.h5";
+  fh::write_external_cases(other, "ci", 1, "other");
+  EXPECT_THROW(fh::ext::ResultsFile(good, fh::ext::CasesFile(other)), fh::ext::ExternalFileError);
+  // A dataset of the wrong shape.
+  const std::string shape = mutated_copy(good, "bad_shape.h5", "adamw_bf16_bf16_48x40_t37", "W", [](Tensor& t) {
+    t.shape = {t.shape[0], t.shape[1] * t.shape[2]};
+  });
+  try {
+    fh::ext::ResultsFile r(shape, cases);
+    ADD_FAILURE() << "a dataset of the wrong shape was accepted";
+  } catch (const fh::ext::ExternalFileError& e) {
+    EXPECT_NE(std::string(e.what()).find("/cases/adamw_bf16_bf16_48x40_t37/W"), std::string::npos) << e.what();
+  }
+  // Not an HDF5 file at all.
+  const std::string junk = dir() / "junk.h5";
+  std::ofstream(junk) << "not hdf5";
+  EXPECT_THROW(fh::ext::ResultsFile(junk, cases), fh::ext::ExternalFileError);
+}
+
+}  // namespace
