@@ -205,10 +205,15 @@ TEST(ext_corollary1, TorchArithmeticPassesNumpyArithmeticFailsAndAOneUlpChangeFa
   const auto ok = verdicts(r, "ext_corollary1", "only_order_differs");
   EXPECT_EQ(count(ok, fh::Verdict::pass), 3) << "bf16/bf16, late bf16/bf16, fp32/fp32";
   EXPECT_EQ(count(verdicts(r, "ext_corollary1", "host_torch_model_reproduces_reference"), fh::Verdict::pass), 3);
-  // numpy divides by the bias corrections and adds eps outside sqrt(v / bc2): not torch's arithmetic.
+  // numpy divides by the bias corrections and adds eps outside sqrt(v / bc2): not torch's
+  // arithmetic. fp32 storage shows it, and so does bf16 from a non-zero state; at step 1 from zero
+  // moments on this small case, bf16 rounding hides every difference (the check says so: pass).
   const auto np = verdicts(judge(fh::claim_ext_corollary1, {numpy_results("fused"), ref}), "ext_corollary1",
                            "only_order_differs");
-  EXPECT_EQ(count(np, fh::Verdict::fail), 3);
+  std::string listed;
+  for (const auto& [k, x] : np) listed += k + "=" + fh::verdict_name(x) + " ";
+  EXPECT_EQ(np.at("numpy_fused.adamw_fp32_fp32_48x40_t37"), fh::Verdict::fail) << listed;
+  EXPECT_EQ(np.at("numpy_fused.adamw_bf16_bf16_late_48x40_t37"), fh::Verdict::fail) << listed;
   // Planted: one bit of W in the torch-model producer's first case.
   const auto bad = verdicts(judge(fh::claim_ext_corollary1, {torch_model_results("fused", true), ref}), "ext_corollary1",
                             "only_order_differs");
