@@ -660,13 +660,13 @@ def write_results(env, args, tmp_path):
 
         meta = rf.create_group("meta")
         meta.attrs["package"] = "torch" if is_torch else "fused_grad_optimizer"
-        meta.attrs["version"] = t.__version__ if is_torch else env.forge_version
+        meta.attrs["version"] = str(t.__version__ if is_torch else env.forge_version)
         meta.attrs["commit"] = str(getattr(t.version, "git_version", "unknown")) if is_torch else args.forge_commit
         meta.attrs["switches"] = env.switches_json()
-        meta.attrs["triton"] = env.triton_version
-        meta.attrs["torch"] = t.__version__
+        meta.attrs["triton"] = str(env.triton_version)
+        meta.attrs["torch"] = str(t.__version__)
         meta.attrs["cuda"] = str(t.version.cuda)
-        meta.attrs["device"] = t.cuda.get_device_name()
+        meta.attrs["device"] = str(t.cuda.get_device_name())
         meta.attrs["g_source"] = spec.get("g_source", "own: computed in the fused kernel, never materialized")
 
         out = rf.create_group("cases")
