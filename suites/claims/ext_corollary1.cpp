@@ -68,9 +68,12 @@ ParamEvidence compare_step(const StepOut& a, const StepOut& b, const ext::CaseSp
   return ev;
 }
 
-StepOut file_step(const ext::ResultsFile& r, const std::string& id, int64_t s) {
-  return {r.load(id, "W").slab(s), r.load(id, "m").slab(s), r.load(id, "v").slab(s)};
-}
+// One file's W, m and v of a case, every step, read once.
+struct CaseOut {
+  ext::Tensor W, m, v;  // [steps, out, in] each
+  CaseOut(const ext::ResultsFile& r, const std::string& id) : W(r.load(id, "W")), m(r.load(id, "m")), v(r.load(id, "v")) {}
+  StepOut step(int64_t s) const { return {W.slab(s), m.slab(s), v.slab(s)}; }
+};
 
 double ulp_of(const BitwiseReport& r) { return r.max_ulp == kUlpNaN ? INFINITY : double(r.max_ulp); }
 
@@ -101,8 +104,9 @@ void claim_ext_corollary1(const VerifyConfig& cfg, Report& report, const Progres
       // Measured: the deviation from the reference after every step.
       std::vector<int64_t> w_diff, m_diff, v_diff;
       std::vector<double> w_ulp;
+      const CaseOut path_out(*f, c.id), ref_out(*ref, c.id);
       for (int64_t s = 0; s < c.steps; ++s) {
-        const StepOut a = file_step(*f, c.id, s), b = file_step(*ref, c.id, s);
+        const StepOut a = path_out.step(s), b = ref_out.step(s);
         const BitwiseReport rw = compare_tensors(a.W, b.W, "W", c.out, c.in);
         w_diff.push_back(rw.n_differ);
         w_ulp.push_back(ulp_of(rw));
@@ -122,7 +126,7 @@ void claim_ext_corollary1(const VerifyConfig& cfg, Report& report, const Progres
       }
       const std::vector<float> g_ref = ref->load(c.id, "G").slab(0).floats();
       const StepOut model_ref = torch_model_step(*run.cases, c, g_ref);
-      const StepOut ref0 = file_step(*ref, c.id, 0);
+      const StepOut ref0 = ref_out.step(0);
       cs.add_check(bitwise_check("host_torch_model_reproduces_reference", compare_step(model_ref, ref0, c, "host model vs reference"),
                                  "the host model of torch's fused AdamW does not reproduce the reference on its own G: "
                                  "the decomposition below cannot be trusted"));
@@ -141,7 +145,7 @@ void claim_ext_corollary1(const VerifyConfig& cfg, Report& report, const Progres
       cs.set_attr("g_path_source", g_source);
       const StepOut model_path = torch_model_step(*run.cases, c, g_path);
       const ParamEvidence order_part = compare_step(model_path, ref0, c, "torch model on G_path vs reference");
-      const ParamEvidence arith_part = compare_step(file_step(*f, c.id, 0), model_path, c, "path vs torch model on G_path");
+      const ParamEvidence arith_part = compare_step(path_out.step(0), model_path, c, "path vs torch model on G_path");
       cs.add_i64("step0_order_part_differing", {order_part.differing},
                  "step 0: elements (W, m, v) where torch's step on the path's G differs from the reference: the GEMM order's part");
       cs.add_i64("step0_arithmetic_part_differing", {arith_part.differing},
