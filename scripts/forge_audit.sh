@@ -9,7 +9,8 @@
 #   model   scripts/forge_model_bench.py, one process per configuration (Llama-3.1-8B shape).
 #   timing  per-layer times: each FORGE path and torch (adapter --timing) beside forge-bench's
 #           fused kernel and cuBLAS + rule at the same shapes.
-# Usage: scripts/forge_audit.sh OUT PHASE...   Env: FH_AUDIT_PATHS (paths to run), FH_AUDIT_JOBS.
+# Usage: scripts/forge_audit.sh OUT PHASE...   Env: FH_AUDIT_PATHS (paths, each NAME or NAME@REGEX),
+# FH_AUDIT_JOBS, FH_ADAPTER_TIMEOUT, FH_AUDIT_KERNELS=0 (skip the kernel collection).
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="${1:?usage: forge_audit.sh OUT PHASE...}"
@@ -38,21 +39,38 @@ phase_paths() {
   local cases="$WORK/cases_forge.h5"
   [ -f "$cases" ] || "$FV" external-cases --set forge "$cases" > "$OUT/logs/cases.log" 2>&1 || { say "cases: FAILED"; cat "$OUT/logs/cases.log"; return 1; }
   say "cases: $(tail -1 "$OUT/logs/cases.log")"
+  $PY "$ROOT/scripts/forge_golden.py" "$OUT/forge_elementwise_h200.bin" --forge-src "$FORGE_SRC" > "$OUT/logs/golden.log" 2>&1 &
+  local golden_pid=$!
+  # A path runs as one process, or as several over disjoint cases ("name@REGEX": --cases-filter),
+  # merged afterwards into one results file per path (scripts/merge_results.py).
   local paths="${FH_AUDIT_PATHS:-persistent autotuned tma tma_ws streamk opt_only int8 int8_opt_only sgd torch_reference fp8 wmma_v3 cutlass_hopper}"
-  local t0=$(date +%s)
+  local t0=$(date +%s) k=0 jobs="$WORK/jobs.txt"
+  : > "$jobs"
+  for e in $paths; do
+    k=$((k + 1))
+    local name="${e%%@*}" filter=""
+    [ "$name" != "$e" ] && filter="--cases-filter '${e#*@}'"
+    echo "timeout ${FH_ADAPTER_TIMEOUT:-400} $PY '$ROOT/scripts/forge_adapter.py' '$cases' '$WORK/part_${name}_$k.h5' --path $name $filter --forge-src '$FORGE_SRC' > '$OUT/logs/adapter_${name}_$k.log' 2>&1; echo \"adapter $e: rc \$?\"" >> "$jobs"
+  done
   # Several adapters at once on the one GPU: nothing is timed here (bits do not depend on load).
-  printf '%s\n' $paths | xargs -P "${FH_AUDIT_JOBS:-4}" -I{} sh -c \
-    "timeout ${FH_ADAPTER_TIMEOUT:-400} $PY '$ROOT/scripts/forge_adapter.py' '$cases' '$WORK/res_{}.h5' --path {} --forge-src '$FORGE_SRC' > '$OUT/logs/adapter_{}.log' 2>&1; echo \"adapter {}: rc \$?\""  | tee -a "$OUT/AUDIT.txt"
+  tr '\n' '\0' < "$jobs" | xargs -0 -n 1 -P "${FH_AUDIT_JOBS:-4}" sh -c 'eval "$1"' job | tee -a "$OUT/AUDIT.txt"
   say "adapters: $(( $(date +%s) - t0 )) s"
-  local args=()
-  for p in $paths; do
-    if [ -f "$WORK/res_$p.h5" ]; then args+=(--external "$WORK/res_$p.h5"); else say "path $p: no results file (see logs/adapter_$p.log)"; fi
+  local args=() done_names=""
+  for e in $paths; do
+    local name="${e%%@*}"
+    case " $done_names " in *" $name "*) continue ;; esac
+    done_names="$done_names $name"
+    local parts=("$WORK"/part_"$name"_*.h5)
+    if [ ! -f "${parts[0]}" ]; then say "path $name: no results file (see logs/adapter_${name}_*.log)"; continue; fi
+    $PY "$ROOT/scripts/merge_results.py" "$WORK/res_$name.h5" "${parts[@]}" >> "$OUT/logs/merge.log" 2>&1 \
+      && args+=(--external "$WORK/res_$name.h5") || say "path $name: merge failed (logs/merge.log)"
   done
   "$FV" "${args[@]}" --external-cases "$cases" --report "$OUT/audit_report.h5" --json "$OUT/audit_summary.json" --force \
     > "$OUT/logs/verify.log" 2>&1
   say "forge-verify --external: rc $? ($(grep -m1 '^overall' "$OUT/logs/verify.log"))"
-  $PY "$ROOT/scripts/forge_golden.py" "$OUT/forge_elementwise_h200.bin" --forge-src "$FORGE_SRC" > "$OUT/logs/golden.log" 2>&1
+  wait "$golden_pid"
   say "golden: rc $? $(tail -1 "$OUT/logs/golden.log")"
+  [ "${FH_AUDIT_KERNELS:-1}" = 1 ] || return 0
   # What Triton compiled: PTX, TTGIR and the SASS of every cubin, one archive.
   local k="$WORK/kernels"
   rm -rf "$k" && mkdir -p "$k"

@@ -98,6 +98,18 @@ FH_HD void rcp_neighbours(float x, float& rd, float& ru) {
   else { rd = rn; ru = neg ? toward_zero : away; }
 }
 
+// A table measured on the GPU (sorted input bits -> the instruction's output bits): finds u.
+FH_HD bool approx_table_lookup(const uint32_t* in_bits, const uint32_t* out_bits, size_t count, uint32_t u,
+                               uint32_t& out) {
+  size_t lo = 0, hi = count;
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    if (in_bits[mid] < u) lo = mid + 1; else hi = mid;
+  }
+  if (lo < count && in_bits[lo] == u) { out = out_bits[lo]; return true; }
+  return false;
+}
+
 // Host model of rcp.approx.ftz.f32: round-to-nearest 1/x, with flush-to-zero of subnormal input
 // and output, unless the sorted exception table (input bits -> hardware output bits, measured on
 // the GPU, e.g. by scripts/torch_crosscheck.py) lists x. Without a table it is a model, not the
@@ -110,12 +122,8 @@ struct RcpApproxHostModel {
     uint32_t u = f2u(x);
     if (fisnan(x)) return u2f(0x7fffffffu);
     if ((u & 0x7f800000u) == 0) u &= 0x80000000u;   // ftz input
-    size_t lo = 0, hi = count;
-    while (lo < hi) {
-      const size_t mid = (lo + hi) / 2;
-      if (in_bits[mid] < u) lo = mid + 1; else hi = mid;
-    }
-    if (lo < count && in_bits[lo] == u) return u2f(out_bits[lo]);
+    uint32_t measured;
+    if (approx_table_lookup(in_bits, out_bits, count, u, measured)) return u2f(measured);
     const float r = fdiv(1.0f, u2f(u));
     const uint32_t ru = f2u(r);
     if ((ru & 0x7f800000u) == 0) return u2f(ru & 0x80000000u);  // ftz output

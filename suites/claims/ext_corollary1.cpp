@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "kernels/common/bf16.h"
+#include "kernels/rules/adamw_forge_release.h"
 #include "kernels/rules/adamw_torch_fused.h"
 #include "oracles/param_compare.h"
 #include "oracles/ulp.h"
@@ -27,7 +28,24 @@ struct StepOut {
   ext::Tensor W, m, v;  // one step: [out, in] each
 };
 
-// torch.optim.AdamW(fused=True)'s step on the host, from the case's step-0 inputs and G.
+// One step on the host from the case's step-0 inputs and G; `update(w, g, m, v)` is the rule.
+template <class Update>
+StepOut host_model_step(const ext::CasesFile& cases, const ext::CaseSpec& c, const std::vector<float>& g, Update update) {
+  const ext::Tensor W0 = cases.load(c.id, "W0"), m0 = cases.load(c.id, "m0"), v0 = cases.load(c.id, "v0");
+  const int64_t n = c.out * c.in;
+  std::vector<float> w(static_cast<size_t>(n)), m(static_cast<size_t>(n)), v(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) {
+    w[size_t(k)] = W0.value(k);
+    m[size_t(k)] = m0.value(k);
+    v[size_t(k)] = v0.value(k);
+    update(w[size_t(k)], g[size_t(k)], m[size_t(k)], v[size_t(k)]);
+  }
+  const ext::Dtype wd = W0.dtype, sd = m0.dtype;
+  return {ext::Tensor::from_floats(wd, {c.out, c.in}, w), ext::Tensor::from_floats(sd, {c.out, c.in}, m),
+          ext::Tensor::from_floats(sd, {c.out, c.in}, v)};
+}
+
+// torch.optim.AdamW(fused=True)'s step (kernels/rules/adamw_torch_fused.h).
 StepOut torch_model_step(const ext::CasesFile& cases, const ext::CaseSpec& c, const std::vector<float>& g) {
   AdamWTorchFused::Hyper h;
   h.lr = c.lr;
@@ -37,19 +55,22 @@ StepOut torch_model_step(const ext::CasesFile& cases, const ext::CaseSpec& c, co
   h.weight_decay = c.weight_decay;
   AdamWTorchFused::validate(h);
   const AdamWTorchFused::Scalars s = AdamWTorchFused::scalars(h, c.first_step);
-  const ext::Tensor W0 = cases.load(c.id, "W0"), m0 = cases.load(c.id, "m0"), v0 = cases.load(c.id, "v0");
-  const int64_t n = c.out * c.in;
-  std::vector<float> w(static_cast<size_t>(n)), m(static_cast<size_t>(n)), v(static_cast<size_t>(n));
-  for (int64_t k = 0; k < n; ++k) {
-    float p = W0.value(k), st[2] = {m0.value(k), v0.value(k)};
-    AdamWTorchFused::update(s, p, g[size_t(k)], st);
-    w[size_t(k)] = p;
-    m[size_t(k)] = st[0];
-    v[size_t(k)] = st[1];
-  }
-  const ext::Dtype wd = W0.dtype, sd = m0.dtype;
-  return {ext::Tensor::from_floats(wd, {c.out, c.in}, w), ext::Tensor::from_floats(sd, {c.out, c.in}, m),
-          ext::Tensor::from_floats(sd, {c.out, c.in}, v)};
+  return host_model_step(cases, c, g, [&](float& w, float gk, float& m, float& v) {
+    float st[2] = {m, v};
+    AdamWTorchFused::update(s, w, gk, st);
+    m = st[0];
+    v = st[1];
+  });
+}
+
+// The released FORGE package's step (kernels/rules/adamw_forge_release.h), MUFU.RCP and
+// MUFU.SQRT modelled as round-to-nearest: m and v exact, W exact up to those two instructions.
+StepOut release_model_step(const ext::CasesFile& cases, const ext::CaseSpec& c, const std::vector<float>& g) {
+  const ForgeReleaseAdamW::Scalars s =
+      ForgeReleaseAdamW::scalars({c.lr, c.beta1, c.beta2, c.eps, c.weight_decay}, c.first_step);
+  return host_model_step(cases, c, g, [&](float& w, float gk, float& m, float& v) {
+    ForgeReleaseAdamW::update(s, w, gk, m, v);
+  });
 }
 
 BitwiseReport compare_tensors(const ext::Tensor& a, const ext::Tensor& b, const std::string& name, int64_t rows,
@@ -145,7 +166,14 @@ void claim_ext_corollary1(const VerifyConfig& cfg, Report& report, const Progres
       cs.set_attr("g_path_source", g_source);
       const StepOut model_path = torch_model_step(*run.cases, c, g_path);
       const ParamEvidence order_part = compare_step(model_path, ref0, c, "torch model on G_path vs reference");
-      const ParamEvidence arith_part = compare_step(path_out.step(0), model_path, c, "path vs torch model on G_path");
+      const StepOut p0 = path_out.step(0);
+      const BitwiseReport arith_w = compare_tensors(p0.W, model_path.W, "W path vs torch model on G_path", c.out, c.in),
+                          arith_m = compare_tensors(p0.m, model_path.m, "m path vs torch model on G_path", c.out, c.in),
+                          arith_v = compare_tensors(p0.v, model_path.v, "v path vs torch model on G_path", c.out, c.in);
+      ParamEvidence arith_part;
+      arith_part.add(arith_w, "W");
+      arith_part.add(arith_m, "m");
+      arith_part.add(arith_v, "v");
       cs.add_i64("step0_order_part_differing", {order_part.differing},
                  "step 0: elements (W, m, v) where torch's step on the path's G differs from the reference: the GEMM order's part");
       cs.add_i64("step0_arithmetic_part_differing", {arith_part.differing},
@@ -153,6 +181,27 @@ void claim_ext_corollary1(const VerifyConfig& cfg, Report& report, const Progres
       cs.add_check(bitwise_check("only_order_differs", arith_part,
                                  "on the same G the path's element-wise step differs from torch.optim.AdamW(fused=True): "
                                  "the summation order is not the only discrepancy"));
+      cs.add_i64("step0_arithmetic_part_by_tensor", {arith_w.n_differ, arith_m.n_differ, arith_v.n_differ},
+                 "step 0: the arithmetic part per tensor: W, m, v elements that differ from torch's step on the path's G");
+      // Which operations make the arithmetic part: the release's own arithmetic, modelled.
+      if (f->meta().count("package") && f->meta().at("package") == "fused_grad_optimizer") {
+        const StepOut release = release_model_step(*run.cases, c, g_path);
+        ParamEvidence mv;
+        mv.add(compare_tensors(p0.m, release.m, "m path vs release model", c.out, c.in), "m");
+        mv.add(compare_tensors(p0.v, release.v, "v path vs release model", c.out, c.in), "v");
+        cs.add_check(bitwise_check("release_model_reproduces_m_v", mv,
+                                   "the host model of the release's arithmetic does not reproduce its m and v on the same G"));
+        const BitwiseReport w_rel = compare_tensors(p0.W, release.W, "W path vs release model", c.out, c.in);
+        cs.add_i64("step0_w_differing_from_release_model", {w_rel.n_differ},
+                   "step 0: W elements where the path differs from the release model with round-to-nearest MUFU.RCP "
+                   "and MUFU.SQRT: the part only those approximate instructions can explain");
+        cs.set_attr("arithmetic_part_operations",
+                    "m, v: fma(1-b1, g, b1*m) and fma((1-b2)*g, g, b2*v) instead of torch's fma(b, s, fma(-b, g, g)); "
+                    "W: w*fma(-lr, wd, 1) fused with the step, m/bc1 and v/bc2 as div.full (MUFU.RCP), "
+                    "sqrt.approx (MUFU.SQRT), instead of torch's decay-first fma, IEEE sqrt and division by sqrt(bc2)");
+      } else {
+        cs.add_check(Check::not_run("release_model_reproduces_m_v", "the path is not the FORGE release (meta package)"));
+      }
       progress.note(f->path_name() + " " + c.id + ": order part " + std::to_string(order_part.differing) +
                     ", arithmetic part " + std::to_string(arith_part.differing) + " elements");
     }
