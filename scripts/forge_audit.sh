@@ -6,11 +6,13 @@
 #           results file per path, several processes at a time), judges every file with
 #           forge-verify --external, records the element-wise golden set (scripts/forge_golden.py),
 #           and keeps the PTX/TTGIR/SASS that Triton produced for the judged kernels.
+#   judge   only the judging step of paths (merge and forge-verify), over part files already there.
 #   model   scripts/forge_model_bench.py, one process per configuration (Llama-3.1-8B shape).
 #   timing  per-layer times: each FORGE path and torch (adapter --timing) beside forge-bench's
 #           fused kernel and cuBLAS + rule at the same shapes.
 # Usage: scripts/forge_audit.sh OUT PHASE...   Env: FH_AUDIT_PATHS (paths, each NAME or NAME@REGEX),
-# FH_AUDIT_JOBS, FH_ADAPTER_TIMEOUT, FH_AUDIT_KERNELS=0 (skip the kernel collection).
+# FH_AUDIT_JOBS, FH_ADAPTER_TIMEOUT, FH_AUDIT_KERNELS=0 (skip the kernel collection), FH_MODEL_CONFIGS,
+# FH_MODEL_TIMEOUT (per configuration), FH_TIMING_PATHS, FH_TIMING_SHAPES, FH_BENCH_FILTER.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="${1:?usage: forge_audit.sh OUT PHASE...}"
@@ -50,17 +52,28 @@ phase_paths() {
     k=$((k + 1))
     local name="${e%%@*}" filter=""
     [ "$name" != "$e" ] && filter="--cases-filter '${e#*@}'"
-    echo "timeout ${FH_ADAPTER_TIMEOUT:-400} $PY '$ROOT/scripts/forge_adapter.py' '$cases' '$WORK/part_${name}_$k.h5' --path $name $filter --forge-src '$FORGE_SRC' > '$OUT/logs/adapter_${name}_$k.log' 2>&1; echo \"adapter $e: rc \$?\"" >> "$jobs"
+    echo "timeout ${FH_ADAPTER_TIMEOUT:-400} $PY '$ROOT/scripts/forge_adapter.py' '$cases' '$WORK/part_$k.$name.h5' --path $name $filter --forge-src '$FORGE_SRC' > '$OUT/logs/adapter_${name}_$k.log' 2>&1; echo \"adapter $e: rc \$?\"" >> "$jobs"
   done
   # Several adapters at once on the one GPU: nothing is timed here (bits do not depend on load).
   tr '\n' '\0' < "$jobs" | xargs -0 -n 1 -P "${FH_AUDIT_JOBS:-4}" sh -c 'eval "$1"' job | tee -a "$OUT/AUDIT.txt"
   say "adapters: $(( $(date +%s) - t0 )) s"
+  phase_judge
+  wait "$golden_pid"
+  say "golden: rc $? $(tail -1 "$OUT/logs/golden.log")"
+  [ "${FH_AUDIT_KERNELS:-1}" = 1 ] || return 0
+  collect_kernels
+}
+
+# Merges each path's part files and judges them all with forge-verify --external.
+phase_judge() {
+  local cases="$WORK/cases_forge.h5"
+  local paths="${FH_AUDIT_PATHS:-persistent autotuned tma tma_ws streamk opt_only int8 int8_opt_only sgd torch_reference fp8 wmma_v3 cutlass_hopper}"
   local args=() done_names=""
   for e in $paths; do
     local name="${e%%@*}"
     case " $done_names " in *" $name "*) continue ;; esac
     done_names="$done_names $name"
-    local parts=("$WORK"/part_"$name"_*.h5)
+    local parts=("$WORK"/part_*."$name".h5)
     if [ ! -f "${parts[0]}" ]; then say "path $name: no results file (see logs/adapter_${name}_*.log)"; continue; fi
     $PY "$ROOT/scripts/merge_results.py" "$WORK/res_$name.h5" "${parts[@]}" >> "$OUT/logs/merge.log" 2>&1 \
       && args+=(--external "$WORK/res_$name.h5") || say "path $name: merge failed (logs/merge.log)"
@@ -68,9 +81,9 @@ phase_paths() {
   "$FV" "${args[@]}" --external-cases "$cases" --report "$OUT/audit_report.h5" --json "$OUT/audit_summary.json" --force \
     > "$OUT/logs/verify.log" 2>&1
   say "forge-verify --external: rc $? ($(grep -m1 '^overall' "$OUT/logs/verify.log"))"
-  wait "$golden_pid"
-  say "golden: rc $? $(tail -1 "$OUT/logs/golden.log")"
-  [ "${FH_AUDIT_KERNELS:-1}" = 1 ] || return 0
+}
+
+collect_kernels() {
   # What Triton compiled: PTX, TTGIR and the SASS of every cubin, one archive.
   local k="$WORK/kernels"
   rm -rf "$k" && mkdir -p "$k"
@@ -95,7 +108,7 @@ phase_paths() {
 phase_model() {
   for c in ${FH_MODEL_CONFIGS:-torch_fused forge forge_tma_ws forge_int8}; do
     local t0=$(date +%s)
-    $PY "$ROOT/scripts/forge_model_bench.py" --config "$c" --model "${FH_MODEL:-llama8b}" --forge-src "$FORGE_SRC" \
+    timeout "${FH_MODEL_TIMEOUT:-900}" $PY "$ROOT/scripts/forge_model_bench.py" --config "$c" --model "${FH_MODEL:-llama8b}" --forge-src "$FORGE_SRC" \
       --out "$OUT/model_$c.json" > "$OUT/logs/model_$c.log" 2>&1
     say "model $c: rc $? ($(( $(date +%s) - t0 )) s) $(tail -1 "$OUT/logs/model_$c.log")"
   done
@@ -118,9 +131,10 @@ phase_timing() {
 for ph in "$@"; do
   case "$ph" in
     paths) phase_paths ;;
+    judge) phase_judge ;;
     model) phase_model ;;
     timing) phase_timing ;;
-    *) echo "forge_audit: unknown phase '$ph' (paths, model, timing)" >&2; exit 2 ;;
+    *) echo "forge_audit: unknown phase '$ph' (paths, judge, model, timing)" >&2; exit 2 ;;
   esac
 done
 say "== done $(date -u +%FT%TZ)"
