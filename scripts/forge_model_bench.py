@@ -7,6 +7,7 @@ table (README:54-62; survey §7) under stated switches.
 Usage:
   forge_model_bench.py --config torch_fused|forge|forge_tma_ws|forge_int8 --model llama8b|tiny
                        [--steps 20] [--forge-src DIR] --out OUT.json
+  forge_model_bench.py --strict FILE.json   (rewrite an older file's bare NaN as null, in place)
 
   torch_fused   torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
   forge         the README quickstart (README:102-121): every nn.Linear -> FusedLinear.from_linear(
@@ -21,11 +22,12 @@ token ids, loss = model(input_ids, labels=input_ids).loss. The first 3 steps are
 autotuning happens there) and are left out of the median. Peak memory is over all steps, measured
 from after the model build (torch.cuda.reset_peak_memory_stats).
 
-Writes OUT.json with status "ok", or status "failed" and the error (and what was measured before
+Writes OUT.json (strict JSON: a non-finite loss is null, counted in nonfinite_losses) with status "ok", or status "failed" and the error (and what was measured before
 it); exit status 0 or 1. Runs on the GPU runner (torch 2.11, triton 3.6, transformers 5.x).
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -162,13 +164,29 @@ def run(args, result):
     result["timed_steps"] = len(step_ms[WARMUP:])
 
 
+def strict(doc):
+    """Strict JSON: a non-finite number (a NaN loss) becomes null; nonfinite_losses counts them."""
+    def clean(x):
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        if isinstance(x, list):
+            return [clean(v) for v in x]
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        return x
+    out = clean(doc)
+    if "losses" in doc:
+        out["nonfinite_losses"] = sum(1 for v in doc["losses"] if not math.isfinite(v))
+    return out
+
+
 def write_json(path, doc):
     """Through a temp file in the same folder, renamed at the end."""
     out_dir = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".forge_model_bench.", suffix=".tmp", dir=out_dir)
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=1)
+            json.dump(strict(doc), f, indent=1, allow_nan=False)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
@@ -179,6 +197,11 @@ def write_json(path, doc):
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--strict":
+        # An earlier run's file written with bare NaN: the same data as strict JSON, in place.
+        with open(sys.argv[2]) as f:
+            write_json(sys.argv[2], json.load(f))
+        return 0
     ap = argparse.ArgumentParser(description="Llama-shaped step: torch fused AdamW vs FORGE")
     ap.add_argument("--config", required=True, choices=["torch_fused", "forge", "forge_tma_ws", "forge_int8"])
     ap.add_argument("--model", required=True, choices=sorted(MODELS))

@@ -27,6 +27,9 @@ struct VerifyConfig {
   // ext_* claims judge; empty: those claims are not run.
   std::string external_cases;
   std::vector<std::string> external_results;
+  // The audit's measurements (issue 16): scripts/forge_model_bench.py JSON files (ext_model_*)
+  // and Google Benchmark JSON timings (ext_layer_speed); empty: those claims are not run.
+  std::vector<std::string> external_model, external_timing;
 };
 
 // Progress on stderr, so stdout keeps only the verdict table.

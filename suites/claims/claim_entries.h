@@ -32,6 +32,9 @@ FH_CLAIM(ext_order_probe);
 FH_CLAIM(ext_prop1);
 FH_CLAIM(ext_corollary1);
 FH_CLAIM(ext_int8);
+FH_CLAIM(ext_model_memory);
+FH_CLAIM(ext_model_time);
+FH_CLAIM(ext_layer_speed);
 FH_CLAIM(gpu_order_guard);
 #undef FH_CLAIM
 

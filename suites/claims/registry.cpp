@@ -123,7 +123,7 @@ std::vector<ClaimInfo> make_registry() {
        claim_ext_order_probe},
       {"ext_prop1", "Proposition 1 on an external kernel, in its own terms",
        "an external fused path equals the same producer's two-phase path, bitwise (W and state, every step)",
-       {"an external producer's fused and two-phase paths"}, {"oracles/bitwise", "oracles/param_compare"}, {}, 0, false,
+       {"an external producer's fused and two-phase paths"}, {"oracles/bitwise", "oracles/param_compare"}, {"differing_other_g_order"}, 0, false,
        claim_ext_prop1},
       {"ext_corollary1", "Corollary 1 as the FORGE README states it: only the summation order differs",
        "external path vs cuBLAS + torch fused AdamW: deviation per step; step 0 split into GEMM-order and arithmetic parts",
@@ -137,6 +137,19 @@ std::vector<ClaimInfo> make_registry() {
        "external INT8 state: every code within half a step of the true moment, scales = absmax/127, rounding mode reported",
        {"an external producer's INT8 path", "the twin's G in its declared order"}, {"suites/claims/ext_int8 (bound)"},
        {"err_over_half_step_per_step", "codes_not_nearest"}, 0, false, claim_ext_int8},
+      {"ext_model_memory", "The FORGE README's peak memory on Llama-3.1-8B (and the paper's memory saving)",
+       "measured peak per configuration against torch fused AdamW and the README's figure",
+       {"scripts/forge_model_bench.py on the runner (--external-model)"}, {"suites/claims/ext_model (ratio, tolerance)"},
+       {"peak_gib", "peak_gb", "readme_peak", "torch_fused_peak_gib", "nonfinite_losses"}, 0, false, claim_ext_model_memory},
+      {"ext_model_time", "The FORGE README's step time on Llama-3.1-8B",
+       "measured median step time per configuration against torch fused AdamW and the README's figure and spread",
+       {"scripts/forge_model_bench.py on the runner (--external-model)"}, {"suites/claims/ext_model (ratio, spread)"},
+       {"median_ms", "step_ms", "readme_step_ms", "torch_fused_median_ms", "nonfinite_losses"}, 0, false, claim_ext_model_time},
+      {"ext_layer_speed", "The paper's speed claim, per layer",
+       "each external path's time per layer against cuBLAS + torch fused AdamW; the harness's kernels beside it",
+       {"scripts/forge_adapter.py --timing and forge-bench (--external-timing)"}, {"suites/claims/ext_model (ratio)"},
+       {"median_us", "torch_reference_median_us", "harness_fused_median_us", "harness_cublas_median_us"}, 0, false,
+       claim_ext_layer_speed},
   };
 }
 

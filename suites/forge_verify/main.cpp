@@ -29,6 +29,7 @@
 #include "suites/claims/external_common.h"
 #include "suites/forge_verify/diff_main.h"
 #include "suites/forge_verify/external_cases_main.h"
+#include "reports/external_bench.h"
 
 namespace fh {
 namespace {
@@ -94,6 +95,11 @@ Options:
                            mismatched file is bad input (exit 2, no report)
   --external-cases PATH    the cases file the results answer (written by
                            `forge-verify external-cases --set ci|forge [--seed N] [--force] OUT`)
+  --external-model PATH    a model configuration measured by scripts/forge_model_bench.py
+                           (JSON; repeatable): the ext_model_memory and ext_model_time claims
+  --external-timing PATH   per-layer timings, Google Benchmark JSON (forge_adapter.py --timing,
+                           forge-bench; repeatable): the ext_layer_speed claim. Bad JSON is bad
+                           input (exit 2, no report)
   --require-gpu            a GPU claim that did not run (no GPU) fails the run (exit 4); the
                            GPU runner's entry point always passes it
   --force                  replace existing regular files at the report, JSON and JUnit paths
@@ -248,6 +254,8 @@ VerifyConfig parse_args(int argc, char** argv, RunOptions& run) {
     else if (a == "--bench-json") run.bench_json = need(i);
     else if (a == "--external") cfg.external_results.push_back(need(i));
     else if (a == "--external-cases") cfg.external_cases = need(i);
+    else if (a == "--external-model") cfg.external_model.push_back(need(i));
+    else if (a == "--external-timing") cfg.external_timing.push_back(need(i));
     else if (a == "--rule") {
       run.given |= kOptRule;
       for (const auto& n : split_list(need(i), a)) {
@@ -308,8 +316,17 @@ VerifyConfig parse_args(int argc, char** argv, RunOptions& run) {
     if (!find_claim(c)) throw UsageError("unknown claim '" + c + "' (see --list-claims)");
   if (cfg.external_results.empty() != cfg.external_cases.empty())
     throw UsageError("--external and --external-cases go together (docs/EXTERNAL_PRODUCER.md)");
+  // The audit's measurements are read in full now: a bad file is bad input.
+  try {
+    for (const auto& f : cfg.external_model) read_model_bench_json(f);
+    for (const auto& f : cfg.external_timing) {
+      read_benchmark_json(f);
+      read_benchmark_errors(f);
+    }
+  } catch (const std::invalid_argument& e) { throw UsageError(e.what()); }
   // Judging external files: by default only the claims that read them.
-  if (!cfg.external_results.empty() && cfg.claims.empty())
+  const bool any_external = !cfg.external_results.empty() || !cfg.external_model.empty() || !cfg.external_timing.empty();
+  if (any_external && cfg.claims.empty())
     for (const ClaimInfo& c : claim_registry())
       if (c.id.starts_with("ext_")) cfg.claims.push_back(c.id);
   if (cfg.report_path.empty()) {

@@ -1,0 +1,116 @@
+// ext_model_memory, ext_model_time and ext_layer_speed (suites/claims/ext_model.cpp) on small
+// hand-written measurement files: honest numbers pass, and each planted defect fails its check
+// (a peak above torch's, a NaN training, a configuration that crashed, a slower layer, a path
+// that failed at a shape); bad JSON is refused by the readers.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+#include <map>
+#include <string>
+
+#include "reports/external_bench.h"
+#include "suites/claims/claim_entries.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string write(const std::string& name, const std::string& text) {
+  const fs::path dir = fs::temp_directory_path() / ("fh_ext_model_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path p = dir / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+std::string model_json(const std::string& config, double peak_gib, double median_ms, const std::string& losses = "[3.0, 2.0]",
+                       const std::string& status = "ok") {
+  return write("model_" + config + ".json",
+               "{\"config\": \"" + config + "\", \"model\": \"llama8b\", \"status\": \"" + status +
+                   "\", \"error\": \"OutOfMemoryError: planted\", \"batch\": 1, \"seq\": 512, \"dtype\": \"bf16\", \"steps\": 20, "
+                   "\"warmup_steps\": 3, \"peak_bytes\": " + std::to_string(peak_gib * 1073741824.0) +
+                   ", \"median_ms\": " + std::to_string(median_ms) + ", \"step_ms\": [1.0], \"losses\": " + losses + "}");
+}
+
+std::string timing_json(const std::string& path, double us_4096, bool fail_14336) {
+  std::string runs = "{\"name\": \"forge/" + path + "/4096x4096x512\", \"run_name\": \"forge/" + path +
+                     "/4096x4096x512\", \"run_type\": \"iteration\", \"repetitions\": 1, \"repetition_index\": 0, "
+                     "\"iterations\": 1, \"real_time\": " + std::to_string(us_4096 * 1e3) + ", \"cpu_time\": 1, \"time_unit\": \"ns\"}";
+  if (fail_14336)
+    runs += ", {\"name\": \"forge/" + path + "/14336x4096x512\", \"run_name\": \"forge/" + path +
+            "/14336x4096x512\", \"run_type\": \"iteration\", \"error_occurred\": true, \"error_message\": \"illegal instruction\"}";
+  return write("timing_" + path + ".json", "{\"context\": {}, \"benchmarks\": [" + runs + "]}");
+}
+
+fh::ReportData judge(void (*claim)(const fh::VerifyConfig&, fh::Report&, const fh::Progress&),
+                     const std::vector<std::string>& model, const std::vector<std::string>& timing = {}) {
+  fh::VerifyConfig cfg;
+  cfg.external_model = model;
+  cfg.external_timing = timing;
+  fh::Report report(fh::Meta::unknown());
+  claim(cfg, report, fh::Progress{true});
+  return report.snapshot();
+}
+
+fh::Verdict verdict(const fh::ReportData& r, const std::string& case_name, const std::string& check) {
+  for (const auto& cl : r.claims)
+    for (const auto& cs : cl.cases)
+      if (cs.name == case_name)
+        for (const auto& ck : cs.checks)
+          if (ck.name == check) return ck.verdict;
+  ADD_FAILURE() << "no check " << check << " in case " << case_name;
+  return fh::Verdict::error;
+}
+
+TEST(ExtModelClaims, HonestMeasurementsPass) {
+  const std::vector<std::string> files = {model_json("torch_fused", 60.0, 134.0), model_json("forge", 48.5, 112.0)};
+  const auto mem = judge(fh::claim_ext_model_memory, files);
+  EXPECT_EQ(verdict(mem, "forge.llama8b", "below_torch_fused"), fh::Verdict::pass);
+  EXPECT_EQ(verdict(mem, "forge.llama8b", "matches_readme_peak"), fh::Verdict::pass);
+  EXPECT_EQ(verdict(mem, "torch_fused.llama8b", "matches_readme_peak"), fh::Verdict::pass);
+  const auto time = judge(fh::claim_ext_model_time, files);
+  EXPECT_EQ(verdict(time, "forge.llama8b", "faster_than_torch_fused"), fh::Verdict::pass);
+  EXPECT_EQ(verdict(time, "forge.llama8b", "matches_readme_step_time"), fh::Verdict::pass);
+  EXPECT_EQ(verdict(time, "forge.llama8b", "losses_finite"), fh::Verdict::pass);
+}
+
+TEST(ExtModelClaims, PlantedDefectsFail) {
+  const std::string torch = model_json("torch_fused", 60.0, 134.0);
+  // A peak above torch's and off the README, a slower step outside the README's spread.
+  const auto mem = judge(fh::claim_ext_model_memory, {torch, model_json("forge", 61.0, 150.0)});
+  EXPECT_EQ(verdict(mem, "forge.llama8b", "below_torch_fused"), fh::Verdict::fail);
+  EXPECT_EQ(verdict(mem, "forge.llama8b", "matches_readme_peak"), fh::Verdict::fail);
+  const auto time = judge(fh::claim_ext_model_time, {torch, model_json("forge", 48.0, 150.0)});
+  EXPECT_EQ(verdict(time, "forge.llama8b", "faster_than_torch_fused"), fh::Verdict::fail);
+  EXPECT_EQ(verdict(time, "forge.llama8b", "matches_readme_step_time"), fh::Verdict::fail);
+  // A training that went to NaN (null in strict JSON), and a configuration that crashed.
+  const auto nan = judge(fh::claim_ext_model_time, {torch, model_json("forge_tma_ws", 48.0, 100.0, "[3.0, null, null]")});
+  EXPECT_EQ(verdict(nan, "forge_tma_ws.llama8b", "losses_finite"), fh::Verdict::fail);
+  const auto crash = judge(fh::claim_ext_model_memory, {torch, model_json("forge_int8", -1, -1, "[]", "failed")});
+  EXPECT_EQ(verdict(crash, "forge_int8.llama8b", "ran"), fh::Verdict::fail);
+  // Without the baseline the comparison is not run, never passed.
+  const auto alone = judge(fh::claim_ext_model_memory, {model_json("forge", 48.0, 110.0)});
+  EXPECT_EQ(verdict(alone, "forge.llama8b", "below_torch_fused"), fh::Verdict::not_run);
+  EXPECT_EQ(verdict(judge(fh::claim_ext_model_memory, {}), "all", "ext_model_memory"), fh::Verdict::not_run);
+}
+
+TEST(ExtModelClaims, LayerSpeed) {
+  const std::string torch = timing_json("torch_reference", 200.0, false);
+  const auto r = judge(fh::claim_ext_layer_speed, {}, {torch, timing_json("persistent", 180.0, false), timing_json("tma", 220.0, true)});
+  EXPECT_EQ(verdict(r, "persistent.4096x4096x512", "faster_than_torch_fused"), fh::Verdict::pass);
+  EXPECT_EQ(verdict(r, "tma.4096x4096x512", "faster_than_torch_fused"), fh::Verdict::fail);
+  EXPECT_EQ(verdict(r, "tma.14336x4096x512", "ran"), fh::Verdict::fail);
+}
+
+TEST(ExtModelClaims, BadJsonIsRefused) {
+  EXPECT_THROW(fh::read_model_bench_json(write("bad.json", "{\"config\": \"forge\", \"losses\": [NaN]")), std::invalid_argument);
+  EXPECT_THROW(fh::read_model_bench_json(write("noconfig.json", "{\"model\": \"x\", \"status\": \"ok\"}")), std::invalid_argument);
+  EXPECT_THROW(fh::read_model_bench_json(write("okbutempty.json", "{\"config\": \"forge\", \"model\": \"x\", \"status\": \"ok\"}")),
+               std::invalid_argument);
+  EXPECT_THROW(fh::read_model_bench_json("/nonexistent/x.json"), std::invalid_argument);
+  EXPECT_THROW(fh::read_benchmark_errors(write("nobench.json", "{}")), std::invalid_argument);
+}
+
+}  // namespace
