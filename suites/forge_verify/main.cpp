@@ -327,8 +327,12 @@ VerifyConfig parse_args(int argc, char** argv, RunOptions& run) {
   // Judging external files: by default only the claims that read them.
   const bool any_external = !cfg.external_results.empty() || !cfg.external_model.empty() || !cfg.external_timing.empty();
   if (any_external && cfg.claims.empty())
-    for (const ClaimInfo& c : claim_registry())
-      if (c.id.starts_with("ext_")) cfg.claims.push_back(c.id);
+    for (const ClaimInfo& c : claim_registry()) {
+      const bool model = c.id.starts_with("ext_model_"), timing = c.id == "ext_layer_speed";
+      if (model ? !cfg.external_model.empty()
+                : timing ? !cfg.external_timing.empty() : c.id.starts_with("ext_") && !cfg.external_results.empty())
+        cfg.claims.push_back(c.id);
+    }
   if (cfg.report_path.empty()) {
     // Unique per run: two runs started in the same second in one folder differ by pid (and the
     // no-replace rename keeps either from ever replacing the other's report).
