@@ -1,4 +1,4 @@
-// ext_model_memory, ext_model_time and ext_layer_speed (suites/claims/ext_model.cpp) on small
+// ext_model_memory, ext_model_time and ext_layer_speed (suites/claims/ext_model_*.cpp, ext_layer_speed.cpp) on small
 // hand-written measurement files: honest numbers pass, and each planted defect fails its check
 // (a peak above torch's, a NaN training, a configuration that crashed, a slower layer, a path
 // that failed at a shape); bad JSON is refused by the readers.
@@ -64,7 +64,7 @@ fh::Verdict verdict(const fh::ReportData& r, const std::string& case_name, const
   return fh::Verdict::error;
 }
 
-TEST(ExtModelClaims, HonestMeasurementsPass) {
+TEST(ext_model_memory, HonestMeasurementsPass) {
   const std::vector<std::string> files = {model_json("torch_fused", 60.0, 134.0), model_json("forge", 48.5, 112.0)};
   const auto mem = judge(fh::claim_ext_model_memory, files);
   EXPECT_EQ(verdict(mem, "forge.llama8b", "below_torch_fused"), fh::Verdict::pass);
@@ -76,7 +76,7 @@ TEST(ExtModelClaims, HonestMeasurementsPass) {
   EXPECT_EQ(verdict(time, "forge.llama8b", "losses_finite"), fh::Verdict::pass);
 }
 
-TEST(ExtModelClaims, PlantedDefectsFail) {
+TEST(ext_model_time, PlantedDefectsFail) {
   const std::string torch = model_json("torch_fused", 60.0, 134.0);
   // A peak above torch's and off the README, a slower step outside the README's spread.
   const auto mem = judge(fh::claim_ext_model_memory, {torch, model_json("forge", 61.0, 150.0)});
@@ -96,7 +96,7 @@ TEST(ExtModelClaims, PlantedDefectsFail) {
   EXPECT_EQ(verdict(judge(fh::claim_ext_model_memory, {}), "all", "ext_model_memory"), fh::Verdict::not_run);
 }
 
-TEST(ExtModelClaims, LayerSpeed) {
+TEST(ext_layer_speed, FasterSlowerAndFailedShapes) {
   const std::string torch = timing_json("torch_reference", 200.0, false);
   const auto r = judge(fh::claim_ext_layer_speed, {}, {torch, timing_json("persistent", 180.0, false), timing_json("tma", 220.0, true)});
   EXPECT_EQ(verdict(r, "persistent.4096x4096x512", "faster_than_torch_fused"), fh::Verdict::pass);
@@ -104,7 +104,7 @@ TEST(ExtModelClaims, LayerSpeed) {
   EXPECT_EQ(verdict(r, "tma.14336x4096x512", "ran"), fh::Verdict::fail);
 }
 
-TEST(ExtModelClaims, BadJsonIsRefused) {
+TEST(ext_model_memory, BadJsonIsRefused) {
   EXPECT_THROW(fh::read_model_bench_json(write("bad.json", "{\"config\": \"forge\", \"losses\": [NaN]")), std::invalid_argument);
   EXPECT_THROW(fh::read_model_bench_json(write("noconfig.json", "{\"model\": \"x\", \"status\": \"ok\"}")), std::invalid_argument);
   EXPECT_THROW(fh::read_model_bench_json(write("okbutempty.json", "{\"config\": \"forge\", \"model\": \"x\", \"status\": \"ok\"}")),
