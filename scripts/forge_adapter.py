@@ -45,7 +45,6 @@ import platform
 import re
 import socket
 import sys
-import tempfile
 import time
 
 import h5py
@@ -53,6 +52,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from numpy_producer import BadInput, Case, as_str  # noqa: E402  (shared case reader)
+import atomic_file  # noqa: E402  (scripts/atomic_file.py)
 
 INTERFACE_VERSION = 1
 
@@ -848,21 +848,10 @@ def run_timing(env, args, tmp_path, warmup=5, reps=30):
 # ---------------------------------------------------------------------------
 
 def replace_from_temp(final_path, work):
-    """Run work(tmp) on a temp file next to final_path; rename it into place only on success."""
-    out_dir = os.path.dirname(os.path.abspath(final_path))
-    if not os.path.isdir(out_dir):
-        raise BadInput("output folder '%s' does not exist" % out_dir)
-    fd, tmp = tempfile.mkstemp(prefix=".forge_adapter.", suffix=".tmp", dir=out_dir)
-    os.close(fd)
     try:
-        work(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, final_path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        atomic_file.replace_from_temp(final_path, work, prefix=".forge_adapter.")
+    except FileNotFoundError as e:
+        raise BadInput(str(e))
 
 
 def main():

@@ -116,7 +116,7 @@ phase_model() {
 
 phase_timing() {
   local shapes="${FH_TIMING_SHAPES:-4096x4096x512,14336x4096x512,4096x4096x2048}"
-  for p in ${FH_TIMING_PATHS:-persistent tma_ws autotuned torch_reference}; do
+  for p in ${FH_TIMING_PATHS:-persistent autotuned tma tma_ws streamk opt_only int8 int8_opt_only sgd torch_reference wmma_v3 fp8 cutlass_hopper}; do
     $PY "$ROOT/scripts/forge_adapter.py" --timing "$OUT/timing_$p.json" --timing-shapes "$shapes" --path "$p" \
       --forge-src "$FORGE_SRC" > "$OUT/logs/timing_$p.log" 2>&1
     say "timing $p: rc $?"

@@ -27,6 +27,8 @@ import sys
 
 import numpy as np
 
+import atomic_file  # scripts/atomic_file.py, beside this script
+
 SETS = [  # lr, beta1, beta2, eps, weight_decay, step
     (1e-3, 0.9, 0.999, 1e-8, 0.01, 1),
     (1e-3, 0.9, 0.999, 1e-8, 0.01, 10),
@@ -149,10 +151,10 @@ def main():
         tin, tout = table(ins, outs)
         blobs += [struct.pack("<Q", len(tin)), tin.tobytes(), tout.tobytes()]
     print(f"forge_golden: probe kernel vs release: {probe_differs} of {3 * len(SETS) * a.n} W/m/v values differ")
-    tmp = a.out + ".partial"
-    with open(tmp, "wb") as f:
-        f.write(b"".join(blobs))
-    os.replace(tmp, a.out)
+    def work(tmp):
+        with open(tmp, "wb") as f:
+            f.write(b"".join(blobs))
+    atomic_file.replace_from_temp(a.out, work, prefix=".forge_golden.")
     print(f"forge_golden: wrote {a.out}: {len(SETS)} sets x {a.n} elements")
 
 

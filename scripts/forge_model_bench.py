@@ -31,9 +31,10 @@ import math
 import os
 import statistics
 import sys
-import tempfile
 import time
 import traceback
+
+import atomic_file  # scripts/atomic_file.py, beside this script
 
 WARMUP = 3
 SEQ = 512
@@ -181,19 +182,10 @@ def strict(doc):
 
 
 def write_json(path, doc):
-    """Through a temp file in the same folder, renamed at the end."""
-    out_dir = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".forge_model_bench.", suffix=".tmp", dir=out_dir)
-    try:
-        with os.fdopen(fd, "w") as f:
+    def work(tmp):
+        with open(tmp, "w") as f:
             json.dump(strict(doc), f, indent=1, allow_nan=False)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    atomic_file.replace_from_temp(path, work, prefix=".forge_model_bench.")
 
 
 def main():

@@ -9,9 +9,10 @@ a disagreement in those four attributes, is an error (exit 2, nothing written).
 """
 import os
 import sys
-import tempfile
 
 import h5py
+
+import atomic_file  # scripts/atomic_file.py, beside this script
 
 KEYS = ("cases_id", "producer", "path", "role")
 
@@ -21,11 +22,11 @@ def main(argv):
         print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
         return 2
     out, ins = argv[1], argv[2:]
-    fd, tmp = tempfile.mkstemp(prefix=".merge_results.", suffix=".h5", dir=os.path.dirname(os.path.abspath(out)))
-    os.close(fd)
-    try:
+    seen = {}
+
+    def work(tmp):
         with h5py.File(tmp, "w") as dst:
-            seen, first = {}, None
+            first = None
             for path in ins:
                 with h5py.File(path, "r") as src:
                     ident = tuple(str(src.attrs.get(k, "")) for k in KEYS)
@@ -43,13 +44,12 @@ def main(argv):
                         seen[cid] = path
                         src.copy(src["cases"][cid], dst["cases"], cid)
             dst["meta"].attrs["merged_from"] = " ".join(os.path.basename(p) for p in ins)
-        os.replace(tmp, out)
+
+    try:
+        atomic_file.replace_from_temp(out, work, prefix=".merge_results.")
     except (OSError, KeyError, ValueError) as e:
         print("merge_results: %s" % e, file=sys.stderr)
         return 2
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     print("merge_results: wrote %s: %d cases from %d files" % (out, len(seen), len(ins)))
     return 0
 

@@ -28,10 +28,11 @@ float32 scalars), so each one rounds to fp32 exactly once, like one fp32 instruc
 import argparse
 import os
 import sys
-import tempfile
 
 import h5py
 import numpy as np
+
+import atomic_file  # scripts/atomic_file.py, beside this script
 
 F32 = np.float32
 INTERFACE_VERSION = 1
@@ -385,24 +386,12 @@ def main():
     if not os.path.isfile(args.cases):
         print("numpy_producer: cases file '%s' does not exist" % args.cases, file=sys.stderr)
         return 2
-    out_dir = os.path.dirname(os.path.abspath(args.results))
-    if not os.path.isdir(out_dir):
-        print("numpy_producer: output folder '%s' does not exist" % out_dir, file=sys.stderr)
-        return 2
-    fd, tmp = tempfile.mkstemp(prefix=".numpy_producer.", suffix=".h5.tmp", dir=out_dir)
-    os.close(fd)
     try:
-        write_results(args.cases, tmp, args.role, args.plant)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it 0600; give it a normal file's mode
-        os.replace(tmp, args.results)  # only a complete file gets the final name
-    except BadInput as e:
+        atomic_file.replace_from_temp(args.results, lambda tmp: write_results(args.cases, tmp, args.role, args.plant),
+                                      prefix=".numpy_producer.")
+    except (BadInput, FileNotFoundError) as e:
         print("numpy_producer: %s" % e, file=sys.stderr)
         return 2
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     print("numpy_producer: wrote %s (role %s%s)" % (args.results, args.role,
                                                      ", plant " + args.plant if args.plant else ""))
     return 0
