@@ -1,5 +1,6 @@
 #include "kernels/formats/host_param.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -67,7 +68,9 @@ ParamView HostParam::view() {
   ParamView pv;
   pv.rows = rows;
   pv.cols = cols;
-  pv.global_cols = cols;
+  pv.row0 = origin_row;
+  pv.col0 = origin_col;
+  pv.global_cols = origin_global_cols ? origin_global_cols : cols;
   pv.master = master.empty() ? nullptr : master.data();
   pv.bf16 = bf16.data();
   pv.sr = sr;
@@ -82,6 +85,62 @@ ParamView HostParam::view() {
     }
   }
   return pv;
+}
+
+HostParam HostParam::slice(int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
+  if (r0 < 0 || r1 > rows || c0 < 0 || c1 > cols || r0 >= r1 || c0 >= c1)
+    throw std::invalid_argument("HostParam::slice: [" + std::to_string(r0) + ", " + std::to_string(r1) + ") x [" +
+                                std::to_string(c0) + ", " + std::to_string(c1) + ") is not inside " +
+                                std::to_string(rows) + " x " + std::to_string(cols));
+  const int64_t gcols = origin_global_cols ? origin_global_cols : cols;
+  require_block_aligned(state_format, origin_col + c0, gcols, "shard");
+  require_block_aligned(state_format, origin_col + c1, gcols, "shard");
+  HostParam s;
+  s.rule = rule;
+  s.state_format = state_format;
+  s.weight_store = weight_store;
+  s.rows = r1 - r0;
+  s.cols = c1 - c0;
+  s.decls = decls;
+  s.sr = sr;
+  s.origin_row = origin_row + r0;
+  s.origin_col = origin_col + c0;
+  s.origin_global_cols = gcols;
+  auto cut = [&](const auto& full, auto& part, int64_t full_cols, int64_t a, int64_t b) {
+    if (full.empty()) return;
+    part.clear();
+    for (int64_t r = r0; r < r1; ++r) part.insert(part.end(), full.begin() + r * full_cols + a, full.begin() + r * full_cols + b);
+  };
+  cut(master, s.master, cols, c0, c1);
+  cut(bf16, s.bf16, cols, c0, c1);
+  const int64_t b0 = c0 / kInt8Block, b1 = (c1 + kInt8Block - 1) / kInt8Block;
+  for (int k = 0; k < kMaxStates; ++k) {
+    cut(st_f32[k], s.st_f32[k], cols, c0, c1);
+    cut(st_bf16[k], s.st_bf16[k], cols, c0, c1);
+    cut(st_i8[k], s.st_i8[k], cols, c0, c1);
+    cut(st_absmax[k], s.st_absmax[k], blocks_per_row(), b0, b1);
+  }
+  return s;
+}
+
+void HostParam::place(const HostParam& s) {
+  const int64_t r0 = s.origin_row - origin_row, c0 = s.origin_col - origin_col;
+  if (r0 < 0 || c0 < 0 || r0 + s.rows > rows || c0 + s.cols > cols || s.state_format != state_format ||
+      s.weight_store != weight_store)
+    throw std::invalid_argument("HostParam::place: the shard is not a slice of this tensor");
+  auto put = [&](const auto& part, auto& full, int64_t full_cols, int64_t part_cols, int64_t a) {
+    if (part.empty()) return;
+    for (int64_t r = 0; r < s.rows; ++r)
+      std::copy(part.begin() + r * part_cols, part.begin() + (r + 1) * part_cols, full.begin() + (r0 + r) * full_cols + a);
+  };
+  put(s.master, master, cols, s.cols, c0);
+  put(s.bf16, bf16, cols, s.cols, c0);
+  for (int k = 0; k < kMaxStates; ++k) {
+    put(s.st_f32[k], st_f32[k], cols, s.cols, c0);
+    put(s.st_bf16[k], st_bf16[k], cols, s.cols, c0);
+    put(s.st_i8[k], st_i8[k], cols, s.cols, c0);
+    put(s.st_absmax[k], st_absmax[k], blocks_per_row(), s.blocks_per_row(), c0 / kInt8Block);
+  }
 }
 
 float HostParam::weight(int64_t i) const {

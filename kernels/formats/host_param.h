@@ -25,6 +25,10 @@ struct HostParam {
   std::vector<uint8_t> st_i8[kMaxStates];
   std::vector<float> st_absmax[kMaxStates];
   sr_key sr;
+  // Where this tensor sits in a larger one when it is a shard (slice()): its first row and column
+  // there, and that tensor's row length (0: not a shard). view() passes them on, so stochastic
+  // rounding draws the bits of the global element and INT8 blocks keep their global edges.
+  int64_t origin_row = 0, origin_col = 0, origin_global_cols = 0;
 
   // Weights start from w0 (rounded to bf16 for bf16 stores), state from the rule's initial value.
   static HostParam make(const RuleConfig& rule, StateFormat sf, WeightStore ws, int64_t rows,
@@ -34,6 +38,12 @@ struct HostParam {
   float weight(int64_t i) const;               // the stored weight, widened
   float state(int k, int64_t i) const;         // state slot k, decoded
   int64_t blocks_per_row() const { return (cols + kInt8Block - 1) / kInt8Block; }
+  // The shard [r0, r1) x [c0, c1): weights and state copied, origin set (composes with this
+  // tensor's own origin). INT8 state: c0 and c1 must be block edges of the global tensor, else
+  // std::invalid_argument (a shard edge may not split a block).
+  HostParam slice(int64_t r0, int64_t r1, int64_t c0, int64_t c1) const;
+  // Writes a shard made by slice() of this tensor back into its place.
+  void place(const HostParam& shard);
 };
 
 // Step scalars for `step`, then the rule on the rectangle [r0, r1) x [c0, c1) of the view, with

@@ -1,0 +1,107 @@
+// suites/claims/prop2_common.h
+#include "suites/claims/prop2_common.h"
+
+#include <numeric>
+
+#include "oracles/param_compare.h"
+
+namespace fh {
+
+Prop2Config prop2_config(const VerifyConfig& cfg) {
+  Prop2Config pc;
+  pc.seed = cfg.seed;
+  pc.steps = int(cfg.steps);
+  pc.rules = rule_ids(cfg);
+  pc.rule_configs = cfg.rules;
+  pc.formats = cfg.formats;
+  pc.stores = cfg.stores;
+  return pc;
+}
+
+std::vector<Combo> prop2_combos(const Prop2Config& cfg, int p) {
+  std::vector<RuleConfig> rules;
+  for (RuleId r : or_default(cfg.rules, all_rules())) rules.push_back(config_for(r, cfg.rule_configs));
+  TwinShapeCase s;
+  s.out = cfg.out;
+  s.in = cfg.in;
+  s.T = cfg.T;
+  s.coverage = p == 2 ? ComboCoverage::full : ComboCoverage::rotate_both;
+  return combos_for(s, rules, or_default(cfg.formats, kAllFormats), or_default(cfg.stores, kAllStores), p);
+}
+
+TwinSchedule prop2_schedule(int64_t out, int64_t in, int64_t T) {
+  TwinShapeCase shape;
+  shape.out = out, shape.in = in, shape.T = T;
+  return schedule_for(shape, TileVisitOrder::row_major, 0, {});
+}
+
+UnshardedRun run_unsharded(const Combo& cb, const LayerInputs& inp, const TwinSchedule& sched, uint32_t tensor_id,
+                           uint64_t seed) {
+  UnshardedRun u;
+  u.initial = HostParam::make(cb.rule, cb.format, cb.store, inp.out, inp.in, inp.w0, seed, tensor_id);
+  u.final_param = u.initial;
+  for (size_t k = 0; k < inp.steps.size(); ++k) {
+    u.dX.emplace_back();
+    fused_twin_step(u.final_param, inp.steps[k].X.data(), inp.steps[k].dY.data(), inp.T, int64_t(k) + 1, sched,
+                    &u.dX.back());
+  }
+  return u;
+}
+
+SimCollectives prop2_collectives(int p, const Prop2Defects& defects) {
+  SimCollectives c;
+  c.p = p;
+  if (defects.gather_permutation) {  // planted: the last two ranks swapped
+    c.gather_order.resize(size_t(p));
+    std::iota(c.gather_order.begin(), c.gather_order.end(), 0);
+    std::swap(c.gather_order[size_t(p - 1)], c.gather_order[size_t(p - 2)]);
+  }
+  return c;
+}
+
+ShardedRun run_sharded(const HostParam& initial, TpKind kind, Dataflow flow, int p, const LayerInputs& inp,
+                       const TwinSchedule& sched, const Prop2Defects& defects) {
+  ShardedLayer layer = ShardedLayer::split(initial, kind, flow, p);
+  if (defects.shard_origin_shift)  // planted: every shard's global origin 64 columns off
+    for (HostParam& s : layer.ranks) s.origin_col += kInt8Block, s.origin_global_cols += kInt8Block;
+  const SimCollectives coll = prop2_collectives(p, defects);
+  ShardedRun run;
+  for (size_t k = 0; k < inp.steps.size(); ++k) {
+    run.dX.emplace_back();
+    sharded_fused_step(layer, inp.steps[k].X.data(), inp.steps[k].dY.data(), inp.T, int64_t(k) + 1, sched, coll,
+                       &run.dX.back());
+  }
+  if (defects.shard_origin_shift)
+    for (HostParam& s : layer.ranks) s.origin_col -= kInt8Block, s.origin_global_cols -= kInt8Block;
+  run.final_param = layer.gathered(initial);
+  return run;
+}
+
+ClaimCaseResult bitwise_case(const std::string& claim, const std::string& name, const HostParam& a,
+                             const HostParam& b, int steps, const std::string& where, const ParamEvidence* extra) {
+  ParamEvidence ev;
+  compare_params(ev, a, b, steps, TileShape{128, 128}, where);
+  if (extra) ev.add(*extra);
+  ClaimCaseResult c;
+  c.claim = claim;
+  c.case_name = name;
+  fill(ev, c);
+  c.pass = ev.differing == 0;
+  return c;
+}
+
+ClaimCaseResult differs_case(const std::string& claim, const std::string& name, const HostParam& a,
+                             const HostParam& b, int steps, const std::string& what) {
+  ClaimCaseResult c = bitwise_case(claim, name, a, b, steps, what);
+  c.metric = double(c.differing);
+  c.bound = 1;
+  c.metric_name = "differing";
+  c.pass_if = PassIf::at_least;
+  c.pass = c.differing >= 1;
+  c.note = what + ": " + std::to_string(c.differing) + " elements differ" +
+           (c.first_diff.empty() ? "" : " (first: " + c.first_diff + ")");
+  c.first_diff.clear();
+  return c;
+}
+
+}  // namespace fh
