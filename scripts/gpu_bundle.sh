@@ -48,8 +48,9 @@ if [ -x "$B/bin/forge-bench" ]; then
 fi
 
 # Fallback libraries: everything the binaries resolve here except glibc's own libraries, the C++
-# runtime (the runner's GCC 13 one is newer), the CUDA libraries and libbenchmark (shipped above).
-skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libresolv|libstdc\+\+|libgcc_s|libcublas|libcublasLt|libcudart|libbenchmark)'
+# runtime (the runner's GCC 13 one is newer), the CUDA libraries, NCCL (190 MB; the runner has its
+# own in /lib/x86_64-linux-gnu) and libbenchmark (shipped above).
+skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libresolv|libstdc\+\+|libgcc_s|libcublas|libcublasLt|libcudart|libnccl|libbenchmark)'
 for t in "${targets[@]}"; do
   ldd "$BUILD/$t" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
 done | sort -u | while read -r soname path; do
