@@ -24,6 +24,8 @@ FORGE_SRC="${FH_FORGE_SRC:-$ROOT/external_release/forge}"
 WORK="${FH_AUDIT_WORK:-/tmp/fh_audit}"
 mkdir -p "$WORK"
 say() { echo "$*" | tee -a "$OUT/AUDIT.txt"; }
+# Every kernel path of the release that forge_adapter.py drives (the default of each phase).
+ALL_PATHS="persistent autotuned tma tma_ws streamk opt_only int8 int8_opt_only sgd torch_reference fp8 wmma_v3 cutlass_hopper"
 
 B="$WORK/fh_gpu_bundle"
 if [ ! -x "$B/bin/forge-verify" ]; then
@@ -45,7 +47,7 @@ phase_paths() {
   local golden_pid=$!
   # A path runs as one process, or as several over disjoint cases ("name@REGEX": --cases-filter),
   # merged afterwards into one results file per path (scripts/merge_results.py).
-  local paths="${FH_AUDIT_PATHS:-persistent autotuned tma tma_ws streamk opt_only int8 int8_opt_only sgd torch_reference fp8 wmma_v3 cutlass_hopper}"
+  local paths="${FH_AUDIT_PATHS:-$ALL_PATHS}"
   local t0=$(date +%s) k=0 jobs="$WORK/jobs.txt"
   : > "$jobs"
   for e in $paths; do
@@ -67,7 +69,7 @@ phase_paths() {
 # Merges each path's part files and judges them all with forge-verify --external.
 phase_judge() {
   local cases="$WORK/cases_forge.h5"
-  local paths="${FH_AUDIT_PATHS:-persistent autotuned tma tma_ws streamk opt_only int8 int8_opt_only sgd torch_reference fp8 wmma_v3 cutlass_hopper}"
+  local paths="${FH_AUDIT_PATHS:-$ALL_PATHS}"
   local args=() done_names=""
   for e in $paths; do
     local name="${e%%@*}"
@@ -116,7 +118,7 @@ phase_model() {
 
 phase_timing() {
   local shapes="${FH_TIMING_SHAPES:-4096x4096x512,14336x4096x512,4096x4096x2048}"
-  for p in ${FH_TIMING_PATHS:-persistent autotuned tma tma_ws streamk opt_only int8 int8_opt_only sgd torch_reference wmma_v3 fp8 cutlass_hopper}; do
+  for p in ${FH_TIMING_PATHS:-$ALL_PATHS}; do
     $PY "$ROOT/scripts/forge_adapter.py" --timing "$OUT/timing_$p.json" --timing-shapes "$shapes" --path "$p" \
       --forge-src "$FORGE_SRC" > "$OUT/logs/timing_$p.log" 2>&1
     say "timing $p: rc $?"

@@ -1,6 +1,8 @@
 // suites/claims/ext_model_common.h
 #include "suites/claims/ext_model_common.h"
 
+#include "suites/claims/external_common.h"
+
 namespace fh {
 
 std::optional<ReadmeRow> readme_row(const std::string& config) {
@@ -12,10 +14,8 @@ std::optional<ReadmeRow> readme_row(const std::string& config) {
 
 bool measurements_absent(const std::vector<std::string>& files, Report& report, const std::string& claim,
                          const std::string& option) {
-  if (!files.empty()) return false;
-  report.add_case(claim, "all").add_check(
-      Check::not_run(claim, "no measurements given: run forge-verify " + option + " FILE.json (scripts/forge_audit.sh)"));
-  return true;
+  return inputs_absent(files, report, claim,
+                       "no measurements given: run forge-verify " + option + " FILE.json (scripts/forge_audit.sh)");
 }
 
 std::vector<ModelBenchResult> read_model_runs(const std::vector<std::string>& files) {

@@ -179,12 +179,17 @@ const ExternalRun& external_run(const VerifyConfig& cfg) {
   return cache.emplace(key, std::move(run)).first->second;
 }
 
-bool external_absent(const VerifyConfig& cfg, Report& report, const std::string& claim) {
-  if (!cfg.external_results.empty()) return false;
-  report.add_case(claim, "all").add_check(
-      Check::not_run(claim, "no external results: run forge-verify --external RESULTS.h5 --external-cases CASES.h5 "
-                            "(docs/EXTERNAL_PRODUCER.md)"));
+bool inputs_absent(const std::vector<std::string>& files, Report& report, const std::string& claim,
+                   const std::string& how) {
+  if (!files.empty()) return false;
+  report.add_case(claim, "all").add_check(Check::not_run(claim, how));
   return true;
+}
+
+bool external_absent(const VerifyConfig& cfg, Report& report, const std::string& claim) {
+  return inputs_absent(cfg.external_results, report, claim,
+                       "no external results: run forge-verify --external RESULTS.h5 --external-cases CASES.h5 "
+                       "(docs/EXTERNAL_PRODUCER.md)");
 }
 
 ReductionOrder to_reduction_order(const ext::DeclaredOrder& o) {

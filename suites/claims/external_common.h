@@ -34,6 +34,10 @@ struct ExternalRun {
 const ExternalRun& external_run(const VerifyConfig& cfg);
 // True (and one not-run case recorded under `claim`) when the run has no external files.
 bool external_absent(const VerifyConfig& cfg, Report& report, const std::string& claim);
+// The same for any external input: no `files` given -> one not-run case "all" saying `how` to give
+// them; true when absent.
+bool inputs_absent(const std::vector<std::string>& files, Report& report, const std::string& claim,
+                   const std::string& how);
 
 // G [steps][out*in] as a producer declaring `order` computes it from the case's X and dY:
 // mma_chain through the twin, fp32_sequential with one fp32 multiply and add per token.
