@@ -136,8 +136,15 @@ void check_fusable(Dataflow flow, bool token_partial_param, const std::string& w
                                 "materialize each rank's gradient, reduce it in rank order, then the standard step");
 }
 
+void rank_step(const FusedStepBackend& be, HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T,
+               int64_t step, const TwinSchedule& sched, std::vector<float>* dX) {
+  if (dX) *dX = twin_dgrad(dY, w.bf16.data(), T, w.cols, w.rows, sched.order);  // W before the step
+  be.step(w, X, dY, T, step, sched);
+}
+
 void sharded_fused_step(ShardedLayer& layer, const uint16_t* X, const uint16_t* dY, int64_t T, int64_t step,
-                        const TwinSchedule& sched, const Collectives& coll, std::vector<float>* dX) {
+                        const TwinSchedule& sched, const Collectives& coll, std::vector<float>* dX,
+                        const FusedStepBackend& be) {
   if (coll.ranks() != layer.p) throw std::invalid_argument("sharded_fused_step: the collectives are for another rank count");
   const int p = layer.p;
   const HostParam& any = layer.ranks.at(0);
@@ -165,7 +172,7 @@ void sharded_fused_step(ShardedLayer& layer, const uint16_t* X, const uint16_t* 
           X_r = take_cols(X_t, tb - ta, in, a, b);
         }
       }
-      fused_twin_step(w, X_r.data(), dY_r.data(), tb - ta, step, sched);
+      rank_step(be, w, X_r.data(), dY_r.data(), tb - ta, step, sched, nullptr);
     }
     if (dX) dX->clear();  // no whole-layer dX in these dataflows
     return;
@@ -190,11 +197,11 @@ void sharded_fused_step(ShardedLayer& layer, const uint16_t* X, const uint16_t* 
     if (layer.kind == TpKind::column) {
       share(out, r, a, b, "column-parallel split of out");
       const std::vector<uint16_t> dY_r = take_cols(dY_all, T, out, a, b);
-      fused_twin_step(w, X_all.data(), dY_r.data(), T, step, sched, dX ? &dx[size_t(r)] : nullptr);
+      rank_step(be, w, X_all.data(), dY_r.data(), T, step, sched, dX ? &dx[size_t(r)] : nullptr);
     } else {
       share(in, r, a, b, "row-parallel split of in");
       const std::vector<uint16_t> X_r = take_cols(X_all, T, in, a, b);
-      fused_twin_step(w, X_r.data(), dY_all.data(), T, step, sched, dX ? &dx[size_t(r)] : nullptr);
+      rank_step(be, w, X_r.data(), dY_all.data(), T, step, sched, dX ? &dx[size_t(r)] : nullptr);
     }
   }
   if (!dX) return;
@@ -204,7 +211,8 @@ void sharded_fused_step(ShardedLayer& layer, const uint16_t* X, const uint16_t* 
 }
 
 int64_t token_partial_fallback_step(ShardedLayer& layer, const uint16_t* X, const uint16_t* dY, int64_t T,
-                                    int64_t step, const TwinSchedule& sched, const Collectives& coll) {
+                                    int64_t step, const TwinSchedule& sched, const Collectives& coll,
+                                    const FusedStepBackend& be) {
   if (layer.flow != Dataflow::dp)
     throw std::invalid_argument("token_partial_fallback_step: replicas of the whole parameter (dp) expected");
   const int p = layer.p;
@@ -215,7 +223,7 @@ int64_t token_partial_fallback_step(ShardedLayer& layer, const uint16_t* X, cons
     int64_t ta, tb;
     even_share(T, p, r, ta, tb, "token split");
     const std::vector<uint16_t> X_t = take_rows(Xv, in, ta, tb), dY_t = take_rows(dYv, out, ta, tb);
-    g[size_t(r)] = twin_wgrad(X_t.data(), dY_t.data(), tb - ta, in, out, sched);
+    g[size_t(r)] = be.wgrad(X_t.data(), dY_t.data(), tb - ta, in, out, sched);
   }
   const std::vector<float> G = coll.all_reduce_ordered(g);
   for (HostParam& w : layer.ranks) apply_two_phase_update(w, G, step);

@@ -19,7 +19,8 @@
 // and the row-parallel bias, which Megatron all-reduces after backward) must not be updated in
 // place by a fused kernel: check_fusable refuses it, and token_partial_fallback_step is the
 // exact route (materialize each rank's G, ordered all-reduce, the standard step).
-// Every rank's fused kernel is the CPU twin; the collectives are either implementation.
+// Every rank's fused kernel is a FusedStepBackend (kernels/twin/step_backend.h: the host twin in
+// CI, the GPU kernel on the runner); the collectives are either implementation.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -28,6 +29,7 @@
 #include "kernels/common/collectives.h"
 #include "kernels/formats/host_param.h"
 #include "kernels/twin/fused_twin.h"
+#include "kernels/twin/step_backend.h"
 
 namespace fh {
 
@@ -78,17 +80,25 @@ struct ShardedLayer {
 // Throws std::invalid_argument naming the parameter and the fallback.
 void check_fusable(Dataflow flow, bool token_partial_param, const std::string& what);
 
+// One fused step of w on `be` (one rank, or the unsharded layer); dX [T, in], if given, is the
+// twin's dY * W from W before the step (Remark 1).
+void rank_step(const FusedStepBackend& be, HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T,
+               int64_t step, const TwinSchedule& sched, std::vector<float>* dX = nullptr);
+
 // One fused step of every rank. X [T, in] and dY [T, out] are the layer's whole inputs; each
 // rank is given what its dataflow gives it (the collectives run here). dX, if given, receives the
 // layer's dX [T, in] assembled as the dataflow assembles it (ordered reductions). The referee's
-// dataflow and dp run as asked (no check_fusable): the claims measure what they do.
+// dataflow and dp run as asked (no check_fusable): the claims measure what they do. Each rank's
+// step runs on `be`; dX's partial products are the twin's (twin_dgrad, from W before the step).
 void sharded_fused_step(ShardedLayer& layer, const uint16_t* X, const uint16_t* dY, int64_t T, int64_t step,
-                        const TwinSchedule& sched, const Collectives& coll, std::vector<float>* dX = nullptr);
+                        const TwinSchedule& sched, const Collectives& coll, std::vector<float>* dX = nullptr,
+                        const FusedStepBackend& be = twin_step_backend());
 
 // The exact route for a token-partial parameter: each rank's G over its own tokens (twin order),
 // the ordered all-reduce, then the standard step of every replica with that G. Returns the bytes
-// of gradient each rank held (the fallback's extra memory).
+// of gradient each rank held (the fallback's extra memory). Each rank's G comes from be.wgrad.
 int64_t token_partial_fallback_step(ShardedLayer& layer, const uint16_t* X, const uint16_t* dY, int64_t T,
-                                    int64_t step, const TwinSchedule& sched, const Collectives& coll);
+                                    int64_t step, const TwinSchedule& sched, const Collectives& coll,
+                                    const FusedStepBackend& be = twin_step_backend());
 
 }  // namespace fh

@@ -62,6 +62,9 @@ DeviceParam::DeviceParam(const HostParam& hp) {
   shape_.cols = hp.cols;
   shape_.decls = hp.decls;
   shape_.sr = hp.sr;
+  shape_.origin_row = hp.origin_row;
+  shape_.origin_col = hp.origin_col;
+  shape_.origin_global_cols = hp.origin_global_cols;
   master_ = DeviceBuffer<float>(hp.master);
   bf16_ = DeviceBuffer<uint16_t>(hp.bf16);
   for (int k = 0; k < kMaxStates; ++k) {
@@ -90,7 +93,10 @@ ParamView DeviceParam::view() const {
   ParamView pv;
   pv.rows = shape_.rows;
   pv.cols = shape_.cols;
-  pv.global_cols = shape_.cols;
+  // A shard (HostParam::slice) keeps its place in the global tensor: SR bits and INT8 blocks.
+  pv.row0 = shape_.origin_row;
+  pv.col0 = shape_.origin_col;
+  pv.global_cols = shape_.origin_global_cols ? shape_.origin_global_cols : shape_.cols;
   pv.master = master_.size() ? master_.data() : nullptr;
   pv.bf16 = bf16_.size() ? bf16_.data() : nullptr;
   pv.sr = shape_.sr;

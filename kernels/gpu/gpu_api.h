@@ -64,7 +64,7 @@ class DeviceBuffer {
 class DeviceParam {
  public:
   explicit DeviceParam(const HostParam& hp);
-  ParamView view() const;                   // row0 = col0 = 0, global_cols = cols, sr = hp.sr
+  ParamView view() const;                   // hp's origin (a shard's place), sr = hp.sr
   void upload(const HostParam& hp);         // same shape and format as at construction
   void download_into(HostParam& hp) const;  // overwrites hp's weights and state with the device's
 

@@ -17,6 +17,11 @@ void run_fidelity_on_gpu(FidelityBody body, const std::string& group, const Veri
   TwinTally tally;
   const FusedStepBackend be = gpu_backend_with_twin_tally(&tally);
   body(cfg, report, progress, Where{group, &be});
+  record_twin_tally_case(report, group, tally, progress);
+}
+
+void record_twin_tally_case(Report& report, const std::string& group, const TwinTally& tally,
+                            const Progress& progress) {
   CaseRecord& cs = report.add_case(group, "fused kernel == host twin on every step");
   cs.set_attr("steps", std::to_string(tally.steps)).set_attr("values_compared", std::to_string(tally.ev.values));
   const double diff = double(tally.ev.differing);

@@ -34,6 +34,9 @@ void run_fidelity_on_twin(FidelityBody body, const std::string& group, const Ver
 // attributes steps and values_compared).
 void run_fidelity_on_gpu(FidelityBody body, const std::string& group, const VerifyConfig& cfg, Report& report,
                          const Progress& progress);
+// The tally's case of `group` (run_fidelity_on_gpu's last case; also the prop2 _gpu claims').
+void record_twin_tally_case(Report& report, const std::string& group, const TwinTally& tally,
+                            const Progress& progress);
 
 // The fused kernel's backend (kernels/gpu/gpu_step_backend.h) with the twin tally, tiles as the
 // kernel runs them (gpu::gpu_tile_for); a null tally gives the plain kernel backend.

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "oracles/param_compare.h"
+#include "suites/claims/fidelity_common.h"
 
 namespace fh {
 
@@ -18,14 +19,14 @@ Prop2Config prop2_config(const VerifyConfig& cfg) {
   return pc;
 }
 
-std::vector<Combo> prop2_combos(const Prop2Config& cfg, int p) {
+std::vector<Combo> prop2_combos(const Prop2Config& cfg, int p, bool full_at_2) {
   std::vector<RuleConfig> rules;
   for (RuleId r : or_default(cfg.rules, all_rules())) rules.push_back(config_for(r, cfg.rule_configs));
   TwinShapeCase s;
   s.out = cfg.out;
   s.in = cfg.in;
   s.T = cfg.T;
-  s.coverage = p == 2 ? ComboCoverage::full : ComboCoverage::rotate_both;
+  s.coverage = p == 2 && full_at_2 ? ComboCoverage::full : ComboCoverage::rotate_both;
   return combos_for(s, rules, or_default(cfg.formats, kAllFormats), or_default(cfg.stores, kAllStores), p);
 }
 
@@ -36,14 +37,14 @@ TwinSchedule prop2_schedule(int64_t out, int64_t in, int64_t T) {
 }
 
 UnshardedRun run_unsharded(const Combo& cb, const LayerInputs& inp, const TwinSchedule& sched, uint32_t tensor_id,
-                           uint64_t seed) {
+                           uint64_t seed, const FusedStepBackend* be) {
   UnshardedRun u;
   u.initial = HostParam::make(cb.rule, cb.format, cb.store, inp.out, inp.in, inp.w0, seed, tensor_id);
   u.final_param = u.initial;
   for (size_t k = 0; k < inp.steps.size(); ++k) {
     u.dX.emplace_back();
-    fused_twin_step(u.final_param, inp.steps[k].X.data(), inp.steps[k].dY.data(), inp.T, int64_t(k) + 1, sched,
-                    &u.dX.back());
+    rank_step(backend_or_twin(be), u.final_param, inp.steps[k].X.data(), inp.steps[k].dY.data(), inp.T,
+              int64_t(k) + 1, sched, &u.dX.back());
   }
   return u;
 }
@@ -60,7 +61,7 @@ SimCollectives prop2_collectives(int p, const Prop2Defects& defects) {
 }
 
 ShardedRun run_sharded(const HostParam& initial, TpKind kind, Dataflow flow, int p, const LayerInputs& inp,
-                       const TwinSchedule& sched, const Prop2Defects& defects) {
+                       const TwinSchedule& sched, const Prop2Defects& defects, const FusedStepBackend* be) {
   ShardedLayer layer = ShardedLayer::split(initial, kind, flow, p);
   if (defects.shard_origin_shift)  // planted: every shard's global origin 64 columns off
     for (HostParam& s : layer.ranks) s.origin_col += kInt8Block, s.origin_global_cols += kInt8Block;
@@ -69,7 +70,7 @@ ShardedRun run_sharded(const HostParam& initial, TpKind kind, Dataflow flow, int
   for (size_t k = 0; k < inp.steps.size(); ++k) {
     run.dX.emplace_back();
     sharded_fused_step(layer, inp.steps[k].X.data(), inp.steps[k].dY.data(), inp.T, int64_t(k) + 1, sched, coll,
-                       &run.dX.back());
+                       &run.dX.back(), backend_or_twin(be));
   }
   if (defects.shard_origin_shift)
     for (HostParam& s : layer.ranks) s.origin_col -= kInt8Block, s.origin_global_cols -= kInt8Block;
@@ -102,6 +103,21 @@ ClaimCaseResult differs_case(const std::string& claim, const std::string& name, 
            (c.first_diff.empty() ? "" : " (first: " + c.first_diff + ")");
   c.first_diff.clear();
   return c;
+}
+
+void record_prop2_claim(Prop2Runner run, const std::string& group, bool on_gpu, const VerifyConfig& cfg,
+                        Report& report, const Progress& progress) {
+  Prop2Config pc = prop2_config(cfg);
+  TwinTally tally;
+  FusedStepBackend gpu;
+  if (on_gpu) {
+    gpu = gpu_backend_with_twin_tally(&tally);
+    pc.backend = &gpu;
+  }
+  const auto results = run(pc);
+  record_claim_cases(report, results, group);
+  progress.note(group + ": " + std::to_string(results.size()) + " cases");
+  if (on_gpu) record_twin_tally_case(report, group, tally, progress);
 }
 
 }  // namespace fh

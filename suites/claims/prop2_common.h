@@ -6,7 +6,8 @@
 //   gather_permutation  the sequence all-gather concatenates ranks in another order;
 //   shard_origin_shift  each shard believes it starts 64 columns further right (its stochastic
 //                       rounding bits then belong to other elements);
-//   skip_refusal        a token-partial parameter is updated by the fused kernel anyway.
+//   skip_refusal        a token-partial parameter is updated by the fused kernel anyway;
+//   dx_after_update     (the block stack) fused layers read W after their update for dX.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -21,6 +22,7 @@ struct Prop2Defects {
   bool gather_permutation = false;
   bool shard_origin_shift = false;
   bool skip_refusal = false;
+  bool dx_after_update = false;
 };
 
 struct Prop2Config {
@@ -33,6 +35,7 @@ struct Prop2Config {
   std::vector<StateFormat> formats;     // empty: all three
   std::vector<WeightStore> stores;      // empty: all three
   Prop2Defects defects;
+  const FusedStepBackend* backend = nullptr;  // every fused step (unsharded and each rank); null: the twin
 };
 
 // The claim configuration from forge-verify's options (--seed, --steps, --rule/--hyper,
@@ -44,7 +47,7 @@ TwinSchedule prop2_schedule(int64_t out, int64_t in, int64_t T);
 
 // The combinations a degree runs: all of them at p = 2, each rule once (format and store
 // rotating) at higher degrees, to keep CPU time in check.
-std::vector<Combo> prop2_combos(const Prop2Config& cfg, int p);
+std::vector<Combo> prop2_combos(const Prop2Config& cfg, int p, bool full_at_2 = true);
 
 // The layer's unsharded fused run (the twin), `steps` steps from the seeded inputs.
 struct UnshardedRun {
@@ -52,7 +55,7 @@ struct UnshardedRun {
   std::vector<std::vector<float>> dX;  // per step
 };
 UnshardedRun run_unsharded(const Combo& cb, const LayerInputs& inp, const TwinSchedule& sched, uint32_t tensor_id,
-                           uint64_t seed);
+                           uint64_t seed, const FusedStepBackend* be);
 
 // The sharded run of the same layer: the shards gathered after the last step, dX per step.
 struct ShardedRun {
@@ -60,15 +63,22 @@ struct ShardedRun {
   std::vector<std::vector<float>> dX;
 };
 ShardedRun run_sharded(const HostParam& initial, TpKind kind, Dataflow flow, int p, const LayerInputs& inp,
-                       const TwinSchedule& sched, const Prop2Defects& defects);
+                       const TwinSchedule& sched, const Prop2Defects& defects, const FusedStepBackend* be);
 
 SimCollectives prop2_collectives(int p, const Prop2Defects& defects);
 
-// The claims' runners (one file each), for forge-verify and the suites.
+// The claims' runners (one file each), for forge-verify and the suites. Each claim runs twice:
+// <id> on the host twin, <id>_gpu with every fused step on the fused kernel and each step also
+// checked against the twin (suites/claims/fidelity_common.h: the tally is one more case).
 std::vector<ClaimCaseResult> run_prop2_tp_cases(const Prop2Config& cfg);
 std::vector<ClaimCaseResult> run_prop2_sp_cases(const Prop2Config& cfg);
 std::vector<ClaimCaseResult> run_prop2_referee_cases(const Prop2Config& cfg);
 std::vector<ClaimCaseResult> run_prop2_token_partial_cases(const Prop2Config& cfg);
+std::vector<ClaimCaseResult> run_prop2_block_stack_cases(const Prop2Config& cfg);
+using Prop2Runner = std::vector<ClaimCaseResult> (*)(const Prop2Config&);
+// forge-verify's entry of claim `group`: `run` on the twin, or on the GPU with the tally.
+void record_prop2_claim(Prop2Runner run, const std::string& group, bool on_gpu, const VerifyConfig& cfg,
+                        Report& report, const Progress& progress);
 
 // Folds W/state evidence of `a` against `b` after the last step (and `extra`, e.g. dX) into a
 // bitwise case.

@@ -19,17 +19,17 @@ std::vector<ClaimCaseResult> run_prop2_referee_cases(const Prop2Config& cfg) {
   std::vector<ClaimCaseResult> results;
   for (const Combo& cb : {Combo{adamw, StateFormat::fp32, WeightStore::fp32_master},
                           Combo{adamw, StateFormat::bf16, WeightStore::bf16_rne}}) {
-    const UnshardedRun u = run_unsharded(cb, inp, sched, 29, mix_seed(cfg.seed, 51));
+    const UnshardedRun u = run_unsharded(cb, inp, sched, 29, mix_seed(cfg.seed, 51), cfg.backend);
     for (int p : cfg.degrees)
       for (TpKind kind : {TpKind::column, TpKind::row}) {
         const std::string name = std::string(tp_kind_name(kind)) + " p=" + std::to_string(p) + " | " +
                                  combo_name(cb.rule.id, cb.format, cb.store);
         progress_set_case(name);
-        const ShardedRun referee = run_sharded(u.initial, kind, Dataflow::sp_referee, p, inp, sched, cfg.defects);
+        const ShardedRun referee = run_sharded(u.initial, kind, Dataflow::sp_referee, p, inp, sched, cfg.defects, cfg.backend);
         results.push_back(differs_case("prop2_referee_dataflow", name + " | objection_dataflow_differs",
                                        referee.final_param, u.final_param, cfg.steps,
                                        "each rank contracting only its own tokens vs the true update"));
-        const ShardedRun gathered = run_sharded(u.initial, kind, Dataflow::sp_megatron, p, inp, sched, cfg.defects);
+        const ShardedRun gathered = run_sharded(u.initial, kind, Dataflow::sp_megatron, p, inp, sched, cfg.defects, cfg.backend);
         ClaimCaseResult c = bitwise_case("prop2_referee_dataflow", name + " | gathering_dy_restores",
                                          gathered.final_param, u.final_param, cfg.steps, "dY all-gathered vs unsharded");
         c.note = "the objection holds for the referee's dataflow, not for Megatron's";
@@ -40,9 +40,11 @@ std::vector<ClaimCaseResult> run_prop2_referee_cases(const Prop2Config& cfg) {
 }
 
 void claim_prop2_referee_dataflow(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  const auto results = run_prop2_referee_cases(prop2_config(cfg));
-  record_claim_cases(report, results, "prop2_referee_dataflow");
-  progress.note(std::to_string(results.size()) + " cases");
+  record_prop2_claim(run_prop2_referee_cases, "prop2_referee_dataflow", false, cfg, report, progress);
+}
+
+void claim_prop2_referee_dataflow_gpu(const VerifyConfig& cfg, Report& report, const Progress& progress) {
+  record_prop2_claim(run_prop2_referee_cases, "prop2_referee_dataflow_gpu", true, cfg, report, progress);
 }
 
 }  // namespace fh

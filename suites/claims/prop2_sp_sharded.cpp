@@ -16,19 +16,19 @@ std::vector<ClaimCaseResult> run_prop2_sp_cases(const Prop2Config& cfg) {
   std::vector<ClaimCaseResult> results;
   for (int p : cfg.degrees) {
     for (const Combo& cb : prop2_combos(cfg, 4)) {  // each rule once at every degree
-      const UnshardedRun u = run_unsharded(cb, inp, sched, 23, mix_seed(cfg.seed, 41));
+      const UnshardedRun u = run_unsharded(cb, inp, sched, 23, mix_seed(cfg.seed, 41), cfg.backend);
       for (TpKind kind : {TpKind::column, TpKind::row}) {
         const std::string name = std::string(tp_kind_name(kind)) + " p=" + std::to_string(p) + " | " +
                                  combo_name(cb.rule.id, cb.format, cb.store);
         progress_set_case(name);
         if (cb.format == StateFormat::int8 && kind == TpKind::row && (cfg.in / p) % kInt8Block != 0) {
           results.push_back(expect_refusal("prop2_sp_sharded", name + " | INT8 block across a shard edge", [&] {
-            run_sharded(u.initial, kind, Dataflow::sp_megatron, p, inp, sched, cfg.defects);
+            run_sharded(u.initial, kind, Dataflow::sp_megatron, p, inp, sched, cfg.defects, cfg.backend);
           }));
           continue;
         }
-        const ShardedRun sp = run_sharded(u.initial, kind, Dataflow::sp_megatron, p, inp, sched, cfg.defects);
-        const ShardedRun tp = run_sharded(u.initial, kind, Dataflow::tp, p, inp, sched, {});
+        const ShardedRun sp = run_sharded(u.initial, kind, Dataflow::sp_megatron, p, inp, sched, cfg.defects, cfg.backend);
+        const ShardedRun tp = run_sharded(u.initial, kind, Dataflow::tp, p, inp, sched, {}, cfg.backend);
         ParamEvidence dx;
         for (int k = 0; k < cfg.steps; ++k) compare_dx(dx, sp.dX[size_t(k)], tp.dX[size_t(k)], cfg.T, cfg.in, k + 1, "dX SP vs TP");
         ClaimCaseResult c = bitwise_case("prop2_sp_sharded", name, sp.final_param, u.final_param, cfg.steps,
@@ -42,9 +42,11 @@ std::vector<ClaimCaseResult> run_prop2_sp_cases(const Prop2Config& cfg) {
 }
 
 void claim_prop2_sp_sharded(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  const auto results = run_prop2_sp_cases(prop2_config(cfg));
-  record_claim_cases(report, results, "prop2_sp_sharded");
-  progress.note(std::to_string(results.size()) + " cases");
+  record_prop2_claim(run_prop2_sp_cases, "prop2_sp_sharded", false, cfg, report, progress);
+}
+
+void claim_prop2_sp_sharded_gpu(const VerifyConfig& cfg, Report& report, const Progress& progress) {
+  record_prop2_claim(run_prop2_sp_cases, "prop2_sp_sharded_gpu", true, cfg, report, progress);
 }
 
 }  // namespace fh

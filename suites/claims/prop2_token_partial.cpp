@@ -29,7 +29,7 @@ std::vector<ClaimCaseResult> run_prop2_token_partial_cases(const Prop2Config& cf
     if (prm.ones_x)
       for (auto& s : inp.steps) s.X.assign(s.X.size(), float_to_bf16_rne(1.0f));  // the bias's "input"
     const TwinSchedule sched = prop2_schedule(prm.out, prm.in, cfg.T);
-    const UnshardedRun u = run_unsharded(cb, inp, sched, 31, mix_seed(cfg.seed, 61));
+    const UnshardedRun u = run_unsharded(cb, inp, sched, 31, mix_seed(cfg.seed, 61), cfg.backend);
     const Dataflow flow = prm.ones_x ? Dataflow::sp_megatron : Dataflow::dp;
     for (int p : cfg.degrees) {
       const std::string name = prm.what + " p=" + std::to_string(p);
@@ -38,7 +38,7 @@ std::vector<ClaimCaseResult> run_prop2_token_partial_cases(const Prop2Config& cf
         if (!cfg.defects.skip_refusal) check_fusable(flow, prm.ones_x, prm.what);  // planted: skipped, so it runs
       }));
       {  // what a careless port does: each replica updated in place with its own tokens' gradient
-        const HostParam naive = run_sharded(u.initial, TpKind::column, Dataflow::dp, p, inp, sched, cfg.defects).final_param;
+        const HostParam naive = run_sharded(u.initial, TpKind::column, Dataflow::dp, p, inp, sched, cfg.defects, cfg.backend).final_param;
         results.push_back(differs_case(claim, name + " | naive fused differs", naive, u.final_param, cfg.steps,
                                        "each replica updated in place with its own tokens' gradient vs the true update"));
       }
@@ -47,7 +47,7 @@ std::vector<ClaimCaseResult> run_prop2_token_partial_cases(const Prop2Config& cf
       int64_t bytes = 0;
       for (size_t k = 0; k < inp.steps.size(); ++k)
         bytes = token_partial_fallback_step(layer, inp.steps[k].X.data(), inp.steps[k].dY.data(), cfg.T,
-                                            int64_t(k) + 1, sched, coll);
+                                            int64_t(k) + 1, sched, coll, backend_or_twin(cfg.backend));
       ParamEvidence agree;
       for (int r = 1; r < p; ++r)
         compare_params(agree, layer.ranks[size_t(r)], layer.ranks[0], cfg.steps, TileShape{128, 128},
@@ -74,9 +74,11 @@ std::vector<ClaimCaseResult> run_prop2_token_partial_cases(const Prop2Config& cf
 }
 
 void claim_prop2_token_partial(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  const auto results = run_prop2_token_partial_cases(prop2_config(cfg));
-  record_claim_cases(report, results, "prop2_token_partial");
-  progress.note(std::to_string(results.size()) + " cases");
+  record_prop2_claim(run_prop2_token_partial_cases, "prop2_token_partial", false, cfg, report, progress);
+}
+
+void claim_prop2_token_partial_gpu(const VerifyConfig& cfg, Report& report, const Progress& progress) {
+  record_prop2_claim(run_prop2_token_partial_cases, "prop2_token_partial_gpu", true, cfg, report, progress);
 }
 
 }  // namespace fh

@@ -19,17 +19,17 @@ std::vector<ClaimCaseResult> run_prop2_tp_cases(const Prop2Config& cfg) {
   for (int p : cfg.degrees) {
     for (const Combo& cb : prop2_combos(cfg, p)) {
       const std::string combo = combo_name(cb.rule.id, cb.format, cb.store);
-      const UnshardedRun u = run_unsharded(cb, inp, sched, 17, mix_seed(cfg.seed, 31));
+      const UnshardedRun u = run_unsharded(cb, inp, sched, 17, mix_seed(cfg.seed, 31), cfg.backend);
       for (TpKind kind : {TpKind::column, TpKind::row}) {
         const std::string name = std::string(tp_kind_name(kind)) + " p=" + std::to_string(p) + " | " + combo;
         progress_set_case(name);
         if (cb.format == StateFormat::int8 && kind == TpKind::row && (cfg.in / p) % kInt8Block != 0) {
           results.push_back(expect_refusal("prop2_tp_sharded", name + " | INT8 block across a shard edge", [&] {
-            run_sharded(u.initial, kind, Dataflow::tp, p, inp, sched, cfg.defects);
+            run_sharded(u.initial, kind, Dataflow::tp, p, inp, sched, cfg.defects, cfg.backend);
           }));
           continue;
         }
-        const ShardedRun s = run_sharded(u.initial, kind, Dataflow::tp, p, inp, sched, cfg.defects);
+        const ShardedRun s = run_sharded(u.initial, kind, Dataflow::tp, p, inp, sched, cfg.defects, cfg.backend);
         ParamEvidence dx;
         for (int k = 0; k < cfg.steps; ++k) compare_dx(dx, s.dX[size_t(k)], u.dX[size_t(k)], cfg.T, cfg.in, k + 1, "dX");
         const bool judge_dx = kind == TpKind::row;
@@ -48,9 +48,11 @@ std::vector<ClaimCaseResult> run_prop2_tp_cases(const Prop2Config& cfg) {
 }
 
 void claim_prop2_tp_sharded(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  const auto results = run_prop2_tp_cases(prop2_config(cfg));
-  record_claim_cases(report, results, "prop2_tp_sharded");
-  progress.note(std::to_string(results.size()) + " cases");
+  record_prop2_claim(run_prop2_tp_cases, "prop2_tp_sharded", false, cfg, report, progress);
+}
+
+void claim_prop2_tp_sharded_gpu(const VerifyConfig& cfg, Report& report, const Progress& progress) {
+  record_prop2_claim(run_prop2_tp_cases, "prop2_tp_sharded_gpu", true, cfg, report, progress);
 }
 
 }  // namespace fh

@@ -94,6 +94,31 @@ TEST(prop2_token_partial, PlantedSkippedRefusalIsCaught) {
   EXPECT_EQ(ran, 3);  // the DP weight, the bias and the norm weight
 }
 
+TEST(prop2_block_stack, FusedEqualsUnfusedAndSpEqualsTpOverTwoBlocks) {
+  fh::Prop2Config c = quick({2, 4});
+  const auto rs = fh::run_prop2_block_stack_cases(c);
+  EXPECT_EQ(failures(rs), 0) << first_failure(rs);
+  int sp_tp = 0;
+  for (const auto& r : rs) sp_tp += r.case_name.find("SP == TP") != std::string::npos && r.pass;
+  EXPECT_GE(sp_tp, 8);
+}
+
+TEST(prop2_block_stack, PlantedDxAfterUpdateAndRankOrderSwapAreCaught) {
+  fh::Prop2Config c = quick({2});
+  c.rules = {fh::RuleId::adamw};
+  c.defects.dx_after_update = true;  // Remark 1 broken in the fused layers: upstream dY changes
+  auto rs = fh::run_prop2_block_stack_cases(c);
+  int caught = 0;
+  for (const auto& r : rs) caught += r.case_name.find("fused == unfused") != std::string::npos && !r.pass;
+  EXPECT_EQ(caught, 2);  // TP and SP
+  c.defects = {};
+  c.defects.gather_permutation = true;
+  rs = fh::run_prop2_block_stack_cases(c);
+  caught = 0;
+  for (const auto& r : rs) caught += r.case_name.find("SP == TP") != std::string::npos && !r.pass;
+  EXPECT_EQ(caught, 1);
+}
+
 TEST(prop2_tp_sharded, SliceAndPlaceRoundTripAndRefuseSplitBlocks) {
   const fh::RuleConfig adamw = fh::config_for(fh::RuleId::adamw, {});
   std::vector<float> w0(size_t(4 * 256));

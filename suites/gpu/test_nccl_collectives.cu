@@ -60,7 +60,7 @@ TEST(NcclCollectives, ShardedLayerOnNcclGathersToTheUnshardedUpdate) {
   const fh::LayerInputs inp = fh::make_layer_inputs(7, cfg.out, cfg.in, cfg.T, cfg.steps);
   const fh::TwinSchedule sched = fh::prop2_schedule(cfg.out, cfg.in, cfg.T);
   const fh::Combo cb{fh::config_for(fh::RuleId::adamw, {}), fh::StateFormat::fp32, fh::WeightStore::fp32_master};
-  const fh::UnshardedRun u = fh::run_unsharded(cb, inp, sched, 3, 11);
+  const fh::UnshardedRun u = fh::run_unsharded(cb, inp, sched, 3, 11, nullptr);
   fh::NcclCollectives nccl(2);
   for (fh::TpKind kind : {fh::TpKind::column, fh::TpKind::row})
     for (fh::Dataflow flow : {fh::Dataflow::tp, fh::Dataflow::sp_megatron}) {
