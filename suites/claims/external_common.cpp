@@ -225,16 +225,20 @@ std::vector<std::vector<float>> host_g(const ext::CasesFile& cases, const ext::C
   return out;
 }
 
-bool record_not_ok(CaseRecord& cs, const ext::ResultsFile& r, const std::string& case_id) {
+bool record_not_ok(CaseRecord& cs, const ext::ResultsFile& r, const std::string& case_id, bool judged_path) {
   const ext::ResultCase* rc = r.find(case_id);
   if (!rc) {
     cs.add_check(Check::not_run("ran", "the producer did not attempt this case (" + r.path_name() + ")"));
     return true;
   }
-  if (!rc->detail.empty()) cs.set_attr("detail", rc->detail);
+  if (!rc->detail.empty()) cs.set_attr(judged_path ? "detail" : "partner_detail", rc->detail);
   if (rc->status == "ok") return false;
-  cs.set_attr("error", rc->error);
-  if (rc->status == "unsupported") cs.add_check(Check::not_run("ran", "unsupported by this path: " + rc->error));
+  cs.set_attr(judged_path ? "error" : "partner_error", rc->error);
+  if (!judged_path)
+    cs.add_check(Check::not_run("ran", "the " + r.role() + " path " + r.path_name() + " " +
+                                           (rc->status == "unsupported" ? "does not support" : "failed on") +
+                                           " this case (its own rows carry that): " + rc->error));
+  else if (rc->status == "unsupported") cs.add_check(Check::not_run("ran", "unsupported by this path: " + rc->error));
   else cs.add_check(Check::failed("ran", "ran", 0, 1, "the path failed on this case: " + rc->error).passes_if(PassIf::at_least));
   return true;
 }

@@ -47,8 +47,10 @@ ReductionOrder to_reduction_order(const ext::DeclaredOrder& order);
 
 // The record of a result case that is not "ok" (or absent): failed -> a failing check "ran"
 // with the producer's error; unsupported or absent -> not run with the reason. Returns true when
-// it recorded one (the caller then skips the case).
-bool record_not_ok(CaseRecord& cs, const ext::ResultsFile& r, const std::string& case_id);
+// it recorded one (the caller then skips the case). For the partner of a comparison (a two-phase
+// path, the reference; judged_path false) a failure is the partner's, not this row's: not run,
+// with the partner's error (the partner's own rows carry its failure).
+bool record_not_ok(CaseRecord& cs, const ext::ResultsFile& r, const std::string& case_id, bool judged_path = true);
 // Attributes every external case carries: producer, path, role, results file.
 void set_external_attrs(CaseRecord& cs, const ext::ResultsFile& r);
 

@@ -117,16 +117,21 @@ std::string torch_model_results(const std::string& role, bool plant_one_ulp = fa
   return out;
 }
 
-// A copy of a results file with `mutate` applied to one case's named dataset.
+// A copy of a results file with `mutate` applied to one case's named dataset, or (fail_case) that
+// case recorded as failed by the producer.
 std::string mutated_copy(const std::string& in, const std::string& name, const std::string& case_id,
-                         const std::string& dataset, const std::function<void(Tensor&)>& mutate) {
+                         const std::string& dataset, const std::function<void(Tensor&)>& mutate,
+                         bool fail_case = false) {
   const fh::ext::CasesFile cases(cases_path());
   const fh::ext::ResultsFile r(in, cases);
   fh::ext::ResultsHeader h{cases.header().cases_id, r.producer(), r.path_name(), r.role(), r.order(), r.meta()};
   std::vector<fh::ext::ResultCaseOut> outs;
   for (const auto& rc : r.cases()) {
     fh::ext::ResultCaseOut o{rc.id, rc.status, rc.error, rc.detail, {}};
-    if (rc.status == "ok")
+    if (fail_case && rc.id == case_id) {
+      o.status = "failed";
+      o.error = "planted: the kernel did not launch";
+    } else if (rc.status == "ok")
       for (const auto& d : fh::ext::case_outputs(*cases.find(rc.id)))
         if (!d.optional || r.has(rc.id, d.name)) {
           o.data[d.name] = r.load(rc.id, d.name);
@@ -193,6 +198,18 @@ TEST(ext_prop1, NumpyFusedEqualsItsTwoPhaseAndAOneUlpChangeFails) {
                             "ext_prop1", "fused_equals_two_phase");
   EXPECT_EQ(count(bad, fh::Verdict::fail), 1);
   EXPECT_EQ(count(bad, fh::Verdict::pass), 4);
+  // A case the two-phase partner failed on is not run for the fused path's row (the partner's
+  // failure is its own); one the fused path failed on is a failure.
+  const std::string bad_partner = mutated_copy(numpy_results("two_phase"), "two_phase_failed.h5",
+                                               "adamw_fp32_fp32_48x40_t37", "", {}, true);
+  const auto ran = verdicts(judge(fh::claim_ext_prop1, {numpy_results("fused"), bad_partner}), "ext_prop1", "ran");
+  ASSERT_EQ(ran.size(), 1u);
+  EXPECT_EQ(ran.begin()->second, fh::Verdict::not_run);
+  const std::string bad_fused = mutated_copy(numpy_results("fused"), "fused_failed.h5", "adamw_fp32_fp32_48x40_t37", "",
+                                             {}, true);
+  const auto ran2 = verdicts(judge(fh::claim_ext_prop1, {bad_fused, numpy_results("two_phase")}), "ext_prop1", "ran");
+  ASSERT_EQ(ran2.size(), 1u);
+  EXPECT_EQ(ran2.begin()->second, fh::Verdict::fail);
   // No two-phase file: not run, never a pass.
   const auto alone = judge(fh::claim_ext_prop1, {numpy_results("fused")});
   EXPECT_EQ(alone.find_claim("ext_prop1")->verdict, fh::Verdict::not_run);
