@@ -90,6 +90,18 @@ ClaimCaseResult bitwise_case(const std::string& claim, const std::string& name, 
 ClaimCaseResult differs_case(const std::string& claim, const std::string& name, const HostParam& a,
                              const HostParam& b, int steps, const std::string& what);
 
+// For the suites: the failing cases (not-run ones excluded) and the first one, described.
+inline int count_failures(const std::vector<ClaimCaseResult>& rs) {
+  int n = 0;
+  for (const auto& r : rs) n += !r.pass && !r.not_run;
+  return n;
+}
+inline std::string first_failure(const std::vector<ClaimCaseResult>& rs) {
+  for (const auto& r : rs)
+    if (!r.pass && !r.not_run) return r.case_name + ": " + r.first_diff + " " + r.note;
+  return "";
+}
+
 // A case that expects a refusal (std::invalid_argument from `run`): pass when refused, with the
 // message as note; fail when it ran.
 template <class Run>

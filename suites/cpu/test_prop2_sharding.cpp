@@ -19,17 +19,8 @@ fh::Prop2Config quick(std::vector<int> degrees = {2, 4, 8}) {
   return c;
 }
 
-int failures(const std::vector<ClaimCaseResult>& rs) {
-  int n = 0;
-  for (const auto& r : rs) n += !r.pass && !r.not_run;
-  return n;
-}
-
-std::string first_failure(const std::vector<ClaimCaseResult>& rs) {
-  for (const auto& r : rs)
-    if (!r.pass && !r.not_run) return r.case_name + ": " + r.first_diff + " " + r.note;
-  return "";
-}
+using fh::first_failure;
+int failures(const std::vector<ClaimCaseResult>& rs) { return fh::count_failures(rs); }
 
 TEST(prop2_tp_sharded, ShardsGatherToTheUnshardedUpdateBitForBit) {
   const auto rs = fh::run_prop2_tp_cases(quick());

@@ -34,17 +34,8 @@ struct OnGpu {
   }
 };
 
-int failures(const std::vector<ClaimCaseResult>& rs) {
-  int n = 0;
-  for (const auto& r : rs) n += !r.pass && !r.not_run;
-  return n;
-}
-
-std::string first_failure(const std::vector<ClaimCaseResult>& rs) {
-  for (const auto& r : rs)
-    if (!r.pass && !r.not_run) return r.case_name + ": " + r.first_diff + " " + r.note;
-  return "";
-}
+using fh::first_failure;
+int failures(const std::vector<ClaimCaseResult>& rs) { return fh::count_failures(rs); }
 
 void expect_clean(const std::vector<ClaimCaseResult>& rs, const OnGpu& g, const char* what) {
   g.print(what);
