@@ -1,0 +1,150 @@
+#include "reference/memory_model.h"
+
+#include <stdexcept>
+
+namespace fh {
+
+ModelShape model_shape(const std::string& name) {
+  ModelShape s;
+  s.name = name;
+  if (name == "llama31_8b") {  // meta-llama/Llama-3.1-8B config.json
+    s.hidden = 4096, s.intermediate = 14336, s.heads = 32, s.kv_heads = 8, s.head_dim = 128, s.vocab = 128256, s.layers = 32;
+  } else if (name == "qwen3_14b") {  // Qwen/Qwen3-14B config.json
+    s.hidden = 5120, s.intermediate = 17408, s.heads = 40, s.kv_heads = 8, s.head_dim = 128, s.vocab = 151936, s.layers = 40;
+    s.qk_norm = true;
+  } else if (name == "tiny") {
+    s.hidden = 128, s.intermediate = 256, s.heads = 8, s.kv_heads = 8, s.head_dim = 16, s.vocab = 512, s.layers = 2;
+  } else {
+    throw std::invalid_argument("model_shape: unknown family '" + name + "' (llama31_8b, qwen3_14b, tiny)");
+  }
+  return s;
+}
+
+const char* param_kind_name(ParamKind k) {
+  switch (k) {
+    case ParamKind::linear: return "linear";
+    case ParamKind::embedding: return "embedding";
+    case ParamKind::norm: return "norm";
+    case ParamKind::tied_embedding: return "tied_embedding";
+  }
+  return "?";
+}
+
+std::vector<ParamShape> model_params(const ModelShape& s) {
+  std::vector<ParamShape> v;
+  const int64_t H = s.hidden, q = s.heads * s.head_dim, kv = s.kv_heads * s.head_dim;
+  v.push_back({"embed", s.vocab, H, s.tied ? ParamKind::tied_embedding : ParamKind::embedding});
+  for (int64_t l = 0; l < s.layers; ++l) {
+    const std::string p = "layer" + std::to_string(l) + ".";
+    v.push_back({p + "input_norm", 1, H, ParamKind::norm});
+    v.push_back({p + "q", q, H, ParamKind::linear});
+    v.push_back({p + "k", kv, H, ParamKind::linear});
+    v.push_back({p + "v", kv, H, ParamKind::linear});
+    if (s.qk_norm) {
+      v.push_back({p + "q_norm", 1, s.head_dim, ParamKind::norm});
+      v.push_back({p + "k_norm", 1, s.head_dim, ParamKind::norm});
+    }
+    v.push_back({p + "o", H, q, ParamKind::linear});
+    v.push_back({p + "post_norm", 1, H, ParamKind::norm});
+    v.push_back({p + "gate", s.intermediate, H, ParamKind::linear});
+    v.push_back({p + "up", s.intermediate, H, ParamKind::linear});
+    v.push_back({p + "down", H, s.intermediate, ParamKind::linear});
+  }
+  v.push_back({"final_norm", 1, H, ParamKind::norm});
+  if (!s.tied) v.push_back({"lm_head", s.vocab, H, ParamKind::linear});
+  return v;
+}
+
+int64_t param_count(const std::vector<ParamShape>& ps) {
+  int64_t n = 0;
+  for (const auto& p : ps) n += p.count();
+  return n;
+}
+
+int64_t MemoryEstimate::total() const {
+  int64_t n = 0;
+  for (const auto& t : terms) n += t.bytes;
+  return n;
+}
+
+int64_t MemoryEstimate::term(const std::string& name) const {
+  for (const auto& t : terms)
+    if (t.name == name) return t.bytes;
+  return 0;
+}
+
+int64_t weight_bytes(const ParamShape& p, const StepLayout& l) {
+  return p.count() * (l.store == WeightStore::fp32_master ? 6 : 2);
+}
+
+int64_t state_bytes(const ParamShape& p, const StepLayout& l) {
+  switch (l.state) {
+    case StateFormat::fp32: return p.count() * 4 * l.state_slots;
+    case StateFormat::bf16: return p.count() * 2 * l.state_slots;
+    case StateFormat::int8: return (p.count() + p.rows * ((p.cols + kInt8Block - 1) / kInt8Block) * 4) * l.state_slots;
+  }
+  return 0;
+}
+
+MemoryEstimate step_memory(const std::vector<ParamShape>& ps, const StepLayout& l, bool fused, int64_t activation_bytes) {
+  int64_t w = 0, st = 0, g_fusable = 0, g_other = 0;
+  for (const auto& p : ps) {
+    w += weight_bytes(p, l);
+    st += state_bytes(p, l);
+    (p.fusable() ? g_fusable : g_other) += p.count() * l.grad_bytes;
+  }
+  MemoryEstimate e;
+  e.terms.push_back({"weights", l.store == WeightStore::fp32_master ? "6P (fp32 master + bf16 copy)" : "2P", w});
+  e.terms.push_back({"state", "kP", st});
+  if (fused) {
+    e.terms.push_back({"gradients_fused", "0 (Eq. 6)", 0});
+    e.terms.push_back({"gradients_not_fusable", "embedding, norms, tied weight (outside Eq. 6's scope)", g_other});
+    e.terms.push_back({"tile_workspace", "TR * TC * 4 * active tiles", l.tile_rows * l.tile_cols * 4 * l.active_tiles});
+  } else {
+    e.terms.push_back({"gradients", "P * gradient bytes", g_fusable + g_other});
+  }
+  e.terms.push_back({"activations", "sum |a_l| (the step's own)", activation_bytes});
+  return e;
+}
+
+void check_single_consumer(const ParamShape& p) {
+  if (p.fusable()) return;
+  throw std::invalid_argument(p.name + " (" + param_kind_name(p.kind) +
+                              "): not a single-consumer GEMM gradient, so a fused in-place update would apply a "
+                              "partial gradient (Remark 1). Use the fallback: materialize its whole gradient, then "
+                              "the standard step");
+}
+
+namespace {
+int64_t& slot(std::vector<std::pair<std::string, int64_t>>& v, const std::string& tag) {
+  for (auto& [k, x] : v)
+    if (k == tag) return x;
+  v.emplace_back(tag, 0);
+  return v.back().second;
+}
+}  // namespace
+
+void MemoryLedger::alloc(const std::string& tag, int64_t bytes) {
+  int64_t& u = slot(in_use, tag);
+  u += bytes;
+  int64_t& p = slot(peak, tag);
+  if (u > p) p = u;
+}
+
+void MemoryLedger::release(const std::string& tag, int64_t bytes) {
+  int64_t& u = slot(in_use, tag);
+  if (bytes > u) throw std::logic_error("MemoryLedger: releasing more " + tag + " bytes than are in use");
+  u -= bytes;
+}
+
+int64_t MemoryLedger::peak_of(const std::string& tag) const {
+  for (const auto& [k, x] : peak)
+    if (k == tag) return x;
+  return 0;
+}
+
+void MemoryLedger::reset_peaks() {
+  for (auto& [k, x] : peak) x = slot(in_use, k);
+}
+
+}  // namespace fh

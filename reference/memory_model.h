@@ -1,0 +1,82 @@
+// The paper's memory equation (Eq. 6) and the standard path's, term by term (issue 18):
+//   M_FORGE    = 2P + kP + 0 + sum |a_l| + O(TR * TC)
+//   M_standard = 2P + kP + 2P_grad + sum |a_l|
+// for a named model family's parameter list, a weight store and a state format. Eq. 6's zero
+// gradient term holds only for single-consumer linear weights (fused); the embedding (a scatter-add
+// gradient), the norm weights and a tied embedding / LM head (two consumers, Remark 1's scope) keep
+// a materialized gradient on the fused path too: the model says so term by term, with the bytes.
+// Activations are the caller's (the step that is measured states what it holds).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/formats/formats.h"
+
+namespace fh {
+
+struct ModelShape {
+  std::string name;
+  int64_t hidden = 0, intermediate = 0, heads = 0, kv_heads = 0, head_dim = 0, vocab = 0, layers = 0;
+  bool tied = false;     // the LM head is the embedding
+  bool qk_norm = false;  // per-head RMSNorm on q and k (Qwen3)
+};
+// llama31_8b, qwen3_14b, tiny (CI); std::invalid_argument for another name.
+ModelShape model_shape(const std::string& name);
+
+enum class ParamKind : uint8_t { linear, embedding, norm, tied_embedding };
+const char* param_kind_name(ParamKind k);
+struct ParamShape {
+  std::string name;
+  int64_t rows = 0, cols = 0;
+  ParamKind kind = ParamKind::linear;
+  int64_t count() const { return rows * cols; }
+  // Fusable: one consumer and a GEMM gradient (Remark 1). Embeddings, norms and a tied weight are not.
+  bool fusable() const { return kind == ParamKind::linear; }
+};
+std::vector<ParamShape> model_params(const ModelShape& s);
+int64_t param_count(const std::vector<ParamShape>& ps);
+
+struct MemoryTerm {
+  std::string name, formula;
+  int64_t bytes = 0;
+};
+struct MemoryEstimate {
+  std::vector<MemoryTerm> terms;
+  int64_t total() const;
+  int64_t term(const std::string& name) const;  // 0 when absent
+};
+
+struct StepLayout {
+  StateFormat state = StateFormat::bf16;
+  WeightStore store = WeightStore::bf16_rne;
+  int state_slots = 2;          // AdamW: m and v
+  int grad_bytes = 2;           // a materialized gradient's element (bf16, as autograd keeps it)
+  int64_t tile_rows = 128, tile_cols = 128, active_tiles = 132;  // the fused kernel's G tiles in flight
+};
+
+// Bytes of one parameter's weights (bf16 stores: 2; fp32 master: 4 + the bf16 working copy 2) and
+// state (fp32 4, bf16 2 per slot; int8 1 per slot + one fp32 absmax per 64-column block).
+int64_t weight_bytes(const ParamShape& p, const StepLayout& l);
+int64_t state_bytes(const ParamShape& p, const StepLayout& l);
+
+// Eq. 6 (fused = true: gradients only for the non-fusable parameters, plus the tile workspace) or
+// the standard path (every gradient materialized). activation_bytes: what the step holds.
+MemoryEstimate step_memory(const std::vector<ParamShape>& ps, const StepLayout& l, bool fused, int64_t activation_bytes);
+
+// Refuses a fused in-place update of a parameter that is not single-consumer with a GEMM gradient
+// (Remark 1): std::invalid_argument naming it and the fallback (materialized gradient, standard step).
+void check_single_consumer(const ParamShape& p);
+
+// Bytes in use and high-water marks per tag (weights, state, gradients, activations, workspace):
+// the host twin's bookkeeping of what a step holds; reset_peaks() starts a phase, as writing 0 to
+// cudaMemPoolAttrUsedMemHigh does.
+struct MemoryLedger {
+  std::vector<std::pair<std::string, int64_t>> in_use, peak;  // per tag, in first-use order
+  void alloc(const std::string& tag, int64_t bytes);
+  void release(const std::string& tag, int64_t bytes);  // std::logic_error below zero
+  int64_t peak_of(const std::string& tag) const;
+  void reset_peaks();
+};
+
+}  // namespace fh

@@ -1,0 +1,27 @@
+// The peak-memory claims that run on the host (issue 18, CPU part): eq6_memory_model (the model,
+// term by term, for the named families), prop3_gradient_memory (the fused path's gradient storage
+// is one G tile at every P, measured on the twin's own accounting: TwinStats::g_buffer_floats) and
+// tied_embedding (naive fusion of a tied embedding / LM head is caught bitwise; the fallback keeps a
+// P_tied gradient). Planted defects (off by default; the suites turn them on):
+//   materialize_one_layer  the fused path's first layer materializes its whole G and holds it to
+//                          the end of backward (a layer silently left on the standard path);
+//   fuse_tied_naively      the refusal of a fused tied weight is skipped.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "oracles/evidence.h"
+#include "reference/memory_model.h"
+
+namespace fh {
+
+struct MemoryClaimConfig {
+  uint64_t seed = 0x3E3018ull;
+  bool materialize_one_layer = false;
+  bool fuse_tied_naively = false;
+};
+
+std::vector<ClaimCaseResult> run_prop3_gradient_memory_cases(const MemoryClaimConfig& cfg);
+std::vector<ClaimCaseResult> run_tied_embedding_cases(const MemoryClaimConfig& cfg);
+
+}  // namespace fh

@@ -1,0 +1,57 @@
+// Issue 18's CPU part: the memory model (Eq. 6 and the standard path's, term by term), the
+// ledger, Proposition 3 on the twin and the tied embedding; each claim fails on its planted defect
+// (a layer whose G is materialized and held; a tied weight's refusal skipped).
+#include <gtest/gtest.h>
+
+#include "reference/memory_model.h"
+#include "suites/claims/memory_claims.h"
+#include "suites/claims/prop2_common.h"
+
+namespace {
+
+TEST(eq6_memory_model, ParameterListsAndTermsAreTheFamilies) {
+  const auto llama = fh::model_params(fh::model_shape("llama31_8b"));
+  EXPECT_EQ(fh::param_count(llama), 8030261248LL);  // Llama-3.1-8B as published
+  fh::StepLayout l;  // bf16 weights and AdamW state
+  const fh::MemoryEstimate f = fh::step_memory(llama, l, true, 0), s = fh::step_memory(llama, l, false, 0);
+  EXPECT_EQ(f.term("weights"), 2 * 8030261248LL);
+  EXPECT_EQ(f.term("state"), 4 * 8030261248LL);
+  EXPECT_EQ(s.term("gradients"), 2 * 8030261248LL);
+  // Outside Eq. 6's zero: the embedding and the norm weights (untied head: fused).
+  EXPECT_EQ(f.term("gradients_not_fusable"), 2 * (128256LL * 4096 + 65 * 4096));
+  EXPECT_EQ(f.term("tile_workspace"), 128LL * 128 * 4 * 132);
+  l.state = fh::StateFormat::int8;
+  const fh::ParamShape p{"w", 3, 130, fh::ParamKind::linear};
+  EXPECT_EQ(fh::state_bytes(p, l), 2 * (390 + 3 * 3 * 4));  // a partial last block keeps a scale
+  fh::ModelShape tied = fh::model_shape("tiny");
+  tied.tied = true;
+  EXPECT_THROW(fh::check_single_consumer(fh::model_params(tied)[0]), std::invalid_argument);
+  EXPECT_THROW(fh::model_shape("gpt5"), std::invalid_argument);
+  fh::MemoryLedger led;
+  led.alloc("gradients", 10);
+  led.alloc("gradients", 5);
+  led.release("gradients", 15);
+  EXPECT_EQ(led.peak_of("gradients"), 15);
+  led.reset_peaks();
+  EXPECT_EQ(led.peak_of("gradients"), 0);
+  EXPECT_THROW(led.release("gradients", 1), std::logic_error);
+}
+
+TEST(prop3_gradient_memory, FusedPeakIsOneTileAtEveryP) {
+  const auto rs = fh::run_prop3_gradient_memory_cases({});
+  EXPECT_EQ(fh::count_failures(rs), 0) << fh::first_failure(rs);
+  fh::MemoryClaimConfig planted;
+  planted.materialize_one_layer = true;  // the fused peak now grows with the layer width
+  EXPECT_GT(fh::count_failures(fh::run_prop3_gradient_memory_cases(planted)), 0);
+}
+
+TEST(tied_embedding, NaiveFusionCaughtRefusedAndTheFallbackKeepsTheGradient) {
+  const auto rs = fh::run_tied_embedding_cases({});
+  EXPECT_EQ(fh::count_failures(rs), 0) << fh::first_failure(rs);
+  fh::MemoryClaimConfig planted;
+  planted.fuse_tied_naively = true;
+  const auto bad = fh::run_tied_embedding_cases(planted);
+  EXPECT_EQ(fh::count_failures(bad), 1) << "the skipped refusal must be the one failure";
+}
+
+}  // namespace
