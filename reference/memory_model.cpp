@@ -129,12 +129,15 @@ void MemoryLedger::alloc(const std::string& tag, int64_t bytes) {
   u += bytes;
   int64_t& p = slot(peak, tag);
   if (u > p) p = u;
+  total_in_use += bytes;
+  if (total_in_use > total_peak) total_peak = total_in_use;
 }
 
 void MemoryLedger::release(const std::string& tag, int64_t bytes) {
   int64_t& u = slot(in_use, tag);
   if (bytes > u) throw std::logic_error("MemoryLedger: releasing more " + tag + " bytes than are in use");
   u -= bytes;
+  total_in_use -= bytes;
 }
 
 int64_t MemoryLedger::peak_of(const std::string& tag) const {
@@ -145,6 +148,7 @@ int64_t MemoryLedger::peak_of(const std::string& tag) const {
 
 void MemoryLedger::reset_peaks() {
   for (auto& [k, x] : peak) x = slot(in_use, k);
+  total_peak = total_in_use;
 }
 
 }  // namespace fh

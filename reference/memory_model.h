@@ -73,6 +73,7 @@ void check_single_consumer(const ParamShape& p);
 // cudaMemPoolAttrUsedMemHigh does.
 struct MemoryLedger {
   std::vector<std::pair<std::string, int64_t>> in_use, peak;  // per tag, in first-use order
+  int64_t total_in_use = 0, total_peak = 0;                    // all tags together
   void alloc(const std::string& tag, int64_t bytes);
   void release(const std::string& tag, int64_t bytes);  // std::logic_error below zero
   int64_t peak_of(const std::string& tag) const;

@@ -143,20 +143,66 @@ void attn_bwd(const Vec& q, const Vec& k, const Vec& v, const Attn& at, const Ve
   }
 }
 
+// What a backward pass carries for the linear layers' updates.
+struct BwdCtx {
+  int64_t step;
+  LinearUpdate how;
+  const FusedStepBackend& be;
+  const TwinSchedule& sched;
+  const StackDefects& defects;
+  MemoryLedger* ledger;
+  std::vector<std::pair<HostParam*, Vec>>& pending;  // G held to the end of backward
+  bool materialized_one = false;
+};
+
+void ledger_alloc(MemoryLedger* l, const char* tag, int64_t bytes) {
+  if (l) l->alloc(tag, bytes);
+}
+void ledger_release(MemoryLedger* l, const char* tag, int64_t bytes) {
+  if (l) l->release(tag, bytes);
+}
+
 // One linear layer's backward on one rank: its dX [T, in] from W before the update, and the update.
-Vec linear_bwd(HostParam& w, const Bits& X, const Bits& dY, int64_t T, int64_t step, LinearUpdate how,
-               const FusedStepBackend& be, const TwinSchedule& sched, const StackDefects& defects) {
+Vec linear_bwd(HostParam& w, const Bits& X, const Bits& dY, int64_t T, BwdCtx& c) {
   Vec dX;
-  if (how == LinearUpdate::unfused) {
-    dX = twin_dgrad(dY.data(), w.bf16.data(), T, w.cols, w.rows, sched.order);
-    apply_two_phase_update(w, be.wgrad(X.data(), dY.data(), T, w.cols, w.rows, sched), step);
-  } else if (defects.dx_after_update) {  // planted: Remark 1 broken
-    be.step(w, X.data(), dY.data(), T, step, sched);
-    dX = twin_dgrad(dY.data(), w.bf16.data(), T, w.cols, w.rows, sched.order);
-  } else {
-    rank_step(be, w, X.data(), dY.data(), T, step, sched, &dX);
+  const bool hold = c.how == LinearUpdate::standard ||
+                    (c.how == LinearUpdate::fused && c.defects.materialize_one_layer && !c.materialized_one);
+  if (hold || c.how == LinearUpdate::unfused) {
+    dX = twin_dgrad(dY.data(), w.bf16.data(), T, w.cols, w.rows, c.sched.order);
+    Vec G = c.be.wgrad(X.data(), dY.data(), T, w.cols, w.rows, c.sched);
+    ledger_alloc(c.ledger, "gradients", int64_t(G.size() * sizeof(float)));
+    if (hold) {  // planted (fused) or the standard path: kept to the end of backward
+      c.materialized_one = true;
+      c.pending.emplace_back(&w, std::move(G));
+    } else {
+      apply_two_phase_update(w, G, c.step);
+      ledger_release(c.ledger, "gradients", int64_t(G.size() * sizeof(float)));
+    }
+    return dX;
   }
+  const int64_t tile = c.sched.tile_rows * c.sched.tile_cols * int64_t(sizeof(float));
+  ledger_alloc(c.ledger, "gradients", tile);
+  if (c.defects.dx_after_update) {  // planted: Remark 1 broken
+    c.be.step(w, X.data(), dY.data(), T, c.step, c.sched);
+    dX = twin_dgrad(dY.data(), w.bf16.data(), T, w.cols, w.rows, c.sched.order);
+  } else {
+    rank_step(c.be, w, X.data(), dY.data(), T, c.step, c.sched, &dX);
+  }
+  ledger_release(c.ledger, "gradients", tile);
   return dX;
+}
+
+template <class T>
+int64_t bytes_of(const std::vector<T>& v) {
+  return int64_t(v.size() * sizeof(T));
+}
+
+int64_t weight_storage_bytes(const HostParam& w) { return bytes_of(w.master) + bytes_of(w.bf16); }
+int64_t state_storage_bytes(const HostParam& w) {
+  int64_t n = 0;
+  for (int k = 0; k < kMaxStates; ++k)
+    n += bytes_of(w.st_f32[k]) + bytes_of(w.st_bf16[k]) + bytes_of(w.st_i8[k]) + bytes_of(w.st_absmax[k]);
+  return n;
 }
 
 std::vector<HostParam> shards(const HostParam& full, TpKind kind, int p) {
@@ -178,6 +224,28 @@ std::vector<float> seeded_normals(size_t n, uint64_t seed, float scale) {
     x = scale * float(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
   }
   return v;
+}
+
+std::vector<ParamShape> stack_param_shapes(const StackShape& s) {
+  std::vector<ParamShape> v;
+  const int64_t H = s.hidden, I = s.intermediate;
+  for (int b = 0; b < s.blocks; ++b) {
+    const std::string p = "block" + std::to_string(b) + ".";
+    v.push_back({p + "g1", 1, H, ParamKind::norm});
+    for (const char* n : {"q", "k", "v", "o"}) v.push_back({p + n, H, H, ParamKind::linear});
+    v.push_back({p + "g2", 1, H, ParamKind::norm});
+    v.push_back({p + "gate", I, H, ParamKind::linear});
+    v.push_back({p + "up", I, H, ParamKind::linear});
+    v.push_back({p + "down", H, I, ParamKind::linear});
+  }
+  return v;
+}
+
+int64_t stack_activation_bytes(const StackShape& s) {
+  const int64_t T = s.T, H = s.hidden, I = s.intermediate;
+  const int64_t fp32 = 4 * (2 * T * H + 3 * T * H + T * H + s.heads * T * T + 2 * T * I + 2 * T);
+  const int64_t bf16 = 2 * (2 * T * H + T * H + T * I);
+  return int64_t(s.blocks) * (fp32 + bf16);
 }
 
 std::vector<const HostParam*> StackParams::all() const {
@@ -220,7 +288,7 @@ StackParams StackParams::make(const StackShape& s, const RuleConfig& rule, State
 std::vector<float> stack_train_step(StackParams& params, const StackShape& s, const std::vector<float>& x0,
                                     const std::vector<float>& dout, int64_t step, int p, Dataflow flow,
                                     LinearUpdate how, const FusedStepBackend& be, const TwinSchedule& sched,
-                                    const Collectives& coll, const StackDefects& defects) {
+                                    const Collectives& coll, const StackDefects& defects, MemoryLedger* ledger) {
   if (flow != Dataflow::tp && flow != Dataflow::sp_megatron)
     throw std::invalid_argument("stack_train_step: tp or sp_megatron dataflow expected");
   if (coll.ranks() != p) throw std::invalid_argument("stack_train_step: the collectives are for another rank count");
@@ -231,6 +299,14 @@ std::vector<float> stack_train_step(StackParams& params, const StackShape& s, co
   if (int64_t(x0.size()) != T * H || int64_t(dout.size()) != T * H)
     throw std::invalid_argument("stack_train_step: x0 and dout must be [T, hidden]");
   const bool sp = flow == Dataflow::sp_megatron;
+  if (ledger && p != 1) throw std::invalid_argument("stack_train_step: the ledger counts one rank (p = 1)");
+  if (ledger)
+    for (const HostParam* w : params.all()) {
+      ledger->alloc("weights", weight_storage_bytes(*w));
+      ledger->alloc("state", state_storage_bytes(*w));
+    }
+  std::vector<std::pair<HostParam*, Vec>> pending;
+  BwdCtx ctx{step, how, be, sched, defects, ledger, pending};
   // SP: a tensor the column-parallel layers (or the row-parallel layers' backward) need whole is
   // all-gathered from the ranks' token shards; TP: every rank already holds it.
   auto gather = [&](const Bits& whole, int64_t cols) {
@@ -245,7 +321,7 @@ std::vector<float> stack_train_step(StackParams& params, const StackShape& s, co
   };
   // A norm weight's gradient: TP sums all tokens on every rank; SP sums each rank's tokens, then
   // the ordered all-reduce (Megatron's finalize_model_grads).
-  auto norm_grad_and_update = [&](HostParam& g, const Vec& x, const Vec& rstd, const Vec& dy) {
+  auto norm_grad = [&](HostParam& g, const Vec& x, const Vec& rstd, const Vec& dy) {
     Vec dg, dx;
     if (!sp) {
       dx = rms_bwd(x, g, rstd, dy, T, H, 0, T, dg);
@@ -258,7 +334,8 @@ std::vector<float> stack_train_step(StackParams& params, const StackShape& s, co
       }
       dg = coll.all_reduce_ordered(parts);
     }
-    apply_two_phase_update(g, dg, step);
+    ledger_alloc(ledger, "gradients", bytes_of(dg));
+    pending.emplace_back(&g, std::move(dg));
     return dx;
   };
 
@@ -269,6 +346,18 @@ std::vector<float> stack_train_step(StackParams& params, const StackShape& s, co
     std::vector<Attn> at;
     std::vector<Bits> a, m;
     std::vector<HostParam> wq, wk, wv, wo, wg, wu, wd;
+    int64_t activation_bytes() const {  // what this block saved for backward
+      int64_t n = bytes_of(x_in) + bytes_of(rstd1) + bytes_of(x_mid) + bytes_of(rstd2) + bytes_of(h) + bytes_of(h2);
+      for (const auto* vs : {&q, &k, &v, &gate, &up})
+        for (const Vec& x : *vs) n += bytes_of(x);
+      for (const Attn& t : at) {
+        n += bytes_of(t.a);
+        for (const Vec& P : t.P) n += bytes_of(P);
+      }
+      for (const auto* bs : {&a, &m})
+        for (const Bits& x : *bs) n += bytes_of(x);
+      return n;
+    }
   };
   std::vector<Saved> saved(size_t(s.blocks));
   Vec x = x0;
@@ -303,6 +392,7 @@ std::vector<float> stack_train_step(StackParams& params, const StackShape& s, co
       z[size_t(r)] = linear_fwd(S.m.back(), S.wd[size_t(r)].bf16, T, Ir, H);
     }
     add_into(x, coll.all_reduce_ordered(z));
+    ledger_alloc(ledger, "activations", S.activation_bytes());
   }
 
   Vec dx = dout;
@@ -313,29 +403,40 @@ std::vector<float> stack_train_step(StackParams& params, const StackShape& s, co
     const Bits dz = gather(to_bf16(dx), H);
     std::vector<Vec> dh2(static_cast<size_t>(p));
     for (int r = 0; r < p; ++r) {
-      const Vec dm = linear_bwd(S.wd[size_t(r)], S.m[size_t(r)], dz, T, step, how, be, sched, defects);
+      const Vec dm = linear_bwd(S.wd[size_t(r)], S.m[size_t(r)], dz, T, ctx);
       Vec dgate(dm.size()), dup(dm.size());
       for (size_t i = 0; i < dm.size(); ++i) {
         const float g = S.gate[size_t(r)][i];
         dgate[i] = dm[i] * S.up[size_t(r)][i] * silu_grad(g);
         dup[i] = dm[i] * silu(g);
       }
-      dh2[size_t(r)] = linear_bwd(S.wg[size_t(r)], S.h2, to_bf16(dgate), T, step, how, be, sched, defects);
-      add_into(dh2[size_t(r)], linear_bwd(S.wu[size_t(r)], S.h2, to_bf16(dup), T, step, how, be, sched, defects));
+      dh2[size_t(r)] = linear_bwd(S.wg[size_t(r)], S.h2, to_bf16(dgate), T, ctx);
+      add_into(dh2[size_t(r)], linear_bwd(S.wu[size_t(r)], S.h2, to_bf16(dup), T, ctx));
     }
-    add_into(dx, norm_grad_and_update(B.g2, S.x_mid, S.rstd2, coll.all_reduce_ordered(dh2)));
+    add_into(dx, norm_grad(B.g2, S.x_mid, S.rstd2, coll.all_reduce_ordered(dh2)));
     // Attention: o (row-parallel), then q, k, v (column-parallel).
     const Bits dyo = gather(to_bf16(dx), H);
     std::vector<Vec> dh(static_cast<size_t>(p));
     for (int r = 0; r < p; ++r) {
-      const Vec da = linear_bwd(S.wo[size_t(r)], S.a[size_t(r)], dyo, T, step, how, be, sched, defects);
+      const Vec da = linear_bwd(S.wo[size_t(r)], S.a[size_t(r)], dyo, T, ctx);
       Vec dq, dk, dv;
       attn_bwd(S.q[size_t(r)], S.k[size_t(r)], S.v[size_t(r)], S.at[size_t(r)], da, T, nh, hd, dq, dk, dv);
-      dh[size_t(r)] = linear_bwd(S.wq[size_t(r)], S.h, to_bf16(dq), T, step, how, be, sched, defects);
-      add_into(dh[size_t(r)], linear_bwd(S.wk[size_t(r)], S.h, to_bf16(dk), T, step, how, be, sched, defects));
-      add_into(dh[size_t(r)], linear_bwd(S.wv[size_t(r)], S.h, to_bf16(dv), T, step, how, be, sched, defects));
+      dh[size_t(r)] = linear_bwd(S.wq[size_t(r)], S.h, to_bf16(dq), T, ctx);
+      add_into(dh[size_t(r)], linear_bwd(S.wk[size_t(r)], S.h, to_bf16(dk), T, ctx));
+      add_into(dh[size_t(r)], linear_bwd(S.wv[size_t(r)], S.h, to_bf16(dv), T, ctx));
     }
-    add_into(dx, norm_grad_and_update(B.g1, S.x_in, S.rstd1, coll.all_reduce_ordered(dh)));
+    add_into(dx, norm_grad(B.g1, S.x_in, S.rstd1, coll.all_reduce_ordered(dh)));
+    ledger_release(ledger, "activations", S.activation_bytes());
+  }
+  // The end of backward: the held gradients' standard steps (norm weights; every layer on the
+  // standard path), then the shards back into the whole parameters.
+  for (auto& [w, G] : pending) {
+    apply_two_phase_update(*w, G, step);
+    ledger_release(ledger, "gradients", bytes_of(G));
+  }
+  for (int bi = 0; bi < s.blocks; ++bi) {
+    StackParams::Block& B = params.blocks[size_t(bi)];
+    Saved& S = saved[size_t(bi)];
     for (auto [full, parts] : {std::pair{&B.wq, &S.wq}, {&B.wk, &S.wk}, {&B.wv, &S.wv}, {&B.wo, &S.wo},
                                {&B.wg, &S.wg}, {&B.wu, &S.wu}, {&B.wd, &S.wd}})
       gather_back(*full, *parts);

@@ -21,6 +21,7 @@
 #include "kernels/common/collectives.h"
 #include "kernels/formats/host_param.h"
 #include "kernels/twin/step_backend.h"
+#include "reference/memory_model.h"
 #include "reference/sharding.h"
 
 namespace fh {
@@ -46,18 +47,32 @@ struct StackParams {
 // n seeded N(0, scale^2) values (Box-Muller on splitmix64): the stack's weights and inputs.
 std::vector<float> seeded_normals(size_t n, uint64_t seed, float scale = 1.0f);
 
-enum class LinearUpdate : uint8_t { fused, unfused };
+// fused: the FusedStepBackend's step; unfused: G materialized and stepped at once (optimizer in
+// backward); standard: every G materialized and held to the end of backward, then every step.
+enum class LinearUpdate : uint8_t { fused, unfused, standard };
 
 struct StackDefects {
-  bool dx_after_update = false;  // fused layers read W after their update for dX (Remark 1 broken)
+  bool dx_after_update = false;        // fused layers read W after their update for dX (Remark 1 broken)
+  bool materialize_one_layer = false;  // fused: the first layer reached keeps its whole G to the end
 };
+
+// What the stack step holds, by formula (the memory model's side; the ledger counts the buffers):
+// the parameters as the model sees them, and the activations saved for backward per rank at p = 1
+// (fp32 x_in, x_mid, q, k, v, attention output, softmax P per head, gate, up and the two rstd;
+// bf16 h, h2, a, m).
+std::vector<ParamShape> stack_param_shapes(const StackShape& s);
+int64_t stack_activation_bytes(const StackShape& s);
 
 // One training step of the stack at `step` on p simulated ranks (flow tp or sp_megatron), the
 // parameters updated in place (sharded internally, gathered back). x0 [T, hidden] the input,
 // dout [T, hidden] the loss gradient at the output (both fp32). Returns the input gradient dx0.
+// The norm weights' gradients are held to the end of backward and stepped then (the standard path
+// of a non-fusable parameter). ledger (p = 1): weights and state, the saved activations (released
+// after their block's backward), gradients (fused: one schedule tile while a layer steps).
 std::vector<float> stack_train_step(StackParams& params, const StackShape& s, const std::vector<float>& x0,
                                     const std::vector<float>& dout, int64_t step, int p, Dataflow flow,
                                     LinearUpdate how, const FusedStepBackend& be, const TwinSchedule& sched,
-                                    const Collectives& coll, const StackDefects& defects = {});
+                                    const Collectives& coll, const StackDefects& defects = {},
+                                    MemoryLedger* ledger = nullptr);
 
 }  // namespace fh

@@ -21,6 +21,10 @@ struct MemoryClaimConfig {
   bool fuse_tied_naively = false;
 };
 
+// The tiny two-block stack (reference/sharded_stack.h) for one step on the twin with a ledger, fused
+// and standard, each state format: the measured peaks against step_memory's terms, and Remark 1 at
+// that scale (fused == standard: dX at the input and every weight and state, bitwise).
+std::vector<ClaimCaseResult> run_eq6_twin_cases(const MemoryClaimConfig& cfg);
 std::vector<ClaimCaseResult> run_prop3_gradient_memory_cases(const MemoryClaimConfig& cfg);
 std::vector<ClaimCaseResult> run_tied_embedding_cases(const MemoryClaimConfig& cfg);
 

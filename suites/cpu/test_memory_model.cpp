@@ -3,6 +3,8 @@
 // (a layer whose G is materialized and held; a tied weight's refusal skipped).
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "reference/memory_model.h"
 #include "suites/claims/memory_claims.h"
 #include "suites/claims/prop2_common.h"
@@ -35,6 +37,19 @@ TEST(eq6_memory_model, ParameterListsAndTermsAreTheFamilies) {
   led.reset_peaks();
   EXPECT_EQ(led.peak_of("gradients"), 0);
   EXPECT_THROW(led.release("gradients", 1), std::logic_error);
+}
+
+TEST(eq6_memory_model, TwinStackPeaksMatchTheTermsAndRemark1Holds) {
+  const auto rs = fh::run_eq6_twin_cases({});
+  for (const auto& r : rs) std::printf("%s: %g (bound %g) %s\n", r.case_name.c_str(), r.metric, r.bound, r.note.c_str());
+  EXPECT_EQ(rs.size(), 12u);
+  EXPECT_EQ(fh::count_failures(rs), 0) << fh::first_failure(rs);
+  fh::MemoryClaimConfig planted;
+  planted.materialize_one_layer = true;  // a fused layer keeps its whole G: Eq. 6's zero no longer holds
+  int caught = 0;
+  for (const auto& r : fh::run_eq6_twin_cases(planted))
+    caught += !r.pass && r.case_name.find("fused gradient peak") != std::string::npos;
+  EXPECT_EQ(caught, 3);
 }
 
 TEST(prop3_gradient_memory, FusedPeakIsOneTileAtEveryP) {
