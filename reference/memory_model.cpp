@@ -1,5 +1,6 @@
 #include "reference/memory_model.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace fh {
@@ -131,6 +132,19 @@ void MemoryLedger::alloc(const std::string& tag, int64_t bytes) {
   if (u > p) p = u;
   total_in_use += bytes;
   if (total_in_use > total_peak) total_peak = total_in_use;
+  if (total_in_use > phase_peak) phase_peak = total_in_use;
+}
+
+void MemoryLedger::phase(const std::string& name) {
+  timeline.push_back({name, total_in_use, std::max(phase_peak, total_in_use)});
+  phase_peak = total_in_use;
+}
+
+std::string MemoryLedger::timeline_text() const {
+  std::string s;
+  for (const Phase& p : timeline)
+    s += (s.empty() ? "" : "; ") + p.name + " " + std::to_string(p.in_use) + "/" + std::to_string(p.peak);
+  return s;
 }
 
 void MemoryLedger::release(const std::string& tag, int64_t bytes) {

@@ -74,6 +74,16 @@ void check_single_consumer(const ParamShape& p);
 struct MemoryLedger {
   std::vector<std::pair<std::string, int64_t>> in_use, peak;  // per tag, in first-use order
   int64_t total_in_use = 0, total_peak = 0;                    // all tags together
+  // The timeline (the paper's Figure 2): at each phase boundary, the bytes in use and the high-water
+  // mark of all tags since the previous boundary.
+  struct Phase {
+    std::string name;
+    int64_t in_use = 0, peak = 0;
+  };
+  std::vector<Phase> timeline;
+  int64_t phase_peak = 0;
+  void phase(const std::string& name);
+  std::string timeline_text() const;  // "name in_use/peak; ..."
   void alloc(const std::string& tag, int64_t bytes);
   void release(const std::string& tag, int64_t bytes);  // std::logic_error below zero
   int64_t peak_of(const std::string& tag) const;

@@ -305,6 +305,7 @@ std::vector<float> stack_train_step(StackParams& params, const StackShape& s, co
       ledger->alloc("weights", weight_storage_bytes(*w));
       ledger->alloc("state", state_storage_bytes(*w));
     }
+  if (ledger) ledger->phase("start");
   std::vector<std::pair<HostParam*, Vec>> pending;
   BwdCtx ctx{step, how, be, sched, defects, ledger, pending};
   // SP: a tensor the column-parallel layers (or the row-parallel layers' backward) need whole is
@@ -395,6 +396,7 @@ std::vector<float> stack_train_step(StackParams& params, const StackShape& s, co
     ledger_alloc(ledger, "activations", S.activation_bytes());
   }
 
+  if (ledger) ledger->phase("forward");
   Vec dx = dout;
   for (int bi = s.blocks - 1; bi >= 0; --bi) {
     StackParams::Block& B = params.blocks[size_t(bi)];
@@ -427,6 +429,7 @@ std::vector<float> stack_train_step(StackParams& params, const StackShape& s, co
     }
     add_into(dx, norm_grad(B.g1, S.x_in, S.rstd1, coll.all_reduce_ordered(dh)));
     ledger_release(ledger, "activations", S.activation_bytes());
+    if (ledger) ledger->phase("backward block " + std::to_string(bi));
   }
   // The end of backward: the held gradients' standard steps (norm weights; every layer on the
   // standard path), then the shards back into the whole parameters.
@@ -434,6 +437,7 @@ std::vector<float> stack_train_step(StackParams& params, const StackShape& s, co
     apply_two_phase_update(*w, G, step);
     ledger_release(ledger, "gradients", bytes_of(G));
   }
+  if (ledger) ledger->phase("step");
   for (int bi = 0; bi < s.blocks; ++bi) {
     StackParams::Block& B = params.blocks[size_t(bi)];
     Saved& S = saved[size_t(bi)];

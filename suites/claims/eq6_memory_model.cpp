@@ -60,7 +60,9 @@ std::vector<ClaimCaseResult> run_eq6_twin_cases(const MemoryClaimConfig& cfg) {
     t.bound = 0.03;
     t.metric_name = "abs_residual_over_model";
     t.pass = t.metric <= t.bound;
-    t.note = "residual " + std::to_string(lf.total_peak - mf.total()) + " bytes; " + term_note(mf, lf);
+    t.note = "residual " + std::to_string(lf.total_peak - mf.total()) + " bytes; " + term_note(mf, lf) +
+             "; timeline (bytes in use / peak since the previous boundary): fused: " + lf.timeline_text() +
+             "; standard: " + ls.timeline_text();
     results.push_back(t);
     ClaimCaseResult g;  // the gradient term: Eq. 6's zero (plus what it leaves out) bounds the fused path
     g.claim = claim;

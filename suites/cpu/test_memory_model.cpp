@@ -37,6 +37,15 @@ TEST(eq6_memory_model, ParameterListsAndTermsAreTheFamilies) {
   led.reset_peaks();
   EXPECT_EQ(led.peak_of("gradients"), 0);
   EXPECT_THROW(led.release("gradients", 1), std::logic_error);
+  led.phase("a");
+  led.alloc("activations", 7);
+  led.release("activations", 7);
+  led.alloc("state", 3);
+  led.phase("b");
+  ASSERT_EQ(led.timeline.size(), 2u);
+  EXPECT_EQ(led.timeline[1].in_use, 3);
+  EXPECT_EQ(led.timeline[1].peak, 7);  // the high-water mark between the two boundaries
+  EXPECT_EQ(led.timeline_text(), "a 0/15; b 3/7");
 }
 
 TEST(eq6_memory_model, TwinStackPeaksMatchTheTermsAndRemark1Holds) {
