@@ -19,7 +19,7 @@
 
 namespace fh {
 
-std::vector<ClaimCaseResult> run_eq6_twin_cases(const MemoryClaimConfig& cfg) {
+Eq6TwinRun run_eq6_twin_cases(const MemoryClaimConfig& cfg) {
   const std::string claim = "eq6_memory_model";
   const StackShape s;
   const TwinSchedule sched;
@@ -28,7 +28,8 @@ std::vector<ClaimCaseResult> run_eq6_twin_cases(const MemoryClaimConfig& cfg) {
   one.p = 1;
   const std::vector<float> x0 = seeded_normals(size_t(s.T * s.hidden), mix_seed(cfg.seed, 90), 1.0f);
   const std::vector<float> dout = seeded_normals(size_t(s.T * s.hidden), mix_seed(cfg.seed, 91), 1e-2f);
-  std::vector<ClaimCaseResult> results;
+  Eq6TwinRun run;
+  std::vector<ClaimCaseResult>& results = run.cases;
   for (StateFormat sf : {StateFormat::bf16, StateFormat::fp32, StateFormat::int8}) {
     const StackParams init = StackParams::make(s, adamw, sf, WeightStore::bf16_rne, mix_seed(cfg.seed, 92));
     StepLayout l;
@@ -90,8 +91,9 @@ std::vector<ClaimCaseResult> run_eq6_twin_cases(const MemoryClaimConfig& cfg) {
     fill(ev, r);
     r.pass = ev.differing == 0;
     results.push_back(r);
+    if (sf == StateFormat::bf16) run.timeline_fused = lf.timeline, run.timeline_standard = ls.timeline;
   }
-  return results;
+  return run;
 }
 
 void claim_eq6_memory_model(const VerifyConfig& cfg, Report& report, const Progress& progress) {
@@ -129,7 +131,18 @@ void claim_eq6_memory_model(const VerifyConfig& cfg, Report& report, const Progr
   }
   MemoryClaimConfig mc;
   mc.seed = cfg.seed;
-  record_claim_cases(report, run_eq6_twin_cases(mc), "eq6_memory_model");
+  const Eq6TwinRun run = run_eq6_twin_cases(mc);
+  const std::vector<CaseRecord*> recs = record_claim_cases(report, run.cases, "eq6_memory_model");
+  // Figure 2 on the twin: the timelines ride on the first case (bf16 state, fused peak).
+  std::string phases;
+  for (const auto& ph : run.timeline_fused) phases += (phases.empty() ? "" : ";") + ph.name;
+  recs.at(0)->set_attr("timeline_phases", phases);
+  for (const auto& [name, tl] : {std::pair{"fused", &run.timeline_fused}, {"standard", &run.timeline_standard}}) {
+    std::vector<int64_t> in_use, peak;
+    for (const auto& ph : *tl) in_use.push_back(ph.in_use), peak.push_back(ph.peak);
+    recs.at(0)->add_i64(std::string("timeline_") + name + "_in_use", in_use, "bytes in use at each phase boundary (timeline_phases)");
+    recs.at(0)->add_i64(std::string("timeline_") + name + "_peak", peak, "peak bytes since the previous boundary");
+  }
 }
 
 }  // namespace fh

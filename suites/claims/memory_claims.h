@@ -24,7 +24,13 @@ struct MemoryClaimConfig {
 // The tiny two-block stack (reference/sharded_stack.h) for one step on the twin with a ledger, fused
 // and standard, each state format: the measured peaks against step_memory's terms, and Remark 1 at
 // that scale (fused == standard: dX at the input and every weight and state, bitwise).
-std::vector<ClaimCaseResult> run_eq6_twin_cases(const MemoryClaimConfig& cfg);
+// timeline_*: the bf16-state run's MemoryLedger timelines (fused, standard), for the report's
+// Figure 2 (scripts/render_memory_timeline.py).
+struct Eq6TwinRun {
+  std::vector<ClaimCaseResult> cases;
+  std::vector<MemoryLedger::Phase> timeline_fused, timeline_standard;
+};
+Eq6TwinRun run_eq6_twin_cases(const MemoryClaimConfig& cfg);
 std::vector<ClaimCaseResult> run_prop3_gradient_memory_cases(const MemoryClaimConfig& cfg);
 std::vector<ClaimCaseResult> run_tied_embedding_cases(const MemoryClaimConfig& cfg);
 

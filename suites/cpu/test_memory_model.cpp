@@ -49,14 +49,17 @@ TEST(eq6_memory_model, ParameterListsAndTermsAreTheFamilies) {
 }
 
 TEST(eq6_memory_model, TwinStackPeaksMatchTheTermsAndRemark1Holds) {
-  const auto rs = fh::run_eq6_twin_cases({});
+  const fh::Eq6TwinRun run = fh::run_eq6_twin_cases({});
+  const auto& rs = run.cases;
+  ASSERT_EQ(run.timeline_fused.size(), 5u);  // start, forward, two blocks' backward, the step
+  EXPECT_LT(run.timeline_fused[2].peak, run.timeline_standard[3].peak);
   for (const auto& r : rs) std::printf("%s: %g (bound %g) %s\n", r.case_name.c_str(), r.metric, r.bound, r.note.c_str());
   EXPECT_EQ(rs.size(), 12u);
   EXPECT_EQ(fh::count_failures(rs), 0) << fh::first_failure(rs);
   fh::MemoryClaimConfig planted;
   planted.materialize_one_layer = true;  // a fused layer keeps its whole G: Eq. 6's zero no longer holds
   int caught = 0;
-  for (const auto& r : fh::run_eq6_twin_cases(planted))
+  for (const auto& r : fh::run_eq6_twin_cases(planted).cases)
     caught += !r.pass && r.case_name.find("fused gradient peak") != std::string::npos;
   EXPECT_EQ(caught, 3);
 }
