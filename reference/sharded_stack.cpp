@@ -53,9 +53,8 @@ Vec rms_fwd(const Vec& x, const HostParam& g, int64_t T, int64_t H, Vec& rstd) {
   return y;
 }
 
-// RMSNorm backward: dx for every token; dg summed over tokens [t0, t1) in token order.
-Vec rms_bwd(const Vec& x, const HostParam& g, const Vec& rstd, const Vec& dy, int64_t T, int64_t H, int64_t t0,
-            int64_t t1, Vec& dg) {
+// RMSNorm backward: dx for every token.
+Vec rms_bwd_dx(const Vec& x, const HostParam& g, const Vec& rstd, const Vec& dy, int64_t T, int64_t H) {
   Vec dx(x.size());
   for (int64_t t = 0; t < T; ++t) {
     const float r = rstd[size_t(t)];
@@ -66,10 +65,15 @@ Vec rms_bwd(const Vec& x, const HostParam& g, const Vec& rstd, const Vec& dy, in
       dx[size_t(t * H + j)] = r * (dy[size_t(t * H + j)] * g.weight(j) - xh * dot / float(H));
     }
   }
-  dg.assign(size_t(H), 0.0f);
+  return dx;
+}
+
+// The norm weight's gradient summed over tokens [t0, t1) in token order.
+Vec rms_dg(const Vec& x, const Vec& rstd, const Vec& dy, int64_t H, int64_t t0, int64_t t1) {
+  Vec dg(size_t(H), 0.0f);
   for (int64_t t = t0; t < t1; ++t)
     for (int64_t j = 0; j < H; ++j) dg[size_t(j)] += dy[size_t(t * H + j)] * x[size_t(t * H + j)] * rstd[size_t(t)];
-  return dx;
+  return dg;
 }
 
 float silu(float a) { return a / (1.0f + std::exp(-a)); }
@@ -323,18 +327,19 @@ std::vector<float> stack_train_step(StackParams& params, const StackShape& s, co
   // A norm weight's gradient: TP sums all tokens on every rank; SP sums each rank's tokens, then
   // the ordered all-reduce (Megatron's finalize_model_grads).
   auto norm_grad = [&](HostParam& g, const Vec& x, const Vec& rstd, const Vec& dy) {
-    Vec dg, dx;
+    Vec dg;
     if (!sp) {
-      dx = rms_bwd(x, g, rstd, dy, T, H, 0, T, dg);
+      dg = rms_dg(x, rstd, dy, H, 0, T);
     } else {
       std::vector<Vec> parts(static_cast<size_t>(p));
       for (int r = 0; r < p; ++r) {
         int64_t a, b;
         even_share(T, p, r, a, b, "sequence split");
-        dx = rms_bwd(x, g, rstd, dy, T, H, a, b, parts[size_t(r)]);
+        parts[size_t(r)] = rms_dg(x, rstd, dy, H, a, b);
       }
       dg = coll.all_reduce_ordered(parts);
     }
+    Vec dx = rms_bwd_dx(x, g, rstd, dy, T, H);  // g before its (deferred) step
     ledger_alloc(ledger, "gradients", bytes_of(dg));
     pending.emplace_back(&g, std::move(dg));
     return dx;
