@@ -63,6 +63,7 @@ ModelBenchResult read_model_bench_json(const std::string& path) {
   r.warmup_steps = int64_t(num("warmup_steps", 0));
   r.params = int64_t(num("params", 0));
   r.fused_params = int64_t(num("fused_params", 0));
+  r.layers = int64_t(num("layers", -1));
   r.peak_bytes = num("peak_bytes", -1);
   r.median_ms = num("median_ms", -1);
   if (doc.contains("step_ms") && doc["step_ms"].is_array())
@@ -75,6 +76,70 @@ ModelBenchResult read_model_bench_json(const std::string& path) {
     }
   if (r.status == "ok" && (r.peak_bytes < 0 || r.median_ms < 0))
     throw std::invalid_argument(who + ": status ok but no peak_bytes or median_ms");
+  return r;
+}
+
+namespace {
+// The common fields without the finished-run rule (a capacity run has no single peak or time).
+ModelBenchResult read_common(const std::string& path) {
+  try {
+    return read_model_bench_json(path);
+  } catch (const std::invalid_argument& e) {
+    if (std::string(e.what()).find("no peak_bytes or median_ms") == std::string::npos) throw;
+  }
+  ModelBenchResult r;
+  const nlohmann::json doc = parse_file(path, path);
+  r.path = path;
+  r.config = doc.value("config", std::string());
+  r.model = doc.value("model", std::string());
+  r.status = doc.value("status", std::string());
+  r.device = doc.value("device", std::string());
+  r.seq = doc.value("seq", int64_t(0));
+  r.batch = doc.value("batch", int64_t(0));
+  r.dtype = doc.value("dtype", std::string());
+  return r;
+}
+}  // namespace
+
+ModelStepRun read_model_step_json(const std::string& path) {
+  const std::string who = "model step JSON '" + path + "'";
+  ModelStepRun r;
+  r.common = read_common(path);
+  if (r.common.model == "llama31_8b") r.common.model = "llama8b";
+  if (r.common.model == "qwen3_14b") r.common.model = "qwen14b";
+  const nlohmann::json doc = parse_file(path, who);
+  const auto need = [&](const char* key) -> const nlohmann::json& {
+    if (!doc.contains(key) || doc[key].is_null()) throw std::invalid_argument(who + ": no \"" + key + "\"");
+    return doc[key];
+  };
+  try {
+    r.update = need("update").get<std::string>();
+    r.state = need("state").get<std::string>();
+    r.store = need("store").get<std::string>();
+    r.layers = need("layers").get<int64_t>();
+    r.common.layers = r.layers;
+    r.tied = doc.value("tied", false);
+    if (doc.contains("capacity_max_tried")) {
+      r.capacity_max_tried = doc["capacity_max_tried"].get<int64_t>();
+      if (r.common.status == "ok") r.max_layers_fit = need("max_layers_fit").get<int64_t>();
+      return r;
+    }
+    if (r.common.status != "ok") return r;
+    for (const auto& [k, v] : need("tag_peaks").items()) r.tag_peaks[k] = v.get<int64_t>();
+    for (const auto& ph : need("timeline"))
+      r.timeline.push_back({ph.at("name").get<std::string>(), ph.at("in_use").get<int64_t>(), ph.at("peak").get<int64_t>(),
+                            ph.at("outside_pool").get<int64_t>()});
+    const auto& mm = need("memory_model");
+    for (const auto& t : mm.at("terms")) r.model_terms.emplace_back(t.at("name").get<std::string>(), t.at("bytes").get<int64_t>());
+    r.model_total = mm.at("total").get<int64_t>();
+    r.activation_bytes = mm.at("activation_bytes").get<int64_t>();
+    r.outside_pool_bytes = doc.value("outside_pool_bytes", int64_t(-1));
+    for (const auto& d : need("dx_digests_step1")) r.dx_digests.push_back(d.get<std::string>());
+    for (const auto& d : need("weight_digests")) r.weight_digests.push_back(d.get<std::string>());
+    for (const auto& d : need("state_digests")) r.state_digests.push_back(d.get<std::string>());
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(who + ": " + e.what());
+  }
   return r;
 }
 

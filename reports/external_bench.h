@@ -15,6 +15,7 @@ struct ModelBenchResult {
   int64_t batch = 0, seq = 0, steps = 0, warmup_steps = 0;
   std::string dtype, device, torch, triton, transformers, forge_commit, switches, state_mode;
   int64_t params = 0, fused_params = 0;
+  int64_t layers = -1;               // the decoder layers the run built (-1: the file does not say)
   double peak_bytes = -1;            // torch.cuda.max_memory_allocated over all steps; -1: none
   double median_ms = -1;             // median step time after the warm-up steps; -1: none
   std::vector<double> step_ms;
@@ -24,6 +25,28 @@ struct ModelBenchResult {
 // Throws std::invalid_argument naming the file when it cannot be read, is not JSON, or lacks
 // config, model or status (or status ok without peak_bytes and median_ms).
 ModelBenchResult read_model_bench_json(const std::string& path);
+
+// forge-model-step's JSON (suites/model_step/forge_model_step.cpp, issue 18): the common fields
+// above (model canonicalised: llama31_8b -> llama8b, qwen3_14b -> qwen14b, the names
+// scripts/forge_model_bench.py uses) and the harness's own measurements.
+struct ModelStepRun {
+  ModelBenchResult common;
+  std::string update, state, store;   // fused | standard | standard_cublas; bf16 | fp32 | int8; weight store
+  bool tied = false;
+  int64_t layers = 0;
+  std::map<std::string, int64_t> tag_peaks;                 // bytes per pool tag
+  struct Phase { std::string name; int64_t in_use = 0, peak = 0, outside_pool = 0; };
+  std::vector<Phase> timeline;                               // step 1's phase marks
+  std::vector<std::pair<std::string, int64_t>> model_terms;  // the memory model's terms (Eq. 6 or standard)
+  int64_t model_total = -1, activation_bytes = -1, outside_pool_bytes = -1;
+  std::vector<std::string> dx_digests, weight_digests, state_digests;
+  int64_t max_layers_fit = -1, capacity_max_tried = -1;      // a --capacity run; -1 otherwise
+  bool capacity() const { return capacity_max_tried >= 0; }
+};
+// Throws std::invalid_argument naming the file and the field when the file is not such a run
+// (a finished measurement needs peak_bytes, median_ms, tag_peaks and the memory model; a finished
+// capacity run needs max_layers_fit).
+ModelStepRun read_model_step_json(const std::string& path);
 
 // Google Benchmark JSON: run name -> error message of every entry with error_occurred.
 std::map<std::string, std::string> read_benchmark_errors(const std::string& path);

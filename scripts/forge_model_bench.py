@@ -5,11 +5,13 @@ process's peak memory counts only its own configuration). This checks the README
 table (README:54-62; survey §7) under stated switches.
 
 Usage:
-  forge_model_bench.py --config torch_fused|forge|forge_tma_ws|forge_int8 --model llama8b|tiny
-                       [--steps 20] [--forge-src DIR] --out OUT.json
+  forge_model_bench.py --config torch_fused|torch_hooks|forge|forge_tma_ws|forge_int8
+                       --model llama8b|qwen14b|tiny [--layers N] [--steps 20] [--forge-src DIR] --out OUT.json
   forge_model_bench.py --strict FILE.json   (rewrite an older file's bare NaN as null, in place)
 
   torch_fused   torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+  torch_hooks   optimizer in backward: one torch.optim.AdamW(fused=True) per parameter, stepped from
+                its register_post_accumulate_grad_hook, the gradient freed right after (issue 18)
   forge         the README quickstart (README:102-121): every nn.Linear -> FusedLinear.from_linear(
                 lin, "adamw"), a FusedOptimizerManager, torch.optim.AdamW(fused=True) for the rest;
                 kernel.py switches left at the release's defaults (_kernel_mode="auto", no TMA)
@@ -43,6 +45,9 @@ MODELS = {
     # Llama-3.1-8B's shapes (untied embeddings, GQA 32/8)
     "llama8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
                     num_attention_heads=32, num_key_value_heads=8, vocab_size=128256),
+    # Qwen3-14B's sizes on the Llama architecture (no qk-norm: 2 x 128 weights a layer, left out)
+    "qwen14b": dict(hidden_size=5120, intermediate_size=17408, num_hidden_layers=40,
+                    num_attention_heads=40, num_key_value_heads=8, head_dim=128, vocab_size=151936),
     # a quick smoke test of the same code
     "tiny": dict(hidden_size=256, intermediate_size=1024, num_hidden_layers=2,
                  num_attention_heads=4, num_key_value_heads=2, vocab_size=32000),
@@ -54,10 +59,12 @@ def err_text(e, limit=2000):
     return text if len(text) <= limit else text[:limit] + " [...]"
 
 
-def build_model(torch, name):
+def build_model(torch, name, layers=None):
     """LlamaForCausalLM with random weights, allocated on the GPU in bf16 from the start."""
     from transformers import LlamaConfig, LlamaForCausalLM
     kw = dict(MODELS[name], max_position_embeddings=SEQ, tie_word_embeddings=False)
+    if layers is not None:
+        kw["num_hidden_layers"] = layers
     try:
         config = LlamaConfig(attn_implementation="sdpa", **kw)
     except TypeError:
@@ -116,7 +123,8 @@ def run(args, result):
         result["switches"] = {n: getattr(K, n) for n in ("_kernel_mode", "_use_tma", "_use_tma_ws", "_use_streamk")}
 
     t0 = time.perf_counter()
-    model, config = build_model(torch, args.model)
+    model, config = build_model(torch, args.model, args.layers)
+    result["layers"] = config.num_hidden_layers
     result["attn_implementation"] = str(getattr(model.config, "_attn_implementation", "unknown"))
     result["params"] = sum(p.numel() for p in model.parameters())
 
@@ -129,6 +137,17 @@ def run(args, result):
         rest = manager.get_non_fused_params()
         result["fused_params"] = sum(p.numel() for p in model.parameters()) - sum(p.numel() for p in rest)
         optimizer = torch.optim.AdamW(rest, lr=args.lr, fused=True)
+    elif args.config == "torch_hooks":
+        manager = None
+        per_param = {}
+        for p in model.parameters():
+            per_param[p] = torch.optim.AdamW([p], lr=args.lr, fused=True)
+
+            def hook(param):
+                per_param[param].step()
+                per_param[param].zero_grad(set_to_none=True)
+            p.register_post_accumulate_grad_hook(hook)
+        optimizer = None
     else:
         manager = None
         optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, fused=True)
@@ -151,9 +170,10 @@ def run(args, result):
         if manager is not None:
             manager.pre_step(lr=args.lr)  # lr (and defaults b1 .9, b2 .999, eps 1e-8, wd .01) for the fused layers
         loss = model(input_ids=ids, labels=ids, use_cache=False).loss
-        loss.backward()  # FORGE updates its layers here
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        loss.backward()  # FORGE (and torch_hooks) update their layers here
+        if optimizer is not None:
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
         torch.cuda.synchronize()
         step_ms.append((time.perf_counter() - t_start) * 1e3)
         losses.append(float(loss.item()))
@@ -195,8 +215,9 @@ def main():
             write_json(sys.argv[2], json.load(f))
         return 0
     ap = argparse.ArgumentParser(description="Llama-shaped step: torch fused AdamW vs FORGE")
-    ap.add_argument("--config", required=True, choices=["torch_fused", "forge", "forge_tma_ws", "forge_int8"])
+    ap.add_argument("--config", required=True, choices=["torch_fused", "torch_hooks", "forge", "forge_tma_ws", "forge_int8"])
     ap.add_argument("--model", required=True, choices=sorted(MODELS))
+    ap.add_argument("--layers", type=int, default=None, help="override the family's layer count")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--forge-src", default="../forge_release", help="the release's source tree (holds src/)")

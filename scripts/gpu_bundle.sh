@@ -25,7 +25,7 @@ for src in "$ROOT"/suites/gpu/test_*.cu "$ROOT"/suites/gpu/test_*.cpp; do
   [ -e "$src" ] || continue
   name="$(basename "$src")"; gpu_suites+=("${name%.*}")
 done
-targets=("${gpu_suites[@]}" forge-verify forge-torch-compat)
+targets=("${gpu_suites[@]}" forge-verify forge-torch-compat forge-model-step)
 if ninja -C "$BUILD" -t targets all 2>/dev/null | grep "^forge-bench:" >/dev/null; then
   targets+=(forge-bench)
 else

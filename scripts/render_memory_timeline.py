@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Draw the memory timeline of a forge-verify report (issue 18; the paper's Figure 2).
 
-Usage: render_memory_timeline.py REPORT.h5 OUT.png
+Usage: render_memory_timeline.py REPORT.h5 OUT.png [MODEL]
 
-Finds the eq6_memory_model case that carries the timelines (datasets timeline_<path>_in_use and
-timeline_<path>_peak, attribute timeline_phases; reports/SCHEMA.md layout) and draws every path
-on one plot: bytes in use at each phase boundary (solid) and the peak since the previous boundary
-(dashed), in MiB. Bad input (a missing file, not HDF5, not a report, no timeline in it, OUT.png's
+Without MODEL: finds the eq6_memory_model case that carries the twin's timelines (datasets
+timeline_<path>_in_use and timeline_<path>_peak, attribute timeline_phases; reports/SCHEMA.md
+layout). With MODEL (llama8b, qwen14b, ...): the model_step_figures cases of that model measured
+on the GPU (datasets timeline_in_use and timeline_peak, one case per configuration). Draws every
+path on one plot: bytes in use at each phase boundary (solid) and the peak since the previous
+boundary (dashed), in MiB (GiB for the model step). Bad input (a missing file, not HDF5, not a report, no timeline in it, OUT.png's
 folder missing) prints one line on stderr and exits 2 without writing OUT.png; the figure is
 written to a temporary file beside OUT.png and renamed onto it.
 """
@@ -21,7 +23,28 @@ class BadInput(Exception):
     pass
 
 
-def read_timelines(path):
+def text(v):
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def read_model_step_timelines(f, path, model):
+    claim = f.get("model_step_figures")
+    phases, lines = None, {}
+    for case in (claim.values() if claim is not None else []):
+        data = case.get("data")
+        if data is None or "timeline_phases" not in case.attrs or text(case.attrs.get("model", "")) != model:
+            continue
+        p = text(case.attrs["timeline_phases"]).split(";")
+        if phases is not None and p != phases:
+            raise BadInput("%s: the %s timelines mark different phases" % (path, model))
+        phases = p
+        lines[text(case.attrs.get("config", case.name))] = (list(data["timeline_in_use"][()]), list(data["timeline_peak"][()]))
+    if not lines:
+        raise BadInput("%s holds no model_step_figures timeline of model %s" % (path, model))
+    return "model step, " + model, phases, lines
+
+
+def read_timelines(path, model=None):
     if not os.path.isfile(path):
         raise BadInput("no such report file: %s" % path)
     import h5py
@@ -32,6 +55,8 @@ def read_timelines(path):
     with f:
         if "schema_version" not in f.attrs or "meta" not in f:
             raise BadInput("%s is HDF5 but not a forge-harness report" % path)
+        if model is not None:
+            return read_model_step_timelines(f, path, model)
         claim = f.get("eq6_memory_model")
         for case in (claim.values() if claim is not None else []):
             data = case.get("data")
@@ -50,25 +75,28 @@ def read_timelines(path):
 
 
 def main(argv):
-    if len(argv) != 3:
+    if len(argv) not in (3, 4):
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     report, out = argv[1], argv[2]
+    model = argv[3] if len(argv) == 4 else None
     try:
         if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
             raise BadInput("the folder of %s does not exist" % out)
-        case, phases, lines = read_timelines(report)
+        case, phases, lines = read_timelines(report, model)
+        unit, scale = ("GiB", 2**30) if model else ("MiB", 2**20)
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(8, 4.5))
+        fig, ax = plt.subplots(figsize=(12 if len(phases) > 12 else 8, 4.5))
         x = range(len(phases))
         for path, (in_use, peak) in sorted(lines.items()):
-            line, = ax.plot(x, [b / 2**20 for b in in_use], marker="o", label="%s: in use" % path)
-            ax.plot(x, [b / 2**20 for b in peak], linestyle="--", color=line.get_color(), label="%s: peak" % path)
+            line, = ax.plot(x, [b / scale for b in in_use], marker="o", label="%s: in use" % path)
+            ax.plot(x, [b / scale for b in peak], linestyle="--", color=line.get_color(), label="%s: peak" % path)
         ax.set_xticks(list(x))
-        ax.set_xticklabels(phases, rotation=20, ha="right")
-        ax.set_ylabel("MiB")
+        ax.set_xticklabels([p.replace("backward.", "bwd.") for p in phases], rotation=60 if len(phases) > 12 else 20,
+                           ha="right", fontsize=7 if len(phases) > 12 else 9)
+        ax.set_ylabel(unit)
         ax.set_title("memory per phase: %s" % case.split("/")[-1], fontsize=9)
         ax.legend(fontsize=8)
         fig.tight_layout()

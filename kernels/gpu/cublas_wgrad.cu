@@ -31,13 +31,13 @@ void cublas_wgrad(cublasHandle_t h, const WgradProblem& p, float* g, cudaStream_
 }
 
 void cublas_dgrad(cublasHandle_t h, const uint16_t* dy, const uint16_t* w_bf16, int64_t tokens,
-                  int64_t out, int64_t in, float* dx, cudaStream_t stream) {
+                  int64_t out, int64_t in, float* dx, cudaStream_t stream, float beta) {
   if (!h || !dy || !w_bf16 || !dx) throw std::invalid_argument("cublas_dgrad: null pointer");
   if (tokens < 1 || out < 1 || in < 1 || tokens > (int64_t(1) << 31) || out > (int64_t(1) << 31) ||
       in > (int64_t(1) << 31))
     throw std::invalid_argument("cublas_dgrad: dimensions must be in [1, 2^31]");
   cublas_check(cublasSetStream(h, stream), "cublas_dgrad: cublasSetStream");
-  const float alpha = 1.0f, beta = 0.0f;
+  const float alpha = 1.0f;
   cublas_check(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, int(in), int(tokens), int(out), &alpha, w_bf16,
                             CUDA_R_16BF, int(in), dy, CUDA_R_16BF, int(out), &beta, dx, CUDA_R_32F,
                             int(in), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),

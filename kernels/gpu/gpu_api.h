@@ -168,9 +168,10 @@ class CublasHandle {
 void cublas_wgrad(cublasHandle_t h, const WgradProblem& p, float* g, cudaStream_t stream = 0);
 
 // cuBLAS dgrad: dX [tokens, in] fp32 row-major = dY [tokens, out] . W [out, in] (W in bf16,
-// the copy the forward pass reads).
+// the copy the forward pass reads), plus beta * dX (beta 1: several layers' dX summed in place,
+// as q, k and v share their input).
 void cublas_dgrad(cublasHandle_t h, const uint16_t* dy, const uint16_t* w_bf16, int64_t tokens,
-                  int64_t out, int64_t in, float* dx, cudaStream_t stream = 0);
+                  int64_t out, int64_t in, float* dx, cudaStream_t stream = 0, float beta = 0.0f);
 
 // The mma probe (kernels/gpu/mma_probe.cu): n instances, each a chain of `chain` m16n8k16
 // instructions D = mma(A_c, B_c, D_prev) from C. Device arrays:

@@ -18,7 +18,7 @@ void linear_backward(cublasHandle_t h, const LinearBackwardArgs& a, cudaStream_t
     throw std::invalid_argument("linear_backward: W view shape differs from [out, in]");
   if (!tile_supported(a.tile)) throw std::invalid_argument("linear_backward: unsupported tile shape");
   const auto dgrad = [&] {
-    cublas_dgrad(h, a.problem.dy, a.param.bf16, a.problem.tokens, a.problem.out, a.problem.in, a.dx, stream);
+    cublas_dgrad(h, a.problem.dy, a.param.bf16, a.problem.tokens, a.problem.out, a.problem.in, a.dx, stream, a.dx_beta);
   };
   const auto update = [&] {
     fused_wgrad_update(a.problem, a.rule, a.state_format, a.weight_store, a.param, a.step, a.tile, stream);

@@ -16,6 +16,7 @@ struct LinearBackwardArgs {
   int64_t step = 1;
   int consumers = 1;                // how many ops read this weight in the forward pass
   float* dx = nullptr;              // out: dX [T, in] fp32 (device)
+  float dx_beta = 0.0f;             // 1: add this layer's dX to what dx holds (layers sharing an input)
   TileShape tile{};
   // Test only: run the update before dX (reads W after updating it), for the suite that shows a
   // read-after-update is caught. Never set outside that test.

@@ -30,6 +30,8 @@ struct VerifyConfig {
   // The audit's measurements (issue 16): scripts/forge_model_bench.py JSON files (ext_model_*)
   // and Google Benchmark JSON timings (ext_layer_speed); empty: those claims are not run.
   std::vector<std::string> external_model, external_timing;
+  // forge-model-step's JSON files (issue 18): the model_step_figures claim; empty: not run.
+  std::vector<std::string> model_step;
 };
 
 // Progress on stderr, so stdout keeps only the verdict table.

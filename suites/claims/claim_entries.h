@@ -8,6 +8,7 @@ namespace fh {
 
 #define FH_CLAIM(id) void claim_##id(const VerifyConfig& cfg, Report& report, const Progress& progress)
 FH_CLAIM(rules_vs_mpfr);
+FH_CLAIM(model_step_figures);
 FH_CLAIM(two_phase_exact_vs_seq);
 FH_CLAIM(int8_codec_bound);
 FH_CLAIM(sr_exact_mean);

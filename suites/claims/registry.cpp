@@ -205,6 +205,14 @@ std::vector<ClaimInfo> make_registry() {
        {"scripts/forge_adapter.py --timing and forge-bench (--external-timing)"}, {"suites/claims/ext_layer_speed (ratio)"},
        {"median_us", "torch_reference_median_us", "harness_fused_median_us", "harness_cublas_median_us"}, 0, false,
        claim_ext_layer_speed},
+      {"model_step_figures", "Eq. 6, Remark 1 and the paper's memory and speed figures on a model-shaped step",
+       "the harness's fused and standard model step (tagged pool) against Eq. 6, each other and torch in the same call",
+       {"kernels/gpu/model_step (forge-model-step, --model-step)", "scripts/forge_model_bench.py (--external-model)"},
+       {"suites/claims/model_step_figures (tolerance, ratio, digests)"},
+       {"peak_bytes", "median_ms", "tag_peak_bytes", "timeline_in_use", "timeline_peak", "timeline_outside_pool",
+        "memory_model_bytes", "memory_model_residual_bytes", "torch_fused_peak_bytes", "torch_fused_median_ms",
+        "torch_hooks_peak_bytes", "torch_hooks_median_ms", "remark1_digests_differ", "max_layers_fit"},
+       0, false, claim_model_step_figures},
   };
 }
 

@@ -97,6 +97,9 @@ Options:
                            `forge-verify external-cases --set ci|forge [--seed N] [--force] OUT`)
   --external-model PATH    a model configuration measured by scripts/forge_model_bench.py
                            (JSON; repeatable): the ext_model_memory and ext_model_time claims
+  --model-step PATH        a run of forge-model-step (JSON; repeatable): the model_step_figures
+                           claim, with --external-model's torch runs beside it. Bad JSON is bad
+                           input (exit 2, no report)
   --external-timing PATH   per-layer timings, Google Benchmark JSON (forge_adapter.py --timing,
                            forge-bench; repeatable): the ext_layer_speed claim. Bad JSON is bad
                            input (exit 2, no report)
@@ -255,6 +258,7 @@ VerifyConfig parse_args(int argc, char** argv, RunOptions& run) {
     else if (a == "--external") cfg.external_results.push_back(need(i));
     else if (a == "--external-cases") cfg.external_cases = need(i);
     else if (a == "--external-model") cfg.external_model.push_back(need(i));
+    else if (a == "--model-step") cfg.model_step.push_back(need(i));
     else if (a == "--external-timing") cfg.external_timing.push_back(need(i));
     else if (a == "--rule") {
       run.given |= kOptRule;
@@ -319,17 +323,21 @@ VerifyConfig parse_args(int argc, char** argv, RunOptions& run) {
   // The audit's measurements are read in full now: a bad file is bad input.
   try {
     for (const auto& f : cfg.external_model) read_model_bench_json(f);
+    for (const auto& f : cfg.model_step) read_model_step_json(f);
     for (const auto& f : cfg.external_timing) {
       read_benchmark_json(f);
       read_benchmark_errors(f);
     }
   } catch (const std::invalid_argument& e) { throw UsageError(e.what()); }
   // Judging external files: by default only the claims that read them.
-  const bool any_external = !cfg.external_results.empty() || !cfg.external_model.empty() || !cfg.external_timing.empty();
+  const bool any_external = !cfg.external_results.empty() || !cfg.external_model.empty() ||
+                            !cfg.external_timing.empty() || !cfg.model_step.empty();
   if (any_external && cfg.claims.empty())
     for (const ClaimInfo& c : claim_registry()) {
       const bool model = c.id.starts_with("ext_model_"), timing = c.id == "ext_layer_speed";
-      if (model ? !cfg.external_model.empty()
+      if (c.id == "model_step_figures") {
+        if (!cfg.model_step.empty()) cfg.claims.push_back(c.id);
+      } else if (model ? !cfg.external_model.empty()
                 : timing ? !cfg.external_timing.empty() : c.id.starts_with("ext_") && !cfg.external_results.empty())
         cfg.claims.push_back(c.id);
     }

@@ -1,0 +1,574 @@
+// The model-shaped training step (kernels/gpu/model_step.h).
+#include "kernels/gpu/model_step.h"
+
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/gpu/linear_backward.h"
+#include "kernels/gpu/model_kernels.cuh"
+
+namespace fh::gpu {
+
+const char* model_update_name(ModelUpdate u) {
+  switch (u) {
+    case ModelUpdate::fused: return "fused";
+    case ModelUpdate::standard: return "standard";
+    case ModelUpdate::standard_cublas: return "standard_cublas";
+  }
+  return "?";
+}
+
+namespace {
+
+using Tag = TaggedPool::Tag;
+
+struct Param {
+  ModelParamInfo info;
+  ParamView pv;
+  int slots = 0;
+};
+
+// Saved for backward, per block.
+struct BlockActs {
+  float *x_in = nullptr, *rstd1 = nullptr, *x_mid = nullptr, *rstd2 = nullptr, *gate = nullptr, *up = nullptr;
+  uint16_t *h1 = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *p = nullptr, *a = nullptr, *h2 = nullptr,
+           *m = nullptr;
+};
+
+// A gradient held to the end of backward, then stepped.
+struct Held {
+  Param* w;
+  float* g;
+};
+
+int grid_for(int64_t n) { return int(std::min<int64_t>((n + model::kThreads - 1) / model::kThreads, 132 * 16)); }
+
+}  // namespace
+
+struct ModelStep::Impl {
+  ModelStepConfig cfg;
+  cudaStream_t stream = nullptr;
+  std::unique_ptr<CublasHandle> cublas;
+  std::unique_ptr<TaggedPool> pool;
+  std::vector<Param> params;
+  std::vector<ModelParamInfo> infos;
+  int emb = -1, gf = -1, head = -1;  // head == emb when tied
+  struct BlockIdx { int g1, q, k, v, o, g2, gate, up, down; };
+  std::vector<BlockIdx> blocks;
+  int32_t *tokens = nullptr, *labels = nullptr;
+  unsigned long long* digests = nullptr;
+  bool digest_on = false;
+  int n_linear = 0;
+
+  cublasHandle_t h() const { return cublas->get(); }
+  const ModelDims& d() const { return cfg.dims; }
+
+  int add_param(const std::string& name, int64_t rows, int64_t cols, bool linear, float std, float value) {
+    Param p;
+    p.info = {name, rows, cols, linear && cfg.update == ModelUpdate::fused};
+    p.pv.rows = rows;
+    p.pv.cols = cols;
+    p.pv.global_cols = cols;
+    const int64_t n = rows * cols;
+    if (cfg.store == WeightStore::fp32_master) p.pv.master = pool->alloc_n<float>(Tag::weights, n);
+    p.pv.bf16 = pool->alloc_n<uint16_t>(Tag::weights, n);
+    p.pv.sr = sr_key{cfg.seed, 0, uint32_t(params.size())};
+    const StateDecls decls = visit_rule(cfg.rule.id, [&](auto r) { return decltype(r)::states(hyper_of<decltype(r)>(cfg.rule)); });
+    for (int k = 0; k < kMaxStates; ++k) {
+      if (!decls.slot[k].kept) continue;
+      if (decls.slot[k].initial != 0.0)
+        throw std::invalid_argument("ModelStep: the rule's state slot " + std::to_string(k) + " starts at " +
+                                    std::to_string(decls.slot[k].initial) + "; the model step initialises state to zero");
+      StateView& sv = p.pv.state[k];
+      sv.nonnegative = decls.slot[k].nonnegative;
+      int64_t bytes = 0;
+      switch (cfg.state) {
+        case StateFormat::fp32: bytes = n * 4; break;
+        case StateFormat::bf16: bytes = n * 2; break;
+        case StateFormat::int8: bytes = n; break;
+      }
+      sv.data = pool->alloc(Tag::state, bytes);
+      cuda_check(cudaMemsetAsync(sv.data, 0, size_t(bytes), stream), "ModelStep: state init");
+      if (cfg.state == StateFormat::int8) {
+        const int64_t nb = rows * p.pv.blocks_per_row();
+        sv.absmax = pool->alloc_n<float>(Tag::state, nb);
+        cuda_check(cudaMemsetAsync(sv.absmax, 0, size_t(nb * 4), stream), "ModelStep: absmax init");
+      }
+      ++p.slots;
+    }
+    model::init_weights_kernel<<<grid_for(n), model::kThreads, 0, stream>>>(
+        p.pv.master, p.pv.bf16, n, cfg.seed * 1000003ull + params.size(), std, value);
+    cuda_check(cudaGetLastError(), "ModelStep: init weights");
+    params.push_back(p);
+    infos.push_back(p.info);
+    return int(params.size()) - 1;
+  }
+
+  // Y [T, out] = X [T, in] W^T (+ beta Y); Y fp32 or bf16.
+  void linear_fwd(const uint16_t* x, const Param& w, void* y, cudaDataType yt, float beta) {
+    gemm(CUBLAS_OP_T, CUBLAS_OP_N, w.pv.rows, d().tokens, w.pv.cols, 1.0f, w.pv.bf16, w.pv.cols, 0, x, w.pv.cols, 0,
+         beta, y, yt, w.pv.rows, 0, 1);
+  }
+
+  void gemm(cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k, float alpha, const void* a,
+            int64_t lda, int64_t sa, const void* b, int64_t ldb, int64_t sb, float beta, void* c, cudaDataType ct,
+            int64_t ldc, int64_t sc, int64_t batch) {
+    cublas_check(cublasSetStream(h(), stream), "ModelStep: cublasSetStream");
+    cublas_check(cublasGemmStridedBatchedEx(h(), ta, tb, int(m), int(n), int(k), &alpha, a, CUDA_R_16BF, int(lda), sa, b,
+                                            CUDA_R_16BF, int(ldb), sb, &beta, c, ct, int(ldc), sc, int(batch),
+                                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 "ModelStep: cublasGemmStridedBatchedEx");
+  }
+
+  void check_launch(const char* what) { cuda_check(cudaGetLastError(), what); }
+
+  void digest_into(int slot, const void* p, int64_t bytes) {
+    if (!digest_on) return;
+    model::digest_kernel<<<grid_for(bytes / 2), model::kThreads, 0, stream>>>(static_cast<const uint16_t*>(p), bytes / 2,
+                                                                              digests + slot);
+    check_launch("ModelStep: digest");
+  }
+
+  // One linear layer's backward: dx (+)= dY W, and its update (fused now, or G held for the step).
+  void linear_bwd(Param& w, const uint16_t* x, const uint16_t* dy, float* dx, float dx_beta, int64_t step,
+                  std::vector<Held>& held, int& slot, bool keep_whole_g) {
+    const WgradProblem prob{x, dy, d().tokens, w.pv.rows, w.pv.cols};
+    if (w.info.fused && !keep_whole_g) {
+      LinearBackwardArgs a;
+      a.problem = prob;
+      a.rule = cfg.rule;
+      a.state_format = cfg.state;
+      a.weight_store = cfg.store;
+      a.param = w.pv;
+      a.step = step;
+      a.consumers = 1;
+      a.dx = dx;
+      a.dx_beta = dx_beta;
+      a.planted_read_after_update = cfg.defects.dx_after_update;
+      linear_backward(h(), a, stream);
+    } else {
+      cublas_dgrad(h(), dy, w.pv.bf16, d().tokens, w.pv.rows, w.pv.cols, dx, stream, dx_beta);
+      float* g = pool->alloc_n<float>(Tag::gradients, w.pv.rows * w.pv.cols);
+      if (cfg.update == ModelUpdate::standard_cublas) cublas_wgrad(h(), prob, g, stream);
+      else wgrad_materialize(prob, g, TileShape{}, stream);
+      held.push_back({&w, g});
+    }
+    digest_into(slot++, dx, d().tokens * w.pv.cols * 4);
+  }
+
+  // A norm weight's backward: dx += its input gradient; its gradient (over all tokens) held.
+  void norm_bwd(int gi, const float* x, const float* rstd, const float* dh, float* dx, std::vector<Held>& held) {
+    const int64_t T = d().tokens, H = d().hidden;
+    Param& g = params[size_t(gi)];
+    model::rmsnorm_bwd_dx_kernel<<<int(T), model::kThreads, 0, stream>>>(x, g.pv.bf16, rstd, dh, dx, H);
+    float* dg = pool->alloc_n<float>(Tag::gradients_unfused, H);
+    model::rmsnorm_bwd_dg_kernel<<<grid_for(H), model::kThreads, 0, stream>>>(x, rstd, dh, dg, T, H);
+    check_launch("ModelStep: rmsnorm bwd");
+    held.push_back({&g, dg});
+  }
+
+  void mark(const std::string& name) {
+    if (cfg.phase_marks) pool->phase(name);
+  }
+
+  ModelStepStats run(int64_t step);
+  void block_fwd(const BlockIdx& b, BlockActs& s);
+  void block_bwd(const BlockIdx& b, BlockActs& s, float* dx, int64_t step, std::vector<Held>& held, int& slot,
+                 bool& first_linear);
+};
+
+void ModelStep::Impl::block_fwd(const BlockIdx& b, BlockActs& s) {
+  const int64_t T = d().tokens, H = d().hidden, I = d().intermediate, nh = d().heads, kvh = d().kv_heads,
+                hd = d().head_dim, QD = nh * hd, KD = kvh * hd;
+  s.rstd1 = pool->alloc_n<float>(Tag::activations, T);
+  s.h1 = pool->alloc_n<uint16_t>(Tag::activations, T * H);
+  model::rmsnorm_fwd_kernel<<<int(T), model::kThreads, 0, stream>>>(s.x_in, params[b.g1].pv.bf16, s.h1, s.rstd1, H);
+  check_launch("ModelStep: rmsnorm");
+  s.q = pool->alloc_n<uint16_t>(Tag::activations, T * QD);
+  s.k = pool->alloc_n<uint16_t>(Tag::activations, T * KD);
+  s.v = pool->alloc_n<uint16_t>(Tag::activations, T * KD);
+  linear_fwd(s.h1, params[b.q], s.q, CUDA_R_16BF, 0.0f);
+  linear_fwd(s.h1, params[b.k], s.k, CUDA_R_16BF, 0.0f);
+  linear_fwd(s.h1, params[b.v], s.v, CUDA_R_16BF, 0.0f);
+  // Attention, every head in one strided-batched call (K and V expanded to the query heads).
+  uint16_t* kx = pool->alloc_n<uint16_t>(Tag::workspace, T * QD);
+  uint16_t* vx = pool->alloc_n<uint16_t>(Tag::workspace, T * QD);
+  model::expand_kv_kernel<<<grid_for(T * QD), model::kThreads, 0, stream>>>(s.k, kx, T, nh, kvh, hd);
+  model::expand_kv_kernel<<<grid_for(T * QD), model::kThreads, 0, stream>>>(s.v, vx, T, nh, kvh, hd);
+  check_launch("ModelStep: expand kv");
+  float* sc = pool->alloc_n<float>(Tag::workspace, nh * T * T);
+  const float scale = 1.0f / std::sqrt(float(hd));
+  // S_h [i, j] = scale q_i . k_j: column-major S^T = K_h Q_h^T.
+  gemm(CUBLAS_OP_T, CUBLAS_OP_N, T, T, hd, scale, kx, QD, hd, s.q, QD, hd, 0.0f, sc, CUDA_R_32F, T, T * T, nh);
+  s.p = pool->alloc_n<uint16_t>(Tag::activations, nh * T * T);
+  model::causal_softmax_kernel<<<int(nh * T), model::kThreads, 0, stream>>>(sc, s.p, T);
+  check_launch("ModelStep: softmax");
+  pool->release(sc);
+  // O_h = P_h V_h: column-major O^T = V_h^T P_h^T.
+  s.a = pool->alloc_n<uint16_t>(Tag::activations, T * QD);
+  gemm(CUBLAS_OP_N, CUBLAS_OP_N, hd, T, T, 1.0f, vx, QD, hd, s.p, T, T * T, 0.0f, s.a, CUDA_R_16BF, QD, hd, nh);
+  pool->release(kx);
+  pool->release(vx);
+  s.x_mid = pool->alloc_n<float>(Tag::activations, T * H);
+  cuda_check(cudaMemcpyAsync(s.x_mid, s.x_in, size_t(T * H * 4), cudaMemcpyDeviceToDevice, stream), "ModelStep: residual");
+  linear_fwd(s.a, params[b.o], s.x_mid, CUDA_R_32F, 1.0f);
+  s.rstd2 = pool->alloc_n<float>(Tag::activations, T);
+  s.h2 = pool->alloc_n<uint16_t>(Tag::activations, T * H);
+  model::rmsnorm_fwd_kernel<<<int(T), model::kThreads, 0, stream>>>(s.x_mid, params[b.g2].pv.bf16, s.h2, s.rstd2, H);
+  check_launch("ModelStep: rmsnorm");
+  s.gate = pool->alloc_n<float>(Tag::activations, T * I);
+  s.up = pool->alloc_n<float>(Tag::activations, T * I);
+  linear_fwd(s.h2, params[b.gate], s.gate, CUDA_R_32F, 0.0f);
+  linear_fwd(s.h2, params[b.up], s.up, CUDA_R_32F, 0.0f);
+  s.m = pool->alloc_n<uint16_t>(Tag::activations, T * I);
+  model::gate_fwd_kernel<<<grid_for(T * I), model::kThreads, 0, stream>>>(s.gate, s.up, s.m, T * I);
+  check_launch("ModelStep: gate");
+}
+
+void ModelStep::Impl::block_bwd(const BlockIdx& b, BlockActs& s, float* dx, int64_t step, std::vector<Held>& held,
+                                int& slot, bool& first_linear) {
+  const int64_t T = d().tokens, H = d().hidden, I = d().intermediate, nh = d().heads, kvh = d().kv_heads,
+                hd = d().head_dim, QD = nh * hd, KD = kvh * hd;
+  const auto keep = [&] {  // the planted defect: the first linear reached keeps its whole G
+    const bool k = first_linear && cfg.defects.materialize_one_layer;
+    first_linear = false;
+    return k;
+  };
+  // MLP: x_out = x_mid + m Wd^T.
+  uint16_t* dxb = pool->alloc_n<uint16_t>(Tag::workspace, T * H);
+  model::to_bf16_kernel<<<grid_for(T * H), model::kThreads, 0, stream>>>(dx, dxb, T * H);
+  float* dm = pool->alloc_n<float>(Tag::workspace, T * I);
+  linear_bwd(params[b.down], s.m, dxb, dm, 0.0f, step, held, slot, keep());
+  uint16_t* dgate = pool->alloc_n<uint16_t>(Tag::workspace, T * I);
+  uint16_t* dup = pool->alloc_n<uint16_t>(Tag::workspace, T * I);
+  model::gate_bwd_kernel<<<grid_for(T * I), model::kThreads, 0, stream>>>(s.gate, s.up, dm, dgate, dup, T * I);
+  check_launch("ModelStep: gate bwd");
+  pool->release(dm);
+  float* dh2 = pool->alloc_n<float>(Tag::workspace, T * H);
+  linear_bwd(params[b.gate], s.h2, dgate, dh2, 0.0f, step, held, slot, keep());
+  linear_bwd(params[b.up], s.h2, dup, dh2, 1.0f, step, held, slot, keep());
+  pool->release(dgate);
+  pool->release(dup);
+  norm_bwd(b.g2, s.x_mid, s.rstd2, dh2, dx, held);
+  pool->release(dh2);
+  // Attention: x_mid = x_in + a Wo^T.
+  model::to_bf16_kernel<<<grid_for(T * H), model::kThreads, 0, stream>>>(dx, dxb, T * H);
+  float* da = pool->alloc_n<float>(Tag::workspace, T * QD);
+  linear_bwd(params[b.o], s.a, dxb, da, 0.0f, step, held, slot, keep());
+  pool->release(dxb);
+  uint16_t* dab = pool->alloc_n<uint16_t>(Tag::workspace, T * QD);
+  model::to_bf16_kernel<<<grid_for(T * QD), model::kThreads, 0, stream>>>(da, dab, T * QD);
+  pool->release(da);
+  uint16_t* kx = pool->alloc_n<uint16_t>(Tag::workspace, T * QD);
+  uint16_t* vx = pool->alloc_n<uint16_t>(Tag::workspace, T * QD);
+  model::expand_kv_kernel<<<grid_for(T * QD), model::kThreads, 0, stream>>>(s.k, kx, T, nh, kvh, hd);
+  model::expand_kv_kernel<<<grid_for(T * QD), model::kThreads, 0, stream>>>(s.v, vx, T, nh, kvh, hd);
+  check_launch("ModelStep: expand kv");
+  const float scale = 1.0f / std::sqrt(float(hd));
+  // dP_h = dO_h V_h^T (the scores' form with K -> V, Q -> dO).
+  float* dp = pool->alloc_n<float>(Tag::workspace, nh * T * T);
+  gemm(CUBLAS_OP_T, CUBLAS_OP_N, T, T, hd, 1.0f, vx, QD, hd, dab, QD, hd, 0.0f, dp, CUDA_R_32F, T, T * T, nh);
+  // dV_h = P_h^T dO_h: column-major dV^T = dO_h^T P_h.
+  float* dvx = pool->alloc_n<float>(Tag::workspace, T * QD);
+  gemm(CUBLAS_OP_N, CUBLAS_OP_T, hd, T, T, 1.0f, dab, QD, hd, s.p, T, T * T, 0.0f, dvx, CUDA_R_32F, QD, hd, nh);
+  uint16_t* ds = pool->alloc_n<uint16_t>(Tag::workspace, nh * T * T);
+  model::softmax_bwd_kernel<<<int(nh * T), model::kThreads, 0, stream>>>(s.p, dp, ds, T, scale);
+  check_launch("ModelStep: softmax bwd");
+  pool->release(dp);
+  pool->release(dab);
+  // dQ_h = dS_h K_h: column-major dQ^T = K_h^T dS_h^T.
+  uint16_t* dq = pool->alloc_n<uint16_t>(Tag::workspace, T * QD);
+  gemm(CUBLAS_OP_N, CUBLAS_OP_N, hd, T, T, 1.0f, kx, QD, hd, ds, T, T * T, 0.0f, dq, CUDA_R_16BF, QD, hd, nh);
+  // dK_h = dS_h^T Q_h: column-major dK^T = Q_h^T dS_h.
+  float* dkx = pool->alloc_n<float>(Tag::workspace, T * QD);
+  gemm(CUBLAS_OP_N, CUBLAS_OP_T, hd, T, T, 1.0f, s.q, QD, hd, ds, T, T * T, 0.0f, dkx, CUDA_R_32F, QD, hd, nh);
+  pool->release(ds);
+  pool->release(kx);
+  pool->release(vx);
+  uint16_t* dk = pool->alloc_n<uint16_t>(Tag::workspace, T * KD);
+  uint16_t* dv = pool->alloc_n<uint16_t>(Tag::workspace, T * KD);
+  model::reduce_kv_kernel<<<grid_for(T * KD), model::kThreads, 0, stream>>>(dkx, dk, T, nh, kvh, hd);
+  model::reduce_kv_kernel<<<grid_for(T * KD), model::kThreads, 0, stream>>>(dvx, dv, T, nh, kvh, hd);
+  check_launch("ModelStep: reduce kv");
+  pool->release(dkx);
+  pool->release(dvx);
+  float* dh1 = pool->alloc_n<float>(Tag::workspace, T * H);
+  linear_bwd(params[b.q], s.h1, dq, dh1, 0.0f, step, held, slot, keep());
+  linear_bwd(params[b.k], s.h1, dk, dh1, 1.0f, step, held, slot, keep());
+  linear_bwd(params[b.v], s.h1, dv, dh1, 1.0f, step, held, slot, keep());
+  pool->release(dq);
+  pool->release(dk);
+  pool->release(dv);
+  norm_bwd(b.g1, s.x_in, s.rstd1, dh1, dx, held);
+  pool->release(dh1);
+  for (void* p : {(void*)s.x_in, (void*)s.rstd1, (void*)s.h1, (void*)s.q, (void*)s.k, (void*)s.v, (void*)s.p,
+                  (void*)s.a, (void*)s.x_mid, (void*)s.rstd2, (void*)s.h2, (void*)s.gate, (void*)s.up, (void*)s.m})
+    pool->release(p);
+}
+
+ModelStep::ModelStep(const ModelStepConfig& cfg) : impl_(new Impl) {
+  Impl& m = *impl_;
+  m.cfg = cfg;
+  const ModelDims& d = cfg.dims;
+  if (d.hidden < 1 || d.intermediate < 1 || d.heads < 1 || d.kv_heads < 1 || d.head_dim < 1 || d.vocab < 2 ||
+      d.layers < 0 || d.tokens < 1 || d.heads % d.kv_heads != 0) {
+    delete impl_;
+    throw std::invalid_argument("ModelStep: dimensions must be >= 1, vocab >= 2 and heads a multiple of kv_heads");
+  }
+  if (cfg.defects.naive_tied_fusion && !(d.tied && cfg.update == ModelUpdate::fused)) {
+    delete impl_;
+    throw std::invalid_argument("ModelStep: naive_tied_fusion plants a defect in a tied, fused model only");
+  }
+  try {
+    cuda_check(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking), "ModelStep: stream");
+    m.cublas = std::make_unique<CublasHandle>();
+    m.pool = std::make_unique<TaggedPool>(m.stream);
+    if (cfg.cublas_workspace_bytes > 0) {
+      void* ws = m.pool->alloc(Tag::workspace, cfg.cublas_workspace_bytes);
+      cublas_check(cublasSetWorkspace(m.h(), ws, size_t(cfg.cublas_workspace_bytes)), "ModelStep: cublasSetWorkspace");
+    }
+    const float std = 0.02f;
+    m.emb = m.add_param("embed_tokens", d.vocab, d.hidden, false, std, 0.0f);
+    for (int64_t l = 0; l < d.layers; ++l) {
+      const std::string p = "layers." + std::to_string(l) + ".";
+      Impl::BlockIdx b;
+      b.g1 = m.add_param(p + "input_layernorm", 1, d.hidden, false, 0.0f, 1.0f);
+      b.q = m.add_param(p + "q_proj", d.heads * d.head_dim, d.hidden, true, std, 0.0f);
+      b.k = m.add_param(p + "k_proj", d.kv_heads * d.head_dim, d.hidden, true, std, 0.0f);
+      b.v = m.add_param(p + "v_proj", d.kv_heads * d.head_dim, d.hidden, true, std, 0.0f);
+      b.o = m.add_param(p + "o_proj", d.hidden, d.heads * d.head_dim, true, std, 0.0f);
+      b.g2 = m.add_param(p + "post_attention_layernorm", 1, d.hidden, false, 0.0f, 1.0f);
+      b.gate = m.add_param(p + "gate_proj", d.intermediate, d.hidden, true, std, 0.0f);
+      b.up = m.add_param(p + "up_proj", d.intermediate, d.hidden, true, std, 0.0f);
+      b.down = m.add_param(p + "down_proj", d.hidden, d.intermediate, true, std, 0.0f);
+      m.blocks.push_back(b);
+    }
+    m.gf = m.add_param("norm", 1, d.hidden, false, 0.0f, 1.0f);
+    m.head = d.tied ? m.emb : m.add_param("lm_head", d.vocab, d.hidden, true, std, 0.0f);
+    m.n_linear = int(7 * d.layers + 1);
+    m.tokens = m.pool->alloc_n<int32_t>(Tag::workspace, d.tokens);
+    m.labels = m.pool->alloc_n<int32_t>(Tag::workspace, d.tokens);
+    model::random_tokens_kernel<<<grid_for(d.tokens), model::kThreads, 0, m.stream>>>(m.tokens, d.tokens, cfg.seed + 1, d.vocab);
+    model::random_tokens_kernel<<<grid_for(d.tokens), model::kThreads, 0, m.stream>>>(m.labels, d.tokens, cfg.seed + 2, d.vocab);
+    m.check_launch("ModelStep: tokens");
+    if (cfg.digests) m.digests = m.pool->alloc_n<unsigned long long>(Tag::workspace, m.n_linear);
+    m.digest_on = cfg.digests;
+    cuda_check(cudaStreamSynchronize(m.stream), "ModelStep: initialisation");
+  } catch (...) {
+    m.pool.reset();
+    m.cublas.reset();
+    if (m.stream) cudaStreamDestroy(m.stream);
+    delete impl_;
+    throw;
+  }
+}
+
+ModelStep::~ModelStep() {
+  impl_->pool.reset();
+  impl_->cublas.reset();
+  if (impl_->stream) cudaStreamDestroy(impl_->stream);
+  delete impl_;
+}
+
+ModelStepStats ModelStep::step(int64_t step) {
+  if (step < 1) throw std::invalid_argument("ModelStep::step: step counts from 1");
+  return impl_->run(step);
+}
+
+ModelStepStats ModelStep::Impl::run(int64_t step) {
+  const int64_t T = d().tokens, H = d().hidden, V = d().vocab, L = d().layers;
+  ModelStepStats st;
+  pool->clear_timeline();
+  pool->reset_tag_peaks();
+  pool->phase("start");
+  pool->reset_pool_peak();
+  if (digest_on) cuda_check(cudaMemsetAsync(digests, 0, size_t(n_linear) * 8, stream), "ModelStep: digests");
+  cudaEvent_t ev0, ev1;
+  cuda_check(cudaEventCreate(&ev0), "ModelStep: event");
+  cuda_check(cudaEventCreate(&ev1), "ModelStep: event");
+  cuda_check(cudaEventRecord(ev0, stream), "ModelStep: event record");
+
+  // Forward.
+  float* x = pool->alloc_n<float>(Tag::activations, T * H);
+  model::embedding_kernel<<<grid_for(T * H), model::kThreads, 0, stream>>>(params[emb].pv.bf16, tokens, x, T, H);
+  check_launch("ModelStep: embedding");
+  std::vector<BlockActs> acts(static_cast<size_t>(L));
+  for (int64_t l = 0; l < L; ++l) {
+    acts[size_t(l)].x_in = x;
+    block_fwd(blocks[size_t(l)], acts[size_t(l)]);
+    float* x_out = pool->alloc_n<float>(Tag::activations, T * H);
+    cuda_check(cudaMemcpyAsync(x_out, acts[size_t(l)].x_mid, size_t(T * H * 4), cudaMemcpyDeviceToDevice, stream),
+               "ModelStep: residual");
+    linear_fwd(acts[size_t(l)].m, params[blocks[size_t(l)].down], x_out, CUDA_R_32F, 1.0f);
+    x = x_out;
+  }
+  float* rstdf = pool->alloc_n<float>(Tag::activations, T);
+  uint16_t* hf = pool->alloc_n<uint16_t>(Tag::activations, T * H);
+  model::rmsnorm_fwd_kernel<<<int(T), model::kThreads, 0, stream>>>(x, params[gf].pv.bf16, hf, rstdf, H);
+  check_launch("ModelStep: final norm");
+  float* logits = pool->alloc_n<float>(Tag::workspace, T * V);
+  linear_fwd(hf, params[head], logits, CUDA_R_32F, 0.0f);
+  float* loss = pool->alloc_n<float>(Tag::workspace, T);
+  uint16_t* dlogits = pool->alloc_n<uint16_t>(Tag::activations, T * V);
+  model::cross_entropy_kernel<<<int(T), model::kThreads, 0, stream>>>(logits, labels, loss, dlogits, V, T);
+  check_launch("ModelStep: cross entropy");
+  pool->release(logits);
+  mark("forward");
+
+  // Backward: the head, then the blocks from the last, then the embedding.
+  std::vector<Held> held;
+  int slot = 0;
+  bool first_linear = true;
+  float* dhf = pool->alloc_n<float>(Tag::workspace, T * H);
+  float* g_tied = nullptr;
+  Param& hw = params[head];
+  if (d().tied && !cfg.defects.naive_tied_fusion) {
+    // Two consumers (Remark 1's scope): the head's partial G materialized; the embedding adds its own below.
+    cublas_dgrad(h(), dlogits, hw.pv.bf16, T, V, H, dhf, stream, 0.0f);
+    g_tied = pool->alloc_n<float>(Tag::gradients_unfused, V * H);
+    wgrad_materialize(WgradProblem{hf, dlogits, T, V, H}, g_tied, TileShape{}, stream);
+    digest_into(slot++, dhf, T * H * 4);
+    first_linear = false;
+  } else if (d().tied) {
+    // Planted: the tied weight updated in place by its head use alone, as if single-consumer.
+    hw.info.fused = true;
+    linear_bwd(hw, hf, dlogits, dhf, 0.0f, step, held, slot, false);
+    hw.info.fused = false;
+    first_linear = false;
+  } else {
+    const bool k = first_linear && cfg.defects.materialize_one_layer;
+    first_linear = false;
+    linear_bwd(hw, hf, dlogits, dhf, 0.0f, step, held, slot, k);
+  }
+  pool->release(dlogits);
+  pool->release(hf);
+  float* dx = pool->alloc_n<float>(Tag::workspace, T * H);
+  cuda_check(cudaMemsetAsync(dx, 0, size_t(T * H * 4), stream), "ModelStep: dx");
+  norm_bwd(gf, x, rstdf, dhf, dx, held);
+  pool->release(dhf);
+  pool->release(rstdf);
+  pool->release(x);
+  mark("backward.head");
+  for (int64_t l = L - 1; l >= 0; --l) {
+    block_bwd(blocks[size_t(l)], acts[size_t(l)], dx, step, held, slot, first_linear);
+    mark("backward.block" + std::to_string(l));
+  }
+  float* de = g_tied;
+  if (!de) {
+    de = pool->alloc_n<float>(Tag::gradients_unfused, V * H);
+    cuda_check(cudaMemsetAsync(de, 0, size_t(V * H * 4), stream), "ModelStep: embedding gradient");
+  }
+  model::embedding_bwd_kernel<<<grid_for(H), model::kThreads, 0, stream>>>(dx, tokens, de, T, H);
+  check_launch("ModelStep: embedding bwd");
+  held.push_back({&params[emb], de});
+  pool->release(dx);
+  mark("backward.embedding");
+
+  // The standard step of every held gradient, in the order they were reached.
+  for (const Held& hd : held) {
+    rule_apply_device(cfg.rule, cfg.state, cfg.store, hd.w->pv, step, hd.g, hd.w->pv.cols, stream);
+    pool->release(hd.g);
+  }
+  cuda_check(cudaEventRecord(ev1, stream), "ModelStep: event record");
+  pool->phase(cfg.phase_marks ? "step" : "end");
+  float ms = 0.0f;
+  cuda_check(cudaEventElapsedTime(&ms, ev0, ev1), "ModelStep: elapsed");
+  cudaEventDestroy(ev0);
+  cudaEventDestroy(ev1);
+  st.ms = ms;
+  std::vector<float> lh(static_cast<size_t>(T));
+  cuda_check(cudaMemcpy(lh.data(), loss, size_t(T) * 4, cudaMemcpyDeviceToHost), "ModelStep: loss");
+  pool->release(loss);
+  double s = 0.0;
+  for (float v : lh) s += v;
+  st.loss = float(s / double(T));
+  if (digest_on) {
+    st.dx_digests.resize(size_t(slot));
+    cuda_check(cudaMemcpy(st.dx_digests.data(), digests, size_t(slot) * 8, cudaMemcpyDeviceToHost), "ModelStep: digests");
+  }
+  st.timeline = pool->timeline();
+  for (size_t i = 1; i < st.timeline.size(); ++i) st.pool_peak = std::max(st.pool_peak, st.timeline[i].peak);
+  for (int t = 0; t < TaggedPool::kTags; ++t) st.tag_peak[t] = pool->tag_peak(t);
+  return st;
+}
+
+const std::vector<ModelParamInfo>& ModelStep::params() const { return impl_->infos; }
+int64_t ModelStep::param_count() const {
+  int64_t n = 0;
+  for (const auto& p : impl_->infos) n += p.rows * p.cols;
+  return n;
+}
+int64_t ModelStep::fused_param_count() const {
+  int64_t n = 0;
+  for (const auto& p : impl_->infos) n += p.fused ? p.rows * p.cols : 0;
+  return n;
+}
+void ModelStep::set_marks(bool phase_marks, bool digests) {
+  if (digests && !impl_->digests) throw std::invalid_argument("ModelStep::set_marks: built without digests");
+  impl_->cfg.phase_marks = phase_marks;
+  impl_->digest_on = digests;
+}
+TaggedPool& ModelStep::pool() { return *impl_->pool; }
+const ModelStepConfig& ModelStep::config() const { return impl_->cfg; }
+int64_t ModelStep::resident_bytes() const {
+  return impl_->pool->tag_in_use(TaggedPool::weights) + impl_->pool->tag_in_use(TaggedPool::state);
+}
+
+uint64_t device_digest(const void* p, int64_t bytes, cudaStream_t stream) {
+  if (bytes % 2) throw std::invalid_argument("device_digest: an even number of bytes");
+  if (!p || bytes == 0) return 0;
+  unsigned long long* acc = nullptr;
+  cuda_check(cudaMallocAsync(reinterpret_cast<void**>(&acc), 8, stream), "device_digest: alloc");
+  cuda_check(cudaMemsetAsync(acc, 0, 8, stream), "device_digest: zero");
+  model::digest_kernel<<<grid_for(bytes / 2), model::kThreads, 0, stream>>>(static_cast<const uint16_t*>(p), bytes / 2, acc);
+  cuda_check(cudaGetLastError(), "device_digest: launch");
+  unsigned long long h = 0;
+  cuda_check(cudaMemcpyAsync(&h, acc, 8, cudaMemcpyDeviceToHost, stream), "device_digest: copy");
+  cuda_check(cudaFreeAsync(acc, stream), "device_digest: free");
+  cuda_check(cudaStreamSynchronize(stream), "device_digest: sync");
+  return h;
+}
+
+namespace {
+uint64_t combine(uint64_t a, uint64_t b) { return a * 0x100000001b3ull ^ (b + 0x9e3779b97f4a7c15ull + (a << 6)); }
+}  // namespace
+
+std::vector<uint64_t> ModelStep::weight_digests() const {
+  std::vector<uint64_t> out;
+  for (const Param& p : impl_->params) {
+    const int64_t n = p.pv.rows * p.pv.cols;
+    uint64_t h = device_digest(p.pv.bf16, n * 2, impl_->stream);
+    if (p.pv.master) h = combine(h, device_digest(p.pv.master, n * 4, impl_->stream));
+    out.push_back(h);
+  }
+  return out;
+}
+
+std::vector<uint64_t> ModelStep::state_digests() const {
+  std::vector<uint64_t> out;
+  const int bytes_per = impl_->cfg.state == StateFormat::fp32 ? 4 : impl_->cfg.state == StateFormat::bf16 ? 2 : 1;
+  for (const Param& p : impl_->params) {
+    const int64_t n = p.pv.rows * p.pv.cols;
+    uint64_t h = 0;
+    for (int k = 0; k < kMaxStates; ++k) {
+      const StateView& sv = p.pv.state[k];
+      if (!sv.data) continue;
+      // INT8 codes of an odd count: the last byte rides with the scales' digest below.
+      const int64_t b = n * bytes_per;
+      h = combine(h, device_digest(sv.data, b - (b % 2), impl_->stream));
+      if (b % 2) {
+        uint8_t last = 0;
+        cuda_check(cudaMemcpy(&last, static_cast<const uint8_t*>(sv.data) + b - 1, 1, cudaMemcpyDeviceToHost),
+                   "state_digests: last byte");
+        h = combine(h, last);
+      }
+      if (sv.absmax) h = combine(h, device_digest(sv.absmax, p.pv.rows * p.pv.blocks_per_row() * 4, impl_->stream));
+    }
+    out.push_back(h);
+  }
+  return out;
+}
+
+}  // namespace fh::gpu

@@ -1,0 +1,135 @@
+// model_step_figures (suites/claims/model_step_figures.cpp) on hand-written forge-model-step and
+// forge_model_bench.py files: honest numbers pass; each planted defect fails its check (a linear
+// gradient left in the pool, a standard run whose digests differ, a peak off the model, a torch run
+// that fits the model); bad JSON is refused; no files is not run.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+#include "reports/external_bench.h"
+#include "suites/claims/claim_entries.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string write(const std::string& name, const std::string& text) {
+  const fs::path dir = fs::temp_directory_path() / ("fh_model_step_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path p = dir / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+struct Step {
+  std::string update = "fused";
+  double peak = 54e9, model_total = 53.5e9, ms = 100.0;
+  int64_t linear_g = 0;
+  std::string weight_digest = "00000000000000aa";
+};
+
+std::string step_json(const std::string& name, const Step& s) {
+  return write(name, "{\"config\": \"harness_" + s.update + "_bf16\", \"model\": \"llama31_8b\", \"status\": \"ok\", "
+                     "\"batch\": 1, \"seq\": 512, \"steps\": 4, \"warmup_steps\": 2, \"dtype\": \"bf16\", "
+                     "\"update\": \"" + s.update + "\", \"state\": \"bf16\", \"store\": \"bf16_rne\", \"layers\": 32, "
+                     "\"tied\": false, \"params\": 8030261248, \"fused_params\": 7000000000, "
+                     "\"peak_bytes\": " + std::to_string(s.peak) + ", \"median_ms\": " + std::to_string(s.ms) +
+                     ", \"step_ms\": [1, 1, 1, 1], \"losses\": [11.9, 11.8, 11.7, 11.6], "
+                     "\"tag_peaks\": {\"weights\": 1, \"gradients\": " + std::to_string(s.linear_g) + "}, "
+                     "\"timeline\": [{\"name\": \"start\", \"in_use\": 1, \"peak\": 1, \"outside_pool\": 5}, "
+                     "{\"name\": \"step\", \"in_use\": 1, \"peak\": 2, \"outside_pool\": 5}], "
+                     "\"memory_model\": {\"terms\": [{\"name\": \"weights\", \"bytes\": 1}], \"total\": " +
+                     std::to_string(int64_t(s.model_total)) + ", \"activation_bytes\": 7}, "
+                     "\"dx_digests_step1\": [\"01\", \"02\"], \"weight_digests\": [\"" + s.weight_digest +
+                     "\"], \"state_digests\": [\"03\"]}");
+}
+
+std::string torch_json(const std::string& config, double peak_gib, double ms, const std::string& model = "llama8b",
+                       int layers = 32, const std::string& status = "ok") {
+  return write(config + "_" + model + ".json",
+               "{\"config\": \"" + config + "\", \"model\": \"" + model + "\", \"status\": \"" + status +
+                   "\", \"layers\": " + std::to_string(layers) + ", \"batch\": 1, \"seq\": 512, \"peak_bytes\": " +
+                   std::to_string(peak_gib * 1073741824.0) + ", \"median_ms\": " + std::to_string(ms) +
+                   ", \"losses\": [1.0]}");
+}
+
+fh::ReportData judge(const std::vector<std::string>& steps, const std::vector<std::string>& torch) {
+  fh::VerifyConfig cfg;
+  cfg.model_step = steps;
+  cfg.external_model = torch;
+  fh::Report report(fh::Meta::unknown());
+  fh::claim_model_step_figures(cfg, report, fh::Progress{true});
+  return report.snapshot();
+}
+
+fh::Verdict verdict(const fh::ReportData& r, const std::string& case_name, const std::string& check) {
+  for (const auto& cl : r.claims)
+    for (const auto& cs : cl.cases)
+      if (cs.name == case_name)
+        for (const auto& ck : cs.checks)
+          if (ck.name == check) return ck.verdict;
+  ADD_FAILURE() << "no check " << check << " in case " << case_name;
+  return fh::Verdict::error;
+}
+
+const std::string kFused = "harness_fused_bf16.llama8b.L32", kStd = "harness_standard_bf16.llama8b.L32";
+
+TEST(model_step_figures, HonestMeasurementsPassAndTargetsAreJudged) {
+  Step st;
+  st.update = "standard";
+  st.peak = 88e9;
+  st.model_total = 87e9;
+  const auto r = judge({step_json("fused.json", Step{}), step_json("standard.json", st)},
+                       {torch_json("torch_fused", 60.1, 141.0), torch_json("torch_hooks", 49.2, 150.0)});
+  EXPECT_EQ(verdict(r, kFused, "ran"), fh::Verdict::pass);
+  EXPECT_EQ(verdict(r, kFused, "memory_model_within_3pct"), fh::Verdict::pass);
+  EXPECT_EQ(verdict(r, kFused, "linear_gradients_zero"), fh::Verdict::pass);
+  EXPECT_EQ(verdict(r, kFused, "remark1_bitwise"), fh::Verdict::pass);
+  EXPECT_EQ(verdict(r, kFused, "time_0p8_of_torch"), fh::Verdict::pass);        // 100 / 141
+  EXPECT_EQ(verdict(r, kFused, "speedup_about_1p5"), fh::Verdict::pass);        // 141 / 100 = 1.41 >= 1.4
+  EXPECT_EQ(verdict(r, kFused, "more_than_halves"), fh::Verdict::fail);         // 54 GB of 64.5 GB
+  EXPECT_EQ(verdict(r, kFused, "below_torch_hooks"), fh::Verdict::fail);        // 54e9 > 52.8e9
+  EXPECT_EQ(verdict(r, kFused, "below_torch_fused_by_gradient_pool"), fh::Verdict::fail);  // 10.5 GB < 16 GB
+  EXPECT_EQ(verdict(r, kStd, "memory_model_within_3pct"), fh::Verdict::pass);
+}
+
+TEST(model_step_figures, PlantedDefectsFail) {
+  Step leak;
+  leak.linear_g = 4096;  // a linear gradient left in the pool
+  leak.peak = 60e9;      // 12% off the model
+  Step std_run;
+  std_run.update = "standard";
+  std_run.weight_digest = "00000000000000bb";  // the standard step's weights differ
+  const auto r = judge({step_json("leak.json", leak), step_json("std.json", std_run)}, {});
+  EXPECT_EQ(verdict(r, kFused, "linear_gradients_zero"), fh::Verdict::fail);
+  EXPECT_EQ(verdict(r, kFused, "memory_model_within_3pct"), fh::Verdict::fail);
+  EXPECT_EQ(verdict(r, kFused, "remark1_bitwise"), fh::Verdict::fail);
+  EXPECT_EQ(verdict(r, kFused, "time_0p8_of_torch"), fh::Verdict::not_run);  // no torch run given
+}
+
+TEST(model_step_figures, CapacityAgainstTorch) {
+  const std::string cap = write("cap.json",
+                                "{\"config\": \"harness_fused_bf16_capacity\", \"model\": \"qwen3_14b\", \"status\": \"ok\", "
+                                "\"update\": \"fused\", \"state\": \"bf16\", \"store\": \"bf16_rne\", \"layers\": 40, "
+                                "\"capacity_max_tried\": 80, \"max_layers_fit\": 61}");
+  auto r = judge({cap}, {torch_json("torch_fused", 110.3, 300.0, "qwen14b", 40)});
+  EXPECT_EQ(verdict(r, "fits_only_under_forge.qwen14b", "fits_only_under_forge"), fh::Verdict::fail);
+  r = judge({cap}, {torch_json("torch_fused", -1, -1, "qwen14b", 40, "failed")});
+  EXPECT_EQ(verdict(r, "fits_only_under_forge.qwen14b", "fits_only_under_forge"), fh::Verdict::pass);
+  r = judge({cap}, {});
+  EXPECT_EQ(verdict(r, "fits_only_under_forge.qwen14b", "fits_only_under_forge"), fh::Verdict::not_run);
+}
+
+TEST(model_step_figures, BadJsonIsRefusedAndNoFilesIsNotRun) {
+  EXPECT_THROW(fh::read_model_step_json(write("bad.json", "{\"config\": \"x\", \"model\": \"m\", \"status\": \"ok\", "
+                                                          "\"peak_bytes\": 1, \"median_ms\": 1, \"update\": \"fused\", "
+                                                          "\"state\": \"bf16\", \"store\": \"bf16_rne\", \"layers\": 1}")),
+               std::invalid_argument);  // no tag_peaks
+  EXPECT_THROW(fh::read_model_step_json(write("notjson.json", "{\"config\": ")), std::invalid_argument);
+  EXPECT_EQ(verdict(judge({}, {}), "all", "model_step_figures"), fh::Verdict::not_run);
+}
+
+}  // namespace
