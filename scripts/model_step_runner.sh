@@ -44,6 +44,8 @@ step() {  # name, then forge-model-step arguments
 }
 if has llama; then
   step harness_standard_bf16 --model llama31_8b --update standard --state bf16 --steps "$STEPS"
+  step harness_standard_cublas_bf16 --model llama31_8b --update standard_cublas --state bf16 --steps "$STEPS"
+  step harness_standard_int8 --model llama31_8b --update standard --state int8 --steps "$STEPS"
   step harness_fused_bf16 --model llama31_8b --update fused --state bf16 --steps "$STEPS"
   step harness_fused_int8 --model llama31_8b --update fused --state int8 --steps "$STEPS"
   step harness_fused_fp32_master --model llama31_8b --update fused --state fp32 --store fp32_master --steps "$STEPS"
@@ -67,7 +69,7 @@ if has verify; then
   for f in "$OUT"/json/harness_*.json "$OUT"/json/capacity_*.json; do [ -f "$f" ] && ms+=(--model-step "$f"); done
   for f in "$OUT"/json/torch_*.json; do [ -f "$f" ] && ext+=(--external-model "$f"); done
   say "-- forge-verify ${#ms[@]} model-step args, ${#ext[@]} torch args"
-  timed "$B/bin/forge-verify" "${ms[@]}" "${ext[@]}" --report "$OUT/model_step_report.h5" \
+  timed "$B/bin/forge-verify" --claim model_step_figures "${ms[@]}" "${ext[@]}" --report "$OUT/model_step_report.h5" \
     > "$OUT/forge_verify.log" 2>&1 || rc=1
   tail -30 "$OUT/forge_verify.log" | tee -a "$LOG"
   for m in llama8b; do

@@ -29,7 +29,7 @@ def text(v):
 
 def read_model_step_timelines(f, path, model):
     claim = f.get("model_step_figures")
-    phases, lines = None, {}
+    phases, lines, refs = None, {}, {}
     for case in (claim.values() if claim is not None else []):
         data = case.get("data")
         if data is None or "timeline_phases" not in case.attrs or text(case.attrs.get("model", "")) != model:
@@ -39,9 +39,12 @@ def read_model_step_timelines(f, path, model):
             raise BadInput("%s: the %s timelines mark different phases" % (path, model))
         phases = p
         lines[text(case.attrs.get("config", case.name))] = (list(data["timeline_in_use"][()]), list(data["timeline_peak"][()]))
+        for d in ("torch_fused_peak_bytes", "torch_hooks_peak_bytes"):
+            if d in data:
+                refs[d[:-len("_peak_bytes")]] = float(data[d][()][0])
     if not lines:
         raise BadInput("%s holds no model_step_figures timeline of model %s" % (path, model))
-    return "model step, " + model, phases, lines
+    return "model step, " + model, phases, lines, refs
 
 
 def read_timelines(path, model=None):
@@ -70,7 +73,7 @@ def read_timelines(path, model=None):
                     p = name[len("timeline_"):-len("_in_use")]
                     lines[p] = (list(data[name][()]), list(data["timeline_%s_peak" % p][()]))
             if lines:
-                return case.name, phases, lines
+                return case.name, phases, lines, {}
     raise BadInput("%s holds no memory timeline (claim eq6_memory_model with timeline_* datasets)" % path)
 
 
@@ -83,7 +86,7 @@ def main(argv):
     try:
         if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
             raise BadInput("the folder of %s does not exist" % out)
-        case, phases, lines = read_timelines(report, model)
+        case, phases, lines, refs = read_timelines(report, model)
         unit, scale = ("GiB", 2**30) if model else ("MiB", 2**20)
         import matplotlib
         matplotlib.use("Agg")
@@ -93,12 +96,18 @@ def main(argv):
         for path, (in_use, peak) in sorted(lines.items()):
             line, = ax.plot(x, [b / scale for b in in_use], marker="o", label="%s: in use" % path)
             ax.plot(x, [b / scale for b in peak], linestyle="--", color=line.get_color(), label="%s: peak" % path)
+        for name, peak in sorted(refs.items()):  # torch in the same runner call: its whole-run peak
+            ax.axhline(peak / scale, linestyle=":", color="gray" if name == "torch_fused" else "black",
+                       label="%s: peak (max_memory_allocated)" % name)
         ax.set_xticks(list(x))
         ax.set_xticklabels([p.replace("backward.", "bwd.") for p in phases], rotation=60 if len(phases) > 12 else 20,
                            ha="right", fontsize=7 if len(phases) > 12 else 9)
         ax.set_ylabel(unit)
         ax.set_title("memory per phase: %s" % case.split("/")[-1], fontsize=9)
-        ax.legend(fontsize=8)
+        if model:
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        else:
+            ax.legend(fontsize=8)
         fig.tight_layout()
 
         def save(tmp):

@@ -2,8 +2,10 @@
 // model-shaped step (forge-model-step on the runner, --model-step F.json), side by side with torch
 // on the same model in the same runner call (scripts/forge_model_bench.py, --external-model F.json:
 // torch_fused and torch_hooks). Per harness run:
-//   memory_model_within_3pct   measured pool peak against Eq. 6 (fused) or the standard path's
-//                              equation, with the activations the step held (target: 3%)
+//   memory_model_upper_bound   measured pool peak <= the model's sum of terms (Eq. 6 with the
+//                              unfused gradients, or the standard path's equation)
+//   eq6_within_3pct            fused: measured pool peak within 3% of Eq. 6 as written (2P + kP +
+//                              0 + activations the step held + tile), the target
 //   linear_gradients_zero      fused: no linear weight's G in the pool (Eq. 6's zero term)
 //   below_torch_fused_by_gradient_pool  fused: torch fused AdamW's peak minus ours >= 2P (the
 //                              bf16 gradients torch holds)
@@ -85,13 +87,26 @@ void judge_measured(CaseRecord& cs, const ModelStepRun& r, const std::vector<Mod
   cs.add_i64("timeline_peak", pk, "pool high-water mark since the previous mark: " + phases);
   cs.add_i64("timeline_outside_pool", outside, "device memory the pool does not hold (context, cuBLAS, modules)");
   cs.add_i64("memory_model_bytes", terms, "the model's terms: " + term_names);
-  const double rel = std::fabs(peak - double(r.model_total)) / double(r.model_total);
+  // The model adds every term's own peak; the step's peak is the peak of the sum, so the model is an
+  // upper bound (the standard path's gradients peak after the activations are gone; the fused path's
+  // unfused gradients are allocated after them).
   cs.add_f64("memory_model_residual_bytes", {peak - double(r.model_total)}, "measured peak minus the model's total");
-  cs.add_check(rel <= kModelTolerance
-                   ? Check::passed("memory_model_within_3pct", "relative_difference", rel, kModelTolerance)
-                   : Check::failed("memory_model_within_3pct", "relative_difference", rel, kModelTolerance,
-                                   "peak " + std::to_string(int64_t(peak)) + " bytes against the model's " +
-                                       std::to_string(r.model_total)));
+  cs.add_check(peak <= double(r.model_total)
+                   ? Check::passed("memory_model_upper_bound", "bytes", peak, double(r.model_total))
+                   : Check::failed("memory_model_upper_bound", "bytes", peak, double(r.model_total),
+                                   "the measured peak exceeds the sum of the model's terms"));
+  if (r.update == "fused") {
+    // Eq. 6 as the paper writes it: 2P + kP + 0 + sum |a_l| + O(TR TC), without the gradients of the
+    // parameters outside its scope (embedding, norms, a tied weight).
+    int64_t eq6 = 0;
+    for (const auto& [n, b] : r.model_terms) eq6 += n == "gradients_not_fusable" ? 0 : b;
+    const double rel = std::fabs(peak - double(eq6)) / double(eq6);
+    cs.add_f64("eq6_bytes", {double(eq6)}, "Eq. 6 as written, with the activations the step held");
+    cs.add_check(rel <= kModelTolerance
+                     ? Check::passed("eq6_within_3pct", "relative_difference", rel, kModelTolerance)
+                     : Check::failed("eq6_within_3pct", "relative_difference", rel, kModelTolerance,
+                                     "peak " + std::to_string(int64_t(peak)) + " bytes against Eq. 6's " + std::to_string(eq6)));
+  }
   if (r.update != "fused") return;
 
   const auto g = r.tag_peaks.find("gradients");
