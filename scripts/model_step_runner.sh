@@ -6,7 +6,7 @@
 # path; then forge-verify judges them all (model_step_figures, ext_model_*) and the timeline PNG
 # is drawn. Everything lands in OUTDIR; results.tar.gz packs the JSON files.
 # Usage: scripts/model_step_runner.sh OUTDIR     (bundle/fh_gpu_bundle.tar.xz built by gpu_bundle.sh)
-# Env: FH_MS_PARTS (default "suite llama torch capacity verify"), FH_MS_STEPS (8), FH_TORCH_STEPS (8),
+# Env: FH_MS_PARTS (default "suite llama torch capacity verify"), FH_MS_STEPS (20), FH_TORCH_STEPS (20),
 #      FH_MS_CAPACITY (the most Qwen3-14B layers tried, 96).
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -14,8 +14,8 @@ OUT="${1:?usage: model_step_runner.sh OUTDIR}"
 mkdir -p "$OUT/json"
 OUT="$(cd "$OUT" && pwd)"
 PARTS="${FH_MS_PARTS:-suite llama torch capacity verify}"
-STEPS="${FH_MS_STEPS:-8}"
-TSTEPS="${FH_TORCH_STEPS:-8}"
+STEPS="${FH_MS_STEPS:-20}"
+TSTEPS="${FH_TORCH_STEPS:-20}"
 CAP="${FH_MS_CAPACITY:-96}"
 LOG="$OUT/model_step_run.log"
 say() { echo "$*" | tee -a "$LOG"; }

@@ -125,7 +125,8 @@ void claim_eq6_memory_model(const VerifyConfig& cfg, Report& report, const Progr
                                               "the parameter list does not give Llama-3.1-8B's 8,030,261,248"));
       }
       cs.add_check(Check::not_run("measured_peak_within_3pct",
-                                  "needs the CUDA model-shaped training step on the GPU runner (issue 18), not built yet"));
+                                  "measured on the GPU runner by forge-model-step and judged by claim model_step_figures "
+                                  "(forge-verify --model-step F.json), not by this host claim"));
     }
     progress.note(fam + ": P = " + std::to_string(P) + ", outside Eq. 6's scope " + std::to_string(outside));
   }

@@ -73,7 +73,7 @@ std::vector<ClaimInfo> make_registry() {
        {"oracles/param_compare"}, {}, kOptRule | kOptHyper | kOptFormat | kOptStore | kOptSeed, false,
        claim_prop2_block_stack},
       {"eq6_memory_model", "Eq. 6: M_FORGE = 2P + kP + 0 + sum |a_l| + O(TR TC)",
-       "Eq. 6 term by term for Llama-3.1-8B and Qwen3-14B (P checked; measured peak not run: no CUDA model step yet); on the twin a 2-block stack's ledger peaks vs the terms, Remark 1",
+       "Eq. 6 term by term for Llama-3.1-8B and Qwen3-14B (P checked; the measured 8B peak: claim model_step_figures); on the twin a 2-block stack's ledger peaks vs the terms, Remark 1",
        {"reference/memory_model", "reference/sharded_stack (ledger)"}, {"parameter count, peaks vs terms (in the claim)", "oracles/param_compare"},
        {"fused_terms_bytes", "standard_terms_bytes", "timeline_fused_in_use", "timeline_fused_peak",
         "timeline_standard_in_use", "timeline_standard_peak"}, kOptSeed, false,

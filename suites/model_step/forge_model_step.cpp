@@ -8,7 +8,7 @@
 // Usage:
 //   forge-model-step --model llama31_8b|qwen3_14b|tiny [--layers N] [--tokens 512] [--tied]
 //                    [--update fused|standard|standard_cublas] [--state bf16|fp32|int8]
-//                    [--store bf16_rne|bf16_sr|fp32_master] [--steps 8] [--warmup 2] --out F.json
+//                    [--store bf16_rne|bf16_sr|fp32_master] [--steps 8] [--warmup 3] --out F.json
 //   forge-model-step ... --capacity MAX --out F.json   the most layers (0..MAX) whose step fits
 // Exit: 0 measured, 1 the step failed (the JSON says how; out of memory included), 2 bad arguments,
 // 4 no GPU.
@@ -37,7 +37,7 @@ using json = nlohmann::json;
 struct Args {
   std::string model, out, update = "fused", state = "bf16", store = "bf16_rne";
   int64_t layers = -1, tokens = 512, capacity = -1;
-  int steps = 8, warmup = 2;
+  int steps = 8, warmup = 3;  // warm-up as scripts/forge_model_bench.py
   bool tied = false;
 };
 
@@ -155,6 +155,9 @@ int main(int argc, char** argv) {
   ModelStepConfig cfg;
   cfg.dims = {shape.hidden, shape.intermediate, shape.heads, shape.kv_heads, shape.head_dim, shape.vocab, shape.layers,
               a.tokens, a.tied};
+  // torch's settings in scripts/forge_model_bench.py: AdamW lr 1e-4, betas (0.9, 0.999), eps 1e-8,
+  // weight decay 0.01.
+  std::get<fh::AdamW::Hyper>(cfg.rule.hyper).lr = 1e-4;
   cfg.update = parse_update(a.update);
   cfg.state = parse_state(a.state);
   cfg.store = parse_store(a.store);
@@ -167,7 +170,7 @@ int main(int argc, char** argv) {
   json doc = {{"config", config}, {"model", a.model}, {"status", "ok"}, {"batch", 1}, {"seq", a.tokens},
               {"steps", a.steps}, {"warmup_steps", a.warmup}, {"dtype", "bf16"}, {"device", dev.name},
               {"update", a.update}, {"state", a.state}, {"store", a.store}, {"layers", shape.layers},
-              {"tied", a.tied}, {"cublas", dev.cublas}, {"producer", "forge-model-step (kernels/gpu/model_step)"}};
+              {"tied", a.tied}, {"cublas", dev.cublas}, {"lr", 1e-4}, {"producer", "forge-model-step (kernels/gpu/model_step)"}};
   int rc = 0;
   try {
     if (a.capacity > 0) {
