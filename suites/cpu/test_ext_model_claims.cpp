@@ -12,17 +12,13 @@
 
 #include "reports/external_bench.h"
 #include "suites/claims/claim_entries.h"
+#include "suites/cpu/claim_test_util.h"
 
-namespace fs = std::filesystem;
 
 namespace {
 
 std::string write(const std::string& name, const std::string& text) {
-  const fs::path dir = fs::temp_directory_path() / ("fh_ext_model_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const fs::path p = dir / name;
-  std::ofstream(p) << text;
-  return p.string();
+  return fh::test::write_scratch("fh_ext_model_", name, text);
 }
 
 std::string model_json(const std::string& config, double peak_gib, double median_ms, const std::string& losses = "[3.0, 2.0]",
@@ -54,15 +50,7 @@ fh::ReportData judge(void (*claim)(const fh::VerifyConfig&, fh::Report&, const f
   return report.snapshot();
 }
 
-fh::Verdict verdict(const fh::ReportData& r, const std::string& case_name, const std::string& check) {
-  for (const auto& cl : r.claims)
-    for (const auto& cs : cl.cases)
-      if (cs.name == case_name)
-        for (const auto& ck : cs.checks)
-          if (ck.name == check) return ck.verdict;
-  ADD_FAILURE() << "no check " << check << " in case " << case_name;
-  return fh::Verdict::error;
-}
+using fh::test::verdict;
 
 TEST(ext_model_memory, HonestMeasurementsPass) {
   const std::vector<std::string> files = {model_json("torch_fused", 60.0, 134.0), model_json("forge", 48.5, 112.0)};

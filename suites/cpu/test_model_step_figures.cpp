@@ -11,17 +11,13 @@
 
 #include "reports/external_bench.h"
 #include "suites/claims/claim_entries.h"
+#include "suites/cpu/claim_test_util.h"
 
-namespace fs = std::filesystem;
 
 namespace {
 
 std::string write(const std::string& name, const std::string& text) {
-  const fs::path dir = fs::temp_directory_path() / ("fh_model_step_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const fs::path p = dir / name;
-  std::ofstream(p) << text;
-  return p.string();
+  return fh::test::write_scratch("fh_model_step_", name, text);
 }
 
 struct Step {
@@ -66,15 +62,7 @@ fh::ReportData judge(const std::vector<std::string>& steps, const std::vector<st
   return report.snapshot();
 }
 
-fh::Verdict verdict(const fh::ReportData& r, const std::string& case_name, const std::string& check) {
-  for (const auto& cl : r.claims)
-    for (const auto& cs : cl.cases)
-      if (cs.name == case_name)
-        for (const auto& ck : cs.checks)
-          if (ck.name == check) return ck.verdict;
-  ADD_FAILURE() << "no check " << check << " in case " << case_name;
-  return fh::Verdict::error;
-}
+using fh::test::verdict;
 
 const std::string kFused = "harness_fused_bf16.llama8b.L32", kStd = "harness_standard_bf16.llama8b.L32";
 

@@ -1,0 +1,35 @@
+// Shared by the CPU suites that judge hand-written measurement files: a scratch file per test
+// process, and one check's verdict read back from a report snapshot.
+#pragma once
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "reports/report.h"
+
+namespace fh::test {
+
+// Writes text to <tmp>/<prefix><pid>/<name> and returns the path.
+inline std::string write_scratch(const std::string& prefix, const std::string& name, const std::string& text) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / (prefix + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path p = dir / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+// The verdict of check `check` in case `case_name`; a test failure (and error) when absent.
+inline fh::Verdict verdict(const fh::ReportData& r, const std::string& case_name, const std::string& check) {
+  for (const auto& cl : r.claims)
+    for (const auto& cs : cl.cases)
+      if (cs.name == case_name)
+        for (const auto& ck : cs.checks)
+          if (ck.name == check) return ck.verdict;
+  ADD_FAILURE() << "no check " << check << " in case " << case_name;
+  return fh::Verdict::error;
+}
+
+}  // namespace fh::test
