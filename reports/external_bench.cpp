@@ -128,12 +128,15 @@ ModelStepRun read_model_step_json(const std::string& path) {
     for (const auto& [k, v] : need("tag_peaks").items()) r.tag_peaks[k] = v.get<int64_t>();
     for (const auto& ph : need("timeline"))
       r.timeline.push_back({ph.at("name").get<std::string>(), ph.at("in_use").get<int64_t>(), ph.at("peak").get<int64_t>(),
-                            ph.at("outside_pool").get<int64_t>()});
+                            ph.at("outside_pool").get<int64_t>(),
+                            ph.contains("tags") ? ph["tags"].value("gradients_unfused", int64_t(0)) : 0});
     const auto& mm = need("memory_model");
     for (const auto& t : mm.at("terms")) r.model_terms.emplace_back(t.at("name").get<std::string>(), t.at("bytes").get<int64_t>());
     r.model_total = mm.at("total").get<int64_t>();
     r.activation_bytes = mm.at("activation_bytes").get<int64_t>();
     r.outside_pool_bytes = doc.value("outside_pool_bytes", int64_t(-1));
+    r.tied_gradient_bytes = doc.value("tied_gradient_bytes", int64_t(-1));
+    if (r.tied && r.tied_gradient_bytes < 0) throw std::invalid_argument(who + ": tied run without \"tied_gradient_bytes\"");
     for (const auto& d : need("dx_digests_step1")) r.dx_digests.push_back(d.get<std::string>());
     for (const auto& d : need("weight_digests")) r.weight_digests.push_back(d.get<std::string>());
     for (const auto& d : need("state_digests")) r.state_digests.push_back(d.get<std::string>());

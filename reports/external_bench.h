@@ -35,10 +35,11 @@ struct ModelStepRun {
   bool tied = false;
   int64_t layers = 0;
   std::map<std::string, int64_t> tag_peaks;                 // bytes per pool tag
-  struct Phase { std::string name; int64_t in_use = 0, peak = 0, outside_pool = 0; };
+  struct Phase { std::string name; int64_t in_use = 0, peak = 0, outside_pool = 0, gradients_unfused = 0; };
   std::vector<Phase> timeline;                               // step 1's phase marks
   std::vector<std::pair<std::string, int64_t>> model_terms;  // the memory model's terms (Eq. 6 or standard)
   int64_t model_total = -1, activation_bytes = -1, outside_pool_bytes = -1;
+  int64_t tied_gradient_bytes = -1;                          // tied: P_tied x 4 (the fallback's gradient)
   std::vector<std::string> dx_digests, weight_digests, state_digests;
   int64_t max_layers_fit = -1, capacity_max_tried = -1;      // a --capacity run; -1 otherwise
   bool capacity() const { return capacity_max_tried >= 0; }

@@ -49,6 +49,9 @@ if has llama; then
   step harness_fused_bf16 --model llama31_8b --update fused --state bf16 --steps "$STEPS"
   step harness_fused_int8 --model llama31_8b --update fused --state int8 --steps "$STEPS"
   step harness_fused_fp32_master --model llama31_8b --update fused --state fp32 --store fp32_master --steps "$STEPS"
+  # Tied embedding / LM head (Llama-3.1-8B's shape with the head tied): the fallback's gradient.
+  step harness_fused_bf16_tied --model llama31_8b --tied --update fused --state bf16 --steps "$STEPS"
+  step harness_standard_bf16_tied --model llama31_8b --tied --update standard --state bf16 --steps "$STEPS"
 fi
 if has torch; then
   for c in torch_fused torch_hooks; do

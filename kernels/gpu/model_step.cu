@@ -169,6 +169,26 @@ struct ModelStep::Impl {
     held.push_back({&g, dg});
   }
 
+  // h = RMSNorm(x) g (bf16) and its rstd, both saved for backward.
+  void norm_fwd(int gi, const float* x, uint16_t*& h, float*& rstd) {
+    const int64_t T = d().tokens, H = d().hidden;
+    rstd = pool->alloc_n<float>(Tag::activations, T);
+    h = pool->alloc_n<uint16_t>(Tag::activations, T * H);
+    model::rmsnorm_fwd_kernel<<<int(T), model::kThreads, 0, stream>>>(x, params[size_t(gi)].pv.bf16, h, rstd, H);
+    check_launch("ModelStep: rmsnorm");
+  }
+
+  // K and V expanded to the query heads (transients), so that every attention GEMM is one
+  // strided-batched call over the heads.
+  void expand_kv(const BlockActs& s, uint16_t*& kx, uint16_t*& vx) {
+    const int64_t T = d().tokens, nh = d().heads, kvh = d().kv_heads, hd = d().head_dim, QD = nh * hd;
+    kx = pool->alloc_n<uint16_t>(Tag::workspace, T * QD);
+    vx = pool->alloc_n<uint16_t>(Tag::workspace, T * QD);
+    model::expand_kv_kernel<<<grid_for(T * QD), model::kThreads, 0, stream>>>(s.k, kx, T, nh, kvh, hd);
+    model::expand_kv_kernel<<<grid_for(T * QD), model::kThreads, 0, stream>>>(s.v, vx, T, nh, kvh, hd);
+    check_launch("ModelStep: expand kv");
+  }
+
   void mark(const std::string& name) {
     if (cfg.phase_marks) pool->phase(name);
   }
@@ -182,22 +202,16 @@ struct ModelStep::Impl {
 void ModelStep::Impl::block_fwd(const BlockIdx& b, BlockActs& s) {
   const int64_t T = d().tokens, H = d().hidden, I = d().intermediate, nh = d().heads, kvh = d().kv_heads,
                 hd = d().head_dim, QD = nh * hd, KD = kvh * hd;
-  s.rstd1 = pool->alloc_n<float>(Tag::activations, T);
-  s.h1 = pool->alloc_n<uint16_t>(Tag::activations, T * H);
-  model::rmsnorm_fwd_kernel<<<int(T), model::kThreads, 0, stream>>>(s.x_in, params[b.g1].pv.bf16, s.h1, s.rstd1, H);
-  check_launch("ModelStep: rmsnorm");
+  norm_fwd(b.g1, s.x_in, s.h1, s.rstd1);
   s.q = pool->alloc_n<uint16_t>(Tag::activations, T * QD);
   s.k = pool->alloc_n<uint16_t>(Tag::activations, T * KD);
   s.v = pool->alloc_n<uint16_t>(Tag::activations, T * KD);
   linear_fwd(s.h1, params[b.q], s.q, CUDA_R_16BF, 0.0f);
   linear_fwd(s.h1, params[b.k], s.k, CUDA_R_16BF, 0.0f);
   linear_fwd(s.h1, params[b.v], s.v, CUDA_R_16BF, 0.0f);
-  // Attention, every head in one strided-batched call (K and V expanded to the query heads).
-  uint16_t* kx = pool->alloc_n<uint16_t>(Tag::workspace, T * QD);
-  uint16_t* vx = pool->alloc_n<uint16_t>(Tag::workspace, T * QD);
-  model::expand_kv_kernel<<<grid_for(T * QD), model::kThreads, 0, stream>>>(s.k, kx, T, nh, kvh, hd);
-  model::expand_kv_kernel<<<grid_for(T * QD), model::kThreads, 0, stream>>>(s.v, vx, T, nh, kvh, hd);
-  check_launch("ModelStep: expand kv");
+  // Attention, every head in one strided-batched call.
+  uint16_t *kx = nullptr, *vx = nullptr;
+  expand_kv(s, kx, vx);
   float* sc = pool->alloc_n<float>(Tag::workspace, nh * T * T);
   const float scale = 1.0f / std::sqrt(float(hd));
   // S_h [i, j] = scale q_i . k_j: column-major S^T = K_h Q_h^T.
@@ -214,10 +228,7 @@ void ModelStep::Impl::block_fwd(const BlockIdx& b, BlockActs& s) {
   s.x_mid = pool->alloc_n<float>(Tag::activations, T * H);
   cuda_check(cudaMemcpyAsync(s.x_mid, s.x_in, size_t(T * H * 4), cudaMemcpyDeviceToDevice, stream), "ModelStep: residual");
   linear_fwd(s.a, params[b.o], s.x_mid, CUDA_R_32F, 1.0f);
-  s.rstd2 = pool->alloc_n<float>(Tag::activations, T);
-  s.h2 = pool->alloc_n<uint16_t>(Tag::activations, T * H);
-  model::rmsnorm_fwd_kernel<<<int(T), model::kThreads, 0, stream>>>(s.x_mid, params[b.g2].pv.bf16, s.h2, s.rstd2, H);
-  check_launch("ModelStep: rmsnorm");
+  norm_fwd(b.g2, s.x_mid, s.h2, s.rstd2);
   s.gate = pool->alloc_n<float>(Tag::activations, T * I);
   s.up = pool->alloc_n<float>(Tag::activations, T * I);
   linear_fwd(s.h2, params[b.gate], s.gate, CUDA_R_32F, 0.0f);
@@ -261,11 +272,8 @@ void ModelStep::Impl::block_bwd(const BlockIdx& b, BlockActs& s, float* dx, int6
   uint16_t* dab = pool->alloc_n<uint16_t>(Tag::workspace, T * QD);
   model::to_bf16_kernel<<<grid_for(T * QD), model::kThreads, 0, stream>>>(da, dab, T * QD);
   pool->release(da);
-  uint16_t* kx = pool->alloc_n<uint16_t>(Tag::workspace, T * QD);
-  uint16_t* vx = pool->alloc_n<uint16_t>(Tag::workspace, T * QD);
-  model::expand_kv_kernel<<<grid_for(T * QD), model::kThreads, 0, stream>>>(s.k, kx, T, nh, kvh, hd);
-  model::expand_kv_kernel<<<grid_for(T * QD), model::kThreads, 0, stream>>>(s.v, vx, T, nh, kvh, hd);
-  check_launch("ModelStep: expand kv");
+  uint16_t *kx = nullptr, *vx = nullptr;
+  expand_kv(s, kx, vx);
   const float scale = 1.0f / std::sqrt(float(hd));
   // dP_h = dO_h V_h^T (the scores' form with K -> V, Q -> dO).
   float* dp = pool->alloc_n<float>(Tag::workspace, nh * T * T);
@@ -404,10 +412,9 @@ ModelStepStats ModelStep::Impl::run(int64_t step) {
     linear_fwd(acts[size_t(l)].m, params[blocks[size_t(l)].down], x_out, CUDA_R_32F, 1.0f);
     x = x_out;
   }
-  float* rstdf = pool->alloc_n<float>(Tag::activations, T);
-  uint16_t* hf = pool->alloc_n<uint16_t>(Tag::activations, T * H);
-  model::rmsnorm_fwd_kernel<<<int(T), model::kThreads, 0, stream>>>(x, params[gf].pv.bf16, hf, rstdf, H);
-  check_launch("ModelStep: final norm");
+  float* rstdf = nullptr;
+  uint16_t* hf = nullptr;
+  norm_fwd(gf, x, hf, rstdf);
   float* logits = pool->alloc_n<float>(Tag::workspace, T * V);
   linear_fwd(hf, params[head], logits, CUDA_R_32F, 0.0f);
   float* loss = pool->alloc_n<float>(Tag::workspace, T);

@@ -211,7 +211,8 @@ std::vector<ClaimInfo> make_registry() {
        {"suites/claims/model_step_figures (tolerance, ratio, digests)"},
        {"peak_bytes", "median_ms", "tag_peak_bytes", "timeline_in_use", "timeline_peak", "timeline_outside_pool",
         "memory_model_bytes", "memory_model_residual_bytes", "eq6_bytes", "torch_fused_peak_bytes", "torch_fused_median_ms",
-        "torch_hooks_peak_bytes", "torch_hooks_median_ms", "remark1_digests_differ", "max_layers_fit"},
+        "torch_hooks_peak_bytes", "torch_hooks_median_ms", "remark1_digests_differ", "max_layers_fit",
+        "tied_gradient_bytes"},
        0, false, claim_model_step_figures},
   };
 }

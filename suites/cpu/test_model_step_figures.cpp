@@ -101,6 +101,28 @@ TEST(model_step_figures, PlantedDefectsFail) {
   EXPECT_EQ(verdict(r, kFused, "time_0p8_of_torch"), fh::Verdict::not_run);  // no torch run given
 }
 
+// A tied run: the unfused gradient in use at each backward mark, against P_tied x 4 = 800 bytes.
+std::string tied_json(const std::string& name, int64_t at_block0) {
+  return write(name, "{\"config\": \"harness_fused_bf16_tied\", \"model\": \"tiny\", \"status\": \"ok\", \"seq\": 8, "
+                     "\"steps\": 1, \"update\": \"fused\", \"state\": \"bf16\", \"store\": \"bf16_rne\", \"layers\": 2, "
+                     "\"tied\": true, \"tied_gradient_bytes\": 800, \"params\": 1000, \"peak_bytes\": 90, \"median_ms\": 1, "
+                     "\"losses\": [1.0], \"tag_peaks\": {\"gradients\": 0}, \"timeline\": ["
+                     "{\"name\": \"start\", \"in_use\": 1, \"peak\": 1, \"outside_pool\": 0, \"tags\": {\"gradients_unfused\": 0}}, "
+                     "{\"name\": \"backward.head\", \"in_use\": 1, \"peak\": 1, \"outside_pool\": 0, \"tags\": {\"gradients_unfused\": 816}}, "
+                     "{\"name\": \"backward.block0\", \"in_use\": 1, \"peak\": 1, \"outside_pool\": 0, \"tags\": {\"gradients_unfused\": " +
+                     std::to_string(at_block0) + "}}, "
+                     "{\"name\": \"backward.embedding\", \"in_use\": 1, \"peak\": 1, \"outside_pool\": 0, \"tags\": {\"gradients_unfused\": 0}}], "
+                     "\"memory_model\": {\"terms\": [], \"total\": 100, \"activation_bytes\": 1}, "
+                     "\"dx_digests_step1\": [], \"weight_digests\": [], \"state_digests\": []}");
+}
+
+TEST(model_step_figures, TiedGradientHeldThroughBackward) {
+  const std::string kTied = "harness_fused_bf16_tied.tiny.L2";
+  EXPECT_EQ(verdict(judge({tied_json("tied_ok.json", 832)}, {}), kTied, "tied_gradient_held"), fh::Verdict::pass);
+  // Planted: the gradient released before the last block's backward (a partial update in place).
+  EXPECT_EQ(verdict(judge({tied_json("tied_bad.json", 16)}, {}), kTied, "tied_gradient_held"), fh::Verdict::fail);
+}
+
 TEST(model_step_figures, CapacityAgainstTorch) {
   const std::string cap = write("cap.json",
                                 "{\"config\": \"harness_fused_bf16_capacity\", \"model\": \"qwen3_14b\", \"status\": \"ok\", "

@@ -166,7 +166,8 @@ int main(int argc, char** argv) {
     std::cerr << "forge-model-step: no GPU: " << dev.reason << "\n";
     return 4;
   }
-  const std::string config = "harness_" + a.update + "_" + a.state + (a.store == "bf16_rne" ? "" : "_" + a.store);
+  const std::string config = "harness_" + a.update + "_" + a.state + (a.store == "bf16_rne" ? "" : "_" + a.store) +
+                             (a.tied ? "_tied" : "");
   json doc = {{"config", config}, {"model", a.model}, {"status", "ok"}, {"batch", 1}, {"seq", a.tokens},
               {"steps", a.steps}, {"warmup_steps", a.warmup}, {"dtype", "bf16"}, {"device", dev.name},
               {"update", a.update}, {"state", a.state}, {"store", a.store}, {"layers", shape.layers},
@@ -216,6 +217,8 @@ int main(int argc, char** argv) {
       doc["params"] = m.param_count();
       doc["fused_params"] = m.fused_param_count();
       doc["resident_bytes"] = m.resident_bytes();
+      // A tied embedding / LM head keeps its whole fp32 gradient from the head's backward to the step.
+      if (a.tied) doc["tied_gradient_bytes"] = shape.vocab * shape.hidden * 4;
       std::vector<double> step_ms, losses;
       int64_t peak = 0, outside = 0, reserved_peak = 0;
       json tag_peaks = json::object();
