@@ -89,7 +89,7 @@ TEST(model_step_figures, HonestMeasurementsPassAndTargetsAreJudged) {
 TEST(model_step_figures, PlantedDefectsFail) {
   Step leak;
   leak.linear_g = 4096;  // a linear gradient left in the pool
-  leak.peak = 60e9;      // above the model's sum, 12% off Eq. 6
+  leak.peak = 60e9;      // above the model's sum plus workspace, 12% off Eq. 6
   Step std_run;
   std_run.update = "standard";
   std_run.weight_digest = "00000000000000bb";  // the standard step's weights differ
