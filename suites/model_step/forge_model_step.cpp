@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -78,6 +79,8 @@ Args parse(int argc, char** argv) {
     else usage("unknown argument " + f);
   }
   if (a.model.empty() || a.out.empty()) usage("--model and --out are required");
+  const std::filesystem::path dir = std::filesystem::absolute(a.out).parent_path();
+  if (!std::filesystem::is_directory(dir)) usage("the folder of --out does not exist: " + dir.string());
   return a;
 }
 
