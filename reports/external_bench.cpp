@@ -23,11 +23,9 @@ nlohmann::json parse_file(const std::string& path, const std::string& who) {
   }
 }
 
-}  // namespace
-
-ModelBenchResult read_model_bench_json(const std::string& path) {
-  const std::string who = "model bench JSON '" + path + "'";
-  const nlohmann::json doc = parse_file(path, who);
+// The fields both scripts write, without the rule for a finished run (a capacity run of
+// forge-model-step finishes with no single peak or time).
+ModelBenchResult model_bench_fields(const nlohmann::json& doc, const std::string& path, const std::string& who) {
   if (!doc.is_object()) throw std::invalid_argument(who + ": not a JSON object");
   ModelBenchResult r;
   r.path = path;
@@ -74,40 +72,26 @@ ModelBenchResult read_model_bench_json(const std::string& path) {
       ++r.losses;
       r.nonfinite_losses += !(v.is_number() && std::isfinite(v.get<double>()));
     }
+  return r;
+}
+
+}  // namespace
+
+ModelBenchResult read_model_bench_json(const std::string& path) {
+  const std::string who = "model bench JSON '" + path + "'";
+  ModelBenchResult r = model_bench_fields(parse_file(path, who), path, who);
   if (r.status == "ok" && (r.peak_bytes < 0 || r.median_ms < 0))
     throw std::invalid_argument(who + ": status ok but no peak_bytes or median_ms");
   return r;
 }
 
-namespace {
-// The common fields without the finished-run rule (a capacity run has no single peak or time).
-ModelBenchResult read_common(const std::string& path) {
-  try {
-    return read_model_bench_json(path);
-  } catch (const std::invalid_argument& e) {
-    if (std::string(e.what()).find("no peak_bytes or median_ms") == std::string::npos) throw;
-  }
-  ModelBenchResult r;
-  const nlohmann::json doc = parse_file(path, path);
-  r.path = path;
-  r.config = doc.value("config", std::string());
-  r.model = doc.value("model", std::string());
-  r.status = doc.value("status", std::string());
-  r.device = doc.value("device", std::string());
-  r.seq = doc.value("seq", int64_t(0));
-  r.batch = doc.value("batch", int64_t(0));
-  r.dtype = doc.value("dtype", std::string());
-  return r;
-}
-}  // namespace
-
 ModelStepRun read_model_step_json(const std::string& path) {
   const std::string who = "model step JSON '" + path + "'";
+  const nlohmann::json doc = parse_file(path, who);
   ModelStepRun r;
-  r.common = read_common(path);
+  r.common = model_bench_fields(doc, path, who);
   if (r.common.model == "llama31_8b") r.common.model = "llama8b";
   if (r.common.model == "qwen3_14b") r.common.model = "qwen14b";
-  const nlohmann::json doc = parse_file(path, who);
   const auto need = [&](const char* key) -> const nlohmann::json& {
     if (!doc.contains(key) || doc[key].is_null()) throw std::invalid_argument(who + ": no \"" + key + "\"");
     return doc[key];
@@ -125,6 +109,8 @@ ModelStepRun read_model_step_json(const std::string& path) {
       return r;
     }
     if (r.common.status != "ok") return r;
+    if (r.common.peak_bytes < 0 || r.common.median_ms < 0)
+      throw std::invalid_argument(who + ": status ok but no peak_bytes or median_ms");
     for (const auto& [k, v] : need("tag_peaks").items()) r.tag_peaks[k] = v.get<int64_t>();
     for (const auto& ph : need("timeline"))
       r.timeline.push_back({ph.at("name").get<std::string>(), ph.at("in_use").get<int64_t>(), ph.at("peak").get<int64_t>(),

@@ -11,15 +11,6 @@
 
 namespace fh::gpu {
 
-const char* model_update_name(ModelUpdate u) {
-  switch (u) {
-    case ModelUpdate::fused: return "fused";
-    case ModelUpdate::standard: return "standard";
-    case ModelUpdate::standard_cublas: return "standard_cublas";
-  }
-  return "?";
-}
-
 namespace {
 
 using Tag = TaggedPool::Tag;
@@ -27,7 +18,6 @@ using Tag = TaggedPool::Tag;
 struct Param {
   ModelParamInfo info;
   ParamView pv;
-  int slots = 0;
 };
 
 // Saved for backward, per block.
@@ -61,6 +51,18 @@ struct ModelStep::Impl {
   unsigned long long* digests = nullptr;
   bool digest_on = false;
   int n_linear = 0;
+  // Per step: its number, the gradients held for the end of backward, the next dX digest slot, and
+  // whether the planted materialize_one_layer still waits for the first linear reached.
+  int64_t step_ = 0;
+  std::vector<Held> held_;
+  int slot_ = 0;
+  bool first_linear_ = true;
+
+  ~Impl() {
+    pool.reset();  // frees every live allocation, then the pool
+    cublas.reset();
+    if (stream) cudaStreamDestroy(stream);
+  }
 
   cublasHandle_t h() const { return cublas->get(); }
   const ModelDims& d() const { return cfg.dims; }
@@ -96,7 +98,6 @@ struct ModelStep::Impl {
         sv.absmax = pool->alloc_n<float>(Tag::state, nb);
         cuda_check(cudaMemsetAsync(sv.absmax, 0, size_t(nb * 4), stream), "ModelStep: absmax init");
       }
-      ++p.slots;
     }
     model::init_weights_kernel<<<grid_for(n), model::kThreads, 0, stream>>>(
         p.pv.master, p.pv.bf16, n, cfg.seed * 1000003ull + params.size(), std, value);
@@ -131,18 +132,25 @@ struct ModelStep::Impl {
     check_launch("ModelStep: digest");
   }
 
+  // Whether this linear's update is fused now; the planted materialize_one_layer keeps the first
+  // linear reached on the standard path instead.
+  bool fuse_now(const Param& w) {
+    const bool keep_whole_g = first_linear_ && cfg.defects.materialize_one_layer;
+    first_linear_ = false;
+    return w.info.fused && !keep_whole_g;
+  }
+
   // One linear layer's backward: dx (+)= dY W, and its update (fused now, or G held for the step).
-  void linear_bwd(Param& w, const uint16_t* x, const uint16_t* dy, float* dx, float dx_beta, int64_t step,
-                  std::vector<Held>& held, int& slot, bool keep_whole_g) {
+  void linear_bwd(Param& w, const uint16_t* x, const uint16_t* dy, float* dx, float dx_beta, bool fused) {
     const WgradProblem prob{x, dy, d().tokens, w.pv.rows, w.pv.cols};
-    if (w.info.fused && !keep_whole_g) {
+    if (fused) {
       LinearBackwardArgs a;
       a.problem = prob;
       a.rule = cfg.rule;
       a.state_format = cfg.state;
       a.weight_store = cfg.store;
       a.param = w.pv;
-      a.step = step;
+      a.step = step_;
       a.consumers = 1;
       a.dx = dx;
       a.dx_beta = dx_beta;
@@ -153,20 +161,20 @@ struct ModelStep::Impl {
       float* g = pool->alloc_n<float>(Tag::gradients, w.pv.rows * w.pv.cols);
       if (cfg.update == ModelUpdate::standard_cublas) cublas_wgrad(h(), prob, g, stream);
       else wgrad_materialize(prob, g, TileShape{}, stream);
-      held.push_back({&w, g});
+      held_.push_back({&w, g});
     }
-    digest_into(slot++, dx, d().tokens * w.pv.cols * 4);
+    digest_into(slot_++, dx, d().tokens * w.pv.cols * 4);
   }
 
   // A norm weight's backward: dx += its input gradient; its gradient (over all tokens) held.
-  void norm_bwd(int gi, const float* x, const float* rstd, const float* dh, float* dx, std::vector<Held>& held) {
+  void norm_bwd(int gi, const float* x, const float* rstd, const float* dh, float* dx) {
     const int64_t T = d().tokens, H = d().hidden;
     Param& g = params[size_t(gi)];
     model::rmsnorm_bwd_dx_kernel<<<int(T), model::kThreads, 0, stream>>>(x, g.pv.bf16, rstd, dh, dx, H);
     float* dg = pool->alloc_n<float>(Tag::gradients_unfused, H);
     model::rmsnorm_bwd_dg_kernel<<<grid_for(H), model::kThreads, 0, stream>>>(x, rstd, dh, dg, T, H);
     check_launch("ModelStep: rmsnorm bwd");
-    held.push_back({&g, dg});
+    held_.push_back({&g, dg});
   }
 
   // h = RMSNorm(x) g (bf16) and its rstd, both saved for backward.
@@ -195,8 +203,7 @@ struct ModelStep::Impl {
 
   ModelStepStats run(int64_t step);
   void block_fwd(const BlockIdx& b, BlockActs& s);
-  void block_bwd(const BlockIdx& b, BlockActs& s, float* dx, int64_t step, std::vector<Held>& held, int& slot,
-                 bool& first_linear);
+  void block_bwd(const BlockIdx& b, BlockActs& s, float* dx);
 };
 
 void ModelStep::Impl::block_fwd(const BlockIdx& b, BlockActs& s) {
@@ -238,36 +245,30 @@ void ModelStep::Impl::block_fwd(const BlockIdx& b, BlockActs& s) {
   check_launch("ModelStep: gate");
 }
 
-void ModelStep::Impl::block_bwd(const BlockIdx& b, BlockActs& s, float* dx, int64_t step, std::vector<Held>& held,
-                                int& slot, bool& first_linear) {
+void ModelStep::Impl::block_bwd(const BlockIdx& b, BlockActs& s, float* dx) {
   const int64_t T = d().tokens, H = d().hidden, I = d().intermediate, nh = d().heads, kvh = d().kv_heads,
                 hd = d().head_dim, QD = nh * hd, KD = kvh * hd;
-  const auto keep = [&] {  // the planted defect: the first linear reached keeps its whole G
-    const bool k = first_linear && cfg.defects.materialize_one_layer;
-    first_linear = false;
-    return k;
-  };
   // MLP: x_out = x_mid + m Wd^T.
   uint16_t* dxb = pool->alloc_n<uint16_t>(Tag::workspace, T * H);
   model::to_bf16_kernel<<<grid_for(T * H), model::kThreads, 0, stream>>>(dx, dxb, T * H);
   float* dm = pool->alloc_n<float>(Tag::workspace, T * I);
-  linear_bwd(params[b.down], s.m, dxb, dm, 0.0f, step, held, slot, keep());
+  linear_bwd(params[b.down], s.m, dxb, dm, 0.0f, fuse_now(params[b.down]));
   uint16_t* dgate = pool->alloc_n<uint16_t>(Tag::workspace, T * I);
   uint16_t* dup = pool->alloc_n<uint16_t>(Tag::workspace, T * I);
   model::gate_bwd_kernel<<<grid_for(T * I), model::kThreads, 0, stream>>>(s.gate, s.up, dm, dgate, dup, T * I);
   check_launch("ModelStep: gate bwd");
   pool->release(dm);
   float* dh2 = pool->alloc_n<float>(Tag::workspace, T * H);
-  linear_bwd(params[b.gate], s.h2, dgate, dh2, 0.0f, step, held, slot, keep());
-  linear_bwd(params[b.up], s.h2, dup, dh2, 1.0f, step, held, slot, keep());
+  linear_bwd(params[b.gate], s.h2, dgate, dh2, 0.0f, fuse_now(params[b.gate]));
+  linear_bwd(params[b.up], s.h2, dup, dh2, 1.0f, fuse_now(params[b.up]));
   pool->release(dgate);
   pool->release(dup);
-  norm_bwd(b.g2, s.x_mid, s.rstd2, dh2, dx, held);
+  norm_bwd(b.g2, s.x_mid, s.rstd2, dh2, dx);
   pool->release(dh2);
   // Attention: x_mid = x_in + a Wo^T.
   model::to_bf16_kernel<<<grid_for(T * H), model::kThreads, 0, stream>>>(dx, dxb, T * H);
   float* da = pool->alloc_n<float>(Tag::workspace, T * QD);
-  linear_bwd(params[b.o], s.a, dxb, da, 0.0f, step, held, slot, keep());
+  linear_bwd(params[b.o], s.a, dxb, da, 0.0f, fuse_now(params[b.o]));
   pool->release(dxb);
   uint16_t* dab = pool->alloc_n<uint16_t>(Tag::workspace, T * QD);
   model::to_bf16_kernel<<<grid_for(T * QD), model::kThreads, 0, stream>>>(da, dab, T * QD);
@@ -303,33 +304,32 @@ void ModelStep::Impl::block_bwd(const BlockIdx& b, BlockActs& s, float* dx, int6
   pool->release(dkx);
   pool->release(dvx);
   float* dh1 = pool->alloc_n<float>(Tag::workspace, T * H);
-  linear_bwd(params[b.q], s.h1, dq, dh1, 0.0f, step, held, slot, keep());
-  linear_bwd(params[b.k], s.h1, dk, dh1, 1.0f, step, held, slot, keep());
-  linear_bwd(params[b.v], s.h1, dv, dh1, 1.0f, step, held, slot, keep());
+  linear_bwd(params[b.q], s.h1, dq, dh1, 0.0f, fuse_now(params[b.q]));
+  linear_bwd(params[b.k], s.h1, dk, dh1, 1.0f, fuse_now(params[b.k]));
+  linear_bwd(params[b.v], s.h1, dv, dh1, 1.0f, fuse_now(params[b.v]));
   pool->release(dq);
   pool->release(dk);
   pool->release(dv);
-  norm_bwd(b.g1, s.x_in, s.rstd1, dh1, dx, held);
+  norm_bwd(b.g1, s.x_in, s.rstd1, dh1, dx);
   pool->release(dh1);
   for (void* p : {(void*)s.x_in, (void*)s.rstd1, (void*)s.h1, (void*)s.q, (void*)s.k, (void*)s.v, (void*)s.p,
                   (void*)s.a, (void*)s.x_mid, (void*)s.rstd2, (void*)s.h2, (void*)s.gate, (void*)s.up, (void*)s.m})
     pool->release(p);
 }
 
-ModelStep::ModelStep(const ModelStepConfig& cfg) : impl_(new Impl) {
+ModelStep::ModelStep(const ModelStepConfig& cfg) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.cfg = cfg;
   const ModelDims& d = cfg.dims;
   if (d.hidden < 1 || d.intermediate < 1 || d.heads < 1 || d.kv_heads < 1 || d.head_dim < 1 || d.vocab < 2 ||
       d.layers < 0 || d.tokens < 1 || d.heads % d.kv_heads != 0) {
-    delete impl_;
     throw std::invalid_argument("ModelStep: dimensions must be >= 1, vocab >= 2 and heads a multiple of kv_heads");
   }
   if (cfg.defects.naive_tied_fusion && !(d.tied && cfg.update == ModelUpdate::fused)) {
-    delete impl_;
     throw std::invalid_argument("ModelStep: naive_tied_fusion plants a defect in a tied, fused model only");
   }
-  try {
+  // A throw from here on destroys impl_, whose destructor frees what was made.
+  {
     cuda_check(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking), "ModelStep: stream");
     m.cublas = std::make_unique<CublasHandle>();
     m.pool = std::make_unique<TaggedPool>(m.stream);
@@ -364,21 +364,10 @@ ModelStep::ModelStep(const ModelStepConfig& cfg) : impl_(new Impl) {
     if (cfg.digests) m.digests = m.pool->alloc_n<unsigned long long>(Tag::workspace, m.n_linear);
     m.digest_on = cfg.digests;
     cuda_check(cudaStreamSynchronize(m.stream), "ModelStep: initialisation");
-  } catch (...) {
-    m.pool.reset();
-    m.cublas.reset();
-    if (m.stream) cudaStreamDestroy(m.stream);
-    delete impl_;
-    throw;
   }
 }
 
-ModelStep::~ModelStep() {
-  impl_->pool.reset();
-  impl_->cublas.reset();
-  if (impl_->stream) cudaStreamDestroy(impl_->stream);
-  delete impl_;
-}
+ModelStep::~ModelStep() = default;
 
 ModelStepStats ModelStep::step(int64_t step) {
   if (step < 1) throw std::invalid_argument("ModelStep::step: step counts from 1");
@@ -391,7 +380,10 @@ ModelStepStats ModelStep::Impl::run(int64_t step) {
   pool->clear_timeline();
   pool->reset_tag_peaks();
   pool->phase("start");
-  pool->reset_pool_peak();
+  step_ = step;
+  held_.clear();
+  slot_ = 0;
+  first_linear_ = true;
   if (digest_on) cuda_check(cudaMemsetAsync(digests, 0, size_t(n_linear) * 8, stream), "ModelStep: digests");
   cudaEvent_t ev0, ev1;
   cuda_check(cudaEventCreate(&ev0), "ModelStep: event");
@@ -425,9 +417,6 @@ ModelStepStats ModelStep::Impl::run(int64_t step) {
   mark("forward");
 
   // Backward: the head, then the blocks from the last, then the embedding.
-  std::vector<Held> held;
-  int slot = 0;
-  bool first_linear = true;
   float* dhf = pool->alloc_n<float>(Tag::workspace, T * H);
   float* g_tied = nullptr;
   Param& hw = params[head];
@@ -436,30 +425,26 @@ ModelStepStats ModelStep::Impl::run(int64_t step) {
     cublas_dgrad(h(), dlogits, hw.pv.bf16, T, V, H, dhf, stream, 0.0f);
     g_tied = pool->alloc_n<float>(Tag::gradients_unfused, V * H);
     wgrad_materialize(WgradProblem{hf, dlogits, T, V, H}, g_tied, TileShape{}, stream);
-    digest_into(slot++, dhf, T * H * 4);
-    first_linear = false;
+    digest_into(slot_++, dhf, T * H * 4);
+    first_linear_ = false;
   } else if (d().tied) {
     // Planted: the tied weight updated in place by its head use alone, as if single-consumer.
-    hw.info.fused = true;
-    linear_bwd(hw, hf, dlogits, dhf, 0.0f, step, held, slot, false);
-    hw.info.fused = false;
-    first_linear = false;
+    first_linear_ = false;
+    linear_bwd(hw, hf, dlogits, dhf, 0.0f, true);
   } else {
-    const bool k = first_linear && cfg.defects.materialize_one_layer;
-    first_linear = false;
-    linear_bwd(hw, hf, dlogits, dhf, 0.0f, step, held, slot, k);
+    linear_bwd(hw, hf, dlogits, dhf, 0.0f, fuse_now(hw));
   }
   pool->release(dlogits);
   pool->release(hf);
   float* dx = pool->alloc_n<float>(Tag::workspace, T * H);
   cuda_check(cudaMemsetAsync(dx, 0, size_t(T * H * 4), stream), "ModelStep: dx");
-  norm_bwd(gf, x, rstdf, dhf, dx, held);
+  norm_bwd(gf, x, rstdf, dhf, dx);
   pool->release(dhf);
   pool->release(rstdf);
   pool->release(x);
   mark("backward.head");
   for (int64_t l = L - 1; l >= 0; --l) {
-    block_bwd(blocks[size_t(l)], acts[size_t(l)], dx, step, held, slot, first_linear);
+    block_bwd(blocks[size_t(l)], acts[size_t(l)], dx);
     mark("backward.block" + std::to_string(l));
   }
   float* de = g_tied;
@@ -469,15 +454,16 @@ ModelStepStats ModelStep::Impl::run(int64_t step) {
   }
   model::embedding_bwd_kernel<<<grid_for(H), model::kThreads, 0, stream>>>(dx, tokens, de, T, H);
   check_launch("ModelStep: embedding bwd");
-  held.push_back({&params[emb], de});
+  held_.push_back({&params[emb], de});
   pool->release(dx);
   mark("backward.embedding");
 
   // The standard step of every held gradient, in the order they were reached.
-  for (const Held& hd : held) {
+  for (const Held& hd : held_) {
     rule_apply_device(cfg.rule, cfg.state, cfg.store, hd.w->pv, step, hd.g, hd.w->pv.cols, stream);
     pool->release(hd.g);
   }
+  held_.clear();
   cuda_check(cudaEventRecord(ev1, stream), "ModelStep: event record");
   pool->phase(cfg.phase_marks ? "step" : "end");
   float ms = 0.0f;
@@ -492,8 +478,8 @@ ModelStepStats ModelStep::Impl::run(int64_t step) {
   for (float v : lh) s += v;
   st.loss = float(s / double(T));
   if (digest_on) {
-    st.dx_digests.resize(size_t(slot));
-    cuda_check(cudaMemcpy(st.dx_digests.data(), digests, size_t(slot) * 8, cudaMemcpyDeviceToHost), "ModelStep: digests");
+    st.dx_digests.resize(size_t(slot_));
+    cuda_check(cudaMemcpy(st.dx_digests.data(), digests, size_t(slot_) * 8, cudaMemcpyDeviceToHost), "ModelStep: digests");
   }
   st.timeline = pool->timeline();
   for (size_t i = 1; i < st.timeline.size(); ++i) st.pool_peak = std::max(st.pool_peak, st.timeline[i].peak);
@@ -517,8 +503,6 @@ void ModelStep::set_marks(bool phase_marks, bool digests) {
   impl_->cfg.phase_marks = phase_marks;
   impl_->digest_on = digests;
 }
-TaggedPool& ModelStep::pool() { return *impl_->pool; }
-const ModelStepConfig& ModelStep::config() const { return impl_->cfg; }
 int64_t ModelStep::resident_bytes() const {
   return impl_->pool->tag_in_use(TaggedPool::weights) + impl_->pool->tag_in_use(TaggedPool::state);
 }

@@ -16,6 +16,7 @@
 // A producer: it reports digests and measurements; the judging is the suites'.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,6 @@ struct ModelDims {
 // kernel's own mainloop (the order-matched path: same bits as fused) and held to the end of
 // backward; standard_cublas: the same with cuBLAS's wgrad (its own order).
 enum class ModelUpdate : uint8_t { fused, standard, standard_cublas };
-const char* model_update_name(ModelUpdate u);
 
 // Planted defects (test only; off by default).
 struct ModelDefects {
@@ -95,12 +95,10 @@ class ModelStep {
   std::vector<uint64_t> state_digests() const;
   // The bytes the step holds at its start: weights and state (the pool's current use).
   int64_t resident_bytes() const;
-  TaggedPool& pool();
-  const ModelStepConfig& config() const;
 
  private:
   struct Impl;
-  Impl* impl_;
+  std::unique_ptr<Impl> impl_;
 };
 
 // A digest of n bytes of device memory (n even): order-independent sum of a hash of each 16-bit word

@@ -95,7 +95,6 @@ const TaggedPool::Phase& TaggedPool::phase(const std::string& name) {
   cuda_check(cudaMemGetInfo(&free_b, &total_b), "TaggedPool: cudaMemGetInfo");
   ph.device_used = int64_t(total_b - free_b);
   ph.outside_pool = ph.device_used - reserved();
-  pool_peak_ = std::max(pool_peak_, ph.peak);
   timeline_.push_back(ph);
   return timeline_.back();
 }

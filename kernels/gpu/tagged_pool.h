@@ -50,8 +50,6 @@ class TaggedPool {
   int64_t tag_in_use(int t) const { return in_use_[t]; }
   int64_t tag_peak(int t) const { return peak_[t]; }  // highest since reset_tag_peaks
   void reset_tag_peaks();
-  int64_t pool_peak_since_reset() const { return pool_peak_; }  // max of the phases' peaks since reset
-  void reset_pool_peak() { pool_peak_ = 0; }
   int64_t reserved() const;  // cudaMemPoolAttrReservedMemCurrent
 
  private:
@@ -60,7 +58,7 @@ class TaggedPool {
   struct Block { void* p; int tag; int64_t bytes; };
   std::vector<Block> live_;
   int64_t in_use_[kTags] = {}, peak_[kTags] = {};
-  int64_t tagged_total_ = 0, tagged_phase_peak_ = 0, pool_peak_ = 0;
+  int64_t tagged_total_ = 0, tagged_phase_peak_ = 0;
   std::vector<Phase> timeline_;
 };
 

@@ -229,9 +229,7 @@ void claim_model_step_figures(const VerifyConfig& cfg, Report& report, const Pro
     if (r.capacity() && r.update == "fused" && r.common.status == "ok") fused_capacity[r.common.model] = &r;
   for (const auto& [model, r] : fused_capacity) {
     CaseRecord& cs = report.add_case(kClaim, "fits_only_under_forge." + model);
-    const ModelBenchResult* tf = nullptr;
-    for (const auto& b : torch)
-      if (b.config == "torch_fused" && b.model == model) tf = &b;
+    const ModelBenchResult* tf = torch_run(torch, "torch_fused", *r);
     if (!tf) {
       cs.add_check(Check::not_run("fits_only_under_forge", "no torch_fused run of " + model + " in --external-model"));
       continue;

@@ -135,11 +135,12 @@ json memory_model_json(const fh::ModelShape& shape, const ModelStepConfig& cfg, 
   l.store = cfg.store;
   l.state_slots = 2;  // AdamW
   l.grad_bytes = 4;   // the step materializes fp32 gradients
-  const auto est = fh::step_memory(fh::model_params(shape), l, cfg.update == fh::gpu::ModelUpdate::fused, activation_bytes);
+  const std::vector<fh::ParamShape> ps = fh::model_params(shape);
+  const auto est = fh::step_memory(ps, l, cfg.update == fh::gpu::ModelUpdate::fused, activation_bytes);
   json terms = json::array();
   for (const auto& t : est.terms) terms.push_back({{"name", t.name}, {"formula", t.formula}, {"bytes", t.bytes}});
   return {{"terms", terms}, {"total", est.total()}, {"activation_bytes", activation_bytes},
-          {"params", fh::param_count(fh::model_params(shape))}};
+          {"params", fh::param_count(ps)}};
 }
 
 }  // namespace
