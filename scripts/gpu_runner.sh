@@ -230,7 +230,7 @@ if [ -f "$OUT/forge-verify.h5" ] && command -v python3 >/dev/null 2>&1; then
   reg=()
   "$B/bin/forge-verify" --list-claims-json > "$OUT/registry.json" 2>/dev/null && reg=(--registry "$OUT/registry.json")
   for mode in "" --gpu; do
-    python3 "$ROOT/scripts/render_fidelity.py" "$OUT/forge-verify.h5" -o "$OUT/figures" $mode "${reg[@]}" \
+    python3 "$ROOT/scripts/render_fidelity.py" "$OUT/forge-verify.h5" -o "$OUT/figures" --force $mode "${reg[@]}" \
       >> "$OUT/render.log" 2>&1 \
       || say "note: render_fidelity.py $mode failed (see render.log); render the report elsewhere"
   done

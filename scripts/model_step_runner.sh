@@ -76,7 +76,7 @@ if has verify; then
     > "$OUT/forge_verify.log" 2>&1 || rc=1
   tail -30 "$OUT/forge_verify.log" | tee -a "$LOG"
   for m in llama8b; do
-    python3 "$ROOT/scripts/render_memory_timeline.py" "$OUT/model_step_report.h5" "$OUT/timeline_$m.png" "$m" >> "$LOG" 2>&1 || rc=1
+    python3 "$ROOT/scripts/render_memory_timeline.py" --force "$OUT/model_step_report.h5" "$OUT/timeline_$m.png" "$m" >> "$LOG" 2>&1 || rc=1
   done
 fi
 tar -C "$OUT" -czf "$OUT/results.tar.gz" json && rm -rf "$OUT/json"

@@ -8,15 +8,33 @@
 #                 promoted run; default $FH_BASELINE_DIR, else nightly-baseline/ in the checkout.
 #                 Without a baseline the run is promoted when it passed (the first baseline).
 # Every gpu_runner.sh variable passes through (FH_SKIP_TORCH, FH_BENCH_FILTER, FH_VERIFY_ARGS...);
-# FH_DIFF_ALPHA / FH_DIFF_MIN_RATIO / FH_DIFF_MARGIN set the diff's thresholds.
+# FH_DIFF_ALPHA (0 < A < 1) / FH_DIFF_MIN_RATIO (R >= 1) / FH_DIFF_MARGIN (0 <= F <= 1) set the
+# diff's thresholds; a value that is not a plain decimal number in its range is bad usage.
 # Output: OUTDIR/run (the runner's folder: report, logs, diff.txt, diff.json), OUTDIR/page
 # (index.html), OUTDIR/NIGHTLY.txt (what happened). Exit status: 0 promoted; 1 the run failed or
 # something regressed (baseline kept); 2 bad usage or a missing piece (no bundle, no page).
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-OUT="${1:?usage: scripts/nightly.sh OUTDIR [BASELINE_DIR]}"
+usage() { echo "nightly: $*" >&2; echo "usage: scripts/nightly.sh OUTDIR [BASELINE_DIR]" >&2; exit 2; }
+case "${1:-}" in -h|--help) sed -n '2,16p' "$0"; exit 0 ;; -*) usage "unknown option '$1'" ;; esac
+[ $# -ge 1 ] && [ $# -le 2 ] || usage "expected OUTDIR [BASELINE_DIR], got $# arguments"
+[ -n "$1" ] || usage "OUTDIR is empty"
+# The diff's thresholds, checked before anything runs: each reaches forge-verify diff as one word
+# (gpu_runner.sh splits FH_DIFF_ARGS on blanks), so only a plain decimal number is let through.
+threshold() {  # threshold VAR OPTION AWK-RANGE-TEST: appends "OPTION value" to diff_args when VAR is set
+  local v="${!1:-}"
+  [ -n "$v" ] || return 0
+  [[ "$v" =~ ^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]] && awk -v v="$v" "BEGIN { exit !($3) }" ||
+    usage "$1='$v' is not a plain decimal number in range ($3)"
+  diff_args+=" $2 $v"
+}
+diff_args=""
+threshold FH_DIFF_ALPHA --alpha "v > 0 && v < 1"
+threshold FH_DIFF_MIN_RATIO --min-ratio "v >= 1"
+threshold FH_DIFF_MARGIN --margin-fraction "v >= 0 && v <= 1"
+OUT="$1"
 BASE="${2:-${FH_BASELINE_DIR:-$ROOT/nightly-baseline}}"
-mkdir -p "$OUT" || exit 2
+mkdir -p -- "$OUT" || exit 2
 OUT="$(cd "$OUT" && pwd)"
 LOG="$OUT/NIGHTLY.txt"
 : > "$LOG"
@@ -34,12 +52,7 @@ if [ -f "$base_report" ]; then
 else
   say "no baseline at $base_report: this run becomes the first baseline if it passes"
 fi
-# The diff's thresholds reach forge-verify diff through gpu_runner.sh's FH_DIFF_ARGS.
-diff_args=""
-[ -n "${FH_DIFF_ALPHA:-}" ] && diff_args+=" --alpha $FH_DIFF_ALPHA"
-[ -n "${FH_DIFF_MIN_RATIO:-}" ] && diff_args+=" --min-ratio $FH_DIFF_MIN_RATIO"
-[ -n "${FH_DIFF_MARGIN:-}" ] && diff_args+=" --margin-fraction $FH_DIFF_MARGIN"
-
+# The diff's thresholds (checked above) reach forge-verify diff through gpu_runner.sh's FH_DIFF_ARGS.
 env "${diff_env[@]}" FH_DIFF_ARGS="$diff_args" bash "$ROOT/scripts/gpu_runner.sh" "$OUT/run"
 run_rc=$?
 say "GPU entry point: $([ $run_rc -eq 0 ] && echo PASS || echo "FAIL (rc $run_rc)")"
@@ -54,7 +67,7 @@ if [ -f "$base_report" ]; then
   grep -E '^REGRESSION' "$OUT/run/diff.txt" 2>/dev/null | head -20 | sed 's/^/    /' | tee -a "$LOG"
 fi
 
-page_args=("$report" -o "$OUT/page")
+page_args=("$report" -o "$OUT/page" --force)  # OUTDIR/page is this job's own page
 [ -f "$OUT/run/registry.json" ] && page_args+=(--registry "$OUT/run/registry.json")
 [ -f "$OUT/run/diff.json" ] && page_args+=(--diff "$OUT/run/diff.json")
 [ -s "$OUT/run/bench.json" ] && page_args+=(--bench "$OUT/run/bench.json")  # the roofline

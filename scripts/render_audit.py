@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Render the FORGE audit page (issue 16): one Markdown file from one or more forge-verify reports.
 
-Usage: render_audit.py OUT.md REPORT.h5 [REPORT.h5 ...]
+Usage: render_audit.py [--force] OUT.md REPORT.h5 [REPORT.h5 ...]
 
 For every claim of the audit (ext_order_probe, ext_prop1, ext_corollary1, ext_int8,
 ext_model_memory, ext_model_time, ext_layer_speed, then any other claim the reports hold) the
@@ -20,17 +20,19 @@ switches, triton/torch/cuda, device).
 
 A path is the case attribute `path`, else the case name's prefix (`<path>.<case_id>`; ext_prop1
 names its cases `<fused>_vs_<two_phase>.<case_id>`, the row is the fused path). Reports are read
-with render_summary.read_report. Bad input (a missing file, not HDF5, not a forge-verify report,
-OUT.md's folder missing) prints one line on stderr and exits 2 without writing OUT.md; the page
-is written to a temporary file beside OUT.md and renamed onto it.
+with render_summary.read_report. Bad input (a missing file, a folder, FIFO or device, not HDF5,
+not a forge-verify report or a schema version it does not read) and a refused OUT.md (its folder
+missing or read-only; a folder, symlink, device or FIFO; one of the reports; an existing file
+without --force) print one line on stderr and exit 2 without writing OUT.md; an unexpected
+failure exits 3. The page is written to a temporary file beside OUT.md and renamed into place.
 """
 import json
 import os
 import re
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from atomic_file import check_input, check_output, parse_positional, run_main, write_output  # noqa: E402
 from render_summary import BadInput, read_report  # noqa: E402
 
 R = "external_release/forge/README.md"
@@ -85,12 +87,7 @@ def path_of(case):
 def load(paths):
     reps = []
     for p in paths:
-        try:
-            rep = read_report(p)
-        except BadInput:
-            raise
-        except Exception as e:  # h5py can raise more than OSError on a damaged file
-            raise BadInput("%s cannot be read as a report (%s: %s)" % (p, type(e).__name__, e))
+        rep = read_report(p)
         tool = str(rep["meta"].get("tool", "")) + " " + str(rep["meta"].get("tool_version", ""))
         if "forge-verify" not in tool:
             raise BadInput("%s is a report but not forge-verify's (/meta tool=%r)" % (p, tool.strip()))
@@ -263,37 +260,21 @@ def render(reps):
 
 
 def main(argv):
-    if len(argv) >= 2 and argv[1] in ("-h", "--help"):
-        print(__doc__)
-        return 0
-    if len(argv) < 3:
-        sys.stderr.write("usage: render_audit.py OUT.md REPORT.h5 [REPORT.h5 ...]\n")
-        return 2
-    out = argv[1]
-    try:
-        d = os.path.dirname(os.path.abspath(out))
-        if not os.path.isdir(d):
-            raise BadInput("the folder of %s does not exist" % out)
-        if os.path.isdir(out):
-            raise BadInput("%s is a folder" % out)
-        text = render(load(argv[2:]))
-    except BadInput as e:
-        sys.stderr.write("render_audit.py: %s\n" % short(e, 400))
-        return 2
-    fd, tmp = tempfile.mkstemp(prefix=".render_audit.", suffix=".md", dir=d)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+    pos, force = parse_positional(argv, __doc__.split("\n")[2][len("Usage: "):], 2, 10000)
+    out, reports = pos[0], pos[1:]
+    # Every file is checked before any report is read.
+    for p in reports:
+        check_input(p, "report")
+    check_output(out, reports, force)
+    text = render(load(reports))
+
+    def work(tmp):
+        with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text + "\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except OSError as e:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        sys.stderr.write("render_audit.py: cannot write %s (%s)\n" % (out, e))
-        return 2
+    write_output(out, work, reports, force, prefix=".render_audit.")
     print(out)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    run_main("render_audit.py", main, sys.argv)

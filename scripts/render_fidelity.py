@@ -25,15 +25,23 @@ the claim registry's export (forge-verify --list-claims-json) when --registry is
 dataset the registry does not declare for that claim stops the run (exit 2) instead of drawing
 an empty figure. --check-registry FILE does only that check (no h5py or matplotlib needed).
 
-Usage: render_fidelity.py REPORT.h5 [REPORT.h5 ...] [-o OUTDIR] [--gpu] [--registry FILE]
+Usage: render_fidelity.py REPORT.h5 [REPORT.h5 ...] [-o OUTDIR] [--gpu] [--registry FILE] [--force]
        render_fidelity.py --check-registry FILE
-Needs h5py and matplotlib (the GPU runner's python has them); exits with status 2 and a message
-when they are missing.
+Needs h5py and matplotlib (the GPU runner's python has them). Bad input (a missing file, a folder,
+FIFO or device, not HDF5, not a report or a schema version it does not read, a report with no
+fidelity data, missing modules) and a refused output print one line on stderr and exit 2 with
+nothing written; an unexpected failure exits 3. A figure is refused when its name in OUTDIR is a
+folder, symlink, device or FIFO, one of the reports, or an existing file without --force; every
+name is checked before the first figure is written, and each is written to a temporary file and
+renamed into place.
 """
 import argparse
 import json
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from atomic_file import BadInput, check_input, check_output, open_report, run_main, write_output  # noqa: E402
 
 # forge-verify claim -> the per-case datasets the figures read (the _gpu claims read the same).
 FIGURE_DATASETS = {
@@ -46,12 +54,12 @@ FIGURE_DATASETS = {
 
 def check_registry(path):
     """Every dataset a figure reads is declared by its claim (and the claim's _gpu twin)."""
+    check_input(path, "registry export")
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             claims = {c["id"]: set(c["datasets"]) for c in json.load(f)["claims"]}
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        sys.stderr.write("render_fidelity.py: cannot read the registry export %s: %s\n" % (path, e))
-        sys.exit(2)
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as e:
+        raise BadInput("%s: cannot read the registry export (%s: %s)" % (path, type(e).__name__, e))
     missing = []
     for claim, names in FIGURE_DATASETS.items():
         for cid in (claim, claim + "_gpu"):
@@ -60,9 +68,7 @@ def check_registry(path):
                 continue
             missing += ["%s/%s: not declared" % (cid, n) for n in names if n not in claims[cid]]
     if missing:
-        sys.stderr.write("render_fidelity.py: the figures read datasets the registry does not declare:\n  %s\n"
-                         % "\n  ".join(missing))
-        sys.exit(2)
+        raise BadInput("%s: the figures read datasets the registry does not declare: %s" % (path, "; ".join(missing)))
 
 
 def need_modules():
@@ -76,9 +82,8 @@ def need_modules():
     except ImportError:
         missing.append("matplotlib")
     if missing:
-        sys.stderr.write("render_fidelity.py: missing Python module(s): %s "
-                         "(pip install %s, or run on the GPU runner)\n" % (", ".join(missing), " ".join(missing)))
-        sys.exit(2)
+        raise BadInput("missing Python module(s): %s (Debian: apt-get install %s, or run on the GPU runner)"
+                       % (", ".join(missing), " ".join("python3-" + m for m in missing)))
 
 
 def _s(v):
@@ -88,32 +93,36 @@ def _s(v):
 def collect(paths):
     """Over all reports: {claim: {case: {dataset: array}}}, {claim: {case: attrs}},
     {claim: {case: {check: attrs}}} and the first report's /meta (with 'reports' naming them all)."""
-    import h5py
     data, attrs, checks, meta = {}, {}, {}, {}
     for path in paths:
-        if not os.path.exists(path):
-            sys.stderr.write("render_fidelity.py: no such report: %s\n" % path)
-            sys.exit(1)
-        with h5py.File(path, "r") as f:
-            if not meta and "meta" in f:
-                meta = {k: _s(v) for k, v in f["meta"].attrs.items()}
-            for claim in f:
-                if claim == "meta" or not isinstance(f[claim], h5py.Group):
-                    continue
-                for case in f[claim]:
-                    g = f[claim][case]
-                    if not isinstance(g, h5py.Group):
-                        continue
-                    attrs.setdefault(claim, {})[case] = {k: _s(v) for k, v in g.attrs.items()}
-                    if "checks" in g:
-                        for name in g["checks"]:
-                            checks.setdefault(claim, {}).setdefault(case, {})[name] = {
-                                k: _s(v) for k, v in g["checks"][name].attrs.items()}
-                    if "data" in g:
-                        for name in g["data"]:
-                            data.setdefault(claim, {}).setdefault(case, {})[name] = g["data"][name][()]
+        with open_report(path) as f:
+            try:
+                _collect_one(f, data, attrs, checks, meta)
+            except Exception as e:  # h5py raises more than OSError on a damaged file
+                raise BadInput("%s cannot be read as a report (%s: %s)" % (path, type(e).__name__, e))
     meta["reports"] = ", ".join(os.path.basename(p) for p in paths)
     return data, attrs, checks, meta
+
+
+def _collect_one(f, data, attrs, checks, meta):
+    import h5py
+    if not meta:
+        meta.update({k: _s(v) for k, v in f["meta"].attrs.items()})
+    for claim in f:
+        if claim == "meta" or not isinstance(f[claim], h5py.Group):
+            continue
+        for case in f[claim]:
+            g = f[claim][case]
+            if not isinstance(g, h5py.Group):
+                continue
+            attrs.setdefault(claim, {})[case] = {k: _s(v) for k, v in g.attrs.items()}
+            if "checks" in g:
+                for name in g["checks"]:
+                    checks.setdefault(claim, {}).setdefault(case, {})[name] = {
+                        k: _s(v) for k, v in g["checks"][name].attrs.items()}
+            if "data" in g:
+                for name in g["data"]:
+                    data.setdefault(claim, {}).setdefault(case, {})[name] = g["data"][name][()]
 
 
 def stamp_text(meta):
@@ -136,8 +145,22 @@ VARIANT_STYLE = {
 }
 
 
-def render(paths, outdir, gpu=False):
-    """Writes every figure whose data the reports hold; returns the file names written (in outdir)."""
+def check_outdir(outdir):
+    """OUTDIR must be a folder, or absent below a folder this process can write in (it is made)."""
+    if os.path.lexists(outdir) and not os.path.isdir(outdir):
+        raise BadInput("%s: the output folder exists and is not a folder" % outdir)
+    up = os.path.abspath(outdir)
+    while not os.path.lexists(up):
+        up = os.path.dirname(up)
+    if not os.path.isdir(up) or not os.access(up, os.W_OK | os.X_OK):
+        raise BadInput("%s: the output folder%s is not writable" % (outdir, "" if up == os.path.abspath(outdir)
+                                                                     else " cannot be made: %s" % up))
+
+
+def render(paths, outdir, gpu=False, force=False):
+    """Writes every figure whose data the reports hold; returns the file names written (in outdir).
+    Every figure is drawn and every output name checked before the first is written."""
+    check_outdir(outdir)
     need_modules()
     import matplotlib
     matplotlib.use("Agg")
@@ -148,14 +171,11 @@ def render(paths, outdir, gpu=False):
     prefix = "gpu_" if gpu else ""
     data, attrs, checks, meta = collect(paths)
     executor = "fused kernel step (%s)" % meta.get("gpu_name", "GPU") if gpu else "twin step"
-    os.makedirs(outdir, exist_ok=True)
-    written = []
+    drawn = []
 
     def save(fig, fname):
         stamp(fig, meta)
-        fig.savefig(os.path.join(outdir, prefix + fname), dpi=110)
-        plt.close(fig)
-        written.append(prefix + fname)
+        drawn.append((fig, prefix + fname))
 
     # Stagnation curves as {label: [run seed, step]}: the CPU suite stores one case per run
     # (stagnation_curves/<label seed s>, 1-D), forge-verify one case per variant (stagnation/curves
@@ -377,7 +397,22 @@ def render(paths, outdir, gpu=False):
         fig.suptitle("stochastic rounding on the Philox stream: tallies (%s)" % executor, fontsize=10)
         fig.tight_layout(rect=(0, 0.03, 1, 1))
         save(fig, "sr_tallies.png")
-    return written
+    try:
+        finals = [os.path.join(outdir, name) for _, name in drawn]
+        for final in finals:
+            check_output(final, paths, force)
+        if drawn:
+            try:
+                os.makedirs(outdir, exist_ok=True)
+            except OSError as e:
+                raise BadInput("%s: cannot make the output folder (%s)" % (outdir, e.strerror))
+        for (fig, _), final in zip(drawn, finals):
+            write_output(final, lambda tmp, fig=fig: fig.savefig(tmp, format="png", dpi=110), paths, force,
+                         prefix=".render_fidelity.")
+    finally:
+        for fig, _ in drawn:
+            plt.close(fig)
+    return [name for _, name in drawn]
 
 
 def main():
@@ -390,16 +425,17 @@ def main():
     ap.add_argument("--registry", help="forge-verify --list-claims-json output: check the figure datasets against it")
     ap.add_argument("-o", "--outdir", default=".")
     ap.add_argument("--gpu", action="store_true", help="render forge-verify's *_gpu claims (every step on the fused kernel)")
+    ap.add_argument("--force", action="store_true", help="replace figures that exist in OUTDIR")
     args = ap.parse_args()
     if args.registry:
         check_registry(args.registry)
-    written = render(args.reports, args.outdir, args.gpu)
+    written = render(args.reports, args.outdir, args.gpu, args.force)
     if not written:
-        sys.stderr.write("render_fidelity.py: no fidelity datasets found in %s\n" % ", ".join(args.reports))
-        sys.exit(1)
+        raise BadInput("%s: no %sfidelity datasets to draw" % (", ".join(args.reports), "GPU (--gpu) " if args.gpu else ""))
     for w in written:
         print(os.path.join(args.outdir, w))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run_main("render_fidelity.py", main)

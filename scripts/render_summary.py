@@ -2,7 +2,7 @@
 """Render one forge-verify report as a static summary page (issue 19 item 5).
 
 Usage: render_summary.py REPORT.h5 -o OUTDIR [--diff DIFF.json] [--registry REGISTRY.json]
-                         [--bench BENCH.json]
+                         [--bench BENCH.json] [--force]
 
 Writes OUTDIR/index.html and OUTDIR/figures/*.png: no server, no network, no script from
 elsewhere. The page holds
@@ -22,26 +22,36 @@ The page carries one small inline script that, on load, checks that every <img> 
 (naturalWidth > 0) and writes the result into <div id="page-check" data-status="ok|broken">;
 scripts/test_summary_page.sh reads it from headless Chromium's --dump-dom.
 
-Bad input (a missing or unreadable file, a file that is not a report, a JSON of the wrong
-shape, an OUTDIR that is a file or a folder this script did not write) prints a message and
-exits 2 with nothing written. The page is built in a temporary folder beside OUTDIR and renamed
-into place, so OUTDIR is either the previous page or the new one, never half of one.
+Bad input (a missing file, a folder, FIFO or device, a file that is not a report or has a schema
+version this script does not read, a JSON of the wrong shape) and a refused OUTDIR print one line
+on stderr and exit 2 with nothing written; an unexpected failure exits 3. OUTDIR is refused when
+it is a file, symlink or other non-folder, a non-empty folder this script did not write, a page it
+wrote that holds any file its manifest (OUTDIR/.render_summary.manifest: every file it wrote, with
+its SHA-256) does not list or that changed since, or an existing page without --force. So it
+never deletes a file it did not write. The page is built in a temporary folder beside OUTDIR and
+renamed into place, so OUTDIR is either the previous page or the new one, never half of one.
 
 FH_SUMMARY_PLANT (off by default) plants a defect for the page test: `missing_image` (an <img>
 whose file is absent) or `js_error` (a script that throws on load).
 """
 import argparse
+import hashlib
 import html
 import json
 import math
 import os
-import re
 import shutil
+import stat
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MARKER = "<!-- forge-harness summary page -->"  # how an OUTDIR written by this script is recognised
+sys.path.insert(0, HERE)
+from atomic_file import BadInput, check_input, file_kind, open_report, run_main, same_file  # noqa: E402
+
+MARKER = "<!-- forge-harness summary page -->"  # the page's first comment: what wrote it
+MANIFEST = ".render_summary.manifest"  # what this script wrote into OUTDIR: the only files it removes
+JSON_MAX_BYTES = 64 << 20  # a JSON input larger than this is refused unread
 PLANTS = ("missing_image", "js_error")
 
 # Peaks the roofline is drawn against: NVIDIA H200 SXM datasheet (nvidia.com/en-us/data-center/h200):
@@ -51,10 +61,6 @@ H200_HBM_BYTES_PER_S = 4.8e12
 H200_BF16_DENSE_FLOP_PER_S = 989e12
 # The runner's measured device-to-device copy rate (suites/bench/bench_fused.cu, kCopyRateBytesPerS).
 RUNNER_COPY_BYTES_PER_S = 4.2e12
-
-
-class BadInput(Exception):
-    pass
 
 
 def esc(x):
@@ -83,56 +89,57 @@ def fmt(x):
 
 def read_report(path):
     """The report as plain Python: meta, root attrs, claims -> cases -> checks, benchmarks."""
-    if not os.path.isfile(path):
-        raise BadInput("no such report file: %s" % path)
+    f = open_report(path)
     try:
-        import h5py
-    except ImportError:
-        raise BadInput("Python module h5py is missing (Debian: apt-get install python3-h5py)")
-    try:
-        f = h5py.File(path, "r")
-    except OSError as e:
-        raise BadInput("%s is not an HDF5 file (%s)" % (path, e))
-    with f:
-        if "schema_version" not in f.attrs or "meta" not in f or "verdict" not in f.attrs:
-            raise BadInput("%s is HDF5 but not a forge-harness report (no schema_version, verdict or /meta; "
-                           "see reports/SCHEMA.md)" % path)
-        rep = {"path": path, "root": {k: _s(v) for k, v in f.attrs.items()},
-               "meta": {k: _s(v) for k, v in f["meta"].attrs.items()}, "claims": [], "benchmarks": []}
-        for claim in f:
-            if claim in ("meta", "benchmarks") or not isinstance(f[claim], h5py.Group):
+        return _walk_report(f, path)
+    except BadInput:
+        raise
+    except Exception as e:  # h5py raises more than OSError on a damaged file
+        raise BadInput("%s cannot be read as a report (%s: %s)" % (path, type(e).__name__, e))
+    finally:
+        f.close()
+
+
+def _walk_report(f, path):
+    import h5py
+    rep = {"path": path, "root": {k: _s(v) for k, v in f.attrs.items()},
+           "meta": {k: _s(v) for k, v in f["meta"].attrs.items()}, "claims": [], "benchmarks": []}
+    for claim in f:
+        if claim in ("meta", "benchmarks") or not isinstance(f[claim], h5py.Group):
+            continue
+        c = {"id": claim, "attrs": {k: _s(v) for k, v in f[claim].attrs.items()}, "cases": []}
+        for case in f[claim]:
+            g = f[claim][case]
+            if not isinstance(g, h5py.Group):
                 continue
-            c = {"id": claim, "attrs": {k: _s(v) for k, v in f[claim].attrs.items()}, "cases": []}
-            for case in f[claim]:
-                g = f[claim][case]
-                if not isinstance(g, h5py.Group):
-                    continue
-                cs = {"name": case, "attrs": {k: _s(v) for k, v in g.attrs.items()}, "checks": []}
-                if "checks" in g:
-                    for name in g["checks"]:
-                        cs["checks"].append(dict(name=name, **{k: _s(v) for k, v in g["checks"][name].attrs.items()}))
-                cs["datasets"] = list(g["data"]) if "data" in g else []
-                # Short 1-D datasets (gaps, optimum) are shown in the page; curves only as figures.
-                cs["small"] = {n: [float(x) for x in g["data"][n][()]] for n in cs["datasets"]
-                               if g["data"][n].ndim == 1 and g["data"][n].shape[0] <= 8 and g["data"][n].dtype.kind in "fi"}
-                c["cases"].append(cs)
-            rep["claims"].append(c)
-        if "benchmarks" in f:
-            for key in f["benchmarks"]:
-                d = f["benchmarks"][key]
-                reps = [float(x) for x in d[()]]
-                rep["benchmarks"].append({"name": _s(d.attrs.get("name", key)), "median_ns": float(d.attrs.get("median", float("nan"))),
-                                          "repetitions": reps})
+            cs = {"name": case, "attrs": {k: _s(v) for k, v in g.attrs.items()}, "checks": []}
+            if "checks" in g:
+                for name in g["checks"]:
+                    cs["checks"].append(dict(name=name, **{k: _s(v) for k, v in g["checks"][name].attrs.items()}))
+            cs["datasets"] = list(g["data"]) if "data" in g else []
+            # Short 1-D datasets (gaps, optimum) are shown in the page; curves only as figures.
+            cs["small"] = {n: [float(x) for x in g["data"][n][()]] for n in cs["datasets"]
+                           if g["data"][n].ndim == 1 and g["data"][n].shape[0] <= 8 and g["data"][n].dtype.kind in "fi"}
+            c["cases"].append(cs)
+        rep["claims"].append(c)
+    if "benchmarks" in f:
+        for key in f["benchmarks"]:
+            d = f["benchmarks"][key]
+            reps = [float(x) for x in d[()]]
+            rep["benchmarks"].append({"name": _s(d.attrs.get("name", key)), "median_ns": float(d.attrs.get("median", float("nan"))),
+                                      "repetitions": reps})
     return rep
 
 
 def read_json(path, what):
-    if not os.path.isfile(path):
-        raise BadInput("no such %s file: %s" % (what, path))
+    st = check_input(path, what)
+    if st.st_size > JSON_MAX_BYTES:
+        raise BadInput("%s: the %s file is %d bytes, more than the %d this script reads" % (path, what, st.st_size,
+                                                                                        JSON_MAX_BYTES))
     try:
-        with open(path) as fh:
-            return json.load(fh)
-    except (OSError, ValueError) as e:
+        with open(path, encoding="utf-8") as fh:
+            return json.loads(fh.read(JSON_MAX_BYTES + 1))
+    except (OSError, ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
         raise BadInput("%s is not a readable JSON %s (%s)" % (path, what, e))
 
 
@@ -194,7 +201,6 @@ def read_bench(path):
 # ------------------------------------------------------------------------------------------------
 
 def fidelity_figures(report_path, figdir):
-    sys.path.insert(0, HERE)
     import render_fidelity
     out = []
     for gpu in (False, True):
@@ -211,7 +217,6 @@ def roofline(rows, meta, figdir):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
-    sys.path.insert(0, HERE)
     import render_fidelity
     fig, ax = plt.subplots(figsize=(9, 5.8))
     ai = np.array([r["flop_per_s"] / r["bytes_per_s"] for r in pts])
@@ -489,6 +494,108 @@ def page(rep, registry, figs, bench, roof, diff, plant):
 
 # ------------------------------------------------------------------------------------------------
 
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def tree(folder):
+    """(path relative to folder, lstat) of everything under it; links are not followed."""
+    def fail(e):
+        raise BadInput("%s: cannot list %s (%s)" % (folder, e.filename, e.strerror))
+    out = []
+    for dirpath, dirnames, filenames in os.walk(folder, onerror=fail):
+        for n in dirnames + filenames:
+            p = os.path.join(dirpath, n)
+            out.append((os.path.relpath(p, folder), os.lstat(p)))
+    return out
+
+
+def owned_files(outdir):
+    """The manifest of the page this script wrote into outdir: {"files": {relative path: sha256},
+    "dirs": [relative path]}, else BadInput."""
+    mpath = os.path.join(outdir, MANIFEST)
+    try:
+        with open(mpath, encoding="utf-8") as fh:
+            files = json.load(fh)
+        if not isinstance(files.get("files"), dict) or not all(isinstance(v, str) for v in files["files"].values()):
+            raise ValueError("'files' is not an object of digests")
+        if not isinstance(files.get("dirs"), list) or not all(isinstance(v, str) for v in files["dirs"]):
+            raise ValueError("'dirs' is not a list of names")
+    except FileNotFoundError:
+        raise BadInput("%s: a folder this script did not write (no %s in it): not replaced" % (outdir, MANIFEST))
+    except (OSError, ValueError, AttributeError) as e:
+        raise BadInput("%s: its page manifest %s cannot be read (%s): not replaced" % (outdir, mpath, e))
+    return files
+
+
+def check_outdir(outdir, inputs, force):
+    """The manifest of the page to replace (None when outdir is absent or an empty folder); BadInput when
+    outdir must not be replaced. Every file in it must be one this script wrote and left unchanged."""
+    parent = os.path.dirname(outdir)
+    if not os.path.isdir(parent):
+        raise BadInput("%s: the output's folder %s does not exist" % (outdir, parent))
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise BadInput("%s: the output's folder %s is not writable" % (outdir, parent))
+    try:
+        st = os.lstat(outdir)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        twin = same_file(outdir, inputs) if stat.S_ISREG(st.st_mode) else None
+        if twin is not None:
+            raise BadInput("%s: the output is the same file as the input %s: refused" % (outdir, twin))
+        raise BadInput("%s: the output is %s, not a folder: refused" % (outdir, file_kind(st.st_mode)))
+    entries = tree(outdir)
+    if not entries:
+        return None
+    owned = owned_files(outdir)
+    for rel, est in entries:
+        if rel == MANIFEST or (rel in owned["dirs"] and stat.S_ISDIR(est.st_mode)):
+            continue
+        path = os.path.join(outdir, rel)
+        if rel not in owned["files"] or not stat.S_ISREG(est.st_mode):
+            raise BadInput("%s: holds %s, which this script did not write: not replaced" % (outdir, rel))
+        twin = same_file(path, inputs)
+        if twin is not None:
+            raise BadInput("%s: holds the input %s: refused" % (outdir, twin))
+        if sha256(path) != owned["files"][rel]:
+            raise BadInput("%s: %s changed since this script wrote it: not replaced" % (outdir, rel))
+    if not force:
+        raise BadInput("%s: the page exists (--force replaces a page this script wrote)" % outdir)
+    return owned
+
+
+def remove_owned(folder, owned):
+    """Deletes from folder only what its manifest lists (files still unchanged, folders once
+    empty), the manifest, then folder itself if empty; True when something is left (put there
+    since the check)."""
+    for rel, digest in owned["files"].items():
+        p = os.path.join(folder, rel)
+        if os.path.isfile(p) and not os.path.islink(p) and sha256(p) == digest:
+            os.unlink(p)
+    if os.path.isfile(os.path.join(folder, MANIFEST)):
+        os.unlink(os.path.join(folder, MANIFEST))
+    for rel in sorted(owned["dirs"], key=len, reverse=True) + [""]:
+        try:
+            os.rmdir(os.path.join(folder, rel))
+        except OSError:
+            pass
+    return os.path.lexists(folder)
+
+
+def write_manifest(folder):
+    entries = tree(folder)
+    files = {rel: sha256(os.path.join(folder, rel)) for rel, st in entries if stat.S_ISREG(st.st_mode)}
+    dirs = [rel for rel, st in entries if stat.S_ISDIR(st.st_mode)]
+    with open(os.path.join(folder, MANIFEST), "w", encoding="utf-8") as fh:
+        json.dump({"written_by": "scripts/render_summary.py", "files": files, "dirs": dirs}, fh, indent=1,
+                  sort_keys=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("report")
@@ -496,30 +603,27 @@ def main():
     ap.add_argument("--diff", help="forge-verify diff --json output: list its changes")
     ap.add_argument("--registry", help="forge-verify --list-claims-json output: the paper's sentence per claim")
     ap.add_argument("--bench", help="Google Benchmark JSON (forge-bench --benchmark_out=F --benchmark_out_format=json)")
+    ap.add_argument("--force", action="store_true", help="replace a page this script wrote into OUTDIR")
     args = ap.parse_args()
     plant = os.environ.get("FH_SUMMARY_PLANT", "")
     if plant and plant not in PLANTS:
-        sys.stderr.write("render_summary.py: FH_SUMMARY_PLANT must be one of %s\n" % ", ".join(PLANTS))
-        return 2
+        raise BadInput("FH_SUMMARY_PLANT must be one of %s" % ", ".join(PLANTS))
 
     outdir = os.path.abspath(args.outdir.rstrip("/") or args.outdir)
-    tmp = None
+    inputs = [p for p in (args.report, args.registry, args.diff, args.bench) if p]
+    tmp = old = None
     try:
         # Everything is read and checked before anything is written.
         rep = read_report(args.report)
         registry = read_registry(args.registry) if args.registry else None
         diff = read_diff(args.diff) if args.diff else None
         bench = read_bench(args.bench) if args.bench else None
-        if os.path.lexists(outdir):
-            if os.path.islink(outdir) or not os.path.isdir(outdir):
-                raise BadInput("%s exists and is not a folder" % outdir)
-            idx = os.path.join(outdir, "index.html")
-            if os.listdir(outdir) and not (os.path.isfile(idx) and MARKER in open(idx, errors="replace").read(4096)):
-                raise BadInput("%s is a folder this script did not write (no summary index.html): not replaced" % outdir)
+        owned = check_outdir(outdir, inputs, args.force)  # None: nothing to replace
         parent = os.path.dirname(outdir)
-        if not os.path.isdir(parent):
-            raise BadInput("the folder of %s does not exist" % outdir)
-        tmp = tempfile.mkdtemp(prefix=".%s.tmp." % os.path.basename(outdir), dir=parent)
+        try:
+            tmp = tempfile.mkdtemp(prefix=".%s.tmp." % os.path.basename(outdir), dir=parent)
+        except OSError as e:
+            raise BadInput("%s: cannot write in its folder %s (%s)" % (outdir, parent, e.strerror))
         figdir = os.path.join(tmp, "figures")
         os.makedirs(figdir)
         try:
@@ -529,25 +633,35 @@ def main():
         roof = roofline(bench["rows"], rep["meta"], figdir) if bench else None
         with open(os.path.join(tmp, "index.html"), "w", encoding="utf-8") as fh:
             fh.write(page(rep, registry, figs, bench, roof, diff, plant))
+        write_manifest(tmp)
         os.chmod(tmp, 0o755)
-        # Into place: the old page (if any) moves aside, the new one takes its name, the old goes.
-        old = None
-        if os.path.lexists(outdir):
-            old = tempfile.mkdtemp(prefix=".%s.old." % os.path.basename(outdir), dir=parent)
-            os.rename(outdir, os.path.join(old, "page"))
-        os.rename(tmp, outdir)
+        # Into place: the old page (if any) moves aside, the new one takes its name, and of the old
+        # one only the files its manifest lists are deleted.
+        try:
+            if owned:
+                old = tempfile.mkdtemp(prefix=".%s.old." % os.path.basename(outdir), dir=parent)
+                os.rename(outdir, os.path.join(old, "page"))
+            os.rename(tmp, outdir)  # fails, replacing nothing, if a non-empty outdir appeared meanwhile
+        except OSError as e:
+            if old and not os.path.lexists(outdir) and os.path.isdir(os.path.join(old, "page")):
+                os.rename(os.path.join(old, "page"), outdir)  # the previous page back
+            raise BadInput("%s: cannot put the page in place (%s)" % (outdir, e.strerror or e))
         tmp = None
         if old:
-            shutil.rmtree(old, ignore_errors=True)
-    except BadInput as e:
-        sys.stderr.write("render_summary.py: %s\n" % e)
-        return 2
+            if remove_owned(os.path.join(old, "page"), owned):
+                sys.stderr.write("render_summary.py: note: files put into the old page while it was replaced are "
+                                 "kept in %s\n" % os.path.join(old, "page"))
+            else:
+                os.rmdir(old)
+                old = None
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
+        if old and not os.path.lexists(os.path.join(old, "page")):
+            os.rmdir(old)
     print(os.path.join(outdir, "index.html"))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main("render_summary.py", main)

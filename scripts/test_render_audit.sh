@@ -124,9 +124,9 @@ else
     && ok "provenance from /meta" || fail "provenance (package version, git revision) missing"
 fi
 
-# Two reports: rows add up over both, evidence names the report file.
+# Two reports: rows add up over both, evidence names the report file (--force: out.md exists).
 cp "$T/fake.h5" "$T/second.h5"
-"$PY" "$RA" "$T/out.md" "$T/fake.h5" "$T/second.h5" > "$T/ra2.log" 2>&1 \
+"$PY" "$RA" --force "$T/out.md" "$T/fake.h5" "$T/second.h5" > "$T/ra2.log" 2>&1 \
   && row ext_prop1 persistent | grep -q '| \*\*fail\*\* | 2 | 0 | 2 |' \
   && row ext_prop1 persistent | grep -q 'fake.h5:/ext_prop1/' && ok "two reports: counts add up, evidence names the file" \
   || { cat "$T/ra2.log" >&2; fail "two reports: row '$(row ext_prop1 persistent)'"; }
