@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/gpu/fused_wgrad_update.cuh"
 #include "kernels/gpu/gpu_api.h"
 #include "kernels/gpu/rule_family.h"
 
@@ -51,6 +52,17 @@ void validate_param_view(const RuleConfig& rule, StateFormat sf, WeightStore ws,
                                " past its kStateSlots");
     require_state_pointers(pv, ws, decls, sf, who);
   });
+}
+
+const char* fused_kernel_for(const WgradProblem& p, TileShape tile) {
+  if (tile.rows == 64 && tile.cols == 64) return "mma_sync_64x64";
+  const bool usable = pingpong_usable(make_tile_args(p));
+  switch (fused_schedule().kernel) {
+    case FusedKernel::block_per_tile: return "block_per_tile";
+    case FusedKernel::pingpong: return usable ? "pingpong" : "refused (pingpong forced, rows not 16-byte aligned)";
+    case FusedKernel::automatic: break;
+  }
+  return usable ? "pingpong" : "block_per_tile";
 }
 
 void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateFormat sf,

@@ -141,10 +141,9 @@ template <class Cfg, class Rule, StateFormat SF, WeightStore WS, bool kWholeTile
 __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalars& s, const ParamView& pv,
                                                      const float* sG, int64_t o0, int64_t i0, bool vec,
                                                      bool short_edge, bool shift_state, int planted,
-                                                     const FragCoord& first) {
-  constexpr int Q = kFusedEpilogueQuads;
+                                                     const FragCoord& first, int tid) {
+  constexpr int Q = Cfg::kEpilogueQuads;
   static_assert(Cfg::kQuadPasses % (2 * Q) == 0, "pairs of batches must divide the passes");
-  const int tid = threadIdx.x;
   // Only the weight and state values stay live across a batch: indices are recomputed and G is
   // read from the tile at the update (fewer registers).
   struct Batch {
@@ -175,7 +174,7 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
   auto state_index = [&](int64_t r, int64_t idx) {
     return (!kWholeTile && shift_state && r + 1 < pv.rows) ? idx + pv.cols : idx;
   };
-  // Whole tile (v15): pass j's weight and state lines are prefetched into L2 kFusedPrefetchPasses
+  // Whole tile (v15): pass j's weight and state lines are prefetched into L2 Cfg::kPrefetchPasses
   // passes before they are loaded, so the loads' DRAM latency is not waited for in registers.
   auto prefetch = [&](int pass) {
     if constexpr (kWholeTile)
@@ -184,7 +183,7 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
   auto load = [&](int j0, Batch& x) {
 #pragma unroll
     for (int q = 0; q < Q; ++q) {
-      prefetch(j0 + q + kFusedPrefetchPasses);
+      prefetch(j0 + q + Cfg::kPrefetchPasses);
       FragCoord t;
       int64_t r, c;
       where(j0 + q, t, r, c);
@@ -231,9 +230,9 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
     }
   };
   Batch x0, x1;
-  // A whole tile's first kFusedEarlyPrefetchPasses passes were prefetched during the mainloop.
+  // A whole tile's first Cfg::kEarlyPrefetchPasses passes were prefetched during the mainloop.
 #pragma unroll
-  for (int j = kWholeTile ? kFusedEarlyPrefetchPasses : 0; j < kFusedPrefetchPasses; ++j) prefetch(j);
+  for (int j = kWholeTile ? Cfg::kEarlyPrefetchPasses : 0; j < Cfg::kPrefetchPasses; ++j) prefetch(j);
   load(0, x0);
 #pragma unroll 1
   for (int j0 = 0; j0 < Cfg::kQuadPasses; j0 += 2 * Q) {
@@ -244,13 +243,13 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
   }
 }
 
-// int8 state: pass j of warp w takes the tile's 64-column block w + kWarps * j (epilogue_int8_block),
+// int8 state (warp: the warp's index among the Cfg::kWarps that run the epilogue): pass j of warp w takes the tile's 64-column block w + kWarps * j (epilogue_int8_block),
 // two elements per lane, the new absmax a warp reduction (update_int8_block_warp).
 template <class Cfg, class Rule, WeightStore WS>
 __device__ __forceinline__ void fused_epilogue_int8(const typename Rule::Scalars& s, const ParamView& pv,
                                                     const float* sG, int64_t o0, int64_t i0,
-                                                    bool short_edge, bool shift_state) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+                                                    bool short_edge, bool shift_state, int warp) {
+  const int lane = threadIdx.x & 31;
 #pragma unroll 1
   for (int j = 0; j < Cfg::kBlockPasses; ++j) {
     const FragCoord b = epilogue_int8_block<Cfg>(warp, j);
@@ -338,14 +337,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   __syncthreads();
   if (a.planted_defect == int(FusedPlantedDefect::late_blocks_skip_update) && starts_late(sched)) return;  // suite only
   if constexpr (SF == StateFormat::int8) {
-    fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state);
+    fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state, int(threadIdx.x >> 5));
   } else {
     if (whole_tile)
       fused_epilogue_quads<Cfg, Rule, SF, WS, true>(s, pv, sG, o0, i0, vec, short_edge, shift_state, a.planted_defect,
-                                                    first);
+                                                    first, int(threadIdx.x));
     else
       fused_epilogue_quads<Cfg, Rule, SF, WS, false>(s, pv, sG, o0, i0, vec, short_edge, shift_state, a.planted_defect,
-                                                     first);
+                                                     first, int(threadIdx.x));
   }
 }
 
@@ -431,11 +430,26 @@ void launch_fused_cfg(const WgradTileArgs& a, const typename Rule::Scalars& s, c
   cuda_check(cudaGetLastError(), "fused_wgrad_update: launch");
 }
 
+}  // namespace fh::gpu
+
+// The warp-specialized 128 x 128 kernel (uses the epilogue and launch helpers above).
+#include "kernels/gpu/fused_wgrad_pingpong.cuh"
+
+namespace fh::gpu {
+
+// 128 x 128: the pingpong kernel where it can run (FusedSchedule::kernel automatic or pingpong),
+// else the block-per-tile kernel.
 template <class Rule, StateFormat SF, WeightStore WS>
 void launch_fused_tile(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                        TileShape tile, cudaStream_t stream) {
-  if (tile.rows == 128 && tile.cols == 128)
+  if (tile.rows == 128 && tile.cols == 128) {
+    const FusedKernel k = fused_schedule().kernel;
+    if (k == FusedKernel::pingpong && !pingpong_usable(a))
+      throw std::invalid_argument("fused_wgrad_update: the pingpong kernel needs 16-byte aligned rows of X and dY "
+                                  "(row lengths a multiple of 8)");
+    if (k != FusedKernel::block_per_tile && pingpong_usable(a)) return launch_fused_pingpong<Rule, SF, WS>(a, s, pv, stream);
     return launch_fused_cfg<WgradTileCfg<128, 128>, Rule, SF, WS>(a, s, pv, stream);
+  }
   if (tile.rows == 64 && tile.cols == 64)
     return launch_fused_cfg<WgradTileCfg<64, 64>, Rule, SF, WS>(a, s, pv, stream);
   throw std::invalid_argument("fused_wgrad_update: unsupported tile " + std::to_string(tile.rows) +

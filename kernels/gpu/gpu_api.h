@@ -130,16 +130,39 @@ FusedPlantedDefect fused_planted_defect();
 //     multiplies, then every block waits on DRAM. -1: auto_stagger_us(state format).
 //   stagger_stride: 0 means the SM count (with round-robin dispatch, the second block of each SM).
 // Process-wide. forge-bench reads FH_FUSED_STAGGER_US and FH_FUSED_STAGGER_STRIDE.
+//   kernel (128 x 128 tile): automatic = pingpong where its operands allow TMA (16-byte aligned
+//     rows), block_per_tile otherwise; the other two force one (pingpong refuses what it cannot
+//     run). The stagger applies to block_per_tile only. forge-bench reads FH_FUSED_KERNEL.
+enum class FusedKernel : int { automatic = 0, block_per_tile = 1, pingpong = 2 };
+const char* fused_kernel_name(FusedKernel k);
 struct FusedSchedule {
   int stagger_us = -1;
   int stagger_stride = 0;
+  FusedKernel kernel = FusedKernel::automatic;
 };
-// Throws std::invalid_argument on a value out of range (stagger_us -1 .. 10^6, stride >= 0).
+// Throws std::invalid_argument on a value out of range (stagger_us -1 .. 10^6, stride >= 0, a
+// kernel outside FusedKernel).
 void set_fused_schedule(const FusedSchedule& s);
 FusedSchedule fused_schedule();
 // The stagger an auto schedule uses: 10 us where the epilogue is DRAM bound (fp32 state: 24 or
 // more bytes a parameter), none otherwise (bf16 and int8 state lost time with it on the runner).
 int auto_stagger_us(StateFormat sf);
+// The kernel fused_wgrad_update runs for this problem and tile under the current schedule:
+// "pingpong", "block_per_tile" (128 x 128) or "mma_sync_64x64".
+const char* fused_kernel_for(const WgradProblem& p, TileShape tile);
+
+// Variants of the pingpong kernel (bench, decomposition claim and suites only), AdamW with fp32
+// master + fp32 state or bf16 weights + bf16 state, TMA-loadable operands; throws otherwise.
+//   g_roundtrip: each G tile stored to g ([out, in] fp32, row-major) and loaded back before the
+//     update in the same launch (the decomposition's middle step); the fused kernel's bits.
+//   epilogue_prefetch8: the epilogue's lines prefetched into L2 eight passes ahead instead of four
+//     (a tuning candidate); the same bits.
+//   cluster_pairs: clusters of two blocks sharing the X panel by TMA multicast (a tuning
+//     candidate; out a multiple of 256, in of 128); the same bits.
+enum class FusedVariant : int { g_roundtrip = 0, epilogue_prefetch8 = 1, cluster_pairs = 2 };
+void fused_wgrad_update_variant(const WgradProblem& p, const RuleConfig& rule, StateFormat sf, WeightStore ws,
+                                const ParamView& pv, int64_t step, FusedVariant v, float* g = nullptr,
+                                cudaStream_t stream = 0);
 
 // The order-matched reference, phase 1: the fused kernel's mainloop, storing fp32 G [out, in]
 // row-major (ldg = in) to g.

@@ -103,6 +103,10 @@ struct WgradTileCfg {
   static constexpr int kSegments = TR * kSegmentsPerRow;
   // Epilogue passes: fp32 / bf16 state, four tile elements per thread per pass; int8 state, one
   // 64-column block per warp per pass.
+  static constexpr int kEpilogueQuads = 2;  // quads per thread and batch (fused_epilogue_quads)
+  // L2 prefetch distance of the epilogue's lines in passes, and the passes prefetched during the
+  // mainloop (v15, v17: the runner's sweep found 4 and 4 fastest for this kernel).
+  static constexpr int kPrefetchPasses = 2 * kEpilogueQuads, kEarlyPrefetchPasses = 4;
   static constexpr int kQuadPasses = TR * TC / (4 * kThreads);  // v13: four columns per thread and pass
   static constexpr int kQuadRowsPerPass = kThreads / (TC / 4);   // pass j's quad is pass 0's, j * this rows down
   static constexpr int kBlockPasses = kSegments / kWarps;

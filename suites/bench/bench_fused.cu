@@ -25,9 +25,26 @@ namespace {
 
 constexpr double kCopyRateBytesPerS = 4.2e12;  // GPU_RUNNER.md, device-to-device, read + write
 
-enum class Path { fused, order_matched, cublas };
+// fused: the kernel fused_wgrad_update picks (pingpong where TMA can load the operands);
+// fused_block: the block-per-tile kernel forced (the previous version, for side-by-side timing);
+// fused_g_roundtrip: the pingpong kernel storing each G tile and loading it back in the same
+// launch (the decomposition's middle step); fused_prefetch8: the pingpong kernel prefetching its
+// epilogue's lines eight passes ahead instead of four, fused_pairs: clusters of two blocks sharing
+// the X panel (tuning candidates); gemm_cublas: cuBLAS's
+// wgrad GEMM alone (no update), the large-T yardstick.
+enum class Path { fused, fused_block, fused_g_roundtrip, fused_prefetch8, fused_pairs, order_matched, cublas, gemm_cublas };
 const char* path_name(Path p) {
-  return p == Path::fused ? "fused" : p == Path::order_matched ? "order_matched" : "cublas";
+  switch (p) {
+    case Path::fused: return "fused";
+    case Path::fused_block: return "fused_block";
+    case Path::fused_g_roundtrip: return "fused_g_roundtrip";
+    case Path::fused_prefetch8: return "fused_prefetch8";
+    case Path::fused_pairs: return "fused_pairs";
+    case Path::order_matched: return "order_matched";
+    case Path::cublas: return "cublas";
+    case Path::gemm_cublas: return "gemm_cublas";
+  }
+  return "?";
 }
 
 std::vector<uint16_t> rand_bf16(size_t n, uint64_t seed) {
@@ -91,6 +108,21 @@ void run_path(Setup& su, Path path) {
   const ParamView pv = su.param->view();
   switch (path) {
     case Path::fused: fused_wgrad_update(p, su.rule, su.sf, su.ws, pv, 1); break;
+    case Path::fused_block: {
+      const FusedSchedule before = fused_schedule();
+      FusedSchedule block = before;
+      block.kernel = FusedKernel::block_per_tile;
+      set_fused_schedule(block);
+      fused_wgrad_update(p, su.rule, su.sf, su.ws, pv, 1);
+      set_fused_schedule(before);
+      break;
+    }
+    case Path::fused_g_roundtrip:
+      fused_wgrad_update_variant(p, su.rule, su.sf, su.ws, pv, 1, FusedVariant::g_roundtrip, su.g.data());
+      break;
+    case Path::fused_prefetch8: fused_wgrad_update_variant(p, su.rule, su.sf, su.ws, pv, 1, FusedVariant::epilogue_prefetch8); break;
+    case Path::fused_pairs: fused_wgrad_update_variant(p, su.rule, su.sf, su.ws, pv, 1, FusedVariant::cluster_pairs); break;
+    case Path::gemm_cublas: cublas_wgrad(su.cublas.get(), p, su.g.data()); break;
     case Path::order_matched:
       wgrad_materialize(p, su.g.data());
       rule_apply_device(su.rule, su.sf, su.ws, pv, 1, su.g.data(), su.in);
@@ -132,7 +164,16 @@ void bench_step(benchmark::State& state, Path path, int64_t out, int64_t in, int
   state.counters["floor_us"] = floor_s * 1e6;
   state.counters["floor_ratio"] = benchmark::Counter(
       floor_s, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
-  state.SetLabel(std::string(path_name(path)) + " adamw/" + state_format_name(sf) + "/" + weight_store_name(ws));
+  std::string kernel;
+  if (path == Path::fused || path == Path::fused_block) {
+    const FusedSchedule before = fused_schedule();
+    FusedSchedule k = before;
+    if (path == Path::fused_block) k.kernel = FusedKernel::block_per_tile;
+    set_fused_schedule(k);
+    kernel = std::string(" kernel=") + fused_kernel_for(su.problem(), TileShape{});
+    set_fused_schedule(before);
+  }
+  state.SetLabel(std::string(path_name(path)) + " adamw/" + state_format_name(sf) + "/" + weight_store_name(ws) + kernel);
 }
 
 }  // namespace
@@ -176,23 +217,27 @@ int main(int argc, char** argv) {
   };
   env_int("FH_FUSED_STAGGER_US", sched.stagger_us);
   env_int("FH_FUSED_STAGGER_STRIDE", sched.stagger_stride);
+  int kernel = int(sched.kernel);
+  env_int("FH_FUSED_KERNEL", kernel);  // 0 automatic, 1 block_per_tile, 2 pingpong
+  sched.kernel = FusedKernel(kernel);
   try {
     set_fused_schedule(sched);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "forge-bench: %s\n", e.what());
     return 2;
   }
-  std::printf("forge-bench: fused schedule: stagger %d us (-1: auto, %d us for fp32 state), stride %d (0: SM count)\n",
-              sched.stagger_us, auto_stagger_us(StateFormat::fp32), sched.stagger_stride);
+  std::printf("forge-bench: fused schedule: kernel %s, stagger %d us (-1: auto, %d us for fp32 state), stride %d (0: SM count)\n",
+              fused_kernel_name(sched.kernel), sched.stagger_us, auto_stagger_us(StateFormat::fp32), sched.stagger_stride);
   struct Layer { int64_t out, in; };
-  const Layer layers[] = {{4096, 4096}, {14336, 4096}, {4096, 14336}};
-  const int64_t tokens[] = {512, 2048, 8192};
+  const Layer layers[] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {1024, 4096}};
+  const int64_t tokens[] = {512, 2048, 8192, 16384};
   const std::pair<StateFormat, WeightStore> configs[] = {{StateFormat::fp32, WeightStore::fp32_master},
                                                          {StateFormat::bf16, WeightStore::bf16_rne}};
   for (const auto& [sf, ws] : configs)
     for (const Layer& l : layers)
       for (int64_t T : tokens)
-        for (Path p : {Path::fused, Path::order_matched, Path::cublas}) {
+        for (Path p : {Path::fused, Path::fused_block, Path::fused_g_roundtrip, Path::fused_prefetch8, Path::fused_pairs,
+                       Path::order_matched, Path::cublas, Path::gemm_cublas}) {
           const std::string name = std::string("adamw_") + state_format_name(sf) + "_" + weight_store_name(ws) + "/" +
                                    path_name(p) + "/out" + std::to_string(l.out) + "_in" + std::to_string(l.in) +
                                    "_T" + std::to_string(T);

@@ -49,6 +49,7 @@ FH_CLAIM(ext_int8);
 FH_CLAIM(ext_model_memory);
 FH_CLAIM(ext_model_time);
 FH_CLAIM(ext_layer_speed);
+FH_CLAIM(speed_decomposition);
 FH_CLAIM(gpu_order_guard);
 #undef FH_CLAIM
 

@@ -205,6 +205,13 @@ std::vector<ClaimInfo> make_registry() {
        {"scripts/forge_adapter.py --timing and forge-bench (--external-timing)"}, {"suites/claims/ext_layer_speed (ratio)"},
        {"median_us", "torch_reference_median_us", "harness_fused_median_us", "harness_cublas_median_us"}, 0, false,
        claim_ext_layer_speed},
+      {"speed_decomposition", "The paper's speed figures (about 1.5x at small batch), decomposed",
+       "per layer and T: fused, fused with a G round trip, our GEMM + rule kernel, cuBLAS + rule kernel; each step's "
+       "part of the gap",
+       {"kernels/gpu fused kernel, its G round-trip variant, order-matched and cuBLAS paths (forge-bench, "
+        "--external-timing)"},
+       {"suites/claims/speed_decomposition (differences, ratio)"},
+       {"median_us", "bytes", "parts_us", "share", "gemm_cublas_us"}, 0, false, claim_speed_decomposition},
       {"model_step_figures", "Eq. 6, Remark 1 and the paper's memory and speed figures on a model-shaped step",
        "the harness's fused and standard model step (tagged pool) against Eq. 6, each other and torch in the same call",
        {"kernels/gpu/model_step (forge-model-step, --model-step)", "scripts/forge_model_bench.py (--external-model)"},

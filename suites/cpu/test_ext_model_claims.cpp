@@ -1,4 +1,5 @@
-// ext_model_memory, ext_model_time and ext_layer_speed (suites/claims/ext_model_*.cpp, ext_layer_speed.cpp) on small
+// ext_model_memory, ext_model_time, ext_layer_speed and speed_decomposition (suites/claims/ext_model_*.cpp,
+// ext_layer_speed.cpp, speed_decomposition.cpp) on small
 // hand-written measurement files: honest numbers pass, and each planted defect fails its check
 // (a peak above torch's, a NaN training, a configuration that crashed, a slower layer, a path
 // that failed at a shape); bad JSON is refused by the readers.
@@ -90,6 +91,48 @@ TEST(ext_layer_speed, FasterSlowerAndFailedShapes) {
   EXPECT_EQ(verdict(r, "persistent.4096x4096x512", "faster_than_torch_fused"), fh::Verdict::pass);
   EXPECT_EQ(verdict(r, "tma.4096x4096x512", "faster_than_torch_fused"), fh::Verdict::fail);
   EXPECT_EQ(verdict(r, "tma.14336x4096x512", "ran"), fh::Verdict::fail);
+}
+
+// forge-bench's JSON for one layer and config: each variant's single repetition.
+std::string bench_json(const std::string& name, const std::map<std::string, double>& us) {
+  std::string runs;
+  for (const auto& [variant, t] : us) {
+    const std::string n = "adamw_fp32_fp32_master/" + variant + "/out4096_in4096_T512/manual_time";
+    runs += std::string(runs.empty() ? "" : ", ") + "{\"name\": \"" + n + "\", \"run_name\": \"" + n +
+            "\", \"run_type\": \"iteration\", \"repetitions\": 1, \"repetition_index\": 0, \"iterations\": 1, "
+            "\"real_time\": " + std::to_string(t) + ", \"cpu_time\": 1, \"time_unit\": \"us\"}";
+  }
+  return write(name, "{\"context\": {}, \"benchmarks\": [" + runs + "]}");
+}
+
+double dataset_value(const fh::ReportData& r, const std::string& cs, const std::string& name, size_t i) {
+  for (const auto& cl : r.claims)
+    for (const auto& c : cl.cases)
+      if (c.name == cs)
+        for (const auto& d : c.datasets)
+          if (d.name == name) return d.f64.at(i);
+  ADD_FAILURE() << "no dataset " << name << " in case " << cs;
+  return 0;
+}
+
+TEST(speed_decomposition, PartsSumToTheGapAndNoiseFails) {
+  const auto r = judge(fh::claim_speed_decomposition, {},
+                       {bench_json("dec.json", {{"fused", 120}, {"fused_g_roundtrip", 140}, {"order_matched", 210},
+                                                {"cublas", 165}, {"gemm_cublas", 48}})});
+  const std::string cs = "fp32_fp32_master.4096x4096x512";
+  EXPECT_EQ(verdict(r, cs, "roundtrip_costs_time"), fh::Verdict::pass);
+  EXPECT_DOUBLE_EQ(dataset_value(r, cs, "parts_us", 0), 20.0);   // G on chip
+  EXPECT_DOUBLE_EQ(dataset_value(r, cs, "parts_us", 1), 70.0);   // second launch, G through HBM
+  EXPECT_DOUBLE_EQ(dataset_value(r, cs, "parts_us", 2), -45.0);  // cuBLAS's GEMM faster than ours
+  EXPECT_DOUBLE_EQ(dataset_value(r, cs, "share", 0) + dataset_value(r, cs, "share", 1) + dataset_value(r, cs, "share", 2), 1.0);
+  // Planted: a round trip measured faster than the fused kernel fails; a missing variant is not run.
+  const auto noisy = judge(fh::claim_speed_decomposition, {},
+                           {bench_json("noisy.json", {{"fused", 120}, {"fused_g_roundtrip", 100}, {"order_matched", 210},
+                                                      {"cublas", 165}})});
+  EXPECT_EQ(verdict(noisy, cs, "roundtrip_costs_time"), fh::Verdict::fail);
+  const auto partial = judge(fh::claim_speed_decomposition, {}, {bench_json("partial.json", {{"fused", 120}, {"cublas", 165}})});
+  EXPECT_EQ(verdict(partial, cs, "roundtrip_costs_time"), fh::Verdict::not_run);
+  EXPECT_EQ(verdict(judge(fh::claim_speed_decomposition, {}), "all", "speed_decomposition"), fh::Verdict::not_run);
 }
 
 TEST(ext_model_memory, BadJsonIsRefused) {

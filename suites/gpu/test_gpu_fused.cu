@@ -79,9 +79,14 @@ TEST(gpu_fused_vs_twin, FusedEqualsOrderMatchedAndTwinOnRaggedShapes) {
     for (RuleId r : kAllRules)
       for (StateFormat sf : kFormats)
         for (WeightStore ws : kStores)
-          for (TileShape tile : {TileShape{128, 128}, TileShape{64, 64}}) {
+          for (auto [tile, kernel] : {std::pair{TileShape{128, 128}, FusedKernel::automatic},
+                                      std::pair{TileShape{128, 128}, FusedKernel::block_per_tile},
+                                      std::pair{TileShape{64, 64}, FusedKernel::automatic}}) {
             ++configs;
             const HostParam hp0 = make_param(r, sf, ws, s, uint64_t(configs));
+            const FusedSchedule defaults = fused_schedule();
+            FusedSchedule chosen = defaults;
+            chosen.kernel = kernel;
             HostParam twin = hp0, fused_h = hp0, om_h = hp0;
             DeviceParam fused(hp0), om(hp0);
             DeviceBuffer<float> g(size_t(s.out * s.in));
@@ -90,7 +95,9 @@ TEST(gpu_fused_vs_twin, FusedEqualsOrderMatchedAndTwinOnRaggedShapes) {
             sched.tile_cols = tile.cols;
             for (int st = 1; st <= kSteps; ++st) {
               const StepData& d = steps[size_t(st - 1)];
+              set_fused_schedule(chosen);
               fused_wgrad_update(d.prob, hp0.rule, sf, ws, fused.view(), st, tile);
+              set_fused_schedule(defaults);
               wgrad_materialize(d.prob, g.data(), tile);
               rule_apply_device(hp0.rule, sf, ws, om.view(), st, g.data(), s.in);
               fused_twin_step(twin, d.X.data(), d.dY.data(), s.T, st, sched);
@@ -100,7 +107,8 @@ TEST(gpu_fused_vs_twin, FusedEqualsOrderMatchedAndTwinOnRaggedShapes) {
               const ParamEvidence b = test::compare_params(fused_h, twin);
               compared_om += a.values; diff_om += a.differing;
               compared_twin += b.values; diff_twin += b.differing;
-              const std::string where = config_name(r, sf, ws) + " tile " + std::to_string(tile.rows) +
+              const std::string where = config_name(r, sf, ws) + " tile " + std::to_string(tile.rows) + " " +
+                                        fused_kernel_for(d.prob, tile) +
                                         " shape " + std::to_string(s.out) + "x" + std::to_string(s.in) +
                                         " T=" + std::to_string(s.T) + " step " + std::to_string(st);
               EXPECT_EQ(a.differing, 0) << "fused vs order-matched, " << where << ", first " << a.first_diff;
@@ -354,9 +362,12 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
   const FusedSchedule defaults = fused_schedule();
   std::vector<FusedSchedule> variants;
   for (int stagger : {0, 10, 25})
-    for (int stride : {0, 1}) variants.push_back(FusedSchedule{stagger, stride});
+    for (int stride : {0, 1}) variants.push_back(FusedSchedule{stagger, stride, FusedKernel::block_per_tile});
+  variants.push_back(FusedSchedule{-1, 0, FusedKernel::pingpong});
   int64_t compared = 0, differing = 0, runs = 0;
-  for (const Shape& s : {Shape{4096, 4096, 512}, Shape{1000, 1000, 500}}) {
+  // 4096^2: ~8 tiles per pingpong block (4 per consumer); 1000^2 and 2048 x 1000 at T = 77: ragged
+  // tiles, boxes past W's edge and a ragged last chunk.
+  for (const Shape& s : {Shape{4096, 4096, 512}, Shape{1000, 1000, 500}, Shape{2048, 1000, 77}}) {
     StepData d(s, uint64_t(s.out + s.T));
     for (auto [sf, ws] : {std::pair{StateFormat::fp32, WeightStore::fp32_master},
                           std::pair{StateFormat::bf16, WeightStore::bf16_sr},
@@ -378,7 +389,8 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
         ++runs;
         compared += e.values;
         differing += e.differing;
-        EXPECT_EQ(e.differing, 0) << "schedule stagger " << v.stagger_us << " us stride " << v.stagger_stride << ": "
+        EXPECT_EQ(e.differing, 0) << "schedule " << fused_kernel_name(v.kernel) << " stagger " << v.stagger_us
+                                  << " us stride " << v.stagger_stride << ": "
                                   << config_name(RuleId::adamw, sf, ws) << " " << s.out << "x" << s.in
                                   << ", first " << e.first_diff;
       }
@@ -392,6 +404,7 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
   DeviceParam on_time(hp0), planted(hp0);
   FusedSchedule late = defaults;
   late.stagger_us = 10;
+  late.kernel = FusedKernel::block_per_tile;  // the stagger's kernel
   set_fused_schedule(late);
   fused_wgrad_update(d.prob, hp0.rule, StateFormat::fp32, WeightStore::fp32_master, on_time.view(), 1);
   set_fused_planted_defect(FusedPlantedDefect::late_blocks_skip_update);
@@ -405,6 +418,71 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
   std::printf("[fused] schedule settings: %lld runs against the default schedule, %lld values, %lld differ; "
               "planted late-block skip: %lld of %lld values differ\n", (long long)runs, (long long)compared,
               (long long)differing, (long long)e.differing, (long long)e.values);
+}
+
+// The pingpong kernel's variants (the decomposition's G round trip, the longer prefetch, the
+// cluster pairs) keep the fused kernel's bits, and the round trip's G lands in its buffer (so it
+// really happened). 2048 x 1024 at T = 1000: 128 tiles, several per pair of blocks.
+TEST(GpuFused, PingpongVariantsKeepTheBits) {
+  FH_REQUIRE_GPU();
+  int64_t compared = 0, differing = 0;
+  for (const Shape& s : {Shape{1000, 1000, 500}, Shape{512, 768, 192}, Shape{2048, 1024, 1000}}) {
+    StepData d(s, uint64_t(s.out + 3 * s.T));
+    for (auto [sf, ws] : {std::pair{StateFormat::fp32, WeightStore::fp32_master},
+                          std::pair{StateFormat::bf16, WeightStore::bf16_rne}})
+      for (FusedVariant v : {FusedVariant::g_roundtrip, FusedVariant::epilogue_prefetch8, FusedVariant::cluster_pairs}) {
+        if (v == FusedVariant::cluster_pairs && (s.out % 256 != 0 || s.in % 128 != 0)) continue;  // whole pairs only
+        const HostParam hp0 = make_param(RuleId::adamw, sf, ws, s, 77);
+        HostParam want = hp0, got = hp0;
+        DeviceParam fused(hp0), variant(hp0);
+        DeviceBuffer<float> g(size_t(s.out * s.in)), g_om(size_t(s.out * s.in));
+        for (int st = 1; st <= 2; ++st) {  // step 2 from non-zero state
+          fused_wgrad_update(d.prob, hp0.rule, sf, ws, fused.view(), st);
+          fused_wgrad_update_variant(d.prob, hp0.rule, sf, ws, variant.view(), st, v, g.data());
+        }
+        fused.download_into(want);
+        variant.download_into(got);
+        const ParamEvidence e = test::compare_params(got, want);
+        compared += e.values;
+        differing += e.differing;
+        EXPECT_EQ(e.differing, 0) << config_name(RuleId::adamw, sf, ws) << " variant " << int(v) << ", first "
+                                  << e.first_diff;
+        if (v == FusedVariant::g_roundtrip) {
+          wgrad_materialize(d.prob, g_om.data());
+          const ParamEvidence gd = test::compare_floats("G", g.download(), g_om.download());
+          EXPECT_EQ(gd.differing, 0) << "the round trip's stored G is not the order-matched G, first " << gd.first_diff;
+        }
+      }
+  }
+  // Outside its two AdamW configurations a variant refuses.
+  const Shape small{64, 64, 16};
+  StepData d(small, 1);
+  const HostParam lion = make_param(RuleId::lion, StateFormat::fp32, WeightStore::fp32_master, small, 2);
+  DeviceParam lion_dev(lion);
+  DeviceBuffer<float> g(size_t(small.out * small.in));
+  EXPECT_THROW(fused_wgrad_update_variant(d.prob, lion.rule, StateFormat::fp32, WeightStore::fp32_master,
+                                          lion_dev.view(), 1, FusedVariant::g_roundtrip, g.data()),
+               std::invalid_argument);
+  std::printf("[fused] pingpong variants: %lld values, %lld differ from the fused kernel\n", (long long)compared,
+              (long long)differing);
+}
+
+// The pingpong kernel loads its operands by TMA, which needs 16-byte aligned rows: forced on
+// rows of 130 bf16 it refuses (automatic takes the block-per-tile kernel there).
+TEST(GpuFused, PingpongRefusesUnalignedRows) {
+  FH_REQUIRE_GPU();
+  const Shape s{64, 130, 16};
+  StepData d(s, 6);
+  const HostParam hp = make_param(RuleId::adamw, StateFormat::fp32, WeightStore::fp32_master, s, 4);
+  DeviceParam p(hp);
+  const FusedSchedule defaults = fused_schedule();
+  EXPECT_STREQ(fused_kernel_for(d.prob, TileShape{128, 128}), "block_per_tile");
+  FusedSchedule forced = defaults;
+  forced.kernel = FusedKernel::pingpong;
+  set_fused_schedule(forced);
+  EXPECT_THROW(fused_wgrad_update(d.prob, hp.rule, StateFormat::fp32, WeightStore::fp32_master, p.view(), 1),
+               std::invalid_argument);
+  set_fused_schedule(defaults);
 }
 
 TEST(GpuFused, BadArgumentsAreRefused) {

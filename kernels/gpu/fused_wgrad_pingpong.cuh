@@ -1,0 +1,458 @@
+// The warp-specialized fused kernel for the 128 x 128 tile ("pingpong"; kernels/gpu/NOTES.md, v23).
+// One persistent block per SM (or a cluster of two: kCtas), three warpgroups:
+//   - the producer (warpgroup 0, one thread) loads each 64-token chunk of dY and X with TMA into a
+//     ring of kStages slots (full / empty mbarriers), for the block's tiles in turn;
+//   - two consumers (warpgroups 1, 2) take the block's tiles alternately. A consumer multiplies its
+//     tile (both m64 halves, wgmma m64n128k16 from the ring, chunk c's instructions issued before
+//     chunk c - 1's are waited for), then runs the epilogue of that tile while the other consumer
+//     multiplies the next one, so the epilogue's DRAM traffic overlaps the tensor cores' work.
+// Per output element the chain is the block-per-tile kernel's: +0, one k16 instruction per 16
+// tokens in token order, k-steps wholly past T not issued (TMA zero fills the rest of the last
+// chunk), so the bits are the same; the GPU fused suite compares both kernels bit for bit.
+// The epilogue is the block-per-tile kernel's (fused_epilogue_quads / fused_epilogue_int8), run by
+// one warpgroup on a 64-row half tile at a time, parked in the consumer's own G buffer.
+// Included by fused_wgrad_update.cuh after the epilogue it uses.
+#pragma once
+#include "kernels/gpu/wgrad_tma.h"
+
+namespace fh::gpu {
+
+// The epilogue's geometry for one half tile: 64 rows x 128 columns, one consumer warpgroup (the
+// names epilogue_quad / epilogue_int8_block and the epilogue functions read).
+template <int kPrefetch = 4>
+struct PingpongHalfTile {
+  static constexpr int TR = 64, TC = 128, kThreads = 128, kWarps = 4;
+  // Quads per thread and batch (fused_epilogue_quads): two, as the block-per-tile kernel; four
+  // spilled ~1-2 KB even at the consumers' raised register count (the other half's accumulators
+  // are live meanwhile).
+  static constexpr int kEpilogueQuads = 2;
+  // L2 prefetch distance in passes, and the passes of a whole half prefetched ahead of it.
+  static constexpr int kPrefetchPasses = kPrefetch, kEarlyPrefetchPasses = kPrefetch;
+  static constexpr int kLdG = TC + 8;  // = 8 (mod 32): the pair stores are conflict free (WgradTileCfg)
+  static constexpr int kSegmentsPerRow = TC / 64, kSegments = TR * kSegmentsPerRow;
+  static constexpr int kQuadPasses = TR * TC / (4 * kThreads);
+  static constexpr int kQuadRowsPerPass = kThreads / (TC / 4);
+  static constexpr int kBlockPasses = kSegments / kWarps;
+};
+
+struct PingpongCfg {
+  static constexpr int TR = 128, TC = 128, TK = kTmaBoxTokens, kKSteps = TK / 16;
+  static constexpr int kConsumers = 2, kThreads = 128 * (1 + kConsumers);
+  // Ring depth: 4 slots of 32 KB plus the consumers' two 34 KB G buffers fill the 227 KB an SM
+  // gives one block (5 slots would not fit).
+  static constexpr int kStages = 4;
+  static constexpr int kABytes = TR * TK * 2, kSlotBytes = (TR + TC) * TK * 2;
+  // setmaxnreg: the producer gives registers up so that each consumer thread holds its tile's 128
+  // accumulators and the epilogue's values (40 x 128 + 232 x 256 <= 64 K).
+  static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+  static constexpr size_t kGBufFloats = size_t(PingpongHalfTile<>::TR) * PingpongHalfTile<>::kLdG;
+  static constexpr size_t kRingBytes = size_t(kStages) * kSlotBytes;
+  static constexpr size_t kBarrierOffset = kRingBytes + kConsumers * kGBufFloats * 4;
+  static constexpr size_t kSmemBytes = kBarrierOffset + 2 * kStages * sizeof(uint64_t) + kWgmmaAtomBytes;
+  static_assert(TR == 2 * kTmaBoxCols && TC == 2 * kTmaBoxCols, "two TMA boxes per operand and chunk");
+  static_assert(kSmemBytes <= 232448, "one block's shared memory on sm_90");
+};
+
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+// One arrival that also announces `bytes` of TMA data for the current phase.
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
+__device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+               "selp.u32 %0, 1, 0, p;\n}\n"
+               : "=r"(done)
+               : "r"(bar), "r"(parity)
+               : "memory");
+  return done != 0;
+}
+// A phase that never completes (a TMA that never lands) traps after 20 s instead of hanging the
+// suite (the sanitizer passes are slow; a normal wait is microseconds).
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  const uint32_t addr = smem_u32(bar);
+  if (mbar_try_wait(addr, parity)) return;
+  const uint64_t t0 = global_timer_ns();
+  while (!mbar_try_wait(addr, parity))
+    if (global_timer_ns() - t0 > 20000000000ull) __trap();
+}
+// Pairs (kCtas = 2): a cluster of two blocks whose tiles share their columns, and so the X panel.
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// Every thread of both blocks; release / acquire, so that barrier inits and arrivals are seen
+// cluster-wide.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// One arrival on the barrier at bar's offset in block `cta` of the cluster (this one or the peer).
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
+  asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+               "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_u32(bar)),
+               "r"(cta)
+               : "memory");
+}
+// The producer's wait for a slot both blocks' consumers released (their arrivals are cluster-scope
+// releases).
+__device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity) {
+  const uint32_t addr = smem_u32(bar);
+  auto try_wait = [&] {
+    uint32_t done;
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(addr), "r"(parity)
+                 : "memory");
+    return done != 0;
+  };
+  if (try_wait()) return;
+  const uint64_t t0 = global_timer_ns();
+  while (!try_wait())
+    if (global_timer_ns() - t0 > 20000000000ull) __trap();
+}
+// The same box into both blocks of the cluster, at dst's and bar's offsets in each.
+__device__ __forceinline__ void tma_load_box_both(void* dst, const CUtensorMap& map, int c, int t, uint64_t* bar) {
+  const uint16_t both = 0x3;
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+      "[%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(&map)), "r"(c), "r"(t), "r"(smem_u32(bar)), "h"(both)
+      : "memory");
+}
+
+// A 64 x 64 box at (column c, token t) into this block's shared memory; its bytes complete on bar.
+__device__ __forceinline__ void tma_load_box(void* dst, const CUtensorMap& map, int c, int t, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(&map)), "r"(c), "r"(t), "r"(smem_u32(bar))
+      : "memory");
+}
+// Register reallocation between warpgroups: ptxas compiles the consumers' code to the raised
+// count (without it the consumer spilled 1-3 KB at the 168 registers of a 384-thread block).
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// The 128 threads of one consumer warpgroup (named barrier 1 + consumer).
+__device__ __forceinline__ void consumer_barrier(int consumer) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + consumer) : "memory");
+}
+
+// wgmma descriptor of a TMA-loaded operand in a slot: boxes of 64 tokens x 64 columns (128-byte
+// rows, swizzled), box b at b * kTmaBoxBytes; k-step ks starts two 8-token atoms (2 KB) further.
+// LBO: between boxes adjacent in M or N; SBO: between 8-token groups.
+__device__ __forceinline__ uint64_t tma_operand_desc(const unsigned char* operand, int ks, int box) {
+  return wgmma_desc_sw128(operand + 2 * ks * kWgmmaAtomBytes + box * kTmaBoxBytes, kTmaBoxBytes, kWgmmaAtomBytes);
+}
+
+// The tiles of the launch, row-major over (out / 128, in / 128) like the block-per-tile grid, in
+// units of kCtas tiles stacked along out (a pair shares its columns); group g (block, or cluster
+// of two) takes units g, g + groups, g + 2 groups, ... and its k-th unit goes to consumer k % 2;
+// block `rank` of a pair takes the unit's tile rank.
+template <int kCtas>
+struct PingpongTiles {
+  int64_t tiles_x, units, nchunks;
+  __device__ __forceinline__ void origin(int64_t u, uint32_t rank, int64_t& o0, int64_t& i0) const {
+    o0 = ((u / tiles_x) * kCtas + rank) * PingpongCfg::TR;
+    i0 = (u % tiles_x) * PingpongCfg::TC;
+  }
+};
+
+// One consumer's mainloop over one tile: acc[h] (rows 64 h .. 64 h + 63 of the tile, this warp's
+// 16 of them) accumulates the tile's G. seq: the block-wide index of the tile's first chunk (slot
+// seq % kStages, phase seq / kStages). Each chunk's 2 x 4 wgmma are committed as one group and
+// chunk c - 1's group is waited for after chunk c's is issued; then its slot is released (lane 0
+// of each warp calls release(slot)).
+template <class Hook, class Release>
+__device__ __forceinline__ void pingpong_tile_mainloop(unsigned char* ring, uint64_t* full, int64_t seq,
+                                                       int64_t nchunks, int64_t T, float (&acc)[2][16][4],
+                                                       const Hook& hook, const Release& release) {
+  constexpr int S = PingpongCfg::kStages;
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[h][j][i] = 0.0f;  // +0: the chain's start
+  for (int64_t c = 0; c < nchunks; ++c) {
+    const int64_t n = seq + c;
+    const int slot = int(n % S);
+    mbar_wait(full + slot, uint32_t(n / S) & 1u);
+    hook(c, nchunks);
+    const unsigned char* sA = ring + size_t(slot) * PingpongCfg::kSlotBytes;
+    const unsigned char* sB = sA + PingpongCfg::kABytes;
+    const int ksteps = chunk_ksteps(T, c * PingpongCfg::TK, PingpongCfg::kKSteps);
+    wgmma_fence_operands<16>(acc[0]);
+    wgmma_fence_operands<16>(acc[1]);
+    wgmma_fence();
+    if (ksteps == PingpongCfg::kKSteps) {
+#pragma unroll
+      for (int ks = 0; ks < PingpongCfg::kKSteps; ++ks) {
+        const uint64_t db = tma_operand_desc(sB, ks, 0);
+        wgmma_m64n128k16_ss(acc[0], tma_operand_desc(sA, ks, 0), db);
+        wgmma_m64n128k16_ss(acc[1], tma_operand_desc(sA, ks, 1), db);
+      }
+    } else {  // the ragged last chunk: k-steps wholly past T are not issued
+#pragma unroll
+      for (int ks = 0; ks < PingpongCfg::kKSteps; ++ks) {
+        if (ks < ksteps) {
+          const uint64_t db = tma_operand_desc(sB, ks, 0);
+          wgmma_m64n128k16_ss(acc[0], tma_operand_desc(sA, ks, 0), db);
+          wgmma_m64n128k16_ss(acc[1], tma_operand_desc(sA, ks, 1), db);
+        }
+      }
+    }
+    wgmma_commit();
+    wgmma_wait<1>();  // chunk c - 1's instructions are done: its slot may be refilled
+    wgmma_fence_operands<16>(acc[0]);
+    wgmma_fence_operands<16>(acc[1]);
+    if (c > 0 && lane == 0) release(int((n - 1) % S));
+  }
+  wgmma_wait<0>();
+  wgmma_fence_operands<16>(acc[0]);
+  wgmma_fence_operands<16>(acc[1]);
+  if (nchunks > 0 && lane == 0) release(int((seq + nchunks - 1) % S));
+}
+
+// Half h of the tile's accumulators into the consumer's G buffer, one 8-byte store per pair (the
+// block-per-tile kernel's park with this warp's index inside its warpgroup).
+__device__ __forceinline__ void park_half_tile(float* sG, const float (&acc)[16][4], int warp, int lane) {
+  using Cfg = WgradTileCfg<128, 128>;  // warps 0..3 of its layout hold rows 0..63
+#pragma unroll
+  for (int nt = 0; nt < 16; ++nt)
+#pragma unroll
+    for (int pair = 0; pair < 2; ++pair) {
+      const FragCoord c = acc_pair_tile_coord<Cfg>(warp, lane, 0, nt, pair);
+      *reinterpret_cast<float2*>(sG + c.row * PingpongHalfTile<>::kLdG + c.col) =
+          make_float2(acc[nt][2 * pair], acc[nt][2 * pair + 1]);
+    }
+}
+
+// The decomposition's "G round trip" variant (kGRoundTrip, bench and claim only): each consumer
+// stores its tile's G to g_trip ([out, in] fp32, L1 bypassed) and loads it back before the
+// epilogue: the same launch and the same bits, plus the traffic a materialized tile costs.
+__device__ __forceinline__ void store_cg(float* p, float v) { asm volatile("st.global.cg.f32 [%0], %1;" ::"l"(p), "f"(v) : "memory"); }
+__device__ __forceinline__ float load_cg(const float* p) {
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void g_round_trip(float* g, int64_t out, int64_t in, int64_t o0, int64_t i0,
+                                             float (&acc)[2][16][4], int warp, int lane) {
+  // Thread layout of the accumulators (acc_tile_coord): rows 16 warp + lane / 4 (+ 8), columns
+  // 8 nt + 2 (lane % 4) (+ 1); in is a multiple of 8 here (TMA), so a pair is in or out whole.
+  const int64_t c0 = i0 + 2 * (lane & 3);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int64_t r0 = o0 + 64 * h + 16 * warp + (lane >> 2);
+    float* p0 = g + r0 * in + c0;
+    float* p1 = p0 + 8 * in;
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt) {
+      if (c0 + 8 * nt >= in) break;
+      if (r0 < out) store_cg(p0 + 8 * nt, acc[h][nt][0]), store_cg(p0 + 8 * nt + 1, acc[h][nt][1]);
+      if (r0 + 8 < out) store_cg(p1 + 8 * nt, acc[h][nt][2]), store_cg(p1 + 8 * nt + 1, acc[h][nt][3]);
+    }
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt) {
+      if (c0 + 8 * nt >= in) break;
+      if (r0 < out) acc[h][nt][0] = load_cg(p0 + 8 * nt), acc[h][nt][1] = load_cg(p0 + 8 * nt + 1);
+      if (r0 + 8 < out) acc[h][nt][2] = load_cg(p1 + 8 * nt), acc[h][nt][3] = load_cg(p1 + 8 * nt + 1);
+    }
+  }
+}
+
+// kPrefetch: the epilogue's L2 prefetch distance in passes (4; a bench variant tries 8).
+// kCtas = 2 (a bench variant): clusters of two blocks whose tiles are stacked along out; each block
+// loads its own dY boxes and one of the two X boxes, multicast into both, so L2 sends each X byte
+// once per pair; a slot is refilled once the consumers of both blocks released it. Needs whole
+// tile pairs (out a multiple of 256, in of 128: launch_fused_pingpong checks).
+template <class Rule, StateFormat SF, WeightStore WS, bool kGRoundTrip = false, int kPrefetch = 4, int kCtas = 1>
+__global__ void __launch_bounds__(PingpongCfg::kThreads, 1)
+    fused_wgrad_pingpong_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec,
+                                const __grid_constant__ WgradTmaMaps maps, float* g_trip) {
+  static_assert(kCtas == 1 || kCtas == 2, "a block alone or a pair");
+  using Half = PingpongHalfTile<kPrefetch>;
+  constexpr int S = PingpongCfg::kStages;
+  extern __shared__ __align__(16) unsigned char pingpong_smem[];
+  unsigned char* ring = align_to_atom(pingpong_smem);
+  float* gbuf = reinterpret_cast<float*>(ring + PingpongCfg::kRingBytes);
+  uint64_t* full = reinterpret_cast<uint64_t*>(ring + PingpongCfg::kBarrierOffset);
+  uint64_t* empty = full + S;
+  // The warpgroup index from lane 0, so that ptxas sees the role branch as warp-uniform (else it
+  // serializes the wgmma behind it, C7520).
+  const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0), lane = threadIdx.x & 31;
+  const uint32_t rank = kCtas == 2 ? cluster_ctarank() : 0;
+  const int64_t group = blockIdx.x / kCtas, groups = gridDim.x / kCtas;
+  const int64_t tiles_x = (a.in + PingpongCfg::TC - 1) / PingpongCfg::TC;
+  const PingpongTiles<kCtas> tiles{tiles_x, tiles_x * ((a.out + PingpongCfg::TR - 1) / PingpongCfg::TR / kCtas),
+                                   (a.T + PingpongCfg::TK - 1) / PingpongCfg::TK};
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < S; ++i) {
+      mbar_init(full + i, 1);
+      mbar_init(empty + i, 4 * kCtas);  // the four warps of the consumer reading the slot, in each block
+    }
+    fence_mbarrier_init();
+  }
+  if constexpr (kCtas == 2)
+    cluster_sync();  // both blocks' barriers exist before either multicasts into the other
+  else
+    __syncthreads();
+
+  if (wg == 0) {  // producer: one thread; the others wait at the end (a pair's final cluster barrier)
+    setmaxnreg_dec<PingpongCfg::kProducerRegs>();
+    if (threadIdx.x == 0) {
+      int64_t n = 0;  // the block's chunk index
+      for (int64_t u = group; u < tiles.units; u += groups) {
+        int64_t o0, i0;
+        tiles.origin(u, rank, o0, i0);
+        // Boxes wholly past W's edge are not loaded: they only feed G rows or columns outside W,
+        // which no epilogue stores.
+        const bool a_box1 = o0 + kTmaBoxCols < a.out, b_box1 = i0 + kTmaBoxCols < a.in;
+        const uint32_t tx_bytes = uint32_t(kTmaBoxBytes) * (2 + int(a_box1) + int(b_box1));
+        for (int64_t c = 0; c < tiles.nchunks; ++c, ++n) {
+          const int slot = int(n % S);
+          if (n >= S) {
+            if constexpr (kCtas == 2)
+              mbar_wait_cluster(empty + slot, uint32_t(n / S - 1) & 1u);
+            else
+              mbar_wait(empty + slot, uint32_t(n / S - 1) & 1u);
+          }
+          unsigned char* sA = ring + size_t(slot) * PingpongCfg::kSlotBytes;
+          unsigned char* sB = sA + PingpongCfg::kABytes;
+          const int t0 = int(c * PingpongCfg::TK);
+          mbar_arrive_expect_tx(full + slot, tx_bytes);
+          tma_load_box(sA, maps.dy, int(o0), t0, full + slot);
+          if (a_box1) tma_load_box(sA + kTmaBoxBytes, maps.dy, int(o0) + kTmaBoxCols, t0, full + slot);
+          if constexpr (kCtas == 2) {  // whole pairs: both X boxes exist; this block sends box `rank`
+            tma_load_box_both(sB + rank * kTmaBoxBytes, maps.x, int(i0) + int(rank) * kTmaBoxCols, t0, full + slot);
+          } else {
+            tma_load_box(sB, maps.x, int(i0), t0, full + slot);
+            if (b_box1) tma_load_box(sB + kTmaBoxBytes, maps.x, int(i0) + kTmaBoxCols, t0, full + slot);
+          }
+        }
+      }
+    }
+    if constexpr (kCtas == 1) return;
+  } else {
+    setmaxnreg_inc<PingpongCfg::kConsumerRegs>();
+    const int consumer = wg - 1, ctid = threadIdx.x - 128 * wg, cwarp = ctid >> 5;
+    float* sG = gbuf + consumer * PingpongCfg::kGBufFloats;
+    const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
+    const FragCoord first = epilogue_quad<Half>(ctid, 0);
+    // A whole half tile's first Half::kEarlyPrefetchPasses epilogue passes, prefetched into L2 ahead
+    // of its loads (the block-per-tile kernel's early prefetch, v17).
+    auto prefetch_first_passes = [&](int64_t ho0, int64_t i0) {
+      const int64_t idx_first = (ho0 + first.row) * pv.cols + (i0 + first.col);
+#pragma unroll
+      for (int j = 0; j < Half::kEarlyPrefetchPasses; ++j)
+        prefetch_quad_lines<Rule, SF, WS>(pv, idx_first + j * int64_t(Half::kQuadRowsPerPass) * pv.cols);
+    };
+    // A slot is free once every consumer warp reading it, in each block of the group, is done.
+    auto release = [&](int slot) {
+      if constexpr (kCtas == 2) {
+        mbar_arrive_cluster(empty + slot, 0);
+        mbar_arrive_cluster(empty + slot, 1);
+      } else {
+        mbar_arrive(empty + slot);
+      }
+    };
+    float acc[2][16][4];
+    for (int64_t k = consumer, u = group + consumer * groups; u < tiles.units; k += 2, u += 2 * groups) {
+      int64_t o0, i0;
+      tiles.origin(u, rank, o0, i0);
+      // Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
+      const bool shift_state = a.planted_defect == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
+      bool whole[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        whole[h] = SF != StateFormat::int8 && vec && !short_edge && !shift_state && o0 + 64 * (h + 1) <= pv.rows &&
+                   i0 + Half::TC <= pv.cols;
+      auto early_prefetch = [&](int64_t c, int64_t nchunks) {
+        if (whole[0] && c == (nchunks > kFusedEarlyPrefetchChunks ? nchunks - kFusedEarlyPrefetchChunks : 0))
+          prefetch_first_passes(o0, i0);
+      };
+      pingpong_tile_mainloop(ring, full, k * tiles.nchunks, tiles.nchunks, a.T, acc, early_prefetch, release);
+      if constexpr (kGRoundTrip) g_round_trip(g_trip, a.out, a.in, o0, i0, acc, cwarp, lane);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int64_t ho0 = o0 + 64 * h;
+        if (h == 0 && whole[1]) prefetch_first_passes(o0 + 64, i0);
+        park_half_tile(sG, acc[h], cwarp, lane);
+        consumer_barrier(consumer);
+        if constexpr (SF == StateFormat::int8) {
+          fused_epilogue_int8<Half, Rule, WS>(s, pv, sG, ho0, i0, short_edge, shift_state, cwarp);
+        } else {
+          if (whole[h])
+            fused_epilogue_quads<Half, Rule, SF, WS, true>(s, pv, sG, ho0, i0, vec, short_edge, shift_state,
+                                                           a.planted_defect, first, ctid);
+          else
+            fused_epilogue_quads<Half, Rule, SF, WS, false>(s, pv, sG, ho0, i0, vec, short_edge, shift_state,
+                                                            a.planted_defect, first, ctid);
+        }
+        consumer_barrier(consumer);  // every read of the buffer done before the next park
+      }
+    }
+  }
+  // A pair's block may not leave while its peer can still multicast into it or arrive on its
+  // barriers.
+  if constexpr (kCtas == 2) cluster_sync();
+}
+
+// Can the pingpong kernel run this problem? TMA needs 16-byte aligned operand rows; the planted
+// late-block defect belongs to the block-per-tile kernel's stagger.
+inline bool pingpong_usable(const WgradTileArgs& a) {
+  return wgrad_tma_usable(a) && a.planted_defect != int(FusedPlantedDefect::late_blocks_skip_update);
+}
+
+template <class Rule, StateFormat SF, WeightStore WS, bool kGRoundTrip = false, int kPrefetch = 4, int kCtas = 1>
+void launch_fused_pingpong(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
+                           cudaStream_t stream, float* g_trip = nullptr) {
+  auto kernel = fused_wgrad_pingpong_kernel<Rule, SF, WS, kGRoundTrip, kPrefetch, kCtas>;
+  static const bool attributes_set = set_smem_limit(kernel, PingpongCfg::kSmemBytes, "fused_wgrad_pingpong: cudaFuncSetAttribute");
+  (void)attributes_set;
+  if (kCtas == 2 && (a.out % (2 * PingpongCfg::TR) != 0 || a.in % PingpongCfg::TC != 0))
+    throw std::invalid_argument("fused_wgrad_pingpong: pairs need out a multiple of 256 and in of 128");
+  int device = 0, sms = 0;
+  cuda_check(cudaGetDevice(&device), "fused_wgrad_pingpong: cudaGetDevice");
+  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused_wgrad_pingpong: SM count");
+  const int64_t units = ((a.in + PingpongCfg::TC - 1) / PingpongCfg::TC) *
+                        ((a.out + PingpongCfg::TR - 1) / PingpongCfg::TR / kCtas);
+  const int64_t groups = units < sms / kCtas ? units : sms / kCtas;
+  const WgradTmaMaps maps = make_wgrad_tma_maps(a);
+  const bool vec = SF != StateFormat::int8 && fused_params_vec4<SF>(pv);
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(unsigned(groups * kCtas));
+  cfg.blockDim = dim3(PingpongCfg::kThreads);
+  cfg.dynamicSmemBytes = PingpongCfg::kSmemBytes;
+  cfg.stream = stream;
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = kCtas;
+  cluster.val.clusterDim.y = cluster.val.clusterDim.z = 1;
+  cfg.attrs = &cluster;
+  cfg.numAttrs = 1;
+  cuda_check(cudaLaunchKernelEx(&cfg, kernel, a, s, pv, vec, maps, g_trip), "fused_wgrad_pingpong: launch");
+}
+
+}  // namespace fh::gpu
