@@ -2,11 +2,11 @@
 #include "reports/bench_import.h"
 
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <stdexcept>
+
+#include "reports/input_file.h"
 
 namespace fh {
 
@@ -30,19 +30,7 @@ struct Pending {
 
 std::vector<BenchmarkData> read_benchmark_json(const std::string& path) {
   const std::string who = "benchmark JSON '" + path + "'";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument(who + ": cannot open the file");
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw std::invalid_argument(who + ": cannot read the file");
-
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    // A truncated file ends here too ("unexpected end of input").
-    throw std::invalid_argument(who + ": not valid JSON (" + e.what() + ")");
-  }
+  const nlohmann::json doc = read_json_input(path, who);
   if (!doc.is_object() || !doc.contains("benchmarks") || !doc["benchmarks"].is_array())
     throw std::invalid_argument(who + ": no \"benchmarks\" array (is it Google Benchmark's --benchmark_out JSON?)");
 
@@ -61,6 +49,8 @@ std::vector<BenchmarkData> read_benchmark_json(const std::string& path) {
       return run[key].get<std::string>();
     };
     const std::string name = str("name", true);
+    if (run.contains("error_occurred") && !run["error_occurred"].is_boolean())
+      throw std::invalid_argument(where + " ('" + name + "'): \"error_occurred\" is not true or false");
     if (run.value("error_occurred", false)) continue;  // a failed run has no time to compare
     const std::string run_name = run.contains("run_name") ? str("run_name", true) : name;
     const std::string run_type = run.contains("run_type") ? str("run_type", true) : "iteration";
@@ -72,7 +62,11 @@ std::vector<BenchmarkData> read_benchmark_json(const std::string& path) {
     const double scale = ns_per(unit.empty() ? "ns" : unit);  // Google Benchmark's default is ns
     if (std::isnan(scale))
       throw std::invalid_argument(where + " ('" + name + "'): unknown time_unit '" + unit + "'");
+    // A negative or infinite time would turn a ratio's verdict around.
     const double t_ns = run["real_time"].get<double>() * scale;
+    if (!std::isfinite(t_ns) || t_ns < 0)
+      throw std::invalid_argument(where + " ('" + name + "'): \"real_time\" must be finite and >= 0, got " +
+                                  run["real_time"].dump());
     if (!runs.count(run_name)) order.push_back(run_name);
     Pending& p = runs[run_name];
     if (run_type == "aggregate") p.aggregate_median_ns = t_ns;

@@ -15,7 +15,8 @@ namespace fh {
 // with ReportAggregatesOnly), the "median" aggregate is kept and the repetitions are empty.
 // Other aggregates (mean, stddev, cv, BigO, RMS) and runs that reported an error are skipped.
 // Throws std::invalid_argument naming `path` when the file cannot be read, is not valid or
-// complete JSON, has no "benchmarks" array, or a run lacks name, real_time or a known time_unit.
+// complete JSON (reports/input_file.h: a regular file within the limit, no duplicate key), has
+// no "benchmarks" array, or a run lacks name, a finite real_time >= 0 or a known time_unit.
 std::vector<BenchmarkData> read_benchmark_json(const std::string& path);
 
 // Adds every benchmark of read_benchmark_json(json_path) to `report` (Report::add_benchmark).

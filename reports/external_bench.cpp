@@ -2,29 +2,45 @@
 #include "reports/external_bench.h"
 
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <stdexcept>
+
+#include "reports/input_file.h"
 
 namespace fh {
 
 namespace {
 
-nlohmann::json parse_file(const std::string& path, const std::string& who) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument(who + ": cannot open the file");
-  std::stringstream text;
-  text << in.rdbuf();
-  try {
-    return nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw std::invalid_argument(who + ": not valid JSON (" + e.what() + ")");
+constexpr int64_t kMaxLayers = 1000;               // forge-model-step's --layers and --capacity limit
+constexpr int64_t kMaxBytes = int64_t(1) << 50;    // any byte count a measurement records
+constexpr int64_t kMaxCount = int64_t(1) << 50;    // parameters, tokens, steps
+
+// `v` as an integer in [lo, hi]; a float (1e300, 32.5), a string or a value out of range throws
+// naming the field.
+int64_t integer(const nlohmann::json& v, const std::string& who, const std::string& field, int64_t lo, int64_t hi) {
+  const bool in_range = v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(hi) && v.get<int64_t>() >= lo
+                        : v.is_number_integer() ? v.get<int64_t>() >= lo && v.get<int64_t>() <= hi
+                                                : false;
+  if (!in_range)
+    throw std::invalid_argument(who + ": \"" + field + "\" must be an integer in [" + std::to_string(lo) + ", " +
+                                std::to_string(hi) + "], got " + v.dump());
+  return v.get<int64_t>();
+}
+
+// `s` unless it is none of `known`.
+const std::string& one_of(const std::string& s, std::initializer_list<const char*> known, const std::string& who,
+                          const std::string& field) {
+  std::string list;
+  for (const char* k : known) {
+    if (s == k) return s;
+    list += (list.empty() ? "" : ", ") + std::string(k);
   }
+  throw std::invalid_argument(who + ": \"" + field + "\" is '" + s + "' (known: " + list + ")");
 }
 
 // The fields both scripts write, without the rule for a finished run (a capacity run of
-// forge-model-step finishes with no single peak or time).
+// forge-model-step finishes with no single peak or time). The model is canonicalised
+// (llama31_8b -> llama8b, qwen3_14b -> qwen14b: scripts/forge_model_bench.py's names).
 ModelBenchResult model_bench_fields(const nlohmann::json& doc, const std::string& path, const std::string& who) {
   if (!doc.is_object()) throw std::invalid_argument(who + ": not a JSON object");
   ModelBenchResult r;
@@ -36,13 +52,21 @@ ModelBenchResult model_bench_fields(const nlohmann::json& doc, const std::string
     }
     return doc[key].is_string() ? doc[key].get<std::string>() : doc[key].dump();
   };
+  // Absent, null or negative: not measured (a finished run without one is refused below).
   auto num = [&](const char* key, double fallback) -> double {
     if (!doc.contains(key) || doc[key].is_null()) return fallback;
     if (!doc[key].is_number()) throw std::invalid_argument(who + ": \"" + key + "\" is not a number");
     return doc[key].get<double>();
   };
+  auto count = [&](const char* key, int64_t fallback, int64_t lo, int64_t hi) -> int64_t {
+    if (!doc.contains(key) || doc[key].is_null()) return fallback;
+    return integer(doc[key], who, key, lo, hi);
+  };
   r.config = str("config", true);
   r.model = str("model", true);
+  if (r.model == "llama31_8b") r.model = "llama8b";
+  if (r.model == "qwen3_14b") r.model = "qwen14b";
+  one_of(r.model, {"llama8b", "qwen14b", "tiny"}, who, "model");
   r.status = str("status", true);
   if (r.status != "ok" && r.status != "failed")
     throw std::invalid_argument(who + ": status must be ok or failed, got '" + r.status + "'");
@@ -55,18 +79,21 @@ ModelBenchResult model_bench_fields(const nlohmann::json& doc, const std::string
   r.forge_commit = str("forge_commit", false);
   r.switches = str("switches", false);
   r.state_mode = str("state_mode", false);
-  r.batch = int64_t(num("batch", 0));
-  r.seq = int64_t(num("seq", 0));
-  r.steps = int64_t(num("steps", 0));
-  r.warmup_steps = int64_t(num("warmup_steps", 0));
-  r.params = int64_t(num("params", 0));
-  r.fused_params = int64_t(num("fused_params", 0));
-  r.layers = int64_t(num("layers", -1));
+  r.batch = count("batch", 0, 0, kMaxCount);
+  r.seq = count("seq", 0, 0, kMaxCount);
+  r.steps = count("steps", 0, 0, kMaxCount);
+  r.warmup_steps = count("warmup_steps", 0, 0, kMaxCount);
+  r.params = count("params", 0, 0, kMaxCount);
+  r.fused_params = count("fused_params", 0, 0, kMaxCount);
+  r.layers = count("layers", -1, 1, kMaxLayers);
   r.peak_bytes = num("peak_bytes", -1);
   r.median_ms = num("median_ms", -1);
   if (doc.contains("step_ms") && doc["step_ms"].is_array())
-    for (const auto& v : doc["step_ms"])
-      if (v.is_number()) r.step_ms.push_back(v.get<double>());
+    for (const auto& v : doc["step_ms"]) {
+      if (!v.is_number() || v.get<double>() < 0)
+        throw std::invalid_argument(who + ": \"step_ms\" holds " + v.dump() + ", not a time >= 0");
+      r.step_ms.push_back(v.get<double>());
+    }
   if (doc.contains("losses") && doc["losses"].is_array())
     for (const auto& v : doc["losses"]) {
       ++r.losses;
@@ -79,7 +106,12 @@ ModelBenchResult model_bench_fields(const nlohmann::json& doc, const std::string
 
 ModelBenchResult read_model_bench_json(const std::string& path) {
   const std::string who = "model bench JSON '" + path + "'";
-  ModelBenchResult r = model_bench_fields(parse_file(path, who), path, who);
+  const nlohmann::json doc = read_json_input(path, who);
+  // forge-model-step writes "update"; scripts/forge_model_bench.py never does.
+  if (doc.is_object() && doc.contains("update"))
+    throw std::invalid_argument(who + ": a forge-model-step run (it has \"update\"), not forge_model_bench.py's; "
+                                "give it as --model-step");
+  ModelBenchResult r = model_bench_fields(doc, path, who);
   if (r.status == "ok" && (r.peak_bytes < 0 || r.median_ms < 0))
     throw std::invalid_argument(who + ": status ok but no peak_bytes or median_ms");
   return r;
@@ -87,41 +119,49 @@ ModelBenchResult read_model_bench_json(const std::string& path) {
 
 ModelStepRun read_model_step_json(const std::string& path) {
   const std::string who = "model step JSON '" + path + "'";
-  const nlohmann::json doc = parse_file(path, who);
+  const nlohmann::json doc = read_json_input(path, who);
   ModelStepRun r;
   r.common = model_bench_fields(doc, path, who);
-  if (r.common.model == "llama31_8b") r.common.model = "llama8b";
-  if (r.common.model == "qwen3_14b") r.common.model = "qwen14b";
   const auto need = [&](const char* key) -> const nlohmann::json& {
     if (!doc.contains(key) || doc[key].is_null()) throw std::invalid_argument(who + ": no \"" + key + "\"");
     return doc[key];
   };
+  const auto bytes = [&](const nlohmann::json& v, const std::string& field) { return integer(v, who, field, 0, kMaxBytes); };
   try {
-    r.update = need("update").get<std::string>();
-    r.state = need("state").get<std::string>();
-    r.store = need("store").get<std::string>();
-    r.layers = need("layers").get<int64_t>();
+    // Each of these picks which checks run: an unknown one would silently drop them.
+    r.update = one_of(need("update").get<std::string>(), {"fused", "standard", "standard_cublas"}, who, "update");
+    r.state = one_of(need("state").get<std::string>(), {"bf16", "fp32", "int8"}, who, "state");
+    r.store = one_of(need("store").get<std::string>(), {"bf16_rne", "bf16_sr", "fp32_master"}, who, "store");
+    r.layers = integer(need("layers"), who, "layers", 1, kMaxLayers);
     r.common.layers = r.layers;
     r.tied = doc.value("tied", false);
     if (doc.contains("capacity_max_tried")) {
-      r.capacity_max_tried = doc["capacity_max_tried"].get<int64_t>();
-      if (r.common.status == "ok") r.max_layers_fit = need("max_layers_fit").get<int64_t>();
+      r.capacity_max_tried = integer(doc["capacity_max_tried"], who, "capacity_max_tried", 1, kMaxLayers);
+      if (r.common.status == "ok")
+        r.max_layers_fit = integer(need("max_layers_fit"), who, "max_layers_fit", 0, r.capacity_max_tried);
       return r;
     }
     if (r.common.status != "ok") return r;
     if (r.common.peak_bytes < 0 || r.common.median_ms < 0)
       throw std::invalid_argument(who + ": status ok but no peak_bytes or median_ms");
-    for (const auto& [k, v] : need("tag_peaks").items()) r.tag_peaks[k] = v.get<int64_t>();
-    for (const auto& ph : need("timeline"))
-      r.timeline.push_back({ph.at("name").get<std::string>(), ph.at("in_use").get<int64_t>(), ph.at("peak").get<int64_t>(),
-                            ph.at("outside_pool").get<int64_t>(),
-                            ph.contains("tags") ? ph["tags"].value("gradients_unfused", int64_t(0)) : 0});
+    for (const auto& [k, v] : need("tag_peaks").items()) r.tag_peaks[k] = bytes(v, "tag_peaks." + k);
+    for (const auto& ph : need("timeline")) {
+      const std::string at = "timeline." + ph.at("name").get<std::string>() + ".";
+      r.timeline.push_back({ph.at("name").get<std::string>(), bytes(ph.at("in_use"), at + "in_use"),
+                            bytes(ph.at("peak"), at + "peak"),
+                            integer(ph.at("outside_pool"), who, at + "outside_pool", -kMaxBytes, kMaxBytes),
+                            ph.contains("tags") && ph["tags"].contains("gradients_unfused")
+                                ? bytes(ph["tags"]["gradients_unfused"], at + "tags.gradients_unfused")
+                                : 0});
+    }
     const auto& mm = need("memory_model");
-    for (const auto& t : mm.at("terms")) r.model_terms.emplace_back(t.at("name").get<std::string>(), t.at("bytes").get<int64_t>());
-    r.model_total = mm.at("total").get<int64_t>();
-    r.activation_bytes = mm.at("activation_bytes").get<int64_t>();
-    r.outside_pool_bytes = doc.value("outside_pool_bytes", int64_t(-1));
-    r.tied_gradient_bytes = doc.value("tied_gradient_bytes", int64_t(-1));
+    for (const auto& t : mm.at("terms"))
+      r.model_terms.emplace_back(t.at("name").get<std::string>(), bytes(t.at("bytes"), "memory_model.terms.bytes"));
+    r.model_total = bytes(mm.at("total"), "memory_model.total");
+    r.activation_bytes = bytes(mm.at("activation_bytes"), "memory_model.activation_bytes");
+    if (doc.contains("outside_pool_bytes"))
+      r.outside_pool_bytes = integer(doc["outside_pool_bytes"], who, "outside_pool_bytes", -kMaxBytes, kMaxBytes);
+    if (doc.contains("tied_gradient_bytes")) r.tied_gradient_bytes = bytes(doc["tied_gradient_bytes"], "tied_gradient_bytes");
     if (r.tied && r.tied_gradient_bytes < 0) throw std::invalid_argument(who + ": tied run without \"tied_gradient_bytes\"");
     for (const auto& d : need("dx_digests_step1")) r.dx_digests.push_back(d.get<std::string>());
     for (const auto& d : need("weight_digests")) r.weight_digests.push_back(d.get<std::string>());
@@ -134,13 +174,15 @@ ModelStepRun read_model_step_json(const std::string& path) {
 
 std::map<std::string, std::string> read_benchmark_errors(const std::string& path) {
   const std::string who = "benchmark JSON '" + path + "'";
-  const nlohmann::json doc = parse_file(path, who);
+  const nlohmann::json doc = read_json_input(path, who);
   if (!doc.is_object() || !doc.contains("benchmarks") || !doc["benchmarks"].is_array())
     throw std::invalid_argument(who + ": no \"benchmarks\" array");
   std::map<std::string, std::string> errors;
   for (const auto& run : doc["benchmarks"])
     if (run.is_object() && run.value("error_occurred", false) && run.contains("name") && run["name"].is_string())
-      errors[run["name"].get<std::string>()] = run.value("error_message", std::string("(no message)"));
+      errors[run["name"].get<std::string>()] =
+          run.contains("error_message") && run["error_message"].is_string() ? run["error_message"].get<std::string>()
+                                                                             : "(no message)";
   return errors;
 }
 

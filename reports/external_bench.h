@@ -22,8 +22,11 @@ struct ModelBenchResult {
   int64_t losses = 0, nonfinite_losses = 0;  // training losses recorded; how many were not finite (null)
 };
 
-// Throws std::invalid_argument naming the file when it cannot be read, is not JSON, or lacks
-// config, model or status (or status ok without peak_bytes and median_ms).
+// Throws std::invalid_argument naming the file and the field when it is not a regular JSON file
+// within the input limit (reports/input_file.h: duplicate keys and overflowing numbers refused),
+// lacks config, model or status (or status ok without peak_bytes and median_ms), names a model
+// other than llama8b, qwen14b or tiny, holds a count that is not an integer in its range
+// (layers 1..1000), or is forge-model-step's JSON (it has "update").
 ModelBenchResult read_model_bench_json(const std::string& path);
 
 // forge-model-step's JSON (suites/model_step/forge_model_step.cpp, issue 18): the common fields
@@ -46,7 +49,8 @@ struct ModelStepRun {
 };
 // Throws std::invalid_argument naming the file and the field when the file is not such a run
 // (a finished measurement needs peak_bytes, median_ms, tag_peaks and the memory model; a finished
-// capacity run needs max_layers_fit).
+// capacity run needs max_layers_fit), or update, state or store is not one forge-model-step
+// knows, or a byte count or layer count is not an integer in its range.
 ModelStepRun read_model_step_json(const std::string& path);
 
 // Google Benchmark JSON: run name -> error message of every entry with error_occurred.

@@ -5,12 +5,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cstdio>
 #include <functional>
 #include <regex>
 
 #include "kernels/common/bf16.h"
+#include "kernels/common/mma_params.h"
 #include "reports/hdf5_util.h"
+#include "reports/input_file.h"
 
 namespace fh::ext {
 
@@ -221,14 +225,14 @@ std::string DeclaredOrder::describe() const {
 namespace {
 
 [[noreturn]] void fail(const std::string& file, const std::string& where, const std::string& what) {
-  throw ExternalFileError("'" + file + "' " + where + ": " + what);
+  throw ExternalFileError("'" + file + "'" + (where.empty() ? "" : " " + where) + ": " + what);
 }
 
 struct H5File {
   Handle f;
   std::string path;
   explicit H5File(const std::string& p) : path(p) {
-    if (::access(p.c_str(), R_OK) != 0) fail(p, "", "cannot read the file");
+    if (const std::string why = input_file_problem(p, kMaxHdf5InputBytes); !why.empty()) fail(p, "", why);
     Handle fapl = report_detail::make_fapl();
     f = Handle(H5Fopen(p.c_str(), H5F_ACC_RDONLY, fapl), H5Fclose);
     if (!f.valid()) fail(p, "", "not a readable HDF5 file (truncated?): " + hdf5_error_text());
@@ -285,6 +289,16 @@ T attr_num(const std::string& file, hid_t obj, const std::string& where, const s
 int64_t attr_i64(const std::string& f, hid_t o, const std::string& w, const std::string& n, bool req = true, int64_t fb = 0) {
   return attr_num<int64_t>(f, o, w, n, H5T_NATIVE_INT64, H5T_INTEGER, req, fb);
 }
+// An integer attribute checked against its whole range at the door: a value that later
+// becomes an int, a divisor or a loop count is never taken on trust.
+int64_t attr_i64_in(const std::string& f, hid_t o, const std::string& w, const std::string& n, int64_t lo, int64_t hi,
+                    bool req = true, int64_t fb = 0) {
+  const int64_t v = attr_i64(f, o, w, n, req, fb);
+  if (v < lo || v > hi)
+    fail(f, w, "attribute '" + n + "' is " + std::to_string(v) + ", outside [" + std::to_string(lo) + ", " +
+                   std::to_string(hi) + "]");
+  return v;
+}
 double attr_f64(const std::string& f, hid_t o, const std::string& w, const std::string& n) {
   return attr_num<double>(f, o, w, n, H5T_NATIVE_DOUBLE, H5T_FLOAT, true, 0.0);
 }
@@ -310,9 +324,30 @@ Handle open_group(const std::string& file, hid_t parent, const std::string& name
   return g;
 }
 
-// Reads dataset `name` of group g, requiring dtype and shape (a -1 in `shape` matches any length).
-Tensor read_dataset(const std::string& file, hid_t g, const std::string& where, const std::string& name, Dtype dtype,
-                    const std::vector<int64_t>& shape) {
+// The bytes of a tensor of `shape` (no -1 in it), or -1 when the product overflows or exceeds
+// kMaxDatasetBytes.
+int64_t checked_bytes(const std::vector<int64_t>& shape, Dtype dtype) {
+  int64_t n = int64_t(dtype_bytes(dtype));
+  for (int64_t s : shape)
+    if (s < 0 || __builtin_mul_overflow(n, s, &n) || n > kMaxDatasetBytes) return -1;
+  return n;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string t = "[";
+  for (size_t k = 0; k < shape.size(); ++k) t += (k ? "," : "") + (shape[k] < 0 ? std::string("n") : std::to_string(shape[k]));
+  return t + "]";
+}
+
+struct CheckedDataset {
+  Handle d;
+  std::vector<int64_t> shape;
+};
+
+// Opens dataset `name` of group g, requiring dtype and shape (a -1 in `shape` matches any
+// length) and at most kMaxDatasetBytes; reads no data.
+CheckedDataset check_dataset(const std::string& file, hid_t g, const std::string& where, const std::string& name,
+                             Dtype dtype, const std::vector<int64_t>& shape) {
   const std::string at = where + "/" + name;
   if (H5Lexists(g, name.c_str(), H5P_DEFAULT) <= 0) fail(file, at, "missing dataset");
   Handle d(H5Dopen2(g, name.c_str(), H5P_DEFAULT), H5Dclose);
@@ -326,20 +361,30 @@ Tensor read_dataset(const std::string& file, hid_t g, const std::string& where, 
   const int rank = H5Sget_simple_extent_ndims(sp);
   std::vector<hsize_t> dims(size_t(std::max(rank, 0)));
   if (rank > 0) H5Sget_simple_extent_dims(sp, dims.data(), nullptr);
-  std::string want = "[", got = "[";
   bool ok = rank == int(shape.size());
-  for (size_t k = 0; k < shape.size(); ++k) {
-    want += (k ? "," : "") + (shape[k] < 0 ? std::string("n") : std::to_string(shape[k]));
-    if (ok && shape[k] >= 0 && int64_t(dims[k]) != shape[k]) ok = false;
-  }
+  for (size_t k = 0; ok && k < shape.size(); ++k)
+    if (shape[k] >= 0 && dims[k] != hsize_t(shape[k])) ok = false;
+  std::string got = "[";
   for (size_t k = 0; k < dims.size(); ++k) got += (k ? "," : "") + std::to_string(dims[k]);
-  if (!ok) fail(file, at, "has shape " + got + "], expected " + want + "]");
+  got += "]";
+  if (!ok) fail(file, at, "has shape " + got + ", expected " + shape_text(shape));
+  CheckedDataset c{std::move(d), {}};
+  for (hsize_t v : dims) c.shape.push_back(v > hsize_t(kMaxDatasetBytes) ? -1 : int64_t(v));  // -1: refused below
+  if (checked_bytes(c.shape, dtype) < 0)
+    fail(file, at, "has shape " + got + ", over the limit of " + std::to_string(kMaxDatasetBytes) + " bytes");
+  return c;
+}
+
+// Reads dataset `name` of group g after check_dataset.
+Tensor read_dataset(const std::string& file, hid_t g, const std::string& where, const std::string& name, Dtype dtype,
+                    const std::vector<int64_t>& shape) {
+  CheckedDataset c = check_dataset(file, g, where, name, dtype, shape);
   Tensor out;
   out.dtype = dtype;
-  for (hsize_t v : dims) out.shape.push_back(int64_t(v));
-  out.bytes.resize(size_t(out.numel()) * dtype_bytes(dtype));
-  if (out.numel() > 0 && H5Dread(d, native_type(dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.bytes.data()) < 0)
-    fail(file, at, "cannot read the data (truncated file?): " + hdf5_error_text());
+  out.shape = std::move(c.shape);
+  out.bytes.resize(size_t(checked_bytes(out.shape, dtype)));
+  if (!out.bytes.empty() && H5Dread(c.d, native_type(dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.bytes.data()) < 0)
+    fail(file, where + "/" + name, "cannot read the data (truncated file?): " + hdf5_error_text());
   return out;
 }
 
@@ -380,11 +425,10 @@ CasesFile::CasesFile(std::string path) : path_(std::move(path)) {
     c.kind = attr_str(path_, g, where, "kind");
     if (c.kind != "order_probe" && c.kind != "adamw" && c.kind != "adamw_int8")
       fail(path_, where, "unknown kind '" + c.kind + "'");
-    c.out = attr_i64(path_, g, where, "out");
-    c.in = attr_i64(path_, g, where, "in");
-    c.tokens = attr_i64(path_, g, where, "tokens");
-    c.steps = attr_i64(path_, g, where, "steps");
-    if (c.out < 1 || c.in < 1 || c.tokens < 1 || c.steps < 1) fail(path_, where, "out, in, tokens and steps must be >= 1");
+    c.out = attr_i64_in(path_, g, where, "out", 1, kMaxCaseDim);
+    c.in = attr_i64_in(path_, g, where, "in", 1, kMaxCaseDim);
+    c.tokens = attr_i64_in(path_, g, where, "tokens", 1, kMaxCaseDim);
+    c.steps = attr_i64_in(path_, g, where, "steps", 1, kMaxCaseSteps);
     c.weight_dtype = attr_str(path_, g, where, "weight_dtype");
     c.state_dtype = attr_str(path_, g, where, "state_dtype");
     c.lr = attr_f64(path_, g, where, "lr");
@@ -392,16 +436,23 @@ CasesFile::CasesFile(std::string path) : path_(std::move(path)) {
     c.beta2 = attr_f64(path_, g, where, "beta2");
     c.eps = attr_f64(path_, g, where, "eps");
     c.weight_decay = attr_f64(path_, g, where, "weight_decay");
-    c.first_step = attr_i64(path_, g, where, "first_step");
-    c.qblock = attr_i64(path_, g, where, "qblock", c.kind == "adamw_int8", 0);
+    c.first_step = attr_i64_in(path_, g, where, "first_step", 1, kMaxCaseDim);
+    c.qblock = attr_i64_in(path_, g, where, "qblock", 0, c.in, c.kind == "adamw_int8", 0);
     c.g_order = attr_str(path_, g, where, "g_order", false);
     if (c.kind == "adamw_int8" && (c.qblock < 1 || c.in % c.qblock != 0))
       fail(path_, where, "qblock must divide in");
-    if (c.first_step < 1) fail(path_, where, "first_step must be >= 1");
+    for (const auto& [name, v] : {std::pair<const char*, double>{"lr", c.lr}, {"beta1", c.beta1}, {"beta2", c.beta2},
+                                  {"eps", c.eps}, {"weight_decay", c.weight_decay}})
+      if (!std::isfinite(v) || v < 0) fail(path_, where, std::string("attribute '") + name + "' must be finite and >= 0");
+    if (c.beta1 >= 1 || c.beta2 >= 1) fail(path_, where, "attributes 'beta1' and 'beta2' must be < 1");
     try {
-      for (const DatasetSpec& d : case_inputs(c)) {
-        if (H5Lexists(g, d.name.c_str(), H5P_DEFAULT) <= 0) fail(path_, where + "/" + d.name, "missing dataset");
-      }
+      // Every input's type and shape now, and every output's implied size: a claim never meets
+      // a dataset it cannot hold.
+      for (const DatasetSpec& d : case_inputs(c)) check_dataset(path_, g, where, d.name, d.dtype, d.shape);
+      for (const ResultDatasetSpec& d : case_outputs(c))
+        if (checked_bytes(d.shape, d.dtype) < 0)
+          fail(path_, where, "its result " + d.name + " " + shape_text(d.shape) + " would exceed " +
+                                 std::to_string(kMaxDatasetBytes) + " bytes");
     } catch (const ExternalFileError&) {
       throw;
     } catch (const std::exception& e) {
@@ -452,10 +503,9 @@ ResultsFile::ResultsFile(std::string path, const CasesFile& cases) : path_(std::
     fail(path_, "/", "path must be a non-empty name of [A-Za-z0-9_.-]");
   order_.model = attr_str(path_, root, "/", "order_model", false);
   if (order_.model == "mma_chain") {
-    order_.k_group = attr_i64(path_, root, "/", "order_k_group");
-    order_.split_k = attr_i64(path_, root, "/", "order_split_k");
-    order_.split_round = attr_i64(path_, root, "/", "order_split_round", false, 16);
-    if (order_.k_group < 1 || order_.split_k < 1 || order_.split_round < 1) fail(path_, "/", "order_* must be >= 1");
+    order_.k_group = attr_i64_in(path_, root, "/", "order_k_group", 1, kMmaMaxGroup);
+    order_.split_k = attr_i64_in(path_, root, "/", "order_split_k", 1, kMaxDeclaredSplit);
+    order_.split_round = attr_i64_in(path_, root, "/", "order_split_round", 1, kMaxDeclaredSplit, false, 16);
   } else if (!order_.model.empty() && order_.model != "fp32_sequential") {
     fail(path_, "/", "order_model is '" + order_.model + "' (mma_chain or fp32_sequential)");
   }

@@ -16,6 +16,13 @@ namespace fh::ext {
 
 inline constexpr int64_t kInterfaceVersion = 1;
 
+// Ranges checked when a file is opened (docs/EXTERNAL_PRODUCER.md), so that every size, divisor
+// and loop count a claim derives from a file is known to be sane before any claim runs.
+inline constexpr int64_t kMaxDeclaredSplit = 65536;            // order_split_k, order_split_round
+inline constexpr int64_t kMaxCaseDim = 2147483647;             // out, in, tokens
+inline constexpr int64_t kMaxCaseSteps = 10000;                // steps (forge-verify's --steps limit)
+inline constexpr int64_t kMaxDatasetBytes = int64_t(4) << 30;  // any one dataset, read or implied
+
 // A malformed, truncated or mismatched interface file. forge-verify turns it into exit 2.
 struct ExternalFileError : std::runtime_error {
   using std::runtime_error::runtime_error;

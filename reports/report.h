@@ -233,6 +233,12 @@ std::string report_temp_path(const std::string& path);  // path + ".tmp.<pid>"
 // kill(pid, 0) fails with ESRCH) and returns their paths. Throws ReportPathError.
 std::vector<std::string> check_report_path(const std::string& path, WriteOptions options);
 
+// True when `a` and `b` name one file: the same device and inode when either exists, else the
+// same name in the same folder (compared by the folder's device and inode), so "r.h5",
+// "./r.h5" and a link to it are one file. An output that is an input, or another output, of the
+// same run is refused with this before any work.
+bool same_file(const std::string& a, const std::string& b);
+
 // Writes `text` to `path` under the same policy as Report::write (temporary file, fsync,
 // rename; never a non-regular file; an existing file only with replace_existing): the
 // machine-readable summaries beside a report (--json, --junit) are never half written either.

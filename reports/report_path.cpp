@@ -271,6 +271,15 @@ std::vector<std::string> check_report_path(const std::string& path, WriteOptions
   return removed;
 }
 
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  const bool a_exists = ::stat(a.c_str(), &sa) == 0, b_exists = ::stat(b.c_str(), &sb) == 0;
+  if (a_exists || b_exists) return a_exists && b_exists && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  return fs::path(a).filename() == fs::path(b).filename() &&
+         ::stat(directory_of(a).c_str(), &sa) == 0 && ::stat(directory_of(b).c_str(), &sb) == 0 &&
+         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 namespace testing_hooks {
 void set_before_rename(std::function<void()> f) {
   std::lock_guard<std::mutex> lock(g_hook_mutex);

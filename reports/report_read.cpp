@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "reports/hdf5_util.h"
+#include "reports/input_file.h"
 #include "reports/report_rules.h"
 
 namespace fh {
@@ -547,6 +548,8 @@ class Walker {
 };
 
 Handle open_for_reading(const std::string& path, std::string& why) {
+  why = input_file_problem(path, kMaxHdf5InputBytes);  // H5Fopen would wait on a FIFO
+  if (!why.empty()) return Handle();
   Handle fapl = make_fapl();
   Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), H5Fclose);
   if (!f.valid()) why = hdf5_error_text();

@@ -6,6 +6,7 @@
 // Bad files (truncated, another cases file's results, a missing dataset) are refused.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -287,6 +288,71 @@ TEST(ExternalFiles, BadFilesAreRefusedWithTheirName) {
   const std::string junk = dir() / "junk.h5";
   std::ofstream(junk) << "not hdf5";
   EXPECT_THROW(fh::ext::ResultsFile(junk, cases), fh::ext::ExternalFileError);
+}
+
+// A results file that declares `order` and answers no case with data (so only its root is judged).
+std::string results_declaring(const std::string& name, const fh::ext::DeclaredOrder& order) {
+  const fh::ext::CasesFile cases(cases_path());
+  const fh::ext::ResultsHeader h{cases.header().cases_id, "planted", "planted_path", "fused", order, {}};
+  const std::string out = dir() / name;
+  fh::ext::write_results_file(out, h, {{cases.cases()[0].id, "unsupported", "planted: declares an order only", "", {}}});
+  return out;
+}
+
+// Every declared-order integer is checked over its whole range when the file is opened: 2^62
+// truncated to int was 0 and a division by it killed forge-verify (SIGFPE); 2^31 and a split_k
+// of 2^40 passed and made every ext_* claim throw.
+TEST(ExternalFiles, DeclaredOrderIsRangeCheckedWhenOpened) {
+  const fh::ext::CasesFile cases(cases_path());
+  const std::pair<fh::ext::DeclaredOrder, const char*> bad[] = {
+      {{"mma_chain", int64_t(1) << 62, 1, 16}, "order_k_group"},
+      {{"mma_chain", int64_t(1) << 31, 1, 16}, "order_k_group"},
+      {{"mma_chain", 0, 1, 16}, "order_k_group"},
+      {{"mma_chain", 65, 1, 16}, "order_k_group"},
+      {{"mma_chain", 16, int64_t(1) << 40, 16}, "order_split_k"},
+      {{"mma_chain", 16, -1, 16}, "order_split_k"},
+      {{"mma_chain", 16, 2, int64_t(1) << 40}, "order_split_round"},
+  };
+  int k = 0;
+  for (const auto& [order, field] : bad) {
+    const std::string name = "order_" + std::to_string(k++) + ".h5";
+    const std::string file = results_declaring(name, order);
+    try {
+      fh::ext::ResultsFile r(file, cases);
+      ADD_FAILURE() << order.describe() << " was accepted";
+    } catch (const fh::ext::ExternalFileError& e) {
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  }
+  // The ends of the ranges are taken, and make a valid reduction order.
+  const fh::ext::ResultsFile ok(results_declaring("order_ok.h5", {"mma_chain", 64, fh::ext::kMaxDeclaredSplit, 1}), cases);
+  EXPECT_NO_THROW(fh::to_reduction_order(ok.order()));
+}
+
+// A cases file's hyperparameters are checked when it is opened: NaN, infinite or negative values
+// were accepted.
+TEST(ExternalFiles, CaseHyperparametersAreCheckedWhenOpened) {
+  const std::pair<const char*, void (*)(fh::ext::CaseSpec&)> bad[] = {
+      {"lr", [](fh::ext::CaseSpec& c) { c.lr = std::nan(""); }},
+      {"beta2", [](fh::ext::CaseSpec& c) { c.beta2 = INFINITY; }},
+      {"eps", [](fh::ext::CaseSpec& c) { c.eps = -1; }},
+      {"beta1", [](fh::ext::CaseSpec& c) { c.beta1 = 1; }},
+  };
+  for (const auto& [field, plant] : bad) {
+    fh::ext::CaseSpec c = fh::external_case_specs("ci")[1];  // an adamw case
+    plant(c);
+    const std::string file = dir() / (std::string("cases_bad_") + field + ".h5");
+    fh::ext::write_cases_file(file, {"bad", "ci", "test", 1}, {c},
+                              [](const fh::ext::CaseSpec& s) { return fh::external_case_inputs(s, 1); });
+    try {
+      fh::ext::CasesFile f(file);
+      ADD_FAILURE() << field << " out of range was accepted";
+    } catch (const fh::ext::ExternalFileError& e) {
+      EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

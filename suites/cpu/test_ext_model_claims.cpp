@@ -7,10 +7,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <map>
 #include <string>
 
+#include "reports/bench_import.h"
 #include "reports/external_bench.h"
 #include "suites/claims/claim_entries.h"
 #include "suites/cpu/claim_test_util.h"
@@ -142,6 +144,50 @@ TEST(ext_model_memory, BadJsonIsRefused) {
                std::invalid_argument);
   EXPECT_THROW(fh::read_model_bench_json("/nonexistent/x.json"), std::invalid_argument);
   EXPECT_THROW(fh::read_benchmark_errors(write("nobench.json", "{}")), std::invalid_argument);
+}
+
+// Each of these turned a failing verdict into a pass or a not-run, or ended in exit 3: refused
+// now by the reader, with the file and the field named.
+TEST(ext_model_memory, VerdictFlippingJsonIsRefusedNamingFileAndField) {
+  auto expect_refused = [](auto read, const std::string& file, const std::string& field) {
+    try {
+      read(file);
+      ADD_FAILURE() << file << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  };
+  const auto timing = [](const std::string& f) { return fh::read_benchmark_json(f); };
+  const auto bench = [](const std::string& f) { return fh::read_model_bench_json(f); };
+  // A negative time made "slower than torch" pass (ratio -1.35 <= 1).
+  expect_refused(timing, timing_json("negative", -200.0, false), "real_time");
+  // The last of two "status" keys won: a failed run judged ok.
+  expect_refused(bench, write("dup.json", "{\"config\": \"forge\", \"model\": \"llama8b\", \"status\": \"failed\", "
+                                          "\"peak_bytes\": 1, \"median_ms\": 1, \"status\": \"ok\"}"),
+                 "\"status\" appears twice");
+  // A number beyond a double: exit 3 without the file's name before.
+  expect_refused(bench, write("overflow.json", "{\"config\": \"forge\", \"model\": \"llama8b\", \"status\": \"ok\", "
+                                               "\"peak_bytes\": 1e999, \"median_ms\": 1}"),
+                 "number overflow");
+  expect_refused(bench, write("layers.json", "{\"config\": \"forge\", \"model\": \"llama8b\", \"status\": \"ok\", "
+                                             "\"layers\": 1e300, \"peak_bytes\": 1, \"median_ms\": 1}"),
+                 "\"layers\"");
+  // forge-model-step's JSON is not forge_model_bench.py's: given as --external-model it passed.
+  expect_refused(bench, write("a_step.json", "{\"config\": \"harness_fused_bf16\", \"model\": \"llama31_8b\", "
+                                             "\"status\": \"ok\", \"update\": \"fused\", \"layers\": 32, "
+                                             "\"peak_bytes\": 1, \"median_ms\": 1}"),
+                 "--model-step");
+  // Not a regular file: a directory was "not valid JSON"; a FIFO hung; /dev/zero was read until
+  // memory ran out.
+  const std::string folder = std::filesystem::path(write("x.json", "{}")).parent_path() / "folder.json";
+  std::filesystem::create_directories(folder);
+  expect_refused(bench, folder, "is a directory");
+  const std::string fifo = std::filesystem::path(folder).parent_path() / "fifo.json";
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_refused(bench, fifo, "is a FIFO");
+  expect_refused(timing, "/dev/zero", "is a character device");
 }
 
 }  // namespace

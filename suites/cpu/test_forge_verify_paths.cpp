@@ -28,7 +28,9 @@
 #include <thread>
 #include <vector>
 
+#include "reports/external_io.h"
 #include "reports/report.h"
+#include "suites/claims/external_common.h"
 
 namespace {
 
@@ -377,6 +379,77 @@ TEST_F(ForgeVerifyPaths, OutOfMemoryIsAnInternalError) {
   EXPECT_EQ(names(), std::set<std::string>{"r.h5"});
   const fh::ReportData data = fh::read_report((dir_ / "r.h5").string());
   EXPECT_EQ(data.find_claim("two_phase_exact_vs_seq")->verdict, fh::Verdict::error);
+}
+
+// ---- inputs at the door, and outputs that are inputs --------------------------------------------
+
+const char kModelJson[] = "{\"config\": \"forge\", \"model\": \"llama8b\", \"status\": \"ok\", "
+                          "\"peak_bytes\": 1, \"median_ms\": 1}";
+
+// A results file whose declared order_k_group is 2^62: once truncated to int it was a division
+// by zero (SIGFPE, exit 136, no message). Now exit 2 naming the file and the attribute, no report.
+TEST_F(ForgeVerifyPaths, DeclaredOrderOutOfRangeIsBadInput) {
+  const std::string cases = (dir_ / "ci.h5").string(), results = (dir_ / "res.h5").string();
+  fh::write_external_cases(cases, "ci", 1, "test");
+  const fh::ext::CasesFile cf(cases);
+  const fh::ext::ResultsHeader h{cf.header().cases_id, "planted", "planted_path", "fused",
+                                 {"mma_chain", int64_t(1) << 62, 1, 16}, {}};
+  // The order probe answered (zeros): judging it builds the declared order.
+  const fh::ext::CaseSpec& probe = cf.cases()[0];
+  ASSERT_EQ(probe.kind, "order_probe");
+  fh::ext::write_results_file(
+      results, h, {{probe.id, "ok", "", "", {{"G", fh::ext::Tensor::make(fh::ext::Dtype::fp32, {probe.out, probe.in})}}}});
+  const RunResult r = verify("--external " + results + " --external-cases " + cases + " --report r.h5");
+  expect_refused(r, "order_k_group 2^62", "'" + results + "'");
+  EXPECT_NE(r.err.find("order_k_group"), std::string::npos) << r.err;
+  EXPECT_EQ(names(), (std::set<std::string>{"ci.h5", "res.h5"}));
+}
+
+// Every input is a regular file within its size limit, checked before a byte is read: a FIFO
+// hung, /dev/zero was read until memory ran out, a directory was "not valid JSON"; a number
+// beyond a double was exit 3 without the file's name. Each is exit 2 now, nothing written.
+TEST_F(ForgeVerifyPaths, InputsThatAreNotRegularFilesOrNotJsonAreBadInput) {
+  const fs::path fifo = dir_ / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0) << std::strerror(errno);
+  fs::create_directories(dir_ / "folder.json");
+  { std::ofstream(dir_ / "overflow.json") << "{\"config\": \"forge\", \"model\": \"llama8b\", \"status\": \"ok\", "
+                                           "\"peak_bytes\": 1e999, \"median_ms\": 1}"; }
+  const std::string cases = (dir_ / "ci.h5").string();
+  fh::write_external_cases(cases, "ci", 1, "test");
+  const std::pair<std::string, std::string> bad[] = {
+      {"--model-step " + fifo.string(), "'" + fifo.string() + "': is a FIFO, not a regular file"},
+      {"--external-model " + fifo.string(), "'" + fifo.string() + "': is a FIFO"},
+      {"--external " + fifo.string() + " --external-cases " + cases, "'" + fifo.string() + "': is a FIFO"},
+      {"--external-timing /dev/zero", "'/dev/zero': is a character device"},
+      {"--external-model " + (dir_ / "folder.json").string(), "folder.json': is a directory"},
+      {"--external-model " + (dir_ / "overflow.json").string(), "overflow.json': not valid JSON"},
+  };
+  for (const auto& [args, message] : bad) {
+    // The time limit turns a hang back into a failure here (exit 124) instead of a stuck suite.
+    const RunResult r = verify(args + " --report r.h5", "timeout 60");
+    expect_refused(r, args, message);
+  }
+  EXPECT_EQ(names(), (std::set<std::string>{"fifo", "folder.json", "overflow.json", "ci.h5"}));
+}
+
+// An output that is an input, or another output, is refused before any work, compared by device
+// and inode: "./r.h5" and a hard link are the same file as "r.h5" (string comparison let
+// --force replace the report with its own JSON summary).
+TEST_F(ForgeVerifyPaths, AnOutputThatIsAnInputOrAnotherOutputIsRefused) {
+  { std::ofstream(dir_ / "r.h5") << "the report the user keeps"; }
+  { std::ofstream(dir_ / "m.json") << kModelJson; }
+  fs::create_hard_link(dir_ / "m.json", dir_ / "m_link.json");
+  expect_refused(verify(std::string(kQuick) + " --report r.h5 --json ./r.h5 --force"), "--json ./r.h5",
+                 "--report and --json name the same file");
+  expect_refused(verify(std::string(kQuick) + " --report new.h5 --junit ./new.h5"), "--junit ./new.h5 (absent)",
+                 "--report and --junit name the same file");
+  expect_refused(verify("--external-model m.json --report ./m.json --force"), "--report ./m.json",
+                 "--report './m.json' is the input --external-model 'm.json'");
+  expect_refused(verify("--external-model m.json --json m_link.json --force"), "--json hard link",
+                 "--json 'm_link.json' is the input --external-model 'm.json'");
+  EXPECT_EQ(slurp(dir_ / "r.h5"), "the report the user keeps");
+  EXPECT_EQ(slurp(dir_ / "m.json"), kModelJson);
+  EXPECT_EQ(names(), (std::set<std::string>{"r.h5", "m.json", "m_link.json"}));
 }
 
 }  // namespace

@@ -145,4 +145,38 @@ TEST(model_step_figures, BadJsonIsRefusedAndNoFilesIsNotRun) {
   EXPECT_EQ(verdict(judge({}, {}), "all", "model_step_figures"), fh::Verdict::not_run);
 }
 
+// Fields that choose which checks run, or what they compare, are refused when out of their
+// domain: layers -3 or 1e300, an unknown model or update made the failing checks not-run or
+// dropped them from the table.
+TEST(model_step_figures, OutOfDomainFieldsAreRefusedNamingFileAndField) {
+  std::ifstream in(step_json("honest.json", Step{}));
+  const std::string honest((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // {what the honest file says, what the planted one says, the field the message must name}
+  const char* bad[][3] = {
+      {"\"layers\": 32", "\"layers\": -3", "\"layers\""},
+      {"\"layers\": 32", "\"layers\": 1e300", "\"layers\""},
+      {"\"layers\": 32", "\"layers\": 32.5", "\"layers\""},
+      {"\"layers\": 32", "\"layers\": 1001", "\"layers\""},
+      {"\"model\": \"llama31_8b\"", "\"model\": \"gpt5\"", "\"model\""},
+      {"\"update\": \"fused\"", "\"update\": \"sideways\"", "\"update\""},
+      {"\"state\": \"bf16\"", "\"state\": \"fp8\"", "\"state\""},
+  };
+  int k = 0;
+  for (const auto& [from, to, field] : bad) {
+    std::string text = honest;
+    const size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, std::string(from).size(), to);
+    const std::string file = write("out_of_domain_" + std::to_string(k++) + ".json", text);
+    try {
+      fh::read_model_step_json(file);
+      ADD_FAILURE() << to << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(fh::read_model_step_json(step_json("honest.json", Step{})));
+}
+
 }  // namespace

@@ -448,6 +448,34 @@ TEST(RunDiff, CorruptInputsExitTwoWithNoJson) {
   EXPECT_NE(other.err.find("schema_version is 99"), std::string::npos) << other.err;
 }
 
+// --json never replaces an input, compared by device and inode: "--json BASE" replaced the
+// baseline report with JSON (the nightly baseline was one slip away).
+TEST(RunDiff, JsonThatIsAnInputIsRefused) {
+  Scratch s;
+  make_report(false).write(s / "base.h5");
+  make_report(true).write(s / "new.h5");
+  fs::create_hard_link(s / "new.h5", s / "new_link.h5");
+  const auto bytes = [](const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string base_before = bytes(s / "base.h5"), new_before = bytes(s / "new.h5");
+  const std::string dotted = (s.dir / "." / "base.h5").string();
+  for (const auto& [json, role] : std::vector<std::pair<std::string, std::string>>{
+           {s / "base.h5", "BASE"}, {dotted, "BASE"}, {s / "new_link.h5", "NEW"}}) {
+    const DiffRun r = diff({s / "base.h5", s / "new.h5", "--json", json});
+    EXPECT_EQ(r.rc, 2) << json << r.err;
+    EXPECT_NE(r.err.find("--json '" + json + "' is the input " + role), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << "compared before refusing: " << r.out;
+  }
+  EXPECT_EQ(bytes(s / "base.h5"), base_before);
+  EXPECT_EQ(bytes(s / "new.h5"), new_before);
+  // A rename map that is not a regular file is refused without waiting on it.
+  const DiffRun dir_map = diff({s / "base.h5", s / "new.h5", "--rename-map", s.dir.string()});
+  EXPECT_EQ(dir_map.rc, 2);
+  EXPECT_NE(dir_map.err.find("is a directory, not a regular file"), std::string::npos) << dir_map.err;
+}
+
 TEST(RunDiff, BadUsageExitsTwo) {
   Scratch s;
   make_report(false).write(s / "base.h5");

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "reports/input_file.h"
 #include "reports/report.h"
 #include "reports/report_diff.h"
 
@@ -67,14 +68,6 @@ double number(const std::string& opt, const char* text, InRange in_range, const 
   if (end == text || *end != '\0' || errno != 0 || !std::isfinite(v) || !in_range(v))
     throw Usage(opt + " '" + text + "': expected a number " + range);
   return v;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Usage("cannot open '" + path + "': " + std::strerror(errno));
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // A report that read_report can read and validate_report_schema finds nothing wrong with.
@@ -154,6 +147,12 @@ int run_diff(int argc, char** argv) {
     }
     if (files.size() != 2)
       throw Usage("expected two reports, BASE.h5 and NEW.h5, got " + std::to_string(files.size()));
+    // The JSON never replaces what this diff reads (same_file: device and inode, not the name).
+    if (!json_path.empty())
+      for (const auto& [role, in] : {std::pair<const char*, const std::string*>{"BASE", &files[0]}, {"NEW", &files[1]},
+                                     {"--rename-map", &rename_path}})
+        if (!in->empty() && same_file(json_path, *in))
+          throw Usage("--json '" + json_path + "' is the input " + role + " '" + *in + "'; an output never replaces an input");
   } catch (const Usage& e) {
     std::cerr << "forge-verify diff: " << e.what() << "\n(forge-verify diff --help for usage)\n";
     return kBadInput;
@@ -164,10 +163,12 @@ int run_diff(int argc, char** argv) {
   try {
     std::vector<Rename> renames;
     if (!rename_path.empty()) {
+      const std::string who = "rename map '" + rename_path + "'";
+      const std::string text = read_input_text(rename_path, who);
       try {
-        renames = parse_rename_map(read_text(rename_path));
+        renames = parse_rename_map(text);
       } catch (const std::invalid_argument& e) {
-        throw std::runtime_error("rename map '" + rename_path + "': " + e.what());
+        throw std::runtime_error(who + ": " + e.what());
       }
     }
     base = load("BASE", files[0]);

@@ -348,13 +348,27 @@ VerifyConfig parse_args(int argc, char** argv, RunOptions& run) {
     std::replace(t.begin(), t.end(), ':', '-');
     cfg.report_path = "forge-verify-" + t + "-" + std::to_string(::getpid()) + ".h5";
   }
-  // Three outputs, three files: one path given twice would be overwritten by the next.
+  // Three outputs, three files, none of them an input: one file named twice would be
+  // overwritten by the next write, or destroy what the run reads (same_file: device and inode).
   const std::vector<std::pair<std::string, std::string>> outs = {
       {"--report", cfg.report_path}, {"--json", run.json_path}, {"--junit", run.junit_path}};
-  for (size_t i = 0; i < outs.size(); ++i)
+  std::vector<std::pair<std::string, std::string>> ins = {{"--external-cases", cfg.external_cases},
+                                                          {"--bench-json", run.bench_json}};
+  for (const auto& [opt, files] : {std::pair<const char*, const std::vector<std::string>*>{"--external", &cfg.external_results},
+                                   {"--external-model", &cfg.external_model}, {"--model-step", &cfg.model_step},
+                                   {"--external-timing", &cfg.external_timing}})
+    for (const auto& f : *files) ins.emplace_back(opt, f);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (outs[i].second.empty()) continue;
     for (size_t j = i + 1; j < outs.size(); ++j)
-      if (!outs[i].second.empty() && outs[i].second == outs[j].second)
-        throw UsageError(outs[i].first + " and " + outs[j].first + " name the same file '" + outs[i].second + "'");
+      if (!outs[j].second.empty() && same_file(outs[i].second, outs[j].second))
+        throw UsageError(outs[i].first + " and " + outs[j].first + " name the same file ('" + outs[i].second +
+                         "', '" + outs[j].second + "')");
+    for (const auto& [opt, f] : ins)
+      if (!f.empty() && same_file(outs[i].second, f))
+        throw UsageError(outs[i].first + " '" + outs[i].second + "' is the input " + opt + " '" + f +
+                         "'; an output never replaces what the run reads");
+  }
   return cfg;
 }
 
