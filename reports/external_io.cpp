@@ -15,6 +15,7 @@
 #include "kernels/common/mma_params.h"
 #include "reports/hdf5_util.h"
 #include "reports/input_file.h"
+#include "reports/report_rules.h"
 
 namespace fh::ext {
 
@@ -236,6 +237,8 @@ struct H5File {
     Handle fapl = report_detail::make_fapl();
     f = Handle(H5Fopen(p.c_str(), H5F_ACC_RDONLY, fapl), H5Fclose);
     if (!f.valid()) fail(p, "", "not a readable HDF5 file (truncated?): " + hdf5_error_text());
+    // Before any object is opened by name: a link or a dataset may lead to another file.
+    if (const std::string why = report_detail::foreign_data_problem(f); !why.empty()) fail(p, "", why);
   }
 };
 
@@ -266,6 +269,10 @@ std::string attr_str(const std::string& file, hid_t obj, const std::string& wher
     if (H5Aread(a, mt, buf.data()) < 0) fail(file, where, "cannot read attribute '" + name + "': " + hdf5_error_text());
     out.assign(buf.data());
   }
+  // The report's own text rule, here at the door: a producer's text that the report could not
+  // hold would otherwise fail the run once the claims are under way.
+  if (const std::string why = report_detail::text_problem(out); !why.empty())
+    fail(file, where, "attribute '" + name + "': " + why);
   return out;
 }
 

@@ -77,4 +77,10 @@ std::string hdf5_error_text();
 // File access properties for reading and writing: strong close, no file locking.
 Handle make_fapl();
 
+// Where an input file would reach outside itself: an external or user-defined link, a soft link
+// that resolves to nothing, a dataset whose data lives in other files (external storage, a
+// virtual dataset). "" when all it holds is its own, else "<object>: <what>". Reads links and
+// creation properties only, so nothing is followed; call right after opening, under QuietHdf5.
+std::string foreign_data_problem(hid_t file);
+
 }  // namespace fh::report_detail

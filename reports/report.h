@@ -233,6 +233,11 @@ std::string report_temp_path(const std::string& path);  // path + ".tmp.<pid>"
 // kill(pid, 0) fails with ESRCH) and returns their paths. Throws ReportPathError.
 std::vector<std::string> check_report_path(const std::string& path, WriteOptions options);
 
+// check_report_path as every command checks its outputs before any work: each stale temporary
+// it removed is named on stderr after `tool`, and refusing an existing file says that --force
+// replaces it. Throws ReportPathError.
+void check_output_path(const std::string& tool, const std::string& path, WriteOptions options);
+
 // True when `a` and `b` name one file: the same device and inode when either exists, else the
 // same name in the same folder (compared by the folder's device and inode), so "r.h5",
 // "./r.h5" and a link to it are one file. An output that is an input, or another output, of the

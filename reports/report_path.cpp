@@ -271,6 +271,16 @@ std::vector<std::string> check_report_path(const std::string& path, WriteOptions
   return removed;
 }
 
+void check_output_path(const std::string& tool, const std::string& path, WriteOptions options) {
+  try {
+    for (const std::string& stale : check_report_path(path, options))
+      std::fprintf(stderr, "%s: removed stale temporary file '%s' (its process is gone)\n", tool.c_str(), stale.c_str());
+  } catch (const ReportPathError& e) {
+    if (e.kind != Kind::exists) throw;
+    throw ReportPathError(e.kind, std::string(e.what()) + " (--force replaces an existing regular file)");
+  }
+}
+
 bool same_file(const std::string& a, const std::string& b) {
   struct stat sa {}, sb {};
   const bool a_exists = ::stat(a.c_str(), &sa) == 0, b_exists = ::stat(b.c_str(), &sb) == 0;

@@ -21,6 +21,7 @@ namespace fh {
 
 using report_detail::aggregate_attr_names;
 using report_detail::direction_problem;
+using report_detail::foreign_data_problem;
 using report_detail::evidence_problem;
 using report_detail::Handle;
 using report_detail::h5_mutex;
@@ -565,6 +566,8 @@ ReportData read_report(const std::string& path) {
   Handle f = open_for_reading(path, why);
   if (!f.valid())
     throw std::runtime_error("fh::read_report: cannot open '" + path + "': " + why);
+  if (why = foreign_data_problem(f); !why.empty())
+    throw std::runtime_error("fh::read_report: '" + path + "': " + why);
   try {
     Walker w(false);
     return w.read(f);
@@ -579,6 +582,8 @@ std::vector<std::string> validate_report_schema(const std::string& path) {
   std::string why;
   Handle f = open_for_reading(path, why);
   if (!f.valid()) return {"cannot open '" + path + "' as HDF5: " + why};
+  // Before the walk, which opens objects by name: a link or a dataset may lead to another file.
+  if (why = foreign_data_problem(f); !why.empty()) return {why};
   Walker w(true);
   w.read(f);
   return w.problems;

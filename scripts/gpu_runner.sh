@@ -177,9 +177,10 @@ elif has forge-verify; then
   [ $rc -eq 0 ] || status=1
   # FH_DIFF_BASELINE=REPORT.h5: this run's report against a baseline (scripts/nightly.sh sets
   # it): every change in diff.txt, as JSON in diff.json, the exit code (0 nothing regressed, 1
-  # a regression, 2 an unreadable file) in diff.rc.
+  # a regression, 2 an unreadable file) in diff.rc. --force: as for the report, a rerun into this
+  # folder replaces its diff.json.
   if [ -n "${FH_DIFF_BASELINE:-}" ] && [ -f "$OUT/forge-verify.h5" ]; then
-    "$B/bin/forge-verify" diff "$FH_DIFF_BASELINE" "$OUT/forge-verify.h5" ${FH_DIFF_ARGS:-} --json "$OUT/diff.json" > "$OUT/diff.txt" 2>&1
+    "$B/bin/forge-verify" diff "$FH_DIFF_BASELINE" "$OUT/forge-verify.h5" ${FH_DIFF_ARGS:-} --force --json "$OUT/diff.json" > "$OUT/diff.txt" 2>&1
     drc=$?
     echo "$drc" > "$OUT/diff.rc"
     say "baseline diff: $(case $drc in 0) echo "nothing regressed";; 1) echo "REGRESSED";; *) echo "FAILED (rc $drc)";; esac) ($(tail -n 1 "$OUT/diff.txt"))"

@@ -37,10 +37,10 @@ if has suite; then
   tail -5 "$OUT/test_gpu_model_step.log" | tee -a "$LOG"
 fi
 
-step() {  # name, then forge-model-step arguments
+step() {  # name, then forge-model-step arguments (--force: a rerun into OUTDIR replaces its JSON)
   local name="$1"; shift
   say "-- forge-model-step $name: $*"
-  timed "$B/bin/forge-model-step" "$@" --out "$OUT/json/$name.json" >> "$LOG" 2>&1 || rc=1
+  timed "$B/bin/forge-model-step" "$@" --force --out "$OUT/json/$name.json" >> "$LOG" 2>&1 || rc=1
 }
 if has llama; then
   step harness_standard_bf16 --model llama31_8b --update standard --state bf16 --steps "$STEPS"

@@ -5,6 +5,7 @@
 // a planted defect: a one-ulp change in W, a wrong order declaration, a corrupted INT8 code.
 // Bad files (truncated, another cases file's results, a missing dataset) are refused.
 #include <gtest/gtest.h>
+#include <hdf5.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -351,6 +352,71 @@ TEST(ExternalFiles, CaseHyperparametersAreCheckedWhenOpened) {
     } catch (const fh::ext::ExternalFileError& e) {
       EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  }
+}
+
+// A results file holds its own data. Each plant below reaches into another file whose data is a
+// valid answer (the order probe's G, zeros), so a reader that followed it would accept the file:
+// "a fused result can be another file's data, or any readable file". Each is refused when the
+// file is opened, naming the file and the object, and nothing is followed.
+TEST(ExternalFiles, DataInOtherFilesIsRefusedNotFollowed) {
+  const fh::ext::CasesFile cases(cases_path());
+  const fh::ext::CaseSpec& probe = cases.cases()[0];
+  ASSERT_EQ(probe.kind, "order_probe");
+  const fh::ext::Tensor zeros = Tensor::make(fh::ext::Dtype::fp32, {probe.out, probe.in});
+  const std::string good = dir() / "probe_good.h5", raw = dir() / "probe_g.raw";
+  fh::ext::write_results_file(good, {cases.header().cases_id, "planted", "planted_path", "fused", {}, {}},
+                              {{probe.id, "ok", "", "", {{"G", zeros}}}});
+  ASSERT_NO_THROW(fh::ext::ResultsFile(good, cases));
+  std::ofstream(raw, std::ios::binary).write(reinterpret_cast<const char*>(zeros.bytes.data()), std::streamsize(zeros.bytes.size()));
+  const std::string group = "/cases/" + probe.id, g_path = group + "/G";
+  const hsize_t dims[2] = {hsize_t(probe.out), hsize_t(probe.in)};
+  // A dataset G of the right type and shape whose creation properties `set` fills.
+  const auto dataset_g = [&](hid_t g, const std::function<void(hid_t dcpl, hid_t space)>& set) {
+    const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE), space = H5Screate_simple(2, dims, nullptr);
+    set(dcpl, space);
+    H5Dclose(H5Dcreate2(g, "G", H5T_STD_U32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT));
+    H5Sclose(space);
+    H5Pclose(dcpl);
+  };
+  struct Plant {
+    const char* name;
+    std::string object, message;
+    std::function<void(hid_t g)> plant;  // g: the probe's group, its G removed when the plant replaces it
+  };
+  const Plant plants[] = {
+      {"external_link", g_path, "is an external link to '" + good + ":" + g_path + "'",
+       [&](hid_t g) { H5Lcreate_external(good.c_str(), g_path.c_str(), g, "G", H5P_DEFAULT, H5P_DEFAULT); }},
+      {"external_storage", g_path, "keeps its data in external files",
+       [&](hid_t g) {
+         dataset_g(g, [&](hid_t dcpl, hid_t) { H5Pset_external(dcpl, raw.c_str(), 0, hsize_t(zeros.bytes.size())); });
+       }},
+      {"virtual", g_path, "is a virtual dataset",
+       [&](hid_t g) {
+         dataset_g(g, [&](hid_t dcpl, hid_t space) { H5Pset_virtual(dcpl, space, good.c_str(), g_path.c_str(), space); });
+       }},
+      // G is kept; a stray soft link nobody reads (nothing else would notice it).
+      {"dangling_soft_link", group + "/note", "is a soft link to '/nowhere', which resolves to no object",
+       [&](hid_t g) { H5Lcreate_soft("/nowhere", g, "note", H5P_DEFAULT, H5P_DEFAULT); }},
+  };
+  for (const Plant& p : plants) {
+    const std::string file = dir() / (std::string("probe_") + p.name + ".h5");
+    fs::copy_file(good, file, fs::copy_options::overwrite_existing);
+    const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(f, 0) << p.name;
+    const hid_t g = H5Gopen2(f, group.c_str(), H5P_DEFAULT);
+    if (p.object == g_path) H5Ldelete(g, "G", H5P_DEFAULT);
+    p.plant(g);
+    H5Gclose(g);
+    ASSERT_GE(H5Fclose(f), 0) << p.name;
+    try {
+      fh::ext::ResultsFile r(file, cases);
+      ADD_FAILURE() << p.name << ": the file was accepted (its data came from another file)";
+    } catch (const fh::ext::ExternalFileError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("'" + file + "'"), std::string::npos) << what;
+      EXPECT_NE(what.find(p.object + ": " + p.message), std::string::npos) << what;
     }
   }
 }

@@ -67,9 +67,12 @@ class ForgeVerifyPaths : public ::testing::Test {
   }
 
   // Runs `prefix forge-verify args` in the test's folder through /bin/sh.
-  RunResult verify(const std::string& args, const std::string& prefix = "") {
+  RunResult verify(const std::string& args, const std::string& prefix = "") { return run(FH_FORGE_VERIFY, args, prefix); }
+
+  // The same for any program.
+  RunResult run(const std::string& program, const std::string& args, const std::string& prefix = "") {
     const fs::path out = dir_ / ".stdout", err = dir_ / ".stderr";
-    const std::string cmd = "cd '" + dir_.string() + "' && " + prefix + " " + FH_FORGE_VERIFY + " " + args +
+    const std::string cmd = "cd '" + dir_.string() + "' && " + prefix + " " + program + " " + args +
                             " >'" + out.string() + "' 2>'" + err.string() + "'";
     const int raw = std::system(cmd.c_str());
     RunResult r{decode(raw), slurp(out), slurp(err)};
@@ -450,6 +453,60 @@ TEST_F(ForgeVerifyPaths, AnOutputThatIsAnInputOrAnotherOutputIsRefused) {
   EXPECT_EQ(slurp(dir_ / "r.h5"), "the report the user keeps");
   EXPECT_EQ(slurp(dir_ / "m.json"), kModelJson);
   EXPECT_EQ(names(), (std::set<std::string>{"r.h5", "m.json", "m_link.json"}));
+}
+
+// A producer's error text that is not valid UTF-8 is refused when the results file is opened (the
+// report could not hold it: the claims ran, the report builder refused the text, exit 3 with a
+// report written). Exit 2 naming the file, the case and the attribute; nothing written.
+TEST_F(ForgeVerifyPaths, ProducerTextThatIsNotUtf8IsBadInput) {
+  const std::string cases = (dir_ / "ci.h5").string(), results = (dir_ / "res.h5").string();
+  fh::write_external_cases(cases, "ci", 1, "test");
+  const fh::ext::CasesFile cf(cases);
+  const fh::ext::CaseSpec& probe = cf.cases()[0];
+  fh::ext::write_results_file(results, {cf.header().cases_id, "planted", "planted_path", "fused", {}, {}},
+                              {{probe.id, "failed", "launch failed: \xff\xfe (bytes from a C library)", "", {}}});
+  const RunResult r = verify("--external " + results + " --external-cases " + cases + " --report r.h5");
+  expect_refused(r, "non-UTF-8 error text",
+                 "'" + results + "' /cases/" + probe.id + ": attribute 'error': text is not valid UTF-8");
+  EXPECT_EQ(names(), (std::set<std::string>{"ci.h5", "res.h5"}));
+}
+
+// forge-model-step's --out follows the report path policy, checked before any GPU work: it was
+// checked only for its folder, so a device, a directory, a symlink or a user's file reached the
+// measurement (without a GPU this run would say "no GPU" and exit 4; on the runner an 8B step
+// would run, then fail to write or replace the file). --help is exit 0 with the usage on stdout.
+TEST_F(ForgeVerifyPaths, ModelStepOutIsCheckedBeforeAnyGpuWork) {
+  { std::ofstream(dir_ / "kept.json") << "a measurement the user keeps"; }
+  fs::create_directories(dir_ / "folder.json");
+  fs::create_symlink(dir_ / "kept.json", dir_ / "link.json");
+  fs::create_symlink(dir_ / "absent.json", dir_ / "dangling.json");
+  ASSERT_EQ(::mkfifo((dir_ / "fifo.json").c_str(), 0666), 0) << std::strerror(errno);
+  const std::pair<std::string, std::string> bad[] = {
+      {"--out kept.json", "already exists and is not replaced unless asked (--force replaces an existing regular file)"},
+      {"--out folder.json --force", "is a directory"},
+      {"--out link.json --force", "is a symbolic link"},
+      {"--out dangling.json --force", "is a symbolic link"},
+      {"--out fifo.json --force", "is a FIFO"},
+      {"--out no/such.json", "report directory 'no' does not exist"},
+  };
+  for (const auto& [args, message] : bad) {
+    const RunResult r = run(FH_FORGE_MODEL_STEP, "--model tiny --steps 1 " + args, "timeout 120");
+    EXPECT_EQ(r.status, 2) << args << ": " << r.err;
+    EXPECT_NE(r.err.find("forge-model-step: --out: "), std::string::npos) << args << ": " << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(r.err.find("no GPU"), std::string::npos) << args << ": the GPU was looked for first";
+    EXPECT_TRUE(r.out.empty()) << args << ": " << r.out;
+  }
+  EXPECT_EQ(slurp(dir_ / "kept.json"), "a measurement the user keeps");
+  EXPECT_TRUE(fs::is_symlink(dir_ / "link.json"));
+  EXPECT_FALSE(fs::exists(dir_ / "absent.json")) << "the dangling symlink was followed";
+  EXPECT_EQ(names(), (std::set<std::string>{"kept.json", "folder.json", "link.json", "dangling.json", "fifo.json"}));
+
+  const RunResult help = run(FH_FORGE_MODEL_STEP, "--help");
+  EXPECT_EQ(help.status, 0) << help.err;
+  EXPECT_EQ(help.out.rfind("usage: forge-model-step", 0), 0u) << help.out;
+  EXPECT_NE(help.out.find("--force"), std::string::npos) << help.out;
+  EXPECT_TRUE(help.err.empty()) << help.err;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -474,6 +475,84 @@ TEST(RunDiff, JsonThatIsAnInputIsRefused) {
   const DiffRun dir_map = diff({s / "base.h5", s / "new.h5", "--rename-map", s.dir.string()});
   EXPECT_EQ(dir_map.rc, 2);
   EXPECT_NE(dir_map.err.find("is a directory, not a regular file"), std::string::npos) << dir_map.err;
+}
+
+// A report holds its own data: a dataset stored in another file (a raw file that holds the very
+// values, so a reader that followed it found a valid report, diffed it and wrote the JSON) or an
+// external link (listed only as "soft or external links", after being followed) is refused
+// before anything is opened by name: exit 2, the report and the object named, no JSON.
+TEST(RunDiff, ReportsThatReachIntoOtherFilesAreRefused) {
+  Scratch s;
+  make_report(false).write(s / "base.h5");
+  const std::vector<double> curve = {1.0, 2.0, 3.0};  // make_report's alpha/c1 "curve"
+  write_text(s / "curve.raw", std::string(reinterpret_cast<const char*>(curve.data()), curve.size() * sizeof(double)));
+  const std::string curve_path = "/alpha/c1/data/curve";
+  const std::pair<const char*, std::string> plants[] = {
+      {"external_storage", curve_path + ": keeps its data in external files"},
+      {"external_link", curve_path + ": is an external link to '" + s / "base.h5" + ":" + curve_path + "'"},
+  };
+  for (const auto& [plant, message] : plants) {
+    const std::string doctored = s / (std::string(plant) + ".h5");
+    fs::copy_file(s / "base.h5", doctored);
+    const hid_t f = H5Fopen(doctored.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    const hid_t data = H5Gopen2(f, "/alpha/c1/data", H5P_DEFAULT);
+    H5Ldelete(data, "curve", H5P_DEFAULT);
+    if (std::string(plant) == "external_link") {
+      H5Lcreate_external((s / "base.h5").c_str(), curve_path.c_str(), data, "curve", H5P_DEFAULT, H5P_DEFAULT);
+    } else {
+      const hsize_t n = curve.size();
+      const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE), space = H5Screate_simple(1, &n, nullptr);
+      H5Pset_external(dcpl, (s / "curve.raw").c_str(), 0, n * sizeof(double));
+      H5Dclose(H5Dcreate2(data, "curve", H5T_IEEE_F64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT));
+      H5Sclose(space);
+      H5Pclose(dcpl);
+    }
+    H5Gclose(data);
+    ASSERT_GE(H5Fclose(f), 0);
+    for (bool doctored_is_new : {true, false}) {
+      const DiffRun r = doctored_is_new ? diff({s / "base.h5", doctored, "--json", s / "out.json"})
+                                        : diff({doctored, s / "base.h5", "--json", s / "out.json"});
+      EXPECT_EQ(r.rc, 2) << plant << r.out << r.err;
+      EXPECT_NE(r.err.find(std::string(doctored_is_new ? "NEW" : "BASE") + " '" + doctored + "' is not a valid report: " +
+                           message), std::string::npos) << plant << ": " << r.err;
+      EXPECT_TRUE(r.out.empty()) << plant << ": compared: " << r.out;
+      EXPECT_FALSE(fs::exists(s / "out.json")) << plant;
+    }
+    EXPECT_THROW(read_report(doctored), std::runtime_error) << plant;
+  }
+}
+
+// --json OUT follows forge-verify's report path policy, checked before the reports are read: an
+// existing file is replaced only with --force (it was replaced silently), never a non-regular
+// file, and no temporary name is left behind.
+TEST(RunDiff, JsonReplacesAnExistingFileOnlyWithForce) {
+  Scratch s;
+  make_report(false).write(s / "base.h5");
+  const std::string b = s / "base.h5", out = s / "out.json";
+  write_text(out, "the user's own file");
+  fs::create_directories(s / "folder.json");
+  const DiffRun kept = diff({b, b, "--json", out});
+  EXPECT_EQ(kept.rc, 2) << kept.err;
+  EXPECT_NE(kept.err.find("forge-verify diff: --json: report path '" + out +
+                          "' already exists and is not replaced unless asked (--force replaces an existing regular file)"),
+            std::string::npos) << kept.err;
+  EXPECT_TRUE(kept.out.empty()) << "compared before refusing: " << kept.out;
+  std::ifstream before(out);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(before)), std::istreambuf_iterator<char>()), "the user's own file");
+  const DiffRun folder = diff({b, b, "--json", s / "folder.json", "--force"});
+  EXPECT_EQ(folder.rc, 2) << folder.err;
+  EXPECT_NE(folder.err.find("is a directory"), std::string::npos) << folder.err;
+  EXPECT_TRUE(fs::is_directory(s / "folder.json"));
+
+  const DiffRun forced = diff({b, b, "--json", out, "--force"});
+  EXPECT_EQ(forced.rc, 0) << forced.err;
+  std::ifstream after(out);
+  const std::string text((std::istreambuf_iterator<char>(after)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"regressed\": false"), std::string::npos) << text;
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(s.dir)) names.insert(e.path().filename().string());
+  EXPECT_EQ(names, (std::set<std::string>{"base.h5", "out.json", "folder.json"})) << "a temporary file was left";
 }
 
 TEST(RunDiff, BadUsageExitsTwo) {

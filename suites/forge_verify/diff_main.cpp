@@ -22,7 +22,7 @@
 namespace fh {
 namespace {
 
-constexpr int kNoRegression = 0, kRegression = 1, kBadInput = 2;
+constexpr int kNoRegression = 0, kRegression = 1, kBadInput = 2, kInternal = 3;
 
 const char* kDiffHelp = R"(forge-verify diff: compare two forge-verify reports
 
@@ -40,7 +40,10 @@ alone). Information only: /meta (provenance), new claims, cases, checks and benc
 improvements, other evidence, case attributes, datasets (bit for bit).
 
 Options:
-  --json OUT             also write the changes as JSON to OUT (only when both reports were read)
+  --json OUT             also write the changes as JSON to OUT (only when both reports were read);
+                         OUT is never an input, never anything but a regular file, and is
+                         written to a temporary name beside it, then renamed
+  --force                replace an existing regular file at OUT
   --alpha A              Mann-Whitney significance level, 0 < A < 1 (default 0.05)
   --min-ratio R          minimum slowdown new/base median, R >= 1 (default 1.05)
   --margin-fraction F    a margin that shrank by more than F of the base's, 0 <= F <= 1
@@ -54,7 +57,8 @@ Options:
                          ("are these two runs the same?")
 
 Exit status: 0 nothing regressed, 1 something regressed (with --strict: anything outside /meta
-changed), 2 bad usage or an input that is not a readable, schema-valid report (nothing written).
+changed), 2 bad usage, an OUT the path policy refuses, or an input that is not a readable,
+schema-valid report (nothing written), 3 internal error (OUT could not be written after all).
 )";
 
 struct Usage : std::runtime_error { using std::runtime_error::runtime_error; };
@@ -111,7 +115,7 @@ int run_diff(int argc, char** argv) {
   DiffOptions opt;
   std::vector<std::string> files;
   std::string json_path, rename_path;
-  bool strict = false;
+  bool strict = false, force = false;
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -139,6 +143,8 @@ int run_diff(int argc, char** argv) {
         opt.compare_reasons = false;
       } else if (a == "--strict") {
         strict = true;
+      } else if (a == "--force") {
+        force = true;
       } else if (a.size() > 1 && a[0] == '-') {
         throw Usage("unknown option '" + a + "'");
       } else {
@@ -153,6 +159,14 @@ int run_diff(int argc, char** argv) {
                                      {"--rename-map", &rename_path}})
         if (!in->empty() && same_file(json_path, *in))
           throw Usage("--json '" + json_path + "' is the input " + role + " '" + *in + "'; an output never replaces an input");
+    // forge-verify's output policy, checked before the reports are read.
+    if (!json_path.empty()) {
+      try {
+        check_output_path("forge-verify diff", json_path, WriteOptions{.replace_existing = force});
+      } catch (const ReportPathError& e) {
+        throw Usage(std::string("--json: ") + e.what());
+      }
+    }
   } catch (const Usage& e) {
     std::cerr << "forge-verify diff: " << e.what() << "\n(forge-verify diff --help for usage)\n";
     return kBadInput;
@@ -201,12 +215,14 @@ int run_diff(int argc, char** argv) {
             << " regressions (" << files[0] << " -> " << files[1] << ")\n";
   if (!json_path.empty()) {
     try {
-      // The report path policy's writer: OUT is never a partial file, never a non-regular one.
+      // The report path policy's writer: a temporary name, then a rename that replaces only
+      // with --force (and never what appeared at OUT meanwhile without it).
       write_text_file(json_path, to_json(files[0], files[1], opt, applied, result).dump(2) + "\n",
-                      WriteOptions{.replace_existing = true});
+                      WriteOptions{.replace_existing = force});
     } catch (const std::exception& e) {
-      std::cerr << "forge-verify diff: --json: " << e.what() << "\n";
-      return kBadInput;
+      // OUT was checked before the reports were read: a failure now is the harness's.
+      std::cerr << "forge-verify diff: internal error: --json: " << e.what() << "\n";
+      return kInternal;
     }
   }
   const bool changed = std::any_of(result.changes.begin(), result.changes.end(),

@@ -570,11 +570,9 @@ int run(int argc, char** argv) {
   for (const std::string& out : outputs) {
     if (out.empty()) continue;
     try {
-      for (const std::string& stale : check_report_path(out, write_options))
-        std::fprintf(stderr, "forge-verify: removed stale temporary file '%s' (its process is gone)\n", stale.c_str());
+      check_output_path("forge-verify", out, write_options);
     } catch (const ReportPathError& e) {
-      throw UsageError(std::string(e.what()) +
-                       (e.kind == ReportPathError::Kind::exists ? " (--force replaces an existing regular file)" : ""));
+      throw UsageError(e.what());
     }
   }
   // The benchmarks are read now: a bad file is bad input, refused before the run.

@@ -8,16 +8,16 @@
 // Usage:
 //   forge-model-step --model llama31_8b|qwen3_14b|tiny [--layers N] [--tokens 512] [--tied]
 //                    [--update fused|standard|standard_cublas] [--state bf16|fp32|int8]
-//                    [--store bf16_rne|bf16_sr|fp32_master] [--steps 8] [--warmup 3] --out F.json
+//                    [--store bf16_rne|bf16_sr|fp32_master] [--steps 8] [--warmup 3] --out F.json [--force]
 //   forge-model-step ... --capacity MAX --out F.json   the most layers (0..MAX) whose step fits
-// Exit: 0 measured, 1 the step failed (the JSON says how; out of memory included), 2 bad arguments,
+// --out follows forge-verify's report path policy (reports/report.h), checked before any GPU work.
+// Exit: 0 measured, 1 the step failed (the JSON says how; out of memory included), 2 bad arguments
+// or a refused --out, 3 internal error (the JSON could not be written after the measurement),
 // 4 no GPU.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -26,6 +26,7 @@
 #include "kernels/gpu/device_info.h"
 #include "kernels/gpu/model_step.h"
 #include "reference/memory_model.h"
+#include "reports/report.h"
 
 namespace {
 
@@ -39,14 +40,21 @@ struct Args {
   std::string model, out, update = "fused", state = "bf16", store = "bf16_rne";
   int64_t layers = -1, tokens = 512, capacity = -1;
   int steps = 8, warmup = 3;  // warm-up as scripts/forge_model_bench.py
-  bool tied = false;
+  bool tied = false, force = false;
 };
 
+const char kUsage[] =
+    "usage: forge-model-step --model llama31_8b|qwen3_14b|tiny [--layers N] [--tokens T] [--tied]\n"
+    "         [--update fused|standard|standard_cublas] [--state bf16|fp32|int8]\n"
+    "         [--store bf16_rne|bf16_sr|fp32_master] [--steps N] [--warmup W] [--capacity MAX]\n"
+    "         --out F.json [--force]\n"
+    "--out: absent or a regular file (never a directory, device or symbolic link), replaced only with\n"
+    "--force; written to F.json.tmp.<pid> and renamed. Checked before any GPU work.\n"
+    "Exit: 0 measured, 1 the step failed (the JSON says how), 2 bad arguments or a refused --out,\n"
+    "3 internal error (the JSON could not be written), 4 no GPU.\n";
+
 [[noreturn]] void usage(const std::string& why) {
-  std::cerr << "forge-model-step: " << why
-            << "\nusage: forge-model-step --model llama31_8b|qwen3_14b|tiny [--layers N] [--tokens T] [--tied]\n"
-               "         [--update fused|standard|standard_cublas] [--state bf16|fp32|int8]\n"
-               "         [--store bf16_rne|bf16_sr|fp32_master] [--steps N] [--warmup W] [--capacity MAX] --out F.json\n";
+  std::cerr << "forge-model-step: " << why << "\n" << kUsage;
   std::exit(2);
 }
 
@@ -65,7 +73,10 @@ Args parse(int argc, char** argv) {
       if (i + 1 >= argc) usage(f + " needs a value");
       return argv[++i];
     };
-    if (f == "--model") a.model = val();
+    if (f == "-h" || f == "--help") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (f == "--model") a.model = val();
     else if (f == "--out") a.out = val();
     else if (f == "--update") a.update = val();
     else if (f == "--state") a.state = val();
@@ -76,11 +87,10 @@ Args parse(int argc, char** argv) {
     else if (f == "--warmup") a.warmup = int(parse_int(f, val(), 0, 100));
     else if (f == "--capacity") a.capacity = parse_int(f, val(), 1, 1000);
     else if (f == "--tied") a.tied = true;
+    else if (f == "--force") a.force = true;
     else usage("unknown argument " + f);
   }
   if (a.model.empty() || a.out.empty()) usage("--model and --out are required");
-  const std::filesystem::path dir = std::filesystem::absolute(a.out).parent_path();
-  if (!std::filesystem::is_directory(dir)) usage("the folder of --out does not exist: " + dir.string());
   return a;
 }
 
@@ -115,16 +125,6 @@ json phase_json(const TaggedPool::Phase& ph) {
   return {{"name", ph.name}, {"in_use", ph.in_use}, {"peak", ph.peak}, {"tagged_in_use", ph.tagged_in_use},
           {"tagged_peak", ph.tagged_peak}, {"device_used", ph.device_used}, {"outside_pool", ph.outside_pool},
           {"tags", tags}};
-}
-
-void write_json(const std::string& path, const json& doc) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << doc.dump(1) << "\n";
-    if (!f) throw std::runtime_error("cannot write " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot rename " + tmp + " to " + path);
 }
 
 // Eq. 6 (fused) or the standard path's model for this configuration, with the activations the step
@@ -165,6 +165,14 @@ int main(int argc, char** argv) {
   cfg.update = parse_update(a.update);
   cfg.state = parse_state(a.state);
   cfg.store = parse_store(a.store);
+  // Everything about --out before the GPU is touched: a run that cannot keep its measurement
+  // (an 8B step takes minutes) is refused here.
+  const fh::WriteOptions write_options{.replace_existing = a.force};
+  try {
+    fh::check_output_path("forge-model-step", a.out, write_options);
+  } catch (const fh::ReportPathError& e) {
+    usage(std::string("--out: ") + e.what());
+  }
   const fh::DeviceInfo& dev = fh::query_device_info();
   if (!dev.available) {
     std::cerr << "forge-model-step: no GPU: " << dev.reason << "\n";
@@ -282,10 +290,11 @@ int main(int argc, char** argv) {
     rc = 1;
   }
   try {
-    write_json(a.out, doc);
+    fh::write_text_file(a.out, doc.dump(1) + "\n", write_options);
   } catch (const std::exception& e) {
-    std::cerr << "forge-model-step: " << e.what() << "\n";
-    return 2;
+    // --out was checked before the measurement: a failure now is not the arguments' fault.
+    std::cerr << "forge-model-step: internal error: --out: " << e.what() << "\n";
+    return 3;
   }
   std::cerr << "forge-model-step: " << config << " " << doc["status"].get<std::string>()
             << (doc.contains("peak_bytes") ? " peak " + doc["peak_bytes"].dump() : "")
