@@ -199,6 +199,12 @@ TEST(ForgeVerifyCli, SmallRunWritesAValidReport) {
     ASSERT_EQ(gpu->checks.size(), 1u);
     EXPECT_EQ(gpu->checks[0].verdict, fh::Verdict::not_run);
     EXPECT_EQ(gpu->checks[0].reason.rfind("no GPU", 0), 0u) << gpu->checks[0].reason;
+    // With no driver the reason says so, with the CUDA error's name: the runtime's own "driver
+    // version is insufficient" sent newcomers to upgrade a driver that is not there.
+    if (fh::query_device_info().driver == "none") {
+      EXPECT_EQ(gpu->checks[0].reason.rfind("no GPU: no NVIDIA driver or device on this machine (cudaError", 0), 0u)
+          << gpu->checks[0].reason;
+    }
   }
   // Every claim that ran wrote each dataset its registry row declares, and (the builder enforces
   // it) no other.
