@@ -51,7 +51,13 @@ DeviceInfo probe() {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
-    info.reason = std::string(cudaGetErrorName(err)) + " (" + cudaGetErrorString(err) + ")";
+    // With no driver at all the runtime says "CUDA driver version is insufficient", which sends
+    // a newcomer to upgrade a driver they do not have; say what it means, keep the error name.
+    // A driver that is present (drv > 0) but too old keeps the runtime's own text.
+    if (err == cudaErrorNoDevice || (err == cudaErrorInsufficientDriver && drv == 0))
+      info.reason = std::string("no NVIDIA driver or device on this machine (") + cudaGetErrorName(err) + ")";
+    else
+      info.reason = std::string(cudaGetErrorName(err)) + " (" + cudaGetErrorString(err) + ")";
     cudaGetLastError();  // clear the sticky-free error so later calls start clean
     return info;
   }

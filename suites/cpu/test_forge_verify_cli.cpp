@@ -146,6 +146,25 @@ TEST(ForgeVerifyCli, NumericOptionsAreRangeChecked) {
   fs::remove_all(report.parent_path());
 }
 
+// --help names the subcommands (diff, external-cases), which a user could not find from it
+// before, and each subcommand answers its own --help; all exit 0 with the text on stdout.
+TEST(ForgeVerifyCli, HelpNamesTheSubcommands) {
+  const fs::path out = scratch("help.txt");
+  auto help = [&](const std::string& args) {
+    const int raw = std::system((std::string(FH_FORGE_VERIFY) + " " + args + " >" + out.string() + " 2>/dev/null").c_str());
+    EXPECT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0) << args << ": status " << raw;
+    std::ifstream f(out);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  const std::string text = help("--help");
+  for (const char* want : {"forge-verify diff BASE.h5 NEW.h5", "forge-verify external-cases --set",
+                           "Subcommands", "  diff ", "  external-cases "})
+    EXPECT_NE(text.find(want), std::string::npos) << "--help lacks '" << want << "':\n" << text;
+  EXPECT_EQ(help("diff --help").rfind("forge-verify diff:", 0), 0u);
+  EXPECT_NE(help("external-cases --help").find("Usage: forge-verify external-cases"), std::string::npos);
+  fs::remove_all(out.parent_path());
+}
+
 TEST(ForgeVerifyCli, SmallRunWritesAValidReport) {
   const fs::path report = scratch("small.h5");
   fs::remove(report);
@@ -180,6 +199,12 @@ TEST(ForgeVerifyCli, SmallRunWritesAValidReport) {
     ASSERT_EQ(gpu->checks.size(), 1u);
     EXPECT_EQ(gpu->checks[0].verdict, fh::Verdict::not_run);
     EXPECT_EQ(gpu->checks[0].reason.rfind("no GPU", 0), 0u) << gpu->checks[0].reason;
+    // With no driver the reason says so, with the CUDA error's name: the runtime's own "driver
+    // version is insufficient" sent newcomers to upgrade a driver that is not there.
+    if (fh::query_device_info().driver == "none") {
+      EXPECT_EQ(gpu->checks[0].reason.rfind("no GPU: no NVIDIA driver or device on this machine (cudaError", 0), 0u)
+          << gpu->checks[0].reason;
+    }
   }
   // Every claim that ran wrote each dataset its registry row declares, and (the builder enforces
   // it) no other.

@@ -54,6 +54,13 @@ constexpr uint64_t kSamplesMax = 10000000;
 const char* kHelp = R"(forge-verify: audit the FORGE claims (fused optimizer step in the wgrad GEMM)
 
 Usage: forge-verify [options]
+       forge-verify diff BASE.h5 NEW.h5 [options]
+       forge-verify external-cases --set ci|forge [--seed N] [--force] OUT.h5
+
+Subcommands (each has its own --help):
+  diff                     compare two reports: what regressed, improved or changed
+  external-cases           write the cases file an external producer answers
+                           (docs/EXTERNAL_PRODUCER.md; judged with --external)
 
 With no options it runs every claim on the default configuration: every rule with
 torch.optim's default hyperparameters, state formats fp32, bf16, int8 (block 64), weight stores
