@@ -7,7 +7,7 @@
 # that lacks one (gpu_runner.sh puts lib/ on LD_LIBRARY_PATH only when ldd reports a library
 # missing). cuBLAS is never bundled: the runner's own cuBLAS 13.1 in /usr/local/cuda is the one
 # the suites describe.
-# Usage: scripts/gpu_bundle.sh            (build dir: $FH_BUILD_DIR or build/, jobs: $FH_JOBS)
+# Usage: scripts/gpu_bundle.sh            (build dir: $FH_BUILD_DIR or build/, jobs: $FH_JOBS, FH_BUNDLE_SUITES, FH_NO_BENCH=1 leaves forge-bench out)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${FH_BUILD_DIR:-$ROOT/build}"
@@ -26,7 +26,13 @@ for src in "$ROOT"/suites/gpu/test_*.cu "$ROOT"/suites/gpu/test_*.cpp; do
   name="$(basename "$src")"; gpu_suites+=("${name%.*}")
 done
 targets=("${gpu_suites[@]}" forge-verify forge-torch-compat forge-model-step)
-if ninja -C "$BUILD" -t targets all 2>/dev/null | grep "^forge-bench:" >/dev/null; then
+# FH_BUNDLE_SUITES: only these GPU suites and no forge-verify / torch-compat / model-step (a
+# kernel speed run's bundle, well under the carry limit now that every binary holds two kernels).
+if [ -n "${FH_BUNDLE_SUITES:-}" ]; then
+  read -r -a gpu_suites <<< "$FH_BUNDLE_SUITES"
+  targets=("${gpu_suites[@]}")
+fi
+if [ -z "${FH_NO_BENCH:-}" ] && ninja -C "$BUILD" -t targets all 2>/dev/null | grep "^forge-bench:" >/dev/null; then
   targets+=(forge-bench)
 else
   echo "gpu_bundle: forge-bench is not configured (Google Benchmark not found): bundle without benchmarks" >&2

@@ -35,7 +35,9 @@ FusedPlantedDefect fused_planted_defect() { return FusedPlantedDefect(g_fused_pl
 
 namespace {
 std::mutex g_schedule_mutex;
-FusedSchedule g_schedule;
+// The pingpong kernel is opt-in (FusedKernel::automatic or pingpong) until a runner call has
+// passed the GPU suites with it (kernels/gpu/NOTES.md, v23): the process starts on block_per_tile.
+FusedSchedule g_schedule{-1, 0, FusedKernel::block_per_tile};
 }
 void set_fused_schedule(const FusedSchedule& s) {
   if (s.stagger_us < -1 || s.stagger_us > 1000000 || s.stagger_stride < 0)

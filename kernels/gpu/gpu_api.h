@@ -132,7 +132,8 @@ FusedPlantedDefect fused_planted_defect();
 // Process-wide. forge-bench reads FH_FUSED_STAGGER_US and FH_FUSED_STAGGER_STRIDE.
 //   kernel (128 x 128 tile): automatic = pingpong where its operands allow TMA (16-byte aligned
 //     rows), block_per_tile otherwise; the other two force one (pingpong refuses what it cannot
-//     run). The stagger applies to block_per_tile only. forge-bench reads FH_FUSED_KERNEL.
+//     run). The stagger applies to block_per_tile only. forge-bench reads FH_FUSED_KERNEL. The
+//     process starts on block_per_tile (gpu_api.cu) until the pingpong kernel has run on the GPU.
 enum class FusedKernel : int { automatic = 0, block_per_tile = 1, pingpong = 2 };
 const char* fused_kernel_name(FusedKernel k);
 struct FusedSchedule {

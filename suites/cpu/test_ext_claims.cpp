@@ -5,6 +5,8 @@
 // a planted defect: a one-ulp change in W, a wrong order declaration, a corrupted INT8 code.
 // Bad files (truncated, another cases file's results, a missing dataset) are refused.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <hdf5.h>
 
 #include <cmath>
@@ -362,8 +364,10 @@ TEST(ExternalFiles, CaseHyperparametersAreCheckedWhenOpened) {
 // file is opened, naming the file and the object, and nothing is followed.
 TEST(ExternalFiles, DataInOtherFilesIsRefusedNotFollowed) {
   const fh::ext::CasesFile cases(cases_path());
-  const fh::ext::CaseSpec& probe = cases.cases()[0];
-  ASSERT_EQ(probe.kind, "order_probe");
+  const auto probe_it = std::find_if(cases.cases().begin(), cases.cases().end(),
+                                    [](const fh::ext::CaseSpec& c) { return c.kind == "order_probe"; });
+  ASSERT_NE(probe_it, cases.cases().end()) << "the cases file has no order probe";
+  const fh::ext::CaseSpec& probe = *probe_it;
   const fh::ext::Tensor zeros = Tensor::make(fh::ext::Dtype::fp32, {probe.out, probe.in});
   const std::string good = dir() / "probe_good.h5", raw = dir() / "probe_g.raw";
   fh::ext::write_results_file(good, {cases.header().cases_id, "planted", "planted_path", "fused", {}, {}},

@@ -9,6 +9,8 @@
 // - item 7: an internal error (out of memory, a failed report write) exits 3, not 1.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -398,8 +400,10 @@ TEST_F(ForgeVerifyPaths, DeclaredOrderOutOfRangeIsBadInput) {
   const fh::ext::ResultsHeader h{cf.header().cases_id, "planted", "planted_path", "fused",
                                  {"mma_chain", int64_t(1) << 62, 1, 16}, {}};
   // The order probe answered (zeros): judging it builds the declared order.
-  const fh::ext::CaseSpec& probe = cf.cases()[0];
-  ASSERT_EQ(probe.kind, "order_probe");
+  const auto probe_it = std::find_if(cf.cases().begin(), cf.cases().end(),
+                                    [](const fh::ext::CaseSpec& c) { return c.kind == "order_probe"; });
+  ASSERT_NE(probe_it, cf.cases().end()) << "the cases file has no order probe";
+  const fh::ext::CaseSpec& probe = *probe_it;
   fh::ext::write_results_file(
       results, h, {{probe.id, "ok", "", "", {{"G", fh::ext::Tensor::make(fh::ext::Dtype::fp32, {probe.out, probe.in})}}}});
   const RunResult r = verify("--external " + results + " --external-cases " + cases + " --report r.h5");
@@ -494,7 +498,7 @@ TEST_F(ForgeVerifyPaths, ModelStepOutIsCheckedBeforeAnyGpuWork) {
     EXPECT_EQ(r.status, 2) << args << ": " << r.err;
     EXPECT_NE(r.err.find("forge-model-step: --out: "), std::string::npos) << args << ": " << r.err;
     EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
-    EXPECT_EQ(r.err.find("no GPU"), std::string::npos) << args << ": the GPU was looked for first";
+    EXPECT_EQ(r.err.find("no GPU:"), std::string::npos) << args << ": the GPU was looked for first";
     EXPECT_TRUE(r.out.empty()) << args << ": " << r.out;
   }
   EXPECT_EQ(slurp(dir_ / "kept.json"), "a measurement the user keeps");
