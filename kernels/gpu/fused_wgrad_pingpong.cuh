@@ -48,7 +48,7 @@ struct PingpongCfg {
   static constexpr size_t kGBufFloats = size_t(PingpongHalfTile<>::TR) * PingpongHalfTile<>::kLdG;
   static constexpr size_t kRingBytes = size_t(kStages) * kSlotBytes;
   static constexpr size_t kBarrierOffset = kRingBytes + kConsumers * kGBufFloats * 4;
-  static constexpr size_t kSmemBytes = kBarrierOffset + 2 * kStages * sizeof(uint64_t) + kWgmmaAtomBytes;
+  static constexpr size_t kSmemBytes = kBarrierOffset + (2 * kStages + kConsumers) * sizeof(uint64_t) + kWgmmaAtomBytes;
   static_assert(TR == 2 * kTmaBoxCols && TC == 2 * kTmaBoxCols, "two TMA boxes per operand and chunk");
   static_assert(kSmemBytes <= 232448, "one block's shared memory on sm_90");
 };
@@ -299,6 +299,11 @@ __global__ void __launch_bounds__(PingpongCfg::kThreads, 1)
   float* gbuf = reinterpret_cast<float*>(ring + PingpongCfg::kRingBytes);
   uint64_t* full = reinterpret_cast<uint64_t*>(ring + PingpongCfg::kBarrierOffset);
   uint64_t* empty = full + S;
+  // handoff[c]: consumer c may start waiting on its next tile's chunks (completed by the four warps
+  // of the other consumer when their mainloop of the previous tile is done). Without it a consumer
+  // waited on a slot two phases ahead and the parity wait passed on the older phase (the runner's
+  // first call: a launch failure at 4096^2, where blocks hold several tiles).
+  uint64_t* handoff = empty + S;
   // The warpgroup index from lane 0, so that ptxas sees the role branch as warp-uniform (else it
   // serializes the wgmma behind it, C7520).
   const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0), lane = threadIdx.x & 31;
@@ -312,6 +317,7 @@ __global__ void __launch_bounds__(PingpongCfg::kThreads, 1)
       mbar_init(full + i, 1);
       mbar_init(empty + i, 4 * kCtas);  // the four warps of the consumer reading the slot, in each block
     }
+    for (int c = 0; c < PingpongCfg::kConsumers; ++c) mbar_init(handoff + c, 4);
     fence_mbarrier_init();
   }
   if constexpr (kCtas == 2)
@@ -392,7 +398,10 @@ __global__ void __launch_bounds__(PingpongCfg::kThreads, 1)
         if (whole[0] && c == (nchunks > kFusedEarlyPrefetchChunks ? nchunks - kFusedEarlyPrefetchChunks : 0))
           prefetch_first_passes(o0, i0);
       };
+      // Tile k's chunks are waited on only after tile k - 1's mainloop is done (phase (k - 1) / 2).
+      if (k > 0) mbar_wait(handoff + consumer, uint32_t((k - 1) / 2) & 1u);
       pingpong_tile_mainloop(ring, full, k * tiles.nchunks, tiles.nchunks, a.T, acc, early_prefetch, release);
+      if (lane == 0) mbar_arrive(handoff + (1 - consumer));
       if constexpr (kGRoundTrip) g_round_trip(g_trip, a.out, a.in, o0, i0, acc, cwarp, lane);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
