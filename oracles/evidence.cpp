@@ -1,5 +1,6 @@
 #include "oracles/evidence.h"
 
+#include <cmath>
 #include <stdexcept>
 #include <utility>
 
@@ -107,6 +108,49 @@ Check& Check::bitwise(int64_t n_differing, double ulp, std::string first) {
   max_ulp = ulp;
   first_diff = std::move(first);
   return *this;
+}
+
+namespace {
+
+bool on_passing_side(double metric, double bound, PassIf p) {
+  switch (p) {
+    case PassIf::at_most: return metric <= bound;
+    case PassIf::below: return metric < bound;
+    case PassIf::at_least: return metric >= bound;
+    case PassIf::above: return metric > bound;
+  }
+  return false;
+}
+
+// The one decision every verdict comes from.
+bool meets(double metric, double bound, PassIf p) { return std::isfinite(metric) && on_passing_side(metric, bound, p); }
+
+}  // namespace
+
+Check judge_and(std::string name, std::string metric_name, double metric, double bound, PassIf pass_if, bool also,
+                std::string reason) {
+  if (also && meets(metric, bound, pass_if))
+    return Check::passed(std::move(name), std::move(metric_name), metric, bound).passes_if(pass_if);
+  // NaN, or an infinity the comparison alone would let pass: the caller's reason would not say why.
+  if (std::isnan(metric) || (std::isinf(metric) && on_passing_side(metric, bound, pass_if)))
+    reason = metric_name + " is " + (std::isnan(metric) ? "NaN" : metric > 0 ? "inf" : "-inf") +
+             ", not a finite measurement" + (reason.empty() ? "" : "; " + reason);
+  return Check::failed(std::move(name), std::move(metric_name), metric, bound, std::move(reason)).passes_if(pass_if);
+}
+
+Check judge(std::string name, std::string metric_name, double metric, double bound, PassIf pass_if, std::string reason) {
+  return judge_and(std::move(name), std::move(metric_name), metric, bound, pass_if, true, std::move(reason));
+}
+
+Check judge_true(std::string name, std::string metric_name, bool ok, std::string reason) {
+  return judge(std::move(name), std::move(metric_name), ok ? 0.0 : 1.0, 0.0, PassIf::at_most, std::move(reason));
+}
+
+void judge_case(ClaimCaseResult& r, double metric, double bound, PassIf pass_if, bool also) {
+  r.metric = metric;
+  r.bound = bound;
+  r.pass_if = pass_if;
+  r.pass = also && meets(metric, bound, pass_if);
 }
 
 Check case_check(const ClaimCaseResult& r, const std::string& check_name) {

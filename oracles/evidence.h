@@ -59,6 +59,22 @@ struct Check {
   Check& bitwise(int64_t differing, double max_ulp, std::string first_diff);
 };
 
+// ---- the one judge ----
+// Every pass or fail is decided here, from the metric, its bound and the side that passes, and
+// that side is recorded with the verdict, so a check's relation cannot disagree with it. A metric
+// that is not finite never passes (NaN: nothing was measured). A fail keeps `reason`; when the
+// metric's non-finiteness alone decided, the reason says so first.
+Check judge(std::string name, std::string metric_name, double metric, double bound, PassIf pass_if,
+            std::string reason = {});
+// judge, and `also` must hold too: a condition the metric does not carry (a precondition such as
+// "a step was compared", or elements an oracle judged one by one while the metric shows the worst
+// ratio). A pass still needs the metric on its passing side; on a fail `reason` says what failed.
+// Not a way to pass a hand-made verdict in: use judge when the metric decides alone.
+Check judge_and(std::string name, std::string metric_name, double metric, double bound, PassIf pass_if,
+                bool also, std::string reason);
+// A yes/no check (it ran, it fits): metric 0 when ok, else 1, against bound 0 ("<=").
+Check judge_true(std::string name, std::string metric_name, bool ok, std::string reason = {});
+
 // One case's outcome as a claim runner gathers it before it becomes a Check (case_check below):
 // a bitwise case (bound 0, metric = differing), a bounded case (metric <= bound), or not run.
 struct ClaimCaseResult {
@@ -75,6 +91,10 @@ struct ClaimCaseResult {
   PassIf pass_if = PassIf::at_most;  // bounded cases: which side of the bound passes
   std::string note;
 };
+
+// The judge of a runner's case (judge_and's rule): records metric, bound and direction in r and
+// decides r.pass from them. A fail's reason is r's note or first_diff, as case_check maps it.
+void judge_case(ClaimCaseResult& r, double metric, double bound, PassIf pass_if, bool also = true);
 
 // The Check of a runner's case, named `check_name`: a bitwise result (bound 0 and metric ==
 // differing) carries its bitwise evidence, a not-run result its reason. The only mapping from

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "oracles/ulp.h"
 
@@ -66,11 +67,32 @@ void compare_params(ParamEvidence& ev, const HostParam& a, const HostParam& b, i
 
 
 Check bitwise_check(const std::string& name, const ParamEvidence& ev, const std::string& fail_reason) {
-  if (ev.differing == 0)
-    return Check::passed(name, "differing", 0, 0).bitwise(0, 0, "");
   const std::string first = ev.first_diff.empty() ? "unknown" : ev.first_diff;
-  return Check::failed(name, "differing", double(ev.differing), 0, fail_reason.empty() ? first : fail_reason + ": " + first)
-      .bitwise(ev.differing, ev.max_ulp, first);
+  Check c = judge(name, "differing", double(ev.differing), 0, PassIf::at_most,
+                  fail_reason.empty() ? first : fail_reason + ": " + first);
+  // Nothing differs: no ulp distance, no coordinate.
+  return ev.differing == 0 ? c.bitwise(0, 0, "") : c.bitwise(ev.differing, ev.max_ulp, first);
+}
+
+void fill_bitwise(ClaimCaseResult& c, const ParamEvidence& ev) {
+  c.metric = double(ev.differing);
+  c.bound = 0.0;
+  c.differing = ev.differing;
+  c.max_ulp = ev.max_ulp;
+  c.first_diff = ev.first_diff;
+}
+
+void judge_bitwise(ClaimCaseResult& c, const ParamEvidence& ev) {
+  fill_bitwise(c, ev);
+  judge_case(c, double(ev.differing), 0.0, PassIf::at_most);
+}
+
+ClaimCaseResult bitwise_case(std::string claim, std::string case_name, const ParamEvidence& ev) {
+  ClaimCaseResult c;
+  c.claim = std::move(claim);
+  c.case_name = std::move(case_name);
+  judge_bitwise(c, ev);
+  return c;
 }
 
 ParamEvidence evidence_of(const BitwiseReport& r, const std::string& where) {

@@ -26,6 +26,13 @@ void compare_params(ParamEvidence& ev, const HostParam& a, const HostParam& b, i
 // A bitwise check from folded evidence: metric = differing elements, bound = 0; a failure's
 // reason is fail_reason (when given) and the first difference.
 Check bitwise_check(const std::string& name, const ParamEvidence& ev, const std::string& fail_reason = {});
+// A runner's case from folded evidence: differing, max ulp and the first difference, metric =
+// differing against bound 0 (a bounded case then judges its own metric with judge_case).
+void fill_bitwise(ClaimCaseResult& c, const ParamEvidence& ev);
+// The one bitwise case: fill_bitwise, judged (passes when nothing differs).
+void judge_bitwise(ClaimCaseResult& c, const ParamEvidence& ev);
+// The same as a new case `case_name` of `claim`.
+ClaimCaseResult bitwise_case(std::string claim, std::string case_name, const ParamEvidence& ev);
 // The evidence of one comparison.
 ParamEvidence evidence_of(const BitwiseReport& r, const std::string& where = {});
 

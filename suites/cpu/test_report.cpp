@@ -518,3 +518,59 @@ TEST(ReportDirections, APassOnTheWrongSideOfItsBoundIsRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+// The one judge (oracles/evidence.h): the verdict follows metric, bound and direction, and the
+// direction it decided by is the one recorded.
+TEST(Judge, DecidesFromMetricBoundAndDirection) {
+  using fh::PassIf;
+  struct Row { double metric, bound; PassIf pass_if; Verdict want; };
+  for (const Row& r : {Row{1, 1, PassIf::at_most, Verdict::pass}, Row{2, 1, PassIf::at_most, Verdict::fail},
+                       Row{1, 1, PassIf::below, Verdict::fail}, Row{0.5, 1, PassIf::below, Verdict::pass},
+                       Row{1, 1, PassIf::at_least, Verdict::pass}, Row{0, 1, PassIf::at_least, Verdict::fail},
+                       Row{1, 1, PassIf::above, Verdict::fail}, Row{2, 1, PassIf::above, Verdict::pass}}) {
+    const Check c = fh::judge("c", "m", r.metric, r.bound, r.pass_if, "why");
+    EXPECT_EQ(c.verdict, r.want) << r.metric << " " << fh::pass_if_name(r.pass_if) << " " << r.bound;
+    EXPECT_EQ(c.pass_if, r.pass_if);
+    EXPECT_EQ(c.reason, r.want == Verdict::pass ? "" : "why");  // a reason is a fail's
+  }
+}
+
+TEST(Judge, ANonFiniteMetricNeverPasses) {
+  const Check nan = fh::judge("c", "m", kNaN, 1, fh::PassIf::at_most);
+  EXPECT_EQ(nan.verdict, Verdict::fail);
+  EXPECT_NE(nan.reason.find("NaN"), std::string::npos) << nan.reason;
+  const Check inf = fh::judge("c", "m", kInf, 1, fh::PassIf::at_least, "why");
+  EXPECT_EQ(inf.verdict, Verdict::fail);
+  EXPECT_NE(inf.reason.find("inf"), std::string::npos) << inf.reason;
+  EXPECT_EQ(fh::judge("c", "m", kInf, kInf, fh::PassIf::at_most).verdict, Verdict::fail);
+  EXPECT_EQ(fh::judge("c", "m", -kInf, 0, fh::PassIf::below).verdict, Verdict::fail);
+  // An infinity on the failing side fails on its own: the caller's reason stands.
+  EXPECT_EQ(fh::judge("c", "m", kInf, 1, fh::PassIf::at_most, "why").reason, "why");
+}
+
+TEST(Judge, AlsoTrueAndCases) {
+  EXPECT_EQ(fh::judge_and("c", "m", 0, 1, fh::PassIf::at_most, false, "no step compared").verdict, Verdict::fail);
+  EXPECT_EQ(fh::judge_and("c", "m", 2, 1, fh::PassIf::at_most, true, "too far").verdict, Verdict::fail);
+  EXPECT_EQ(fh::judge_and("c", "m", 0, 1, fh::PassIf::at_most, true, "").verdict, Verdict::pass);
+  const Check yes = fh::judge_true("ran", "failed", true), no = fh::judge_true("ran", "failed", false, "crashed");
+  EXPECT_EQ(yes.verdict, Verdict::pass);
+  EXPECT_EQ(yes.metric, 0);
+  EXPECT_EQ(no.verdict, Verdict::fail);
+  EXPECT_EQ(no.metric, 1);
+  EXPECT_EQ(no.bound, 0);
+  EXPECT_EQ(no.reason, "crashed");
+  fh::ClaimCaseResult r;
+  fh::judge_case(r, 0.5, 1, fh::PassIf::below);
+  EXPECT_TRUE(r.pass);
+  EXPECT_EQ(r.pass_if, fh::PassIf::below);
+  EXPECT_EQ(r.metric, 0.5);
+  EXPECT_EQ(r.bound, 1);
+  fh::judge_case(r, 0.5, 1, fh::PassIf::below, false);
+  EXPECT_FALSE(r.pass);
+  fh::judge_case(r, kNaN, 1, fh::PassIf::at_most);
+  EXPECT_FALSE(r.pass);
+}
+
+}  // namespace
