@@ -65,11 +65,9 @@ std::vector<ClaimCaseResult> run_corollary1_cases(const Corollary1Config& cfg) {
           }
         }
     }
-    fill(ev_g, cg);
-    cg.metric = worst;
-    cg.bound = 1.0;
+    fill_bitwise(cg, ev_g);  // G's bitwise evidence, shown; the bound below decides
     cg.metric_name = "max_diff_over_bound";
-    cg.pass = worst <= 1.0;
+    judge_case(cg, worst, 1.0, PassIf::at_most);
     cg.note = "max dev/bound " + std::to_string(worst) + " at " + (worst_at.empty() ? "-" : worst_at) +
               " (dev " + std::to_string(worst_abs) + "); G differs from the exactly rounded G in " +
               std::to_string(ev_g.differing) + " elements (expected: a different order)";
@@ -114,8 +112,7 @@ std::vector<ClaimCaseResult> run_corollary1_cases(const Corollary1Config& cfg) {
       }
       Evidence both = ev_twin;
       both.add(ev_ref);
-      fill(both, c);
-      c.pass = both.differing == 0;
+      judge_bitwise(c, both);
       c.note = "W/state twin vs exact-G step differ in " + std::to_string(ev_dev.differing) +
                " (max " + std::to_string(ev_dev.max_ulp) + " ulp), all explained by G";
       results.push_back(std::move(c));
@@ -151,10 +148,8 @@ std::vector<ClaimCaseResult> run_corollary1_cases(const Corollary1Config& cfg) {
             }
           }
       }
-      c.metric = worst_dx;
-      c.bound = 1.0;
       c.metric_name = "max_dx_diff_over_bound";
-      c.pass = worst_dx <= 1.0;
+      judge_case(c, worst_dx, 1.0, PassIf::at_most);
       c.note = "max dev/bound " + std::to_string(worst_dx) + (at.empty() ? "" : " at " + at);
       results.push_back(std::move(c));
     }
@@ -176,8 +171,7 @@ std::vector<ClaimCaseResult> run_corollary1_cases(const Corollary1Config& cfg) {
         two_phase_step_host(ref, s.X.data(), s.dY.data(), T, k + 1, GradProducer::tensor_core_chain);
         compare_params(ev, twin, ref, k + 1, tile, "twin vs tensor_core_chain standard step");
       }
-      fill(ev, c);
-      c.pass = ev.differing == 0;
+      judge_bitwise(c, ev);
       results.push_back(std::move(c));
     }
   }

@@ -109,12 +109,10 @@ void claim_ext_int8(const VerifyConfig& cfg, Report& report, const Progress& pro
                  "codes farther than half a step (+1e-3) from x/scale (not round to nearest), and codes judged");
       cs.set_attr("rounding", not_nearest == 0 ? "round to nearest: no stochastic rounding"
                                                : std::to_string(not_nearest) + " codes not the nearest (stochastic or biased rounding)");
-      cs.add_check(worst_elem <= 1 ? Check::passed("codes_within_half_step", "max_err_over_half_step", worst_elem, 1)
-                                   : Check::failed("codes_within_half_step", "max_err_over_half_step", worst_elem, 1,
-                                                   "a stored code is farther than half a step from the true moment: " + first_elem));
-      cs.add_check(worst_scale <= 1 ? Check::passed("scale_is_absmax_over_127", "max_scale_err_over_tol", worst_scale, 1)
-                                    : Check::failed("scale_is_absmax_over_127", "max_scale_err_over_tol", worst_scale, 1,
-                                                    "a block's scale is not absmax/127 of its true moments: " + first_scale));
+      cs.add_check(judge("codes_within_half_step", "max_err_over_half_step", worst_elem, 1, PassIf::at_most,
+                         "a stored code is farther than half a step from the true moment: " + first_elem));
+      cs.add_check(judge("scale_is_absmax_over_127", "max_scale_err_over_tol", worst_scale, 1, PassIf::at_most,
+                         "a block's scale is not absmax/127 of its true moments: " + first_scale));
       progress.note(f->path_name() + " " + c.id + ": worst " + std::to_string(worst_elem) + " of half a step");
     }
   }

@@ -38,18 +38,14 @@ CaseRecord& model_case(Report& report, const std::string& claim, const ModelBenc
 // A configuration that did not finish is a verdict: failed, with its error. One that finished
 // but trained to NaN fails losses_finite: its memory and time are not those of a working step.
 bool record_failed_run(CaseRecord& cs, const ModelBenchResult& r) {
-  if (r.status != "ok") {
-    cs.add_check(Check::failed("ran", "failed", 1, 0, "the configuration did not finish: " + r.error));
-    return true;
-  }
-  cs.add_check(Check::passed("ran", "failed", 0, 0));
+  cs.add_check(judge_true("ran", "failed", r.status == "ok", "the configuration did not finish: " + r.error));
+  if (r.status != "ok") return true;
   cs.add_i64("nonfinite_losses", {r.nonfinite_losses, r.losses}, "training losses that were not finite, of all recorded");
   if (r.losses == 0) cs.add_check(Check::not_run("losses_finite", "the file records no losses"));
-  else if (r.nonfinite_losses == 0) cs.add_check(Check::passed("losses_finite", "nonfinite", 0, 0));
   else
-    cs.add_check(Check::failed("losses_finite", "nonfinite", double(r.nonfinite_losses), 0,
-                               std::to_string(r.nonfinite_losses) + " of " + std::to_string(r.losses) +
-                                   " training losses are NaN or infinite: the run does not train"));
+    cs.add_check(judge("losses_finite", "nonfinite", double(r.nonfinite_losses), 0, PassIf::at_most,
+                       std::to_string(r.nonfinite_losses) + " of " + std::to_string(r.losses) +
+                           " training losses are NaN or infinite: the run does not train"));
   return false;
 }
 

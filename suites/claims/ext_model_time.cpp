@@ -19,11 +19,9 @@ void claim_ext_model_time(const VerifyConfig& cfg, Report& report, const Progres
       cs.set_attr("readme_row", row->row);
       cs.add_f64("readme_step_ms", {row->step_ms, row->step_spread_ms}, "the README's step time and its +- spread");
       const double off = std::fabs(r.median_ms - row->step_ms);
-      cs.add_check(off <= row->step_spread_ms
-                       ? Check::passed("matches_readme_step_time", "abs_difference_ms", off, row->step_spread_ms)
-                       : Check::failed("matches_readme_step_time", "abs_difference_ms", off, row->step_spread_ms,
-                                       "median " + std::to_string(r.median_ms) + " ms, outside the README's " +
-                                           std::to_string(row->step_ms) + " +- " + std::to_string(row->step_spread_ms)));
+      cs.add_check(judge("matches_readme_step_time", "abs_difference_ms", off, row->step_spread_ms, PassIf::at_most,
+                         "median " + std::to_string(r.median_ms) + " ms, outside the README's " +
+                             std::to_string(row->step_ms) + " +- " + std::to_string(row->step_spread_ms)));
     } else {
       cs.add_check(Check::not_run("matches_readme_step_time", "the README has no row for configuration " + r.config));
     }

@@ -239,7 +239,7 @@ bool record_not_ok(CaseRecord& cs, const ext::ResultsFile& r, const std::string&
                                            (rc->status == "unsupported" ? "does not support" : "failed on") +
                                            " this case (its own rows carry that): " + rc->error));
   else if (rc->status == "unsupported") cs.add_check(Check::not_run("ran", "unsupported by this path: " + rc->error));
-  else cs.add_check(Check::failed("ran", "ran", 0, 1, "the path failed on this case: " + rc->error).passes_if(PassIf::at_least));
+  else cs.add_check(judge("ran", "ran", 0, 1, PassIf::at_least, "the path failed on this case: " + rc->error));
   return true;
 }
 

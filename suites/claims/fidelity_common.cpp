@@ -1,9 +1,9 @@
 #include "suites/claims/fidelity_common.h"
 
-#include <algorithm>
 #include <cstdio>
 
 #include "kernels/gpu/gpu_step_backend.h"
+#include "oracles/param_compare.h"
 
 namespace fh {
 
@@ -25,9 +25,9 @@ void record_twin_tally_case(Report& report, const std::string& group, const Twin
   CaseRecord& cs = report.add_case(group, "fused kernel == host twin on every step");
   cs.set_attr("steps", std::to_string(tally.steps)).set_attr("values_compared", std::to_string(tally.ev.values));
   const double diff = double(tally.ev.differing);
-  cs.add_check(tally.clean() ? Check::passed("gpu_equals_twin", "differing", diff, 0)
-                             : Check::failed("gpu_equals_twin", "differing", diff, 0,
-                                             tally.steps ? tally.ev.first_diff : "no step compared"));
+  // No step compared is no evidence: a fail, whatever the (zero) count.
+  cs.add_check(judge_and("gpu_equals_twin", "differing", diff, 0, PassIf::at_most, tally.steps > 0,
+                         tally.steps ? tally.ev.first_diff : "no step compared"));
   progress.note(group + ": " + std::to_string(tally.steps) + " GPU steps, " + std::to_string(tally.ev.values) +
                 " values compared with the twin, " + std::to_string(tally.ev.differing) + " differ");
 }
@@ -47,17 +47,9 @@ std::string fidelity_fmt(const char* f, double a, double b, double c) {
 
 ClaimCaseResult fidelity_bitwise_case(const std::string& claim, const std::string& name,
                                       const std::vector<BitwiseReport>& reps) {
-  ClaimCaseResult c;
-  c.claim = claim;
-  c.case_name = name;
-  for (const auto& r : reps) {
-    c.differing += r.n_differ;
-    c.max_ulp = std::max(c.max_ulp, double(r.max_ulp));
-    if (c.first_diff.empty() && r.n_differ) c.first_diff = r.to_string();
-  }
-  c.metric = double(c.differing);
-  c.pass = c.differing == 0;
-  return c;
+  ParamEvidence ev;
+  for (const auto& r : reps) ev.add(r);
+  return bitwise_case(claim, name, ev);
 }
 
 double fidelity_seconds_since(std::chrono::steady_clock::time_point t0) {

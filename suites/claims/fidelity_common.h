@@ -46,8 +46,8 @@ FusedStepBackend gpu_backend_with_twin_tally(TwinTally* tally);
 
 // snprintf of up to three doubles.
 std::string fidelity_fmt(const char* f, double a, double b = 0, double c = 0);
-// A bitwise case of `claim` named `name` from comparisons: differing summed, max ulp, the first
-// difference; metric = differing, bound 0, pass when nothing differs.
+// A bitwise case of `claim` named `name` from comparisons, folded as ParamEvidence and judged by
+// judge_bitwise (a NaN difference's max ulp is +inf, as everywhere else).
 ClaimCaseResult fidelity_bitwise_case(const std::string& claim, const std::string& name,
                                       const std::vector<BitwiseReport>& reps);
 double fidelity_seconds_since(std::chrono::steady_clock::time_point t0);

@@ -112,17 +112,15 @@ GradFidelityResult run_gradient_fidelity(const GradFidelityConfig& cfg) {
   }
 
   res.cases.push_back(fidelity_bitwise_case("gradient_fidelity", tag + " fp32-G step == fused " + backend_or_twin(cfg.backend).name, eq_reps));
-  half.pass = half.differing == 0;
+  // The oracle judged every element; the metric shows the worst ratio.
+  judge_case(half, half.metric, 1.0, PassIf::at_most, half.differing == 0);
   half.note = fidelity_fmt("max |bf16(G) - G| / (ulp/2) %.6g; max relative G error %.6g (RNE: <= 2^-8, u of 8 significant bits)", half.metric,
                            *std::max_element(res.g_max_rel_err.begin(), res.g_max_rel_err.end()));
   res.cases.push_back(half);
   ClaimCaseResult meas;
   meas.claim = "gradient_fidelity";
   meas.case_name = tag + " bf16-G update error is measurable";
-  meas.metric = res.min_rms_rel;
-  meas.bound = 0;  // a lower bound: pass when metric > bound
-  meas.pass = res.min_rms_rel > 0;
-  meas.pass_if = PassIf::above;
+  judge_case(meas, res.min_rms_rel, 0, PassIf::above);  // a lower bound: pass when metric > bound
   // Steps whose bf16-G weights equal the fp32-G weights bitwise (so metric != differing: not a
   // bitwise case in the report).
   meas.differing = std::count(res.update_differing.begin(), res.update_differing.end(), int64_t(0));

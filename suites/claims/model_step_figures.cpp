@@ -55,8 +55,7 @@ int count_diff(const std::vector<std::string>& a, const std::vector<std::string>
 }
 
 Check ratio_at_most(const std::string& name, double ratio, double limit, const std::string& what) {
-  return ratio <= limit ? Check::passed(name, "ratio", ratio, limit)
-                        : Check::failed(name, "ratio", ratio, limit, what + " (ratio " + std::to_string(ratio) + ")");
+  return judge(name, "ratio", ratio, limit, PassIf::at_most, what + " (ratio " + std::to_string(ratio) + ")");
 }
 
 void judge_measured(CaseRecord& cs, const ModelStepRun& r, const std::vector<ModelStepRun>& all,
@@ -99,10 +98,8 @@ void judge_measured(CaseRecord& cs, const ModelStepRun& r, const std::vector<Mod
   const double bound = double(r.model_total) + (ws == r.tag_peaks.end() ? 0.0 : double(ws->second));
   cs.add_f64("memory_model_residual_bytes", {peak - double(r.model_total), bound},
              "measured peak minus the model's total; the bound (model + workspace peak)");
-  cs.add_check(peak <= bound
-                   ? Check::passed("memory_model_upper_bound", "bytes", peak, bound)
-                   : Check::failed("memory_model_upper_bound", "bytes", peak, bound,
-                                   "the measured peak exceeds the model's terms plus the workspace peak"));
+  cs.add_check(judge("memory_model_upper_bound", "bytes", peak, bound, PassIf::at_most,
+                     "the measured peak exceeds the model's terms plus the workspace peak"));
   if (r.update == "fused") {
     // Eq. 6 as the paper writes it: 2P + kP + 0 + sum |a_l| + O(TR TC), without the gradients of the
     // parameters outside its scope (embedding, norms, a tied weight).
@@ -110,10 +107,8 @@ void judge_measured(CaseRecord& cs, const ModelStepRun& r, const std::vector<Mod
     for (const auto& [n, b] : r.model_terms) eq6 += n == "gradients_not_fusable" ? 0 : b;
     const double rel = std::fabs(peak - double(eq6)) / double(eq6);
     cs.add_f64("eq6_bytes", {double(eq6)}, "Eq. 6 as written, with the activations the step held");
-    cs.add_check(rel <= kModelTolerance
-                     ? Check::passed("eq6_within_3pct", "relative_difference", rel, kModelTolerance)
-                     : Check::failed("eq6_within_3pct", "relative_difference", rel, kModelTolerance,
-                                     "peak " + std::to_string(int64_t(peak)) + " bytes against Eq. 6's " + std::to_string(eq6)));
+    cs.add_check(judge("eq6_within_3pct", "relative_difference", rel, kModelTolerance, PassIf::at_most,
+                       "peak " + std::to_string(int64_t(peak)) + " bytes against Eq. 6's " + std::to_string(eq6)));
   }
   if (r.tied) {
     // The referee's scope objection, measured: the tied weight's fallback holds its whole gradient
@@ -124,19 +119,16 @@ void judge_measured(CaseRecord& cs, const ModelStepRun& r, const std::vector<Mod
         least = least < 0 ? ph.gradients_unfused : std::min(least, ph.gradients_unfused);
     cs.add_i64("tied_gradient_bytes", {r.tied_gradient_bytes, least},
                "P_tied x 4; the least unfused-gradient bytes in use at the backward marks");
-    cs.add_check((least >= r.tied_gradient_bytes
-                      ? Check::passed("tied_gradient_held", "bytes", double(least), double(r.tied_gradient_bytes))
-                      : Check::failed("tied_gradient_held", "bytes", double(least), double(r.tied_gradient_bytes),
-                                      "the tied weight's gradient is not held through backward"))
-                     .passes_if(PassIf::at_least));
+    cs.add_check(judge("tied_gradient_held", "bytes", double(least), double(r.tied_gradient_bytes), PassIf::at_least,
+                       "the tied weight's gradient is not held through backward"));
   }
   if (r.update != "fused") return;
 
   const auto g = r.tag_peaks.find("gradients");
   const int64_t lin_g = g == r.tag_peaks.end() ? -1 : g->second;
-  cs.add_check(lin_g == 0 ? Check::passed("linear_gradients_zero", "bytes", 0, 0)
-                          : Check::failed("linear_gradients_zero", "bytes", double(lin_g), 0,
-                                          "linear gradients held in the pool on the fused path"));
+  // -1 (no gradients tag in the file) is not a measured zero.
+  cs.add_check(judge_and("linear_gradients_zero", "bytes", double(lin_g), 0, PassIf::at_most, lin_g >= 0,
+                         "linear gradients held in the pool on the fused path"));
   const ModelBenchResult* tf = torch_run(torch, "torch_fused", r);
   const ModelBenchResult* th = torch_run(torch, "torch_hooks", r);
   if (!tf || tf->status != "ok") {
@@ -148,19 +140,15 @@ void judge_measured(CaseRecord& cs, const ModelStepRun& r, const std::vector<Mod
     cs.add_f64("torch_fused_median_ms", {tf->median_ms}, "torch.optim.AdamW(fused=True), median step");
     const double pool = 2.0 * double(r.common.params);  // torch's bf16 gradients
     const double saved = tf->peak_bytes - peak;
-    cs.add_check((saved >= pool ? Check::passed("below_torch_fused_by_gradient_pool", "bytes_saved", saved, pool)
-                                : Check::failed("below_torch_fused_by_gradient_pool", "bytes_saved", saved, pool,
-                                                "saves less than the 2P-byte gradient pool torch holds"))
-                     .passes_if(PassIf::at_least));
+    cs.add_check(judge("below_torch_fused_by_gradient_pool", "bytes_saved", saved, pool, PassIf::at_least,
+                       "saves less than the 2P-byte gradient pool torch holds"));
     cs.add_check(ratio_at_most("more_than_halves", peak / tf->peak_bytes, 0.5,
                                "the peak is not half of torch fused AdamW's or less"));
     cs.add_check(ratio_at_most("time_0p8_of_torch", r.common.median_ms / tf->median_ms, kTimeTarget,
                                "the step takes more than 0.8x torch fused AdamW's"));
     const double speedup = tf->median_ms / r.common.median_ms;
-    cs.add_check((speedup >= kSpeedup ? Check::passed("speedup_about_1p5", "speedup", speedup, kSpeedup)
-                                      : Check::failed("speedup_about_1p5", "speedup", speedup, kSpeedup,
-                                                      "not about 1.5x faster than torch fused AdamW"))
-                     .passes_if(PassIf::at_least));
+    cs.add_check(judge("speedup_about_1p5", "speedup", speedup, kSpeedup, PassIf::at_least,
+                       "not about 1.5x faster than torch fused AdamW"));
   }
   if (!th || th->status != "ok") {
     cs.add_check(Check::not_run("below_torch_hooks", "no finished torch_hooks run of model " + r.common.model));
@@ -181,10 +169,9 @@ void judge_measured(CaseRecord& cs, const ModelStepRun& r, const std::vector<Mod
     const int s = count_diff(r.state_digests, std_run->state_digests);
     cs.add_i64("remark1_digests_differ", {dx, w, s}, "dX (step 1), weights, state: digests that differ (-1: counts differ)");
     const int bad = (dx != 0) + (w != 0) + (s != 0);
-    cs.add_check(bad == 0 ? Check::passed("remark1_bitwise", "differing", 0, 0)
-                          : Check::failed("remark1_bitwise", "differing", double(bad), 0,
-                                          "fused and standard differ: dX " + std::to_string(dx) + ", weights " +
-                                              std::to_string(w) + ", state " + std::to_string(s)));
+    cs.add_check(judge("remark1_bitwise", "differing", double(bad), 0, PassIf::at_most,
+                       "fused and standard differ: dX " + std::to_string(dx) + ", weights " + std::to_string(w) +
+                           ", state " + std::to_string(s)));
   }
 }
 
@@ -204,20 +191,15 @@ void claim_model_step_figures(const VerifyConfig& cfg, Report& report, const Pro
         .set_attr("update", r.update).set_attr("state", r.state).set_attr("store", r.store)
         .set_attr("tied", r.tied ? "yes" : "no").set_attr("device", r.common.device)
         .set_attr("setting", "batch 1, sequence " + std::to_string(r.common.seq) + ", " + std::to_string(r.layers) + " layers");
-    if (r.common.status != "ok") {
-      cs.add_check(Check::failed("ran", "failed", 1, 0, "the configuration did not finish: " + r.common.error));
-      continue;
-    }
-    cs.add_check(Check::passed("ran", "failed", 0, 0));
+    cs.add_check(judge_true("ran", "failed", r.common.status == "ok", "the configuration did not finish: " + r.common.error));
+    if (r.common.status != "ok") continue;
     if (r.capacity()) {
       cs.add_i64("max_layers_fit", {r.max_layers_fit, r.capacity_max_tried}, "most layers that fit; the most tried");
       progress.note(r.common.config + ": " + std::to_string(r.max_layers_fit) + " layers fit");
       continue;
     }
-    if (r.common.nonfinite_losses > 0)
-      cs.add_check(Check::failed("losses_finite", "nonfinite", double(r.common.nonfinite_losses), 0, "a loss is not finite"));
-    else
-      cs.add_check(Check::passed("losses_finite", "nonfinite", 0, 0));
+    cs.add_check(judge("losses_finite", "nonfinite", double(r.common.nonfinite_losses), 0, PassIf::at_most,
+                       "a loss is not finite"));
     judge_measured(cs, r, runs, torch);
     progress.note(r.common.config + ": peak " + std::to_string(r.common.peak_bytes / 1073741824.0) + " GiB, " +
                   std::to_string(r.common.median_ms) + " ms");
@@ -237,16 +219,15 @@ void claim_model_step_figures(const VerifyConfig& cfg, Report& report, const Pro
     cs.set_attr("torch_file", tf->path).set_attr("torch_status", tf->status);
     if (tf->peak_bytes >= 0) cs.add_f64("torch_fused_peak_bytes", {tf->peak_bytes}, "torch fused AdamW's peak on the model");
     cs.add_i64("max_layers_fit", {r->max_layers_fit, tf->layers}, "fused: most layers that fit; the full model's layers");
-    if (tf->status == "ok")
-      cs.add_check(Check::failed("fits_only_under_forge", "torch_fits", 1, 0,
-                                 "torch fused AdamW fits " + model + " (" + std::to_string(tf->layers) + " layers, peak " +
-                                     std::to_string(tf->peak_bytes / 1073741824.0) + " GiB): it does not fit only under FORGE"));
-    else if (r->max_layers_fit < tf->layers)
-      cs.add_check(Check::failed("fits_only_under_forge", "fused_layers", double(r->max_layers_fit), double(tf->layers),
-                                 "neither fits: the fused step holds " + std::to_string(r->max_layers_fit) + " layers")
-                       .passes_if(PassIf::at_least));
+    // Torch did not fit: then the fused step must hold the full model's layers.
+    if (tf->status != "ok" && r->max_layers_fit < tf->layers)
+      cs.add_check(judge("fits_only_under_forge", "fused_layers", double(r->max_layers_fit), double(tf->layers),
+                         PassIf::at_least,
+                         "neither fits: the fused step holds " + std::to_string(r->max_layers_fit) + " layers"));
     else
-      cs.add_check(Check::passed("fits_only_under_forge", "torch_fits", 0, 0));
+      cs.add_check(judge_true("fits_only_under_forge", "torch_fits", tf->status != "ok",
+                              "torch fused AdamW fits " + model + " (" + std::to_string(tf->layers) + " layers, peak " +
+                                  std::to_string(tf->peak_bytes / 1073741824.0) + " GiB): it does not fit only under FORGE"));
   }
 }
 

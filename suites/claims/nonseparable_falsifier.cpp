@@ -45,9 +45,8 @@ std::vector<ClaimCaseResult> run_nonseparable_cases(const NonseparableConfig& cf
     c.case_name = shape.label() + " | LAMB tile-local trust ratio through the twin MUST differ";
     Evidence ev;
     lamb_compare(sched, ev);
-    fill(ev, c);
-    c.pass = ev.differing > 0;
-    c.pass_if = PassIf::above;  // a falsifier: it must see a difference
+    fill_bitwise(c, ev);
+    judge_case(c, double(ev.differing), 0, PassIf::above);  // a falsifier: it must see a difference
     c.note = c.pass ? "differs, as it must: the suite sees a wrong fusion"
                     : "NO difference: the suite cannot see a non-separable fusion";
     results.push_back(std::move(c));
@@ -58,8 +57,7 @@ std::vector<ClaimCaseResult> run_nonseparable_cases(const NonseparableConfig& cf
     c.case_name = shape.label() + " | control: LAMB with one tile covering the tensor matches";
     Evidence ev;
     lamb_compare(one_tile, ev);
-    fill(ev, c);
-    c.pass = ev.differing == 0;
+    judge_bitwise(c, ev);
     c.note = "the difference above comes from the tiling alone";
     results.push_back(std::move(c));
   }
@@ -77,8 +75,7 @@ std::vector<ClaimCaseResult> run_nonseparable_cases(const NonseparableConfig& cf
       order_matched_step(two, s.X.data(), s.dY.data(), T, k + 1, sched.order);
       compare_params(ev, fused, two, k + 1, tile, "adamw twin vs order-matched");
     }
-    fill(ev, c);
-    c.pass = ev.differing == 0;
+    judge_bitwise(c, ev);
     results.push_back(std::move(c));
   }
   return results;

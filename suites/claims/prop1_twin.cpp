@@ -47,8 +47,7 @@ std::vector<ClaimCaseResult> run_prop1_cases(const Prop1Config& cfg) {
         ctx.name = "G order-matched vs reference";
         ev.add(compare_bitwise(g_om, g_ref, out, in, ctx));
       }
-      fill(ev, c);
-      c.pass = ev.differing == 0;
+      judge_bitwise(c, ev);
       c.note = "seed " + std::to_string(inp.seed);
       results.push_back(std::move(c));
     }
@@ -76,8 +75,7 @@ std::vector<ClaimCaseResult> run_prop1_cases(const Prop1Config& cfg) {
         compare_params(ev, twin, two_phase, step, tile, "twin vs order-matched");
         compare_dx(ev, dx_twin, dx_two, T, in, step, "twin vs order-matched");
       }
-      fill(ev, c);
-      c.pass = ev.differing == 0;
+      judge_bitwise(c, ev);
       c.note = std::to_string(cfg.steps) + " steps, " + std::to_string(ev.compared) +
                " arrays compared, visit " + tile_visit_order_name(cfg.visit) + ", seed " +
                std::to_string(inp.seed);

@@ -61,11 +61,7 @@ ParamEvidence compare_stacks(const StackParams& a, const StackParams& b, int ste
 }
 
 ClaimCaseResult evidence_case(const std::string& name, const ParamEvidence& ev, const std::string& note) {
-  ClaimCaseResult c;
-  c.claim = "prop2_block_stack";
-  c.case_name = name;
-  fill(ev, c);
-  c.pass = ev.differing == 0;
+  ClaimCaseResult c = bitwise_case("prop2_block_stack", name, ev);
   c.note = note;
   return c;
 }

@@ -83,22 +83,14 @@ ClaimCaseResult bitwise_case(const std::string& claim, const std::string& name, 
   ParamEvidence ev;
   compare_params(ev, a, b, steps, TileShape{128, 128}, where);
   if (extra) ev.add(*extra);
-  ClaimCaseResult c;
-  c.claim = claim;
-  c.case_name = name;
-  fill(ev, c);
-  c.pass = ev.differing == 0;
-  return c;
+  return bitwise_case(claim, name, ev);
 }
 
 ClaimCaseResult differs_case(const std::string& claim, const std::string& name, const HostParam& a,
                              const HostParam& b, int steps, const std::string& what) {
   ClaimCaseResult c = bitwise_case(claim, name, a, b, steps, what);
-  c.metric = double(c.differing);
-  c.bound = 1;
   c.metric_name = "differing";
-  c.pass_if = PassIf::at_least;
-  c.pass = c.differing >= 1;
+  judge_case(c, double(c.differing), 1, PassIf::at_least);
   c.note = what + ": " + std::to_string(c.differing) + " elements differ" +
            (c.first_diff.empty() ? "" : " (first: " + c.first_diff + ")");
   c.first_diff.clear();

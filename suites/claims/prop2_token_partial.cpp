@@ -57,8 +57,7 @@ std::vector<ClaimCaseResult> run_prop2_token_partial_cases(const Prop2Config& cf
       ClaimCaseResult c;
       c.claim = claim;
       c.case_name = name + " | fallback replicas agree";
-      fill(agree, c);
-      c.pass = agree.differing == 0;
+      judge_bitwise(c, agree);
       c.note = "fallback: G materialized per rank (" + std::to_string(bytes) + " bytes of fp32 gradient per rank), " +
                "all-reduced in rank order, standard step; against the unsharded fused update " +
                std::to_string(vs_unsharded.differing) + " elements differ (measured: p partial chains summed vs one chain)";

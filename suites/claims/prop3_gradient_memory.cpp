@@ -54,10 +54,8 @@ std::vector<ClaimCaseResult> run_prop3_gradient_memory_cases(const MemoryClaimCo
   ClaimCaseResult f;
   f.claim = "prop3_gradient_memory";
   f.case_name = "fused gradient peak is one G tile at every P";
-  f.metric = double(fused_max);
-  f.bound = double(tile_bytes);
   f.metric_name = "max_fused_gradient_peak_bytes";
-  f.pass = fused_max <= tile_bytes;
+  judge_case(f, double(fused_max), double(tile_bytes), PassIf::at_most);
   f.note = per_p;
   f.note += " (" + std::to_string(configs) + " stacks; the standard path holds every layer's fp32 G until its step, 4P bytes " +
             (standard_off ? "not at every P" : "at every P") + ")";

@@ -118,12 +118,11 @@ Prop4OneStepResult run_prop4_one_step(const Prop4Config& cfg) {
     ClaimCaseResult m;
     m.claim = claim;
     m.case_name = tag + " " + w8.decls.slot[k].name + " within codec bound";
-    m.metric = j.max_ratio;
-    m.bound = 1.0;
     m.metric_name = "max_err_over_bound";
     m.differing = j.violations;
     m.first_diff = j.first_violation;
-    m.pass = j.pass() && j.elements == cfg.out * cfg.in;
+    // The oracle judged every element (and all of them): the metric shows the worst ratio.
+    judge_case(m, j.max_ratio, 1.0, PassIf::at_most, j.pass() && j.elements == cfg.out * cfg.in);
     m.note = fidelity_fmt("max |err|/absmax %.6g vs bound/absmax %.6g (1/(2L) + 4u); ", j.max_err_rel_absmax, j.bound_rel_absmax) +
              std::to_string(j.violations) + " violations";
     res.cases.push_back(m);
@@ -132,8 +131,7 @@ Prop4OneStepResult run_prop4_one_step(const Prop4Config& cfg) {
     a.claim = claim;
     a.case_name = tag + " " + w8.decls.slot[k].name + " absmax is the block's";
     a.differing = bad_amax;
-    a.metric = double(bad_amax);
-    a.pass = bad_amax == 0;
+    judge_case(a, double(bad_amax), 0, PassIf::at_most);
     res.cases.push_back(a);
   }
   // The weight update reads the moments before they are encoded, so step A's weights agree.
@@ -166,7 +164,6 @@ Prop4OneStepResult run_prop4_one_step(const Prop4Config& cfg) {
   ClaimCaseResult wb;
   wb.claim = claim;
   wb.case_name = tag + " step B weights within propagated bound";
-  wb.bound = 1.0;
   wb.metric_name = "max_err_over_bound";
   for (size_t i = 0; i < bound.size(); ++i) {
     const mpreal d = abs(ref_real(w8.master[i]) - ref_real(wf.master[i]));
@@ -178,8 +175,9 @@ Prop4OneStepResult run_prop4_one_step(const Prop4Config& cfg) {
     }
     res.next_step_max_ratio = std::max(res.next_step_max_ratio, ratio);
   }
-  wb.metric = res.next_step_max_ratio;
-  wb.pass = wb.differing == 0 && all_bounded;
+  // Elements judged exactly (differing counts those outside), every bound in range; the metric
+  // shows the worst rounded ratio.
+  judge_case(wb, res.next_step_max_ratio, 1.0, PassIf::at_most, wb.differing == 0 && all_bounded);
   wb.note = fidelity_fmt("max |dW| %.6g, max |dW|/bound %.6g (running error analysis, oracles/rule_bounds.h)",
                          res.next_step_max_diff, res.next_step_max_ratio);
   if (!all_bounded) wb.note += "; some element's bound is out of range/unbounded";
@@ -242,7 +240,7 @@ std::vector<ClaimCaseResult> run_int8_degenerate_blocks(const Prop4Config& cfg_i
     res.claim = "prop4_int8_degenerate";
     res.case_name = std::string(rule_name(cfg.rule.id)) + " " + kind +
                     (cfg.defect == Int8TileDefect::none ? "" : std::string(" defect=") + int8_tile_defect_name(cfg.defect));
-    res.pass = true;
+    bool ok = true;  // every check below holds
     const int64_t bpr = clean.blocks_per_row();
     const int64_t pblk0 = pk.c0 / kInt8Block, pblk1 = (pk.c1 - 1) / kInt8Block;
     // The gradient at (row 0, column pk.c0) of each poisoned step, from the twin (the GPU's G is
@@ -262,7 +260,7 @@ std::vector<ClaimCaseResult> run_int8_degenerate_blocks(const Prop4Config& cfg_i
           const Int8MomentJudgement j = judge_int8_moments(decoded_state(bad, k), ref.st_f32[k], cfg.out, cfg.in,
                                                            bad.decls.slot[k].nonnegative);
           if (!j.pass()) {
-            res.pass = false;
+            ok = false;
             res.differing += j.violations;
             if (res.first_diff.empty()) res.first_diff = std::string("poisoned step 1 ") + bad.decls.slot[k].name + ": " + j.first_violation;
           }
@@ -284,7 +282,7 @@ std::vector<ClaimCaseResult> run_int8_degenerate_blocks(const Prop4Config& cfg_i
             if (clean.decls.slot[k].kept)
               same = same && f2u(clean.st_absmax[k][size_t(r * bpr + b)]) == f2u(bad.st_absmax[k][size_t(r * bpr + b)]);
           if (!same) {
-            res.pass = false;
+            ok = false;
             if (res.differing++ == 0 || res.first_diff.empty())
               res.first_diff = "neighbour block corrupted: step " + std::to_string(s) + " row " + std::to_string(r) +
                                " block " + std::to_string(b);
@@ -305,14 +303,14 @@ std::vector<ClaimCaseResult> run_int8_degenerate_blocks(const Prop4Config& cfg_i
     else if (kind == "subnormal_absmax") documented = a_m > 0.0f && a_m < 0x1p-126f;
     else documented = ab == 0u;
     if (!documented) {
-      res.pass = false;
+      ok = false;
       res.first_diff += " poisoned block absmax not as documented";
     }
     char buf[160];
     std::snprintf(buf, sizeof buf, "poisoned block (row 0, slot 0) absmax after step 2: bits 0x%08x (%g)", ab, double(a_m));
     res.note = std::string(buf) + "; neighbours compared bitwise against the clean run after steps 1 and 2";
-    res.bound = 1.0;
     res.metric_name = "max_err_over_bound";
+    judge_case(res, res.metric, 1.0, PassIf::at_most, ok);
     out.push_back(res);
   }
   return out;
@@ -387,10 +385,9 @@ TrajectoryResult run_int8_trajectory(const Prop4Config& cfg, int steps) {
   tr.verdict.claim = "prop4_int8_trajectory";
   tr.verdict.case_name = std::string(rule_name(cfg.rule.id)) + " " + std::to_string(cfg.out) + "x" +
                          std::to_string(cfg.in) + " T=" + std::to_string(cfg.T) + " " + std::to_string(steps) + " steps";
-  tr.verdict.metric = tr.max_abs_dev.back();
-  tr.verdict.bound = envelope;
   tr.verdict.metric_name = "max_abs_dev";
-  tr.verdict.pass = ok;
+  // ok: every step finite and within its envelope; the metric is the last step's.
+  judge_case(tr.verdict, tr.max_abs_dev.back(), envelope, PassIf::at_most, ok);
   tr.verdict.note = fidelity_fmt("final max |W_int8 - W_fp32| %.4g, rms %.4g, growth ~ t^%.3f", tr.max_abs_dev.back(),
                                  tr.rms_dev.back(), tr.growth_exponent) +
                     fidelity_fmt("; elements that ever stepped with v decoded 0: %.0f, carrying %.3g of the final sum |dW|^2 "

@@ -88,11 +88,8 @@ void claim_speed_decomposition(const VerifyConfig& cfg, Report& report, const Pr
     if (r.us.count("gemm_cublas"))
       cs.add_f64("gemm_cublas_us", {r.us.at("gemm_cublas")}, "cuBLAS's wgrad GEMM alone, microseconds");
     const double ratio = trip / fused;
-    cs.add_check(ratio >= kRoundTripFloor
-                     ? Check::passed("roundtrip_costs_time", "ratio", ratio, kRoundTripFloor).passes_if(PassIf::at_least)
-                     : Check::failed("roundtrip_costs_time", "ratio", ratio, kRoundTripFloor,
-                                     "the G round trip measured faster than the fused kernel: this row's parts are noise")
-                           .passes_if(PassIf::at_least));
+    cs.add_check(judge("roundtrip_costs_time", "ratio", ratio, kRoundTripFloor, PassIf::at_least,
+                       "the G round trip measured faster than the fused kernel: this row's parts are noise"));
   }
   progress.note(std::to_string(rows.size()) + " rows");
 }

@@ -79,10 +79,8 @@ SrStatsResult run_sr_statistics(const SrStatsConfig& cfg) {
     char name[64];
     std::snprintf(name, sizeof name, "dropped bits 0x%04x", classes[ci]);
     cr.case_name = name + tag;
-    cr.metric = std::fabs(t.observed - t.expected);
-    cr.bound = t.threshold;
     cr.metric_name = "abs_dev_from_expected";
-    cr.pass = !t.reject;
+    judge_case(cr, std::fabs(t.observed - t.expected), t.threshold, PassIf::at_most);  // t.reject's test
     cr.note = t.to_string() + fidelity_fmt("; power >= %.6f against a 1/256-ulp bias", res.power_vs_1_256);
     res.cases.push_back(cr);
   }
@@ -118,10 +116,8 @@ SrStatsResult run_sr_statistics(const SrStatsConfig& cfg) {
     ClaimCaseResult cr;
     cr.claim = "sr_independence";
     cr.case_name = std::string(what) + tag;
-    cr.metric = std::fabs(t.observed - t.expected);
-    cr.bound = t.threshold;
     cr.metric_name = "abs_dev_from_expected";
-    cr.pass = !t.reject;
+    judge_case(cr, std::fabs(t.observed - t.expected), t.threshold, PassIf::at_most);  // t.reject's test
     // A correlation rho of two fair indicators moves E[XY] by rho/4.
     cr.note = t.to_string() + fidelity_fmt("; power >= %.6f against correlation 0.05", hoeffding_power(pairs, cfg.alpha, 0.05 / 4));
     res.cases.push_back(cr);
@@ -135,8 +131,7 @@ SrStatsResult run_sr_statistics(const SrStatsConfig& cfg) {
     cr.claim = "sr_stream";
     cr.case_name = "fused bf16_sr store == sr_bits stream, every draw" + tag;
     cr.differing = res.off_lattice + res.differ_from_stream;
-    cr.metric = double(cr.differing);
-    cr.pass = cr.differing == 0 && res.draws > 0;
+    judge_case(cr, double(cr.differing), 0, PassIf::at_most, res.draws > 0);  // no draw is no evidence
     cr.note = std::to_string(res.draws) + " draws: " + std::to_string(res.off_lattice) + " off the value's two bf16 neighbours, " +
               std::to_string(res.differ_from_stream) + " differ from float_to_bf16_sr(x, sr_bits(key, index))";
     res.cases.push_back(cr);
@@ -221,11 +216,8 @@ void run_sr_stats(const VerifyConfig& cfg, Report& report, const Progress& progr
       .add_f64("threshold", r.class_threshold, "Hoeffding threshold at alpha");
   // Power must be near certain against a 1/256-ulp bias (8-bit SR), at alpha = 1e-9.
   const double want = 1 - 1e-9;
-  table.add_check((r.power_vs_1_256 >= want
-                      ? Check::passed("power_vs_1_256_ulp", "power_lower_bound", r.power_vs_1_256, want)
-                      : Check::failed("power_vs_1_256_ulp", "power_lower_bound", r.power_vs_1_256, want,
-                                      "too few draws to see an 8-bit SR bias"))
-                      .passes_if(PassIf::at_least));
+  table.add_check(judge("power_vs_1_256_ulp", "power_lower_bound", r.power_vs_1_256, want, PassIf::at_least,
+                        "too few draws to see an 8-bit SR bias"));
   // Planted: 8-bit SR must be rejected by the binomial tests (the suite's power, shown). On the
   // twin it is the copy sr_round's variant; on the GPU the kernel's own planted store.
   SrStatsConfig pc = sc;
@@ -247,10 +239,8 @@ void run_sr_stats(const VerifyConfig& cfg, Report& report, const Progress& progr
   gpu::set_fused_planted_defect(gpu::FusedPlantedDefect::none);
   CaseRecord& planted = report.add_case(at.group, at.be ? "planted 8-bit SR in the kernel is rejected" : "planted 8-bit SR is rejected");
   planted.set_attr("sizes", sizes).set_attr("note", "classes with low byte 0xff carry a 255/65536-ulp bias under 8-bit SR");
-  planted.add_check((rejected >= 4 ? Check::passed("bits8_rejected", "classes_rejected", double(rejected), 4)
-                                  : Check::failed("bits8_rejected", "classes_rejected", double(rejected), 4,
-                                                  "the binomial tests miss a 1/256-ulp bias"))
-                        .passes_if(PassIf::at_least));
+  planted.add_check(judge("bits8_rejected", "classes_rejected", double(rejected), 4, PassIf::at_least,
+                          "the binomial tests miss a 1/256-ulp bias"));
   set_attrs(record_claim_cases(report, run_sr_layout_invariance(cfg.seed ^ 0x1A70u, SrVariant::kernel, at.be), at.group),
             "sizes", at.be ? "96x160, the kernel's 2 tile shapes (grids 2x1, 3x2), 2 steps"
                            : "96x160, 6 tile shapes and visit orders, 2 steps");

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 #include "reference/case_gen.h"
 #include "reference/fidelity_producers.h"
@@ -116,41 +117,26 @@ StagnationResult run_stagnation(const StagnationConfig& cfg) {
   const bool planted = cfg.defect != StagnationDefect::none;
   const std::string dtag = planted ? std::string(" defect=") + stagnation_defect_name(cfg.defect) : "";
   // Cases only for the variants that ran (cfg.labels).
-  if (!sr.empty()) {
-    ClaimCaseResult csr;
-    csr.claim = "stagnation";
-    csr.case_name = "bf16_sr final loss within fp32_master run-to-run noise" + dtag;
-    csr.metric = res.sr_abs_diff;
-    csr.bound = noise;
-    csr.metric_name = "abs_final_loss_diff";
-    csr.pass = res.sr_abs_diff <= noise;
-    csr.note = fidelity_fmt("fp32 %.6g +- %.3g (std over seeds); SR gap %+.3f%%", res.fp32_mean, res.fp32_std, 100 * res.sr_gap);
-    res.cases.push_back(csr);
-  }
-  if (!rne.empty()) {
-    ClaimCaseResult crn;
-    crn.claim = "stagnation";
-    crn.case_name = "bf16_rne gap vs fp32_master (paper: ~6%)";
-    crn.metric = res.rne_gap;
-    crn.bound = noise / res.fp32_mean;
-    crn.metric_name = "rel_gap";
-    crn.pass = res.rne_gap > noise / res.fp32_mean;  // RNE stagnates visibly beyond the noise
-    crn.pass_if = PassIf::above;
-    crn.note = fidelity_fmt("RNE gap %+.2f%%, vanished updates %.1f%% (second half), paper ~6%%", 100 * res.rne_gap,
-                            100 * res.rne_vanish_frac);
-    res.cases.push_back(crn);
-  }
-  if (!i8.empty()) {
-    ClaimCaseResult ci8;
-    ci8.claim = "stagnation";
-    ci8.case_name = "int8_state final loss within fp32_master run-to-run noise";
-    ci8.metric = std::fabs(mean(i8) - res.fp32_mean);
-    ci8.bound = noise;
-    ci8.metric_name = "abs_final_loss_diff";
-    ci8.pass = ci8.metric <= noise;
-    ci8.note = fidelity_fmt("int8 gap %+.3f%%", 100 * res.int8_gap);
-    res.cases.push_back(ci8);
-  }
+  auto add = [&](std::string name, const char* metric_name, double metric, double bound, PassIf pass_if, std::string note) {
+    ClaimCaseResult c;
+    c.claim = "stagnation";
+    c.case_name = std::move(name);
+    c.metric_name = metric_name;
+    judge_case(c, metric, bound, pass_if);
+    c.note = std::move(note);
+    res.cases.push_back(c);
+  };
+  if (!sr.empty())
+    add("bf16_sr final loss within fp32_master run-to-run noise" + dtag, "abs_final_loss_diff", res.sr_abs_diff, noise,
+        PassIf::at_most,
+        fidelity_fmt("fp32 %.6g +- %.3g (std over seeds); SR gap %+.3f%%", res.fp32_mean, res.fp32_std, 100 * res.sr_gap));
+  if (!rne.empty())  // RNE stagnates visibly beyond the noise
+    add("bf16_rne gap vs fp32_master (paper: ~6%)", "rel_gap", res.rne_gap, noise / res.fp32_mean, PassIf::above,
+        fidelity_fmt("RNE gap %+.2f%%, vanished updates %.1f%% (second half), paper ~6%%", 100 * res.rne_gap,
+                     100 * res.rne_vanish_frac));
+  if (!i8.empty())
+    add("int8_state final loss within fp32_master run-to-run noise", "abs_final_loss_diff", std::fabs(mean(i8) - res.fp32_mean),
+        noise, PassIf::at_most, fidelity_fmt("int8 gap %+.3f%%", 100 * res.int8_gap));
   return res;
 }
 
@@ -169,25 +155,22 @@ void run_stagnation_claim(const VerifyConfig&, Report& report, const Progress& p
   const std::string& claim = at.group;
 
   // Harness checks: SR within fp32 master's run-to-run noise; RNE's gap beyond it.
-  auto add = [&](const std::string& name, const std::string& check, bool pass, PassIf pass_if,
-                 const std::string& metric_name, double metric, double bound, const std::string& note) {
+  auto add = [&](const std::string& name, const std::string& check, const std::string& metric_name, double metric,
+                 double bound, PassIf pass_if, const std::string& note) {
     CaseRecord& cs = report.add_case(claim, name);
     cs.set_attr("sizes", sizes).set_attr("note", note);
-    cs.add_check((pass ? Check::passed(check, metric_name, metric, bound)
-                       : Check::failed(check, metric_name, metric, bound, note))
-                     .passes_if(pass_if));
+    cs.add_check(judge(check, metric_name, metric, bound, pass_if, note));
     return &cs;
   };
-  add("bf16_sr vs fp32_master", "sr_within_noise", r.sr_abs_diff <= noise, PassIf::at_most, "abs_final_loss_diff", r.sr_abs_diff, noise,
+  add("bf16_sr vs fp32_master", "sr_within_noise", "abs_final_loss_diff", r.sr_abs_diff, noise, PassIf::at_most,
       "SR gap " + num(100 * r.sr_gap) + "%; noise band = 2 sample std of fp32 master's final loss over seeds");
-  CaseRecord* rne = add("bf16_rne vs fp32_master", "rne_gap_beyond_noise", r.rne_gap > noise / r.fp32_mean, PassIf::above, "rel_gap",
-                        r.rne_gap, noise / r.fp32_mean,
+  CaseRecord* rne = add("bf16_rne vs fp32_master", "rne_gap_beyond_noise", "rel_gap", r.rne_gap, noise / r.fp32_mean,
+                        PassIf::above,
                         "RNE gap " + num(100 * r.rne_gap) + "% (paper ~6%); pass when the gap exceeds the noise band");
   rne->add_f64("vanish_frac", {r.rne_vanish_frac}, "RNE: mean fraction of weights a step left unchanged, second half");
   // INT8 state: the gap is a measured finding, not a harness property. Decision: forge-verify
   // gates only what CI gates (INT8 beats RNE); "within the noise band" is reported as data.
-  CaseRecord* i8 = add("int8_state vs fp32_master", "int8_gap_below_rne_gap", r.int8_gap < r.rne_gap, PassIf::below, "rel_gap",
-                       r.int8_gap, r.rne_gap,
+  CaseRecord* i8 = add("int8_state vs fp32_master", "int8_gap_below_rne_gap", "rel_gap", r.int8_gap, r.rne_gap, PassIf::below,
                        "INT8 gap " + num(100 * r.int8_gap) + "% against RNE's " + num(100 * r.rne_gap) + "%");
   i8->set_attr("int8_within_noise", r.int8_gap * r.fp32_mean <= noise ? "yes" : "no")
       .set_attr("decision", "the INT8-state gap against fp32 master is a measured result (dataset int8_gap, attribute "
@@ -207,10 +190,8 @@ void run_stagnation_claim(const VerifyConfig&, Report& report, const Progress& p
       .add_f64("gaps", {r.rne_gap, r.sr_gap, r.int8_gap}, "relative final-loss gap vs fp32 master: bf16_rne, bf16_sr, int8_state")
       .add_f64("noise_band_rel", {noise / r.fp32_mean}, "2 sample std of fp32 master / its mean");
   // The noise band must come from real run-to-run variation (pass when the std is > 0).
-  sum.add_check((r.fp32_std > 0 ? Check::passed("run_to_run_noise_nonzero", "fp32_final_loss_std", r.fp32_std, 0)
-                                : Check::failed("run_to_run_noise_nonzero", "fp32_final_loss_std", r.fp32_std, 0,
-                                                "run seeds gave identical fp32 runs: no noise band"))
-                    .passes_if(PassIf::above));  // both branches (a ternary's one branch would leave the pass at <=)
+  sum.add_check(judge("run_to_run_noise_nonzero", "fp32_final_loss_std", r.fp32_std, 0, PassIf::above,
+                      "run seeds gave identical fp32 runs: no noise band"));
   sum.set_attr("noise_band", "the curves' band is their spread over the run seeds (cases 'curves <label>', eval_loss "
                              "[run seed, step]); the verdicts' band is 2 sample std of fp32 master's final loss over seeds "
                              "(final_loss_fp32_mean_std, noise_band_rel)");
@@ -230,19 +211,13 @@ void run_stagnation_claim(const VerifyConfig&, Report& report, const Progress& p
   // Sound: the exact minimizer satisfies the normal equations; a double QR of a well-conditioned
   // Xe leaves ~1e-16, a single-precision or wrong solve ~1e-7 or more.
   constexpr double kStationary = 1e-12;
-  oc.add_check((r.opt_stationarity <= kStationary
-                    ? Check::passed("optimum_is_stationary", "normal_eq_residual_rel", r.opt_stationarity, kStationary)
-                    : Check::failed("optimum_is_stationary", "normal_eq_residual_rel", r.opt_stationarity, kStationary,
-                                    "the optimum does not solve the normal equations: gaps are not against the minimum"))
-                   .passes_if(PassIf::at_most));
+  oc.add_check(judge("optimum_is_stationary", "normal_eq_residual_rel", r.opt_stationarity, kStationary, PassIf::at_most,
+                     "the optimum does not solve the normal equations: gaps are not against the minimum"));
   // Sound: no W has an eval loss below the minimum; the tolerance covers the loss's own double
   // rounding (relative ~1e-14 here).
   constexpr double kBelow = -1e-9;
-  oc.add_check((r.min_excess_rel >= kBelow
-                    ? Check::passed("no_eval_loss_below_optimum", "min_rel_excess", r.min_excess_rel, kBelow)
-                    : Check::failed("no_eval_loss_below_optimum", "min_rel_excess", r.min_excess_rel, kBelow,
-                                    "an eval loss lies below the exact minimum: the optimum or the loss is wrong"))
-                   .passes_if(PassIf::at_least));
+  oc.add_check(judge("no_eval_loss_below_optimum", "min_rel_excess", r.min_excess_rel, kBelow, PassIf::at_least,
+                     "an eval loss lies below the exact minimum: the optimum or the loss is wrong"));
 
   for (const char* label : {"fp32_master", "bf16_rne", "bf16_sr", "int8_state"}) {
     std::vector<double> loss, unchanged, finals;
@@ -264,9 +239,8 @@ void run_stagnation_claim(const VerifyConfig&, Report& report, const Progress& p
         .add_f64("final_loss", finals, "mean eval loss over the last 10% of steps, per run seed");
     int64_t bad = n_runs == sc.run_seeds.size() ? 0 : 1;
     for (double x : loss) bad += !std::isfinite(x);
-    cs.add_check(bad == 0 ? Check::passed("curves_complete_and_finite", "bad_entries", 0, 0)
-                          : Check::failed("curves_complete_and_finite", "bad_entries", double(bad), 0,
-                                          "missing run or non-finite loss"));
+    cs.add_check(judge("curves_complete_and_finite", "bad_entries", double(bad), 0, PassIf::at_most,
+                       "missing run or non-finite loss"));
   }
   progress.note(at.group + ": " + num(fidelity_seconds_since(t0)) + " s; gaps RNE " + num(100 * r.rne_gap) + "%, SR " +
                 num(100 * r.sr_gap) + "%, INT8 " + num(100 * r.int8_gap) + "%");

@@ -21,7 +21,7 @@ std::vector<ClaimCaseResult> run_planted_defect_cases(const std::string& claim, 
   planted[2].d.dx_after_update = true;
 
   // The defect is seen when the claim's verdict is FAIL: some case fails.
-  auto judge = [](const std::string& case_name, const std::vector<ClaimCaseResult>& rs) {
+  auto seen_case = [](const std::string& case_name, const std::vector<ClaimCaseResult>& rs) {
     ClaimCaseResult r;
     r.claim = "planted_defects";
     r.case_name = case_name;
@@ -34,9 +34,7 @@ std::vector<ClaimCaseResult> run_planted_defect_cases(const std::string& claim, 
         }
         r.differing += c.differing;
       }
-    r.metric = double(failed);  // failing cases: > 0 is the verdict (the defect is seen)
-    r.pass = failed > 0;
-    r.pass_if = PassIf::above;
+    judge_case(r, double(failed), 0, PassIf::above);  // failing cases: > 0 is the verdict (the defect is seen)
     r.note = std::to_string(failed) + " of " + std::to_string(rs.size()) + " cases fail" +
              (failed > 0 ? " (defect seen)" : " (defect NOT seen)");
     return r;
@@ -53,7 +51,7 @@ std::vector<ClaimCaseResult> run_planted_defect_cases(const std::string& claim, 
       c.stores = {WeightStore::fp32_master};
       c.defects = p.d;
       c.cross_check_reference = false;
-      results.push_back(judge(p.name + " | seen by prop1_twin", run_prop1_cases(c)));
+      results.push_back(seen_case(p.name + " | seen by prop1_twin", run_prop1_cases(c)));
     }
     if (claim.empty() || claim == "schedule_invariance") {
       ScheduleInvarianceConfig c;
@@ -61,7 +59,7 @@ std::vector<ClaimCaseResult> run_planted_defect_cases(const std::string& claim, 
       c.steps = 2;
       c.combos = {{RuleId::adamw, StateFormat::fp32, WeightStore::fp32_master}};
       c.defects = p.d;
-      results.push_back(judge(p.name + " | seen by schedule_invariance", run_schedule_invariance_cases(c)));
+      results.push_back(seen_case(p.name + " | seen by schedule_invariance", run_schedule_invariance_cases(c)));
     }
     if (claim.empty() || claim == "corollary1") {
       Corollary1Config c;
@@ -72,7 +70,7 @@ std::vector<ClaimCaseResult> run_planted_defect_cases(const std::string& claim, 
       c.stores = {WeightStore::fp32_master};
       c.formats = {StateFormat::fp32};
       c.defects = p.d;
-      results.push_back(judge(p.name + " | seen by corollary1", run_corollary1_cases(c)));
+      results.push_back(seen_case(p.name + " | seen by corollary1", run_corollary1_cases(c)));
     }
   }
   return results;

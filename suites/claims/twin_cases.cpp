@@ -132,14 +132,6 @@ bool mark_int8_unfit(StateFormat f, const TwinShapeCase& shape, ClaimCaseResult&
   return true;
 }
 
-void fill(const ParamEvidence& ev, ClaimCaseResult& c) {
-  c.metric = double(ev.differing);
-  c.bound = 0.0;
-  c.differing = ev.differing;
-  c.max_ulp = ev.max_ulp;
-  c.first_diff = ev.first_diff;
-}
-
 void compare_dx(ParamEvidence& ev, const std::vector<float>& a, const std::vector<float>& b,
                 int64_t T, int64_t in, int64_t step, const std::string& where) {
   if (T == 0) return;

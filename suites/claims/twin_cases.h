@@ -1,7 +1,7 @@
 // What the host-twin claims (prop1_twin, schedule_invariance, corollary1_cpu,
 // nonseparable_falsifier, suite_power_planted_defects) share: the shape cases they run on, their
-// rule x state format x weight store combinations, their seeded inputs and twin schedules, and
-// the folding of bitwise evidence (oracles/param_compare.h) into a ClaimCaseResult.
+// rule x state format x weight store combinations, their seeded inputs and twin schedules (the
+// bitwise evidence they fold into a case: oracles/param_compare.h's judge_bitwise).
 #pragma once
 #include <cstdint>
 #include <iterator>
@@ -71,8 +71,6 @@ bool int8_fits(const TwinShapeCase& s, int64_t tile_cols);
 // c not-run and says so.
 bool mark_int8_unfit(StateFormat f, const TwinShapeCase& shape, ClaimCaseResult& c);
 
-// Bitwise verdicts: metric = differing elements, bound = 0 (bounded cases overwrite both).
-void fill(const ParamEvidence& ev, ClaimCaseResult& c);
 // dX [T, in] of two producers, bit for bit, into ev (nothing when T == 0).
 void compare_dx(ParamEvidence& ev, const std::vector<float>& a, const std::vector<float>& b,
                 int64_t T, int64_t in, int64_t step, const std::string& where);
