@@ -56,8 +56,7 @@ const ModelBenchResult* torch_fused_baseline(const std::vector<ModelBenchResult>
 }
 
 Check ratio_below_one(const std::string& name, double ratio, const std::string& what) {
-  return ratio < 1.0 ? Check::passed(name, "ratio", ratio, 1.0)
-                     : Check::failed(name, "ratio", ratio, 1.0, what + " (ratio " + std::to_string(ratio) + ")");
+  return judge(name, "ratio", ratio, 1.0, PassIf::below, what + " (ratio " + std::to_string(ratio) + ")");
 }
 
 }  // namespace fh

@@ -46,6 +46,7 @@ CaseRecord& model_case(Report& report, const std::string& claim, const ModelBenc
 bool record_failed_run(CaseRecord& cs, const ModelBenchResult& r);
 // The finished torch_fused run of the same model, or null.
 const ModelBenchResult* torch_fused_baseline(const std::vector<ModelBenchResult>& runs, const ModelBenchResult& r);
+// Metric "ratio" against 1, passing strictly below (recorded "<"); a fail's reason is `what`.
 Check ratio_below_one(const std::string& name, double ratio, const std::string& what);
 
 }  // namespace fh

@@ -15,6 +15,7 @@
 #include "reports/bench_import.h"
 #include "reports/external_bench.h"
 #include "suites/claims/claim_entries.h"
+#include "suites/claims/ext_model_common.h"
 #include "suites/cpu/claim_test_util.h"
 
 
@@ -65,6 +66,16 @@ TEST(ext_model_memory, HonestMeasurementsPass) {
   EXPECT_EQ(verdict(time, "forge.llama8b", "faster_than_torch_fused"), fh::Verdict::pass);
   EXPECT_EQ(verdict(time, "forge.llama8b", "matches_readme_step_time"), fh::Verdict::pass);
   EXPECT_EQ(verdict(time, "forge.llama8b", "losses_finite"), fh::Verdict::pass);
+}
+
+// The relation recorded is the one that decided: a ratio of exactly 1 is not below 1.
+TEST(ext_model_common, RatioBelowOneRecordsItsStrictBound) {
+  const fh::Check at_one = fh::ratio_below_one("r", 1.0, "not below");
+  EXPECT_EQ(at_one.verdict, fh::Verdict::fail);
+  EXPECT_EQ(at_one.pass_if, fh::PassIf::below);
+  const fh::Check below = fh::ratio_below_one("r", 0.9, "not below");
+  EXPECT_EQ(below.verdict, fh::Verdict::pass);
+  EXPECT_EQ(below.pass_if, fh::PassIf::below);
 }
 
 TEST(ext_model_time, PlantedDefectsFail) {
