@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <iterator>
 #include <string_view>
@@ -144,11 +145,23 @@ std::string claim_table(const ClaimData& claim, size_t width) {
   }
   const size_t budget = width > fixed ? width - fixed : 0;  // for case and check together
   if (nat[0] + nat[1] > budget) {
-    w[1] = std::min(nat[1], std::max(kCheckMin, budget * 2 / 5));
-    w[0] = std::max(budget > w[1] ? budget - w[1] : 0, std::min(nat[0], kCaseMin));
-    if (w[0] > nat[0]) {
-      w[1] = std::min(nat[1], w[1] + (w[0] - nat[0]));
-      w[0] = nat[0];
+    // Case and check share the budget the way that makes the table shortest (fewest wrapped
+    // lines), each at least its minimum; on a tie the case column gets more.
+    const size_t lo1 = std::min(nat[1], kCheckMin), lo0 = std::min(nat[0], kCaseMin);
+    size_t best = SIZE_MAX;
+    w[0] = lo0;
+    w[1] = lo1;
+    for (size_t w1 = std::min(nat[1], budget > lo0 ? budget - lo0 : lo1); w1 >= lo1; --w1) {
+      const size_t w0 = std::min(nat[0], std::max(lo0, budget > w1 ? budget - w1 : 0));
+      size_t lines = 0;
+      for (const Row& r : rows)
+        lines += std::max(wrap_text(r.cell[0], w0).size(), wrap_text(r.cell[1], w1).size());
+      if (lines < best) {
+        best = lines;
+        w[0] = w0;
+        w[1] = w1;
+      }
+      if (w1 == 0) break;
     }
   }
   size_t main = kIndent + 5 * kGap;
