@@ -514,6 +514,7 @@ def verdict_section(rep, registry):
         n = ", ".join("%s %s" % (c["attrs"].get(k, 0), k[2:].replace("_", "-"))
                       for k in ("n_pass", "n_fail", "n_not_run", "n_error") if k in c["attrs"])
         why = not_judged_why(c)
+        why = "needs " + why[5:] if why.startswith("need ") else why  # one claim
         out.append('<tr><td><a href="#claim-%s">%s</a></td><td>%s</td><td class=statement>%s</td><td>%s</td><td>%s%s</td></tr>'
                    % (esc(c["id"]), esc(c["id"]), badge(c["attrs"].get("verdict", "?")), esc(stmt),
                       esc(reg.get("what", "")), esc(n), "<br><span class=small>judged nothing: %s</span>" % esc(why)
