@@ -4,6 +4,8 @@
 # decoded (the page's own on-load check, read back with --dump-dom) and log no console message
 # (--enable-logging=stderr). Then the same check must fail on each planted defect
 # (FH_SUMMARY_PLANT=missing_image, js_error), and bad input must exit 2 with no page written.
+# The page must also list the claims in the registry's order (never alphabetical), say so when the
+# report was made without a GPU, and give the stagnation gap with its unit (issue 31 item 4).
 #
 # Usage: test_summary_page.sh FORGE_VERIFY [WORKDIR]
 #   FORGE_VERIFY: the built forge-verify (makes the report: four fidelity claims, one GPU claim
