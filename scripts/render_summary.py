@@ -6,10 +6,16 @@ Usage: render_summary.py REPORT.h5 -o OUTDIR [--diff DIFF.json] [--registry REGI
 
 Writes OUTDIR/index.html and OUTDIR/figures/*.png: no server, no network, no script from
 elsewhere. The page holds
-  - the run's provenance (/meta) and overall verdict;
-  - the verdict table: per claim the paper's sentence (the registry's `statement`, from
-    `forge-verify --list-claims-json`, passed as --registry), then every check with its verdict,
-    metric, pass direction, bound and evidence; not-run and error are shown as such, never as pass;
+  - at the top, the overall verdict, how many claims were judged and why the others judged nothing
+    (as forge-verify's closing lines), and, for a run without a GPU, a note that says so and why;
+  - the run's provenance (/meta);
+  - the verdict table, claims in the paper's order (the registry's order, from --registry, else the
+    order the run added them, which is the same; never alphabetical): per claim the paper's sentence
+    (the registry's `statement`, from `forge-verify --list-claims-json`, passed as --registry), then
+    every check with its verdict, metric, pass direction, bound and evidence; not-run and error are
+    shown as such, never as pass; a relative gap or a ratio is shown with its unit ("0.378 (+37.8%)");
+  - the stagnation gaps as signed percentages, with what a gap is and how it stands to the paper's
+    "~6%";
   - every figure scripts/render_fidelity.py draws for the report (and for its *_gpu claims);
   - benchmarks: the report's /benchmarks group (reports/SCHEMA.md) and/or a Google Benchmark JSON
     (--bench): a table of medians, and with the JSON's bytes_per_s / flop_per_s counters a
@@ -100,11 +106,23 @@ def read_report(path):
         f.close()
 
 
+def in_creation_order(group):
+    """The group's member names in the order they were created (the report tracks it: the order the
+    run added its claims, which is the registry's), else by name (h5py's order for the root group)."""
+    import h5py
+    names = []
+    try:
+        group.id.links.iterate(lambda n: names.append(_s(n)), idx_type=h5py.h5.INDEX_CRT_ORDER)
+    except Exception:  # no creation-order index (a file another tool wrote): by name
+        return list(group)
+    return names
+
+
 def _walk_report(f, path):
     import h5py
     rep = {"path": path, "root": {k: _s(v) for k, v in f.attrs.items()},
            "meta": {k: _s(v) for k, v in f["meta"].attrs.items()}, "claims": [], "benchmarks": []}
-    for claim in f:
+    for claim in in_creation_order(f):
         if claim in ("meta", "benchmarks") or not isinstance(f[claim], h5py.Group):
             continue
         c = {"id": claim, "attrs": {k: _s(v) for k, v in f[claim].attrs.items()}, "cases": []}
@@ -144,6 +162,7 @@ def read_json(path, what):
 
 
 def read_registry(path):
+    """{id: row} in the registry's order (the order forge-verify runs the claims, the paper's)."""
     j = read_json(path, "registry")
     try:
         return {c["id"]: c for c in j["claims"]}
@@ -263,6 +282,8 @@ td.num { text-align: right; font-family: monospace; }
 .v-error { background: #f3d1f3; color: #6d0f6d; outline: 2px solid #a020a0; }
 .v-unknown { background: #fff2b3; color: #6b5200; }
 .regression { background: #f9d0d0; }
+.nogpu { background: #fff2b3; border: 1px solid #d9b800; padding: 0.5em 0.8em; margin: 0.5em 0 1em 0; max-width: 75em; }
+.overall { font-size: 1.1em; }
 figure { display: inline-block; margin: 0.5em; border: 1px solid #ddd; padding: 0.4em; }
 figure img { max-width: 100%; }
 figcaption { font-size: 0.8em; color: #555; }
@@ -298,10 +319,46 @@ def badge(v):
     return '<span class="v %s">%s</span>' % (cls, esc(v))
 
 
+# Metrics whose bare number reads as a puzzle beside a paper's "~6%" or "1.5x": shown with their unit.
+PERCENT_METRICS = ("rel_gap", "relative_difference")  # a relative difference: 0.378 is +37.8%
+TIMES_METRICS = ("ratio", "speedup")                   # a ratio: 0.82 is 0.82x
+
+
+def pct(x, signed=True):
+    """A relative difference as a percentage, signed (0.378 -> +37.8%) unless it is a width."""
+    try:
+        v = 100 * float(x)
+    except (TypeError, ValueError):
+        return esc(x)
+    if math.isnan(v):
+        return "&ndash;"
+    sign = "+" if signed else ""
+    return ("%" + sign + ".1f%%") % v if abs(v) >= 0.1 or v == 0 else ("%" + sign + ".2g%%") % v
+
+
+def with_unit(metric_name, x):
+    """A metric's (or its bound's) number, with its unit where the metric has one: "0.378 (+37.8%)"."""
+    s = fmt(x)
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return s
+    if math.isnan(v):
+        return s
+    n = str(metric_name or "")
+    if n in PERCENT_METRICS:
+        return "%s (%s)" % (s, pct(v))
+    if n in TIMES_METRICS:
+        return "%s (%.3g&times;)" % (s, v)
+    if "bytes" in n and abs(v) >= (1 << 20):
+        return "%s (%.4g GiB)" % (s, v / (1 << 30))
+    return s
+
+
 def check_row(case, ch):
     v = ch.get("verdict", "?")
-    metric = "%s = %s" % (esc(ch.get("metric_name", "")), fmt(ch.get("metric", float("nan")))) \
-        if ch.get("metric_name") else fmt(ch.get("metric", float("nan")))
+    value = with_unit(ch.get("metric_name"), ch.get("metric", float("nan")))
+    metric = "%s = %s" % (esc(ch.get("metric_name", "")), value) if ch.get("metric_name") else value
     ev = []
     if ch.get("reason"):
         ev.append(esc(ch["reason"]))
@@ -314,54 +371,156 @@ def check_row(case, ch):
     judged = v in ("pass", "fail")  # direction and bound mean nothing for not-run or error
     return ("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class=num>%s</td><td class=num>%s</td><td>%s</td></tr>"
             % (esc(case["name"]), esc(ch.get("name", "")), badge(v), metric if judged else "",
-               esc(ch.get("pass_if", "")) if judged else "", fmt(ch.get("bound", float("nan"))) if judged else "",
+               esc(ch.get("pass_if", "")) if judged else "",
+               with_unit(ch.get("metric_name"), ch.get("bound", float("nan"))) if judged else "",
                "<br>".join(ev)))
 
 
-def stagnation_table(rep):
-    """The stagnation gaps against fp32 master and against the exact optimum (Eigen), when present."""
+def stagnation_table(rep, registry):
+    """The stagnation gaps against fp32 master and against the exact optimum (Eigen), when present, as
+    signed percentages, with what they are and how they stand to the paper's "~6%"."""
     out = []
     labels = ["fp32_master", "bf16_rne", "bf16_sr", "int8_state"]
-    for c in rep["claims"]:
+    for c in paper_order(rep, registry):
         cases = {cs["name"]: cs for cs in c["cases"]}
         opt = cases.get("exact optimum", {}).get("small", {})
         summ = cases.get("summary", {}).get("small", {})
         if "optimum_loss" not in opt:
             continue
         gaps = [0.0] + list(summ.get("gaps", [float("nan")] * 3))
+        sizes = cases.get("summary", {}).get("attrs", {}).get("sizes") or cases.get("exact optimum", {}).get(
+            "attrs", {}).get("sizes", "")
+        stmt = (registry or {}).get(c["id"], {}).get("statement") or (registry or {}).get(
+            c["id"][:-4] if c["id"].endswith("_gpu") else "", {}).get("statement", "")
+        band = summ.get("noise_band_rel", [float("nan")])[0]
         out.append("<h3>%s: final loss against fp32 master and against the exact optimum</h3>" % esc(c["id"]))
-        out.append("<p>Exact least-squares optimum of the eval loss (Eigen QR, double): %s; eval loss at W*: %s. "
-                   "Noise band of the verdicts (2 sample std of fp32 master over run seeds, relative): %s.</p>"
-                   % (fmt(opt["optimum_loss"][0]), fmt(opt["optimum_loss"][1]) if len(opt["optimum_loss"]) > 1 else "&ndash;",
-                      fmt(summ.get("noise_band_rel", [float("nan")])[0])))
-        out.append("<table><tr><th>variant</th><th>gap vs fp32 master</th><th>final loss - optimum</th>"
-                   "<th>gap vs optimum</th></tr>")
+        out.append("<p>A <b>gap</b> is a relative difference of final eval losses (each the mean over the last 10%% of "
+                   "steps and over the run seeds): variant / fp32 master &minus; 1, so bf16_rne at %s means its final "
+                   "eval loss is that much above fp32 master's. The paper's figure%s is for its own training runs; "
+                   "this is the harness's fixed least-squares problem%s, so the size of the gap is not comparable to "
+                   "it. The checks judge the direction: <code>rne_gap_beyond_noise</code> passes when bf16 RNE's gap "
+                   "exceeds the noise band (%s: 2 sample std of fp32 master's final loss over the run seeds, relative), "
+                   "<code>sr_within_noise</code> when bf16 SR's difference stays within it.</p>"
+                   % (pct(gaps[1]) if len(gaps) > 1 else "&ndash;",
+                      ' (&ldquo;%s&rdquo;)' % esc(stmt) if stmt else "", " (%s)" % esc(sizes) if sizes else "",
+                      pct(band, signed=False)))
+        out.append("<p>Exact least-squares optimum of the eval loss (Eigen QR, double): %s; eval loss at W*: %s.</p>"
+                   % (fmt(opt["optimum_loss"][0]), fmt(opt["optimum_loss"][1]) if len(opt["optimum_loss"]) > 1 else "&ndash;"))
+        out.append("<table><tr><th>variant</th><th>gap vs fp32 master<br><span class=small>final loss / fp32 master's "
+                   "&minus; 1</span></th><th>final loss &minus; optimum<br><span class=small>eval loss (absolute)</span>"
+                   "</th><th>gap vs optimum<br><span class=small>final loss / optimum &minus; 1</span></th></tr>")
+        ex = opt.get("excess_over_optimum", [float("nan")] * 4)
+        gv = opt.get("gaps_vs_optimum", [float("nan")] * 4)
         for i, l in enumerate(labels):
-            ex = opt.get("excess_over_optimum", [float("nan")] * 4)
-            gv = opt.get("gaps_vs_optimum", [float("nan")] * 4)
+            g = ("0 (the reference)" if i == 0 else pct(gaps[i])) if i < len(gaps) else "&ndash;"
             out.append("<tr><td>%s</td><td class=num>%s</td><td class=num>%s</td><td class=num>%s</td></tr>"
-                       % (l, fmt(gaps[i]) if i < len(gaps) else "&ndash;", fmt(ex[i]), fmt(gv[i])))
+                       % (l, g, fmt(ex[i]) if i < len(ex) else "&ndash;", pct(gv[i]) if i < len(gv) else "&ndash;"))
         out.append("</table>")
     return "\n".join(out)
 
 
-def verdict_section(rep, registry):
-    out = ["<h2 id=verdicts>Verdicts</h2>"]
+def paper_order(rep, registry):
+    """The report's claims in the paper's order: the registry's (--registry; forge-verify runs the claims in
+    it), else the order the run added them, which is the same; a claim the registry lacks comes last."""
+    claims = list(rep["claims"])
+    if registry:
+        rank = {cid: i for i, cid in enumerate(registry)}
+        claims.sort(key=lambda c: rank.get(c["id"], len(rank)))  # stable: the rest keep the report's order
+    return claims
+
+
+def _n(attrs, key):
+    try:
+        return int(attrs.get(key, 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def claim_reasons(c):
+    return [str(ch.get("reason", "")) for cs in c["cases"] for ch in cs["checks"]]
+
+
+def not_judged_why(c):
+    """Why a claim that judged nothing (no check passed or failed) did not: the console's words
+    (suites/forge_verify/console_table.cpp); "" when it judged something."""
+    if _n(c["attrs"], "n_pass") + _n(c["attrs"], "n_fail") > 0:
+        return ""
+    if _n(c["attrs"], "n_error") > 0:
+        return "threw an error"
+    rs = [r.lower() for r in claim_reasons(c)]
+    if rs and all(r.startswith("no gpu") or ("gpu" in r and "need" in r) for r in rs):
+        return "need a GPU"
+    if rs and all(r.startswith("no measurements") or r.startswith("no external results") for r in rs):
+        return "need measurements"
+    return "not run for other reasons"
+
+
+def no_gpu_reason(rep):
+    """Why the run had no GPU, or "" when it had one: forge-verify's "no GPU: ..." reason of a GPU claim,
+    else /meta gpu_name "none" (what forge-verify records without a GPU)."""
+    for c in rep["claims"]:
+        for r in claim_reasons(c):
+            if r.startswith("no GPU"):
+                return r
+    return "no GPU (/meta gpu_name: none)" if rep["meta"].get("gpu_name") == "none" else ""
+
+
+def summary_lines(rep):
+    """The verdict, how many claims were judged and why the others judged nothing (as the console's
+    closing lines), and the no-GPU note when the run had no GPU."""
+    claims = rep["claims"]
+    whys = [not_judged_why(c) for c in claims]
+    n_judged = sum(1 for w in whys if not w)
     counts = ", ".join("%s %s" % (rep["root"].get(k, 0), k[2:].replace("_", "-"))
                        for k in ("n_pass", "n_fail", "n_not_run", "n_error") if k in rep["root"])
-    out.append("<p>Overall: %s (%s checks)</p>" % (badge(rep["root"].get("verdict", "?")), counts))
+    out = ["<p class=overall>Overall: %s &mdash; %s%d%s claim%s judged; checks: %s.</p>"
+           % (badge(rep["root"].get("verdict", "?")), "all " if n_judged == len(claims) and len(claims) > 1 else "",
+              n_judged, "" if n_judged == len(claims) else " of %d" % len(claims), "" if len(claims) == 1 else "s",
+              counts)]
+    groups = {}
+    for w in whys:
+        if w:
+            groups[w] = groups.get(w, 0) + 1
+    rank = {"need a GPU": 0, "need measurements": 1, "threw an error": 2}
+    parts = []
+    for w in sorted(groups, key=lambda w: rank.get(w, 3)):
+        k = groups[w]
+        parts.append("%d %s" % (k, ("needs " + w[5:]) if k == 1 and w.startswith("need ") else w))
+    if parts:
+        out.append("<p>%d judged nothing: %s (their rows below say why).</p>" % (len(claims) - n_judged,
+                                                                                ", ".join(parts)))
+    why = no_gpu_reason(rep)
+    if why:
+        n_gpu = groups.get("need a GPU", 0)
+        driver = (" CUDA gives this message also on a machine with no NVIDIA driver at all: it means no usable "
+                  "GPU here, not a driver to upgrade." if "insufficient" in why.lower() else "")
+        out.append('<div class=nogpu id=no-gpu><b>This run had no GPU</b> (%s). %s The verdict covers only what '
+                   'this machine could judge; the GPU runner (scripts/gpu_runner.sh) judges the rest.%s</div>'
+                   % (esc(why[len("no GPU: "):] if why.startswith("no GPU: ") else why), "%d GPU claim%s did not run." % (n_gpu, "" if n_gpu == 1 else "s") if n_gpu
+                      else "No GPU claim was selected.", driver))
+    return out
+
+
+def verdict_section(rep, registry):
+    out = ["<h2 id=verdicts>Verdicts</h2>"]
+    out.append("<p class=small>Claims in the paper's order (the claim registry's, %s).</p>"
+               % ("from --registry" if registry else "as the run added them"))
     out.append("<table><tr><th>claim</th><th>verdict</th><th>paper statement</th><th>what it judges</th>"
                "<th>checks</th></tr>")
-    for c in rep["claims"]:
+    claims = paper_order(rep, registry)
+    for c in claims:
         reg = registry.get(c["id"], {}) if registry else {}
         stmt = reg.get("statement") or ("(not in the registry)" if registry else "(no --registry given)")
         n = ", ".join("%s %s" % (c["attrs"].get(k, 0), k[2:].replace("_", "-"))
                       for k in ("n_pass", "n_fail", "n_not_run", "n_error") if k in c["attrs"])
-        out.append('<tr><td><a href="#claim-%s">%s</a></td><td>%s</td><td class=statement>%s</td><td>%s</td><td>%s</td></tr>'
+        why = not_judged_why(c)
+        why = "needs " + why[5:] if why.startswith("need ") else why  # one claim
+        out.append('<tr><td><a href="#claim-%s">%s</a></td><td>%s</td><td class=statement>%s</td><td>%s</td><td>%s%s</td></tr>'
                    % (esc(c["id"]), esc(c["id"]), badge(c["attrs"].get("verdict", "?")), esc(stmt),
-                      esc(reg.get("what", "")), esc(n)))
+                      esc(reg.get("what", "")), esc(n), "<br><span class=small>judged nothing: %s</span>" % esc(why)
+                      if why else ""))
     out.append("</table>")
-    for c in rep["claims"]:
+    for c in claims:
         reg = registry.get(c["id"], {}) if registry else {}
         v = c["attrs"].get("verdict", "?")
         out.append('<details id="claim-%s"%s><summary><b>%s</b> %s <span class=statement>%s</span></summary>'
@@ -476,13 +635,14 @@ def page(rep, registry, figs, bench, roof, diff, plant):
     parts.append("<p><a href=#verdicts>verdicts</a> &middot; <a href=#figures>figures</a>%s%s &middot; "
                  "<a href=#meta>provenance</a></p>" % (" &middot; <a href=#benchmarks>benchmarks</a>" if rep["benchmarks"] or bench else "",
                                                        " &middot; <a href=#diff>changes</a>" if diff is not None else ""))
+    parts += summary_lines(rep)  # at a glance: the verdict, what was judged, and a run without a GPU said so
     parts.append(diff_section(diff))
     parts.append(verdict_section(rep, registry))
     shown = list(figs)
     if plant == "missing_image":
         shown.append("planted_missing.png")  # never written
     parts.append(figures_section(shown, meta))
-    parts.append(stagnation_table(rep))
+    parts.append(stagnation_table(rep, registry))
     parts.append(bench_section(rep, bench, roof))
     parts.append("<h2 id=meta>Provenance (/meta)</h2><table>")
     for k in sorted(meta):

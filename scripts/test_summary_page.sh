@@ -4,6 +4,8 @@
 # decoded (the page's own on-load check, read back with --dump-dom) and log no console message
 # (--enable-logging=stderr). Then the same check must fail on each planted defect
 # (FH_SUMMARY_PLANT=missing_image, js_error), and bad input must exit 2 with no page written.
+# The page must also list the claims in the registry's order (never alphabetical), say so when the
+# report was made without a GPU, and give the stagnation gap with its unit (issue 31 item 4).
 #
 # Usage: test_summary_page.sh FORGE_VERIFY [WORKDIR]
 #   FORGE_VERIFY: the built forge-verify (makes the report: four fidelity claims, one GPU claim
@@ -82,6 +84,29 @@ if "$PY" "$RS" "$REPORT" -o "$T/page" --registry "$T/registry.json" --diff "$T/d
   grep -q 'planted: pass -&gt; fail' "$D" && ok "diff section lists the changes" || fail "no diff section"
   grep -q 'exact optimum of the eval loss\|Exact least-squares optimum' "$D" && ok "stagnation's exact optimum is reported" || fail "no exact optimum on the page"
   grep -q 'roofline.png' "$D" && ok "benchmark roofline" || fail "no roofline"
+  # Issue 31 item 4: claims in the paper's order (the registry's), never alphabetical; a run without a
+  # GPU says so; the stagnation gap has its unit; the page says how many claims were judged.
+  page_order="$(grep -o 'href="#claim-[a-z0-9_]*"' "$D" | sed 's/href="#claim-//; s/"$//' | tr '\n' ' ')"
+  want_order="$("$PY" -c 'import json, sys
+ids = sys.argv[2].split()
+print(" ".join(c["id"] for c in json.load(open(sys.argv[1]))["claims"] if c["id"] in ids) + " ")' "$T/registry.json" "$page_order")"
+  alpha_order="$(echo $page_order | tr ' ' '\n' | sort | tr '\n' ' ')"
+  [ -n "$page_order" ] && [ "$page_order" = "$want_order" ] && ok "claims in the registry's order: $page_order" \
+    || fail "claims not in the registry's order: page '$page_order', registry '$want_order'"
+  [ "$page_order" != "$alpha_order" ] && ok "claims not in alphabetical order" \
+    || fail "the page lists the claims alphabetically ($page_order)"
+  gpu_name="$("$PY" -c 'import h5py, sys; v = h5py.File(sys.argv[1], "r")["meta"].attrs.get("gpu_name", ""); print(v.decode() if isinstance(v, bytes) else v)' "$REPORT")"
+  if [ "$gpu_name" = none ]; then
+    grep -q 'id="no-gpu"' "$D" && grep -q 'This run had no GPU' "$D" && ok "the page says the run had no GPU" \
+      || fail "a run without a GPU is not said on the page"
+  else
+    grep -q 'id="no-gpu"' "$D" && fail "a run on $gpu_name is said to have had no GPU" || ok "GPU run: no no-GPU note"
+  fi
+  grep -Eq 'claims? judged; checks: ' "$D" && ok "the page says how many claims were judged" || fail "no 'claims judged' line"
+  grep -Eq 'rel_gap = [-+0-9.e]+ \([-+][0-9.e+-]+%\)' "$D" && ok "the stagnation gap is shown with its unit (%)" \
+    || fail "the stagnation gap is a bare ratio (no 'rel_gap = x (+y%)')"
+  grep -Eq '<tr><td>bf16_rne</td><td class="num">[-+][0-9.e+-]+%</td>' "$D" && ok "the stagnation table gives the gap in %" \
+    || fail "the stagnation table gives bf16_rne's gap without its unit"
 else
   cat "$T/rs.log" >&2; fail "render_summary.py failed on a good report"
 fi

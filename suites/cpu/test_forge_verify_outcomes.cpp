@@ -155,19 +155,48 @@ TEST_F(Outcomes, TheTableShowsWhichWayEachCheckPasses) {
   // Both directions appear: errors under their bound, defects seen above zero.
   EXPECT_NE(r.out.find(" <= "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" > "), std::string::npos) << r.out;
-  // Columns line up: in each claim's table every row has its verdict at the header's column.
+  // Columns line up: in each claim's table every row has its verdict at the header's column. A
+  // row's continuation lines (a long name wrapped in its column) leave that column blank, and
+  // evidence put under its row starts at column 6, where no row's line does (console_table.h).
   std::istringstream lines(r.out);
   size_t col = std::string::npos;
   int rows = 0;
   for (std::string l; std::getline(lines, l);) {
     if (l.empty() || l.rfind("==", 0) == 0) col = std::string::npos;
     else if (l.find("  case ") == 0 && l.find(" verdict ") != std::string::npos) col = l.find(" verdict ") + 1;
-    else if (col != std::string::npos) {
+    else if (col != std::string::npos && l.find_first_not_of(' ') != 6 && l.size() > col && l[col] != ' ') {
       ++rows;
       EXPECT_TRUE(l.compare(col, 5, "pass ") == 0 || l.compare(col, 5, "fail ") == 0) << "misaligned: " << l;
     }
   }
   EXPECT_GE(rows, 5);
+}
+
+// Output a person can read (issue 31 item 4): no line of stdout or stderr wider than 120 columns,
+// with the long lines of a CPU machine in the run (a GPU claim's "no GPU: ..." reason, a claim
+// that needs measurements, the progress line of a claim whose description is long), and the
+// closing lines say how many claims were judged and why the others judged nothing.
+// (suites/cpu/test_console_table.cpp checks the layout on made-up names and reasons.)
+TEST_F(Outcomes, NoConsoleLineWiderThan120) {
+  const RunResult r = run("--claim int8_codec_bound,suite_power_planted_defects,gpu_mma_model,ext_layer_speed,"
+                          "model_step_figures --report r.h5");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  for (const std::string* text : {&r.out, &r.err}) {
+    std::istringstream lines(*text);
+    for (std::string l; std::getline(lines, l);) {
+      size_t columns = 0;
+      for (unsigned char c : l) columns += (c & 0xC0) != 0x80;
+      EXPECT_LE(columns, 120u) << "a console line of " << columns << " columns: " << l;
+    }
+  }
+  const bool gpu = fh::query_device_info().available;
+  EXPECT_NE(r.out.find(gpu ? "overall: pass: 3 of 5 claims judged; checks: " : "overall: pass: 2 of 5 claims judged; checks: "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("need measurements (--external-timing, --model-step)"), std::string::npos) << r.out;
+  if (!gpu) {
+    EXPECT_NE(r.out.find("1 needs a GPU (no usable GPU here)"), std::string::npos) << r.out;
+  }
 }
 
 TEST_F(Outcomes, InterruptionLeavesNoFileAndNamesTheClaim) {

@@ -27,6 +27,7 @@
 #include "reports/summary_export.h"
 #include "suites/claims/registry.h"
 #include "suites/claims/external_common.h"
+#include "suites/forge_verify/console_table.h"
 #include "suites/forge_verify/diff_main.h"
 #include "suites/forge_verify/external_cases_main.h"
 #include "reports/external_bench.h"
@@ -65,7 +66,10 @@ Subcommands (each has its own --help):
 With no options it runs every claim on the default configuration: every rule with
 torch.optim's default hyperparameters, state formats fp32, bf16, int8 (block 64), weight stores
 fp32_master, bf16_rne, bf16_sr, one layer of out=192, in=256, T=100 tokens, 5 steps, seed
-20261202. Claims that need a GPU are reported "not-run: no GPU" on a machine without one.
+20261202. Claims that need a GPU are reported "not-run: no GPU" on a machine without one, and
+the claims that judge measurements or external results (--external*, --model-step) "not-run: no
+measurements given" or "no external results" when none are given. The last lines say the overall
+verdict, how many claims were judged, and why the others judged nothing.
 
 Options:
   --rule NAME[,NAME...]    rules to audit (repeatable): @RULES@ (default: all)
@@ -379,62 +383,11 @@ VerifyConfig parse_args(int argc, char** argv, RunOptions& run) {
   return cfg;
 }
 
-std::string format_number(double x) {
-  if (std::isnan(x)) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", x);
-  return buf;
-}
-
-// One row of the verdict table: every column a string, widths taken from the data.
-struct TableRow {
-  std::string cells[7];  // case, check, verdict, measured (name = value), pass if, bound, evidence
-};
-
-TableRow table_row(const CaseData& cs, const Check& ck) {
-  TableRow r;
-  r.cells[0] = cs.name;
-  r.cells[1] = ck.name;
-  r.cells[2] = verdict_name(ck.verdict);
-  r.cells[6] = ck.reason;  // a not-run's or an error's reason, a failed check's note
-  if (ck.verdict == Verdict::pass || ck.verdict == Verdict::fail) {
-    r.cells[3] = ck.metric_name + " = " + format_number(ck.metric);
-    r.cells[4] = pass_if_name(ck.pass_if);
-    r.cells[5] = format_number(ck.bound);
-    if (ck.has_bitwise())
-      r.cells[6] = std::to_string(ck.differing) + " differ" +
-                   (ck.differing ? ", max " + format_number(ck.max_ulp) + " ulp, first " + ck.first_diff : "");
-  }
-  return r;
-}
-
+// The verdict tables and the closing lines: suites/forge_verify/console_table.cpp (no line wider
+// than kConsoleWidth).
 void print_table(const ReportData& data) {
-  static const std::string kHeads[7] = {"case", "check", "verdict", "measured", "pass if", "bound", "evidence"};
-  for (const ClaimData& claim : data.claims) {
-    std::printf("\n== %s: %s (%lld pass, %lld fail, %lld not-run, %lld error)\n", claim.name.c_str(),
-                verdict_name(claim.verdict), (long long)claim.counts.n_pass, (long long)claim.counts.n_fail,
-                (long long)claim.counts.n_not_run, (long long)claim.counts.n_error);
-    std::vector<TableRow> rows;
-    for (const CaseData& cs : claim.cases)
-      for (const Check& ck : cs.checks) rows.push_back(table_row(cs, ck));
-    size_t width[7];
-    for (int c = 0; c < 7; ++c) {
-      width[c] = kHeads[c].size();
-      for (const TableRow& r : rows) width[c] = std::max(width[c], r.cells[c].size());
-    }
-    auto line = [&](const std::string* cells) {
-      std::string l = " ";
-      for (int c = 0; c < 6; ++c) l += " " + cells[c] + std::string(width[c] - cells[c].size() + 1, ' ');
-      l += " " + cells[6];
-      while (!l.empty() && l.back() == ' ') l.pop_back();
-      std::printf("%s\n", l.c_str());
-    };
-    line(kHeads);
-    for (const TableRow& r : rows) line(r.cells);
-  }
-  std::printf("\noverall: %s (%lld pass, %lld fail, %lld not-run, %lld error)\n", verdict_name(data.verdict),
-              (long long)data.counts.n_pass, (long long)data.counts.n_fail, (long long)data.counts.n_not_run,
-              (long long)data.counts.n_error);
+  std::fputs(console_tables(data).c_str(), stdout);
+  std::fputs(("\n" + console_closing(data)).c_str(), stdout);
 }
 
 std::string describe_config(const VerifyConfig& cfg) {
@@ -543,7 +496,10 @@ class Heartbeat {
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
       if (secs < kBeatSeconds) continue;
       const std::string at = progress_current_case();
-      std::fprintf(stderr, "        ... %s: %.0f s%s\n", claim_.c_str(), secs, at.empty() ? "" : (", case " + at).c_str());
+      char head[64];
+      std::snprintf(head, sizeof head, ": %.0f s", secs);
+      const std::string line = "        ... " + claim_ + head + (at.empty() ? "" : ", case " + at);
+      std::fprintf(stderr, "%s\n", fit_line(line).c_str());
     }
   }
   std::mutex m_;
@@ -649,7 +605,10 @@ int run(int argc, char** argv) {
     Heartbeat heartbeat(cfg.quiet);
     for (const ClaimInfo* c : selected) {
       ++progress.claim_index;
-      progress.claim(c->id, c->what);
+      // One line: what the claim judges, cut to the console's width (--list-claims has it whole).
+      const size_t lead = ("[" + std::to_string(progress.claim_index) + "/" + std::to_string(progress.claim_count) +
+                           "] " + c->id + ": ").size();
+      progress.claim(c->id, fit_line(c->what, kConsoleWidth > lead + 20 ? kConsoleWidth - lead : 20));
       g_running = c->id.c_str();
       heartbeat.claim_started(c->id);
       if (c->needs_gpu && !cfg.gpu_available) {
@@ -690,9 +649,13 @@ int run(int argc, char** argv) {
   if (opts.require_gpu && !gpu_not_run.empty()) {
     std::string names;
     for (const auto& n : gpu_not_run) names += (names.empty() ? "" : ", ") + n;
-    std::printf("--require-gpu: %zu GPU claim(s) not run: %s\n", gpu_not_run.size(), names.c_str());
-    std::fprintf(stderr, "forge-verify: --require-gpu: %zu GPU claim(s) not run (%s): %s\n", gpu_not_run.size(),
-                 cfg.gpu_available ? "GPU present" : ("no GPU: " + cfg.gpu_reason).c_str(), names.c_str());
+    const std::string n = std::to_string(gpu_not_run.size());
+    std::fputs(wrap_paragraph("--require-gpu: " + n + " GPU claim(s) not run: " + names, kConsoleWidth, "  ").c_str(),
+               stdout);
+    std::fputs(wrap_paragraph("forge-verify: --require-gpu: " + n + " GPU claim(s) not run (" +
+                                  (cfg.gpu_available ? "GPU present" : "no GPU: " + cfg.gpu_reason) + "): " + names,
+                              kConsoleWidth, "  ").c_str(),
+               stderr);
   }
   std::fflush(stdout);  // the table is out before the report is written, whatever happens there
 
