@@ -9,6 +9,16 @@
 
 namespace fh::gpu {
 
+// Instantiated in rule_family_<rule>.cu, not here.
+FH_GPU_EXTERN_RULE_FAMILY(AdamW)
+FH_GPU_EXTERN_RULE_FAMILY(NAdam)
+FH_GPU_EXTERN_RULE_FAMILY(RAdam)
+FH_GPU_EXTERN_RULE_FAMILY(Lion)
+FH_GPU_EXTERN_RULE_FAMILY(RMSprop)
+FH_GPU_EXTERN_RULE_FAMILY(Adagrad)
+FH_GPU_EXTERN_RULE_FAMILY(SGD)
+FH_GPU_EXTERN_RULE_FAMILY(SGDMomentum)
+
 namespace {
 
 void require_state_pointers(const ParamView& pv, WeightStore ws, const StateDecls& decls, StateFormat sf,

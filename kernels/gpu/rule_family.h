@@ -18,10 +18,18 @@ void launch_rule_typed(StateFormat sf, WeightStore ws, const typename Rule::Scal
 
 }  // namespace fh::gpu
 
-// Explicit instantiation of both entry points for one rule (used by rule_family_<rule>.cu).
+// Explicit instantiation of both entry points for one rule (used by rule_family_<rule>.cu), and its
+// declaration (used by the dispatchers, which see the templates' definitions: without it they
+// instantiate the whole kernel set a second time, doubling the build and every binary's fatbin).
 #define FH_GPU_INSTANTIATE_RULE_FAMILY(RULE)                                                        \
   template void launch_fused_typed<RULE>(StateFormat, WeightStore, const WgradProblem&,             \
                                          const RULE::Scalars&, const ParamView&, TileShape,         \
                                          cudaStream_t);                                             \
   template void launch_rule_typed<RULE>(StateFormat, WeightStore, const RULE::Scalars&,             \
                                         const ParamView&, const float*, int64_t, cudaStream_t);
+#define FH_GPU_EXTERN_RULE_FAMILY(RULE)                                                             \
+  extern template void launch_fused_typed<RULE>(StateFormat, WeightStore, const WgradProblem&,      \
+                                                const RULE::Scalars&, const ParamView&, TileShape,  \
+                                                cudaStream_t);                                      \
+  extern template void launch_rule_typed<RULE>(StateFormat, WeightStore, const RULE::Scalars&,      \
+                                               const ParamView&, const float*, int64_t, cudaStream_t);
