@@ -3,8 +3,9 @@
 //   fused        : fused_wgrad_update (G never leaves the SM)
 //   order_matched: wgrad_materialize (fp32 G to memory) + rule_apply_device
 //   cublas       : cublas_wgrad (fp32 G to memory) + rule_apply_device
-// Layers out x in with T tokens, AdamW with (a) fp32 master + fp32 moments, (b) bf16 weights +
-// bf16 moments. Counters: bytes/s and FLOP/s achieved, and floor_ratio = time / (bytes that must
+// Layers out x in with T tokens, every rule (torch.optim defaults) with (a) fp32 master + fp32
+// state, (b) bf16 weights + bf16 state, (c) fp32 master + INT8 state (block 64); the variant paths
+// exist for AdamW (a) and (b) only. Counters: bytes/s and FLOP/s achieved, and floor_ratio = time / (bytes that must
 // move / the runner's measured copy rate, 4.2 TB/s).
 #include <benchmark/benchmark.h>
 
@@ -58,25 +59,29 @@ std::vector<uint16_t> rand_bf16(size_t n, uint64_t seed) {
 
 // Bytes the step must move: weights and state read and written, the bf16 working copy written,
 // the inputs read once. G is not counted (the fused path never moves it).
-double floor_bytes(int64_t out, int64_t in, int64_t T, StateFormat sf, WeightStore ws) {
+// INT8 state: one byte a value plus a 4-byte absmax per block of 64.
+double floor_bytes(int64_t out, int64_t in, int64_t T, StateFormat sf, WeightStore ws, int state_slots) {
   const double n = double(out) * double(in);
   const double w = ws == WeightStore::fp32_master ? 4 + 4 + 2 : 2 + 2;
-  const double st = sf == StateFormat::fp32 ? 8 : sf == StateFormat::bf16 ? 4 : 2;
+  const double st = state_slots * (sf == StateFormat::fp32 ? 4.0 : sf == StateFormat::bf16 ? 2.0 : 1.0 + 4.0 / 64);
   return n * (w + 2 * st) + 2.0 * double(T) * double(in + out);
+}
+int state_slots(const RuleConfig& rule) {
+  return visit_rule(rule.id, [&](auto r) { return decltype(r)::states(hyper_of<decltype(r)>(rule)).count(); });
 }
 
 struct Setup {
   int64_t out, in, T;
   StateFormat sf;
   WeightStore ws;
-  RuleConfig rule = default_rule_config(RuleId::adamw);
+  RuleConfig rule;
   DeviceBuffer<uint16_t> x, dy;
   std::unique_ptr<DeviceParam> param;
   DeviceBuffer<float> g;
   DeviceBuffer<unsigned char> flush;
   CublasHandle cublas;
-  Setup(int64_t out_, int64_t in_, int64_t T_, StateFormat sf_, WeightStore ws_)
-      : out(out_), in(in_), T(T_), sf(sf_), ws(ws_), x(rand_bf16(size_t(T * in), 1)), dy(rand_bf16(size_t(T * out), 2)),
+  Setup(RuleId id, int64_t out_, int64_t in_, int64_t T_, StateFormat sf_, WeightStore ws_)
+      : out(out_), in(in_), T(T_), sf(sf_), ws(ws_), rule(default_rule_config(id)), x(rand_bf16(size_t(T * in), 1)), dy(rand_bf16(size_t(T * out), 2)),
         g(size_t(out * in)) {
     std::vector<float> w0(size_t(out * in));
     uint64_t s = 3;
@@ -89,15 +94,15 @@ struct Setup {
   WgradProblem problem() const { return WgradProblem{x.data(), dy.data(), T, out, in}; }
 };
 
-Setup& setup_for(int64_t out, int64_t in, int64_t T, StateFormat sf, WeightStore ws) {
+Setup& setup_for(RuleId id, int64_t out, int64_t in, int64_t T, StateFormat sf, WeightStore ws) {
   static std::map<std::string, std::unique_ptr<Setup>> cache;
-  const std::string key = std::to_string(out) + "x" + std::to_string(in) + "x" + std::to_string(T) + "/" +
+  const std::string key = std::string(rule_name(id)) + "/" + std::to_string(out) + "x" + std::to_string(in) + "x" + std::to_string(T) + "/" +
                           state_format_name(sf) + "/" + weight_store_name(ws);
   auto& p = cache[key];
   if (!p) {
     cache.clear();  // one configuration's buffers at a time
     auto& q = cache[key];
-    q = std::make_unique<Setup>(out, in, T, sf, ws);
+    q = std::make_unique<Setup>(id, out, in, T, sf, ws);
     return *q;
   }
   return *p;
@@ -134,9 +139,9 @@ void run_path(Setup& su, Path path) {
   }
 }
 
-void bench_step(benchmark::State& state, Path path, int64_t out, int64_t in, int64_t T, StateFormat sf,
+void bench_step(benchmark::State& state, Path path, RuleId id, int64_t out, int64_t in, int64_t T, StateFormat sf,
                 WeightStore ws) {
-  Setup& su = setup_for(out, in, T, sf, ws);
+  Setup& su = setup_for(id, out, in, T, sf, ws);
   cudaEvent_t start, stop;
   cuda_check(cudaEventCreate(&start), "event");
   cuda_check(cudaEventCreate(&stop), "event");
@@ -154,7 +159,7 @@ void bench_step(benchmark::State& state, Path path, int64_t out, int64_t in, int
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  const double bytes = floor_bytes(out, in, T, sf, ws);
+  const double bytes = floor_bytes(out, in, T, sf, ws, state_slots(su.rule));
   const double flops = 2.0 * double(out) * double(in) * double(T);
   state.counters["bytes_per_s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["flop_per_s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
@@ -173,7 +178,7 @@ void bench_step(benchmark::State& state, Path path, int64_t out, int64_t in, int
     kernel = std::string(" kernel=") + fused_kernel_for(su.problem(), TileShape{});
     set_fused_schedule(before);
   }
-  state.SetLabel(std::string(path_name(path)) + " adamw/" + state_format_name(sf) + "/" + weight_store_name(ws) + kernel);
+  state.SetLabel(std::string(path_name(path)) + " " + rule_name(id) + "/" + state_format_name(sf) + "/" + weight_store_name(ws) + kernel);
 }
 
 }  // namespace
@@ -232,16 +237,20 @@ int main(int argc, char** argv) {
   const Layer layers[] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {1024, 4096}};
   const int64_t tokens[] = {512, 2048, 8192, 16384};
   const std::pair<StateFormat, WeightStore> configs[] = {{StateFormat::fp32, WeightStore::fp32_master},
-                                                         {StateFormat::bf16, WeightStore::bf16_rne}};
+                                                         {StateFormat::bf16, WeightStore::bf16_rne},
+                                                         {StateFormat::int8, WeightStore::fp32_master}};
+  for (RuleId id : kAllRules)
   for (const auto& [sf, ws] : configs)
     for (const Layer& l : layers)
       for (int64_t T : tokens)
         for (Path p : {Path::fused, Path::fused_block, Path::fused_g_roundtrip, Path::fused_prefetch8, Path::fused_pairs,
                        Path::order_matched, Path::cublas, Path::gemm_cublas}) {
-          const std::string name = std::string("adamw_") + state_format_name(sf) + "_" + weight_store_name(ws) + "/" +
+          const bool variant = p == Path::fused_g_roundtrip || p == Path::fused_prefetch8 || p == Path::fused_pairs;
+          if (variant && (id != RuleId::adamw || sf == StateFormat::int8)) continue;  // AdamW fp32 / bf16 only
+          const std::string name = std::string(rule_name(id)) + "_" + state_format_name(sf) + "_" + weight_store_name(ws) + "/" +
                                    path_name(p) + "/out" + std::to_string(l.out) + "_in" + std::to_string(l.in) +
                                    "_T" + std::to_string(T);
-          benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { bench_step(st, p, l.out, l.in, T, sf, ws); })
+          benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { bench_step(st, p, id, l.out, l.in, T, sf, ws); })
               ->UseManualTime()
               ->Unit(benchmark::kMicrosecond)
               ->Repetitions(5)
