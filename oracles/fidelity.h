@@ -16,7 +16,7 @@
 #include <variant>
 #include <vector>
 
-#include "kernels/common/tracked.h"
+#include "exact/tracked.h"
 #include "kernels/rules/all_rules.h"
 
 namespace fh {

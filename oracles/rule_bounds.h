@@ -5,7 +5,7 @@
 #pragma once
 #include <string>
 
-#include "kernels/common/tracked.h"
+#include "exact/tracked.h"
 
 namespace fh {
 

@@ -18,7 +18,7 @@
 #include <variant>
 #include <vector>
 #include "kernels/rules/all_rules.h"
-#include "kernels/common/tracked.h"
+#include "exact/tracked.h"
 
 namespace fh {
 

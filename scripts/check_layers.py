@@ -4,11 +4,12 @@
 Each source folder belongs to a layer; a file may include only from the folders its layer lists.
 Data flows one way: case generator -> producers -> oracles -> verdicts -> report, so
   core       kernels/common, kernels/rules, kernels/formats   (numerics every layer shares)
+  exact      exact/              running error analysis in MPFR (Tracked), shared by references and judges
   twin       kernels/twin        the host twin and the tensor-core model (a producer)
   gpu        kernels/gpu         the CUDA kernels (producers; may use the twin's model)
   reference  reference/          MPFR rules, exact G, two-phase and order-matched references
                                  (producers; may use the twin's instruction model)
-  oracles    oracles/            judges: core numerics only, never a producer
+  oracles    oracles/            judges: core numerics and exact/ only, never a producer
   reports    reports/            the evidence vocabulary (oracles) and the HDF5 report
   suites     suites/             claims, GoogleTest suites, benchmarks, forge-verify: anything
 Usage: check_layers.py ROOT      exit 0 when clean, 1 listing each upward include
@@ -24,11 +25,12 @@ ALLOWED = {
     "kernels/common": CORE,
     "kernels/rules": CORE,
     "kernels/formats": CORE,
+    "exact": CORE | {"exact"},
     "kernels/twin": CORE | {"kernels/twin"},
     "kernels/gpu": CORE | {"kernels/twin", "kernels/gpu"},
-    "reference": CORE | {"kernels/twin", "reference"},
-    "oracles": CORE | {"oracles"},
-    "reports": CORE | {"oracles", "reports"},
+    "reference": CORE | {"kernels/twin", "exact", "reference"},
+    "oracles": CORE | {"exact", "oracles"},
+    "reports": CORE | {"exact", "oracles", "reports"},
 }
 SOURCE_EXT = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
@@ -43,7 +45,7 @@ def folder_of(rel):
 
 def check(root):
     problems, files = [], 0
-    for top in ("kernels", "reference", "oracles", "reports", "suites"):
+    for top in ("kernels", "exact", "reference", "oracles", "reports", "suites"):
         for dirpath, _, names in os.walk(os.path.join(root, top)):
             for name in sorted(names):
                 if not name.endswith(SOURCE_EXT):

@@ -1,8 +1,7 @@
 // Running error analysis in MPFR (Tracked arithmetic): the numerics that the MPFR references
 // (reference/mpfr_rules.h, which produce exact values with bounds) and the judges
-// (oracles/rule_bounds.h, oracles/fidelity.h) share, so it sits with the core numerics.
-//
-// against its MPFR twin (reference/mpfr_rules.h).
+// (oracles/rule_bounds.h, oracles/fidelity.h) share. Its own layer above core, so that the
+// kernels and the twin do not link MPFR.
 //
 // A Tracked<Format> number carries two MPFR values: `v`, the exact real value of an expression
 // (exact per-step scalars, exact arithmetic), and `e`, an upper bound on |computed - v| where

@@ -1,5 +1,5 @@
 // Running error analysis (Tracked arithmetic); see tracked.h.
-#include "kernels/common/tracked.h"
+#include "exact/tracked.h"
 
 #include <cmath>
 
