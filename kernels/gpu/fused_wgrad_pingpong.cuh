@@ -1,5 +1,6 @@
 // The warp-specialized fused kernel for the 128 x 128 tile ("pingpong"; kernels/gpu/NOTES.md, v23).
-// One persistent block per SM (or a cluster of two: kCtas), three warpgroups:
+// One persistent block per SM (or clusters of 2 or 4 blocks sharing operands: kCm x kCn), three
+// warpgroups:
 //   - the producer (warpgroup 0, one thread) loads each 64-token chunk of dY and X with TMA into a
 //     ring of kStages slots (full / empty mbarriers), for the block's tiles in turn;
 //   - two consumers (warpgroups 1, 2) take the block's tiles alternately. A consumer multiplies its
@@ -66,25 +67,35 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t by
 __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
 }
+// kCluster: acquire at cluster scope, for a barrier that other blocks of the cluster arrive on.
+template <bool kCluster>
 __device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
   uint32_t done;
-  asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-               "selp.u32 %0, 1, 0, p;\n}\n"
-               : "=r"(done)
-               : "r"(bar), "r"(parity)
-               : "memory");
+  if constexpr (kCluster)
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+  else
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
   return done != 0;
 }
 // A phase that never completes (a TMA that never lands) traps after 20 s instead of hanging the
 // suite (the sanitizer passes are slow; a normal wait is microseconds).
+template <bool kCluster = false>
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   const uint32_t addr = smem_u32(bar);
-  if (mbar_try_wait(addr, parity)) return;
+  if (mbar_try_wait<kCluster>(addr, parity)) return;
   const uint64_t t0 = global_timer_ns();
-  while (!mbar_try_wait(addr, parity))
+  while (!mbar_try_wait<kCluster>(addr, parity))
     if (global_timer_ns() - t0 > 20000000000ull) __trap();
 }
-// Pairs (kCtas = 2): a cluster of two blocks whose tiles share their columns, and so the X panel.
+// Clusters (kClusterM x kClusterN blocks on a square of tiles, sharing dY rows and X columns).
 __device__ __forceinline__ uint32_t cluster_ctarank() {
   uint32_t r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
@@ -102,31 +113,14 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta)
                "r"(cta)
                : "memory");
 }
-// The producer's wait for a slot both blocks' consumers released (their arrivals are cluster-scope
-// releases).
-__device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity) {
-  const uint32_t addr = smem_u32(bar);
-  auto try_wait = [&] {
-    uint32_t done;
-    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-                 "selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done)
-                 : "r"(addr), "r"(parity)
-                 : "memory");
-    return done != 0;
-  };
-  if (try_wait()) return;
-  const uint64_t t0 = global_timer_ns();
-  while (!try_wait())
-    if (global_timer_ns() - t0 > 20000000000ull) __trap();
-}
-// The same box into both blocks of the cluster, at dst's and bar's offsets in each.
-__device__ __forceinline__ void tma_load_box_both(void* dst, const CUtensorMap& map, int c, int t, uint64_t* bar) {
-  const uint16_t both = 0x3;
+// The same box into the blocks of the cluster whose rank bits are set in `ctas`, at dst's and bar's
+// offsets in each.
+__device__ __forceinline__ void tma_load_box_multicast(void* dst, const CUtensorMap& map, int c, int t, uint64_t* bar,
+                                                       uint16_t ctas) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
       "[%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(smem_u32(dst)),
-      "l"(reinterpret_cast<uint64_t>(&map)), "r"(c), "r"(t), "r"(smem_u32(bar)), "h"(both)
+      "l"(reinterpret_cast<uint64_t>(&map)), "r"(c), "r"(t), "r"(smem_u32(bar)), "h"(ctas)
       : "memory");
 }
 
@@ -164,16 +158,16 @@ __device__ __forceinline__ uint64_t tma_operand_desc(const unsigned char* operan
   return wgmma_desc_sw128(operand + 2 * ks * kWgmmaAtomBytes + box * kTmaBoxBytes, kTmaBoxBytes, kWgmmaAtomBytes);
 }
 
-// The tiles of the launch, row-major over (out / 128, in / 128) like the block-per-tile grid, in
-// units of kCtas tiles stacked along out (a pair shares its columns); group g (block, or cluster
-// of two) takes units g, g + groups, g + 2 groups, ... and its k-th unit goes to consumer k % 2;
-// block `rank` of a pair takes the unit's tile rank.
-template <int kCtas>
+// The tiles of the launch in units of kCm x kCn tiles (one tile alone, or a cluster's square:
+// kCm along out, kCn along in), the units row-major over the grid of units; group g (block, or
+// cluster) takes units g, g + groups, g + 2 groups, ... and its k-th unit goes to consumer k % 2;
+// block rank = m + kCm n of a cluster takes the unit's tile (m, n).
+template <int kCm, int kCn>
 struct PingpongTiles {
-  int64_t tiles_x, units, nchunks;
+  int64_t units_x, units, nchunks;
   __device__ __forceinline__ void origin(int64_t u, uint32_t rank, int64_t& o0, int64_t& i0) const {
-    o0 = ((u / tiles_x) * kCtas + rank) * PingpongCfg::TR;
-    i0 = (u % tiles_x) * PingpongCfg::TC;
+    o0 = ((u / units_x) * kCm + rank % kCm) * PingpongCfg::TR;
+    i0 = ((u % units_x) * kCn + rank / kCm) * PingpongCfg::TC;
   }
 };
 
@@ -283,15 +277,19 @@ __device__ __forceinline__ void g_round_trip(float* g, int64_t out, int64_t in, 
 }
 
 // kPrefetch: the epilogue's L2 prefetch distance in passes (4; a bench variant tries 8).
-// kCtas = 2 (a bench variant): clusters of two blocks whose tiles are stacked along out; each block
-// loads its own dY boxes and one of the two X boxes, multicast into both, so L2 sends each X byte
-// once per pair; a slot is refilled once the consumers of both blocks released it. Needs whole
-// tile pairs (out a multiple of 256, in of 128: launch_fused_pingpong checks).
-template <class Rule, StateFormat SF, WeightStore WS, bool kGRoundTrip = false, int kPrefetch = 4, int kCtas = 1>
+// kCm x kCn > 1 (bench variants): clusters whose blocks hold a kCm x kCn square of tiles. The 128
+// x 128 tile's mainloop is bound by the operand bytes L2 sends the SMs (64 FLOP a byte, ~420
+// TFLOP/s on the runner, whatever the schedule); in a cluster the blocks of one tile row share dY
+// and those of one tile column share X, so each block loads one box of each shared operand and
+// multicasts it: kCm = 2 halves X's bytes, kCn = 2 halves dY's. A slot is refilled once every
+// consumer of the cluster released it. Needs whole squares (launch_fused_pingpong checks).
+template <class Rule, StateFormat SF, WeightStore WS, bool kGRoundTrip = false, int kPrefetch = 4, int kCm = 1,
+          int kCn = 1>
 __global__ void __launch_bounds__(PingpongCfg::kThreads, 1)
     fused_wgrad_pingpong_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec,
                                 const __grid_constant__ WgradTmaMaps maps, float* g_trip) {
-  static_assert(kCtas == 1 || kCtas == 2, "a block alone or a pair");
+  static_assert((kCm == 1 || kCm == 2) && (kCn == 1 || kCn == 2), "a block alone, a pair or a square of four");
+  constexpr int kCtas = kCm * kCn;
   using Half = PingpongHalfTile<kPrefetch>;
   constexpr int S = PingpongCfg::kStages;
   extern __shared__ __align__(16) unsigned char pingpong_smem[];
@@ -307,25 +305,26 @@ __global__ void __launch_bounds__(PingpongCfg::kThreads, 1)
   // The warpgroup index from lane 0, so that ptxas sees the role branch as warp-uniform (else it
   // serializes the wgmma behind it, C7520).
   const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0), lane = threadIdx.x & 31;
-  const uint32_t rank = kCtas == 2 ? cluster_ctarank() : 0;
+  const uint32_t rank = kCtas > 1 ? cluster_ctarank() : 0;
   const int64_t group = blockIdx.x / kCtas, groups = gridDim.x / kCtas;
   const int64_t tiles_x = (a.in + PingpongCfg::TC - 1) / PingpongCfg::TC;
-  const PingpongTiles<kCtas> tiles{tiles_x, tiles_x * ((a.out + PingpongCfg::TR - 1) / PingpongCfg::TR / kCtas),
-                                   (a.T + PingpongCfg::TK - 1) / PingpongCfg::TK};
+  const PingpongTiles<kCm, kCn> tiles{tiles_x / kCn,
+                                      tiles_x / kCn * ((a.out + PingpongCfg::TR - 1) / PingpongCfg::TR / kCm),
+                                      (a.T + PingpongCfg::TK - 1) / PingpongCfg::TK};
   if (threadIdx.x == 0) {
     for (int i = 0; i < S; ++i) {
       mbar_init(full + i, 1);
-      mbar_init(empty + i, 4 * kCtas);  // the four warps of the consumer reading the slot, in each block
+      mbar_init(empty + i, 4 * kCtas);  // the four warps of the consumer reading the slot, in every block
     }
     for (int c = 0; c < PingpongCfg::kConsumers; ++c) mbar_init(handoff + c, 4);
     fence_mbarrier_init();
   }
-  if constexpr (kCtas == 2)
-    cluster_sync();  // both blocks' barriers exist before either multicasts into the other
+  if constexpr (kCtas > 1)
+    cluster_sync();  // every block's barriers exist before any block multicasts into it
   else
     __syncthreads();
 
-  if (wg == 0) {  // producer: one thread; the others wait at the end (a pair's final cluster barrier)
+  if (wg == 0) {  // producer: one thread; the others wait at the end (a cluster's final barrier)
     setmaxnreg_dec<PingpongCfg::kProducerRegs>();
     if (threadIdx.x == 0) {
       int64_t n = 0;  // the block's chunk index
@@ -336,22 +335,29 @@ __global__ void __launch_bounds__(PingpongCfg::kThreads, 1)
         // which no epilogue stores.
         const bool a_box1 = o0 + kTmaBoxCols < a.out, b_box1 = i0 + kTmaBoxCols < a.in;
         const uint32_t tx_bytes = uint32_t(kTmaBoxBytes) * (2 + int(a_box1) + int(b_box1));
+        // In a cluster, block (m, n) sends dY box n of its tile row to the blocks of that row, and
+        // X box m of its tile column to the blocks of that column.
+        const uint32_t m = rank % kCm, cn = rank / kCm;
+        uint16_t row_ctas = 0, col_ctas = 0;
+        for (uint32_t j = 0; j < uint32_t(kCn); ++j) row_ctas |= uint16_t(1u << (m + kCm * j));
+        for (uint32_t j = 0; j < uint32_t(kCm); ++j) col_ctas |= uint16_t(1u << (j + kCm * cn));
         for (int64_t c = 0; c < tiles.nchunks; ++c, ++n) {
           const int slot = int(n % S);
-          if (n >= S) {
-            if constexpr (kCtas == 2)
-              mbar_wait_cluster(empty + slot, uint32_t(n / S - 1) & 1u);
-            else
-              mbar_wait(empty + slot, uint32_t(n / S - 1) & 1u);
-          }
+          if (n >= S) mbar_wait<(kCtas > 1)>(empty + slot, uint32_t(n / S - 1) & 1u);
           unsigned char* sA = ring + size_t(slot) * PingpongCfg::kSlotBytes;
           unsigned char* sB = sA + PingpongCfg::kABytes;
           const int t0 = int(c * PingpongCfg::TK);
           mbar_arrive_expect_tx(full + slot, tx_bytes);
-          tma_load_box(sA, maps.dy, int(o0), t0, full + slot);
-          if (a_box1) tma_load_box(sA + kTmaBoxBytes, maps.dy, int(o0) + kTmaBoxCols, t0, full + slot);
-          if constexpr (kCtas == 2) {  // whole pairs: both X boxes exist; this block sends box `rank`
-            tma_load_box_both(sB + rank * kTmaBoxBytes, maps.x, int(i0) + int(rank) * kTmaBoxCols, t0, full + slot);
+          if constexpr (kCn == 2) {  // whole squares: both boxes exist
+            tma_load_box_multicast(sA + cn * kTmaBoxBytes, maps.dy, int(o0) + int(cn) * kTmaBoxCols, t0, full + slot,
+                                   row_ctas);
+          } else {
+            tma_load_box(sA, maps.dy, int(o0), t0, full + slot);
+            if (a_box1) tma_load_box(sA + kTmaBoxBytes, maps.dy, int(o0) + kTmaBoxCols, t0, full + slot);
+          }
+          if constexpr (kCm == 2) {
+            tma_load_box_multicast(sB + m * kTmaBoxBytes, maps.x, int(i0) + int(m) * kTmaBoxCols, t0, full + slot,
+                                   col_ctas);
           } else {
             tma_load_box(sB, maps.x, int(i0), t0, full + slot);
             if (b_box1) tma_load_box(sB + kTmaBoxBytes, maps.x, int(i0) + kTmaBoxCols, t0, full + slot);
@@ -374,11 +380,11 @@ __global__ void __launch_bounds__(PingpongCfg::kThreads, 1)
       for (int j = 0; j < Half::kEarlyPrefetchPasses; ++j)
         prefetch_quad_lines<Rule, SF, WS>(pv, idx_first + j * int64_t(Half::kQuadRowsPerPass) * pv.cols);
     };
-    // A slot is free once every consumer warp reading it, in each block of the group, is done.
+    // A slot is free once every consumer warp reading it, in every block of the group, is done.
     auto release = [&](int slot) {
-      if constexpr (kCtas == 2) {
-        mbar_arrive_cluster(empty + slot, 0);
-        mbar_arrive_cluster(empty + slot, 1);
+      if constexpr (kCtas > 1) {
+#pragma unroll
+        for (uint32_t cta = 0; cta < uint32_t(kCtas); ++cta) mbar_arrive_cluster(empty + slot, cta);
       } else {
         mbar_arrive(empty + slot);
       }
@@ -423,9 +429,9 @@ __global__ void __launch_bounds__(PingpongCfg::kThreads, 1)
       }
     }
   }
-  // A pair's block may not leave while its peer can still multicast into it or arrive on its
+  // A cluster's block may not leave while a peer can still multicast into it or arrive on its
   // barriers.
-  if constexpr (kCtas == 2) cluster_sync();
+  if constexpr (kCtas > 1) cluster_sync();
 }
 
 // Can the pingpong kernel run this problem? TMA needs 16-byte aligned operand rows; the planted
@@ -434,24 +440,27 @@ inline bool pingpong_usable(const WgradTileArgs& a) {
   return wgrad_tma_usable(a) && a.planted_defect != int(FusedPlantedDefect::late_blocks_skip_update);
 }
 
-template <class Rule, StateFormat SF, WeightStore WS, bool kGRoundTrip = false, int kPrefetch = 4, int kCtas = 1>
+template <class Rule, StateFormat SF, WeightStore WS, bool kGRoundTrip = false, int kPrefetch = 4, int kCm = 1,
+          int kCn = 1>
 void launch_fused_pingpong(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                            cudaStream_t stream, float* g_trip = nullptr) {
-  auto kernel = fused_wgrad_pingpong_kernel<Rule, SF, WS, kGRoundTrip, kPrefetch, kCtas>;
+  constexpr int kCtas = kCm * kCn;
+  auto kernel = fused_wgrad_pingpong_kernel<Rule, SF, WS, kGRoundTrip, kPrefetch, kCm, kCn>;
   static const bool attributes_set = set_smem_limit(kernel, PingpongCfg::kSmemBytes, "fused_wgrad_pingpong: cudaFuncSetAttribute");
   (void)attributes_set;
-  if (kCtas == 2 && (a.out % (2 * PingpongCfg::TR) != 0 || a.in % PingpongCfg::TC != 0))
-    throw std::invalid_argument("fused_wgrad_pingpong: pairs need out a multiple of 256 and in of 128");
+  if (kCtas > 1 && (a.out % (kCm * PingpongCfg::TR) != 0 || a.in % (kCn * PingpongCfg::TC) != 0))
+    throw std::invalid_argument("fused_wgrad_pingpong: a cluster of " + std::to_string(kCm) + " x " +
+                                std::to_string(kCn) + " tiles needs out a multiple of " +
+                                std::to_string(kCm * PingpongCfg::TR) + " and in of " +
+                                std::to_string(kCn * PingpongCfg::TC));
   int device = 0, sms = 0;
   cuda_check(cudaGetDevice(&device), "fused_wgrad_pingpong: cudaGetDevice");
   cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused_wgrad_pingpong: SM count");
-  const int64_t units = ((a.in + PingpongCfg::TC - 1) / PingpongCfg::TC) *
-                        ((a.out + PingpongCfg::TR - 1) / PingpongCfg::TR / kCtas);
-  const int64_t groups = units < sms / kCtas ? units : sms / kCtas;
+  const int64_t units = ((a.in + PingpongCfg::TC - 1) / PingpongCfg::TC / kCn) *
+                        ((a.out + PingpongCfg::TR - 1) / PingpongCfg::TR / kCm);
   const WgradTmaMaps maps = make_wgrad_tma_maps(a);
   const bool vec = SF != StateFormat::int8 && fused_params_vec4<SF>(pv);
   cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(unsigned(groups * kCtas));
   cfg.blockDim = dim3(PingpongCfg::kThreads);
   cfg.dynamicSmemBytes = PingpongCfg::kSmemBytes;
   cfg.stream = stream;
@@ -461,6 +470,22 @@ void launch_fused_pingpong(const WgradTileArgs& a, const typename Rule::Scalars&
   cluster.val.clusterDim.y = cluster.val.clusterDim.z = 1;
   cfg.attrs = &cluster;
   cfg.numAttrs = 1;
+  // Persistent groups: as many as can be resident at once. For clusters that is fewer than SMs /
+  // size (a cluster's blocks share a GPC); a group past it would wait for a whole first wave (the
+  // v23 pairs took 2x the time of single blocks with SMs / 2 clusters launched).
+  int resident = sms;
+  if constexpr (kCtas > 1) {
+    cfg.gridDim = dim3(unsigned(sms / kCtas * kCtas));
+    static const int max_clusters = [&] {
+      int n = 0;
+      cuda_check(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg), "fused_wgrad_pingpong: cudaOccupancyMaxActiveClusters");
+      return n;
+    }();
+    resident = max_clusters;
+  }
+  if (resident < 1) throw std::runtime_error("fused_wgrad_pingpong: no cluster fits on this GPU");
+  const int64_t groups = units < resident ? units : resident;
+  cfg.gridDim = dim3(unsigned(groups * kCtas));
   cuda_check(cudaLaunchKernelEx(&cfg, kernel, a, s, pv, vec, maps, g_trip), "fused_wgrad_pingpong: launch");
 }
 

@@ -31,9 +31,9 @@ constexpr double kCopyRateBytesPerS = 4.2e12;  // GPU_RUNNER.md, device-to-devic
 // fused_g_roundtrip: the pingpong kernel storing each G tile and loading it back in the same
 // launch (the decomposition's middle step); fused_prefetch8: the pingpong kernel prefetching its
 // epilogue's lines eight passes ahead instead of four, fused_pairs: clusters of two blocks sharing
-// the X panel (tuning candidates); gemm_cublas: cuBLAS's
+// the X panel, fused_quads: clusters of four on a 2 x 2 square sharing X and dY (tuning candidates); gemm_cublas: cuBLAS's
 // wgrad GEMM alone (no update), the large-T yardstick.
-enum class Path { fused, fused_block, fused_g_roundtrip, fused_prefetch8, fused_pairs, order_matched, cublas, gemm_cublas };
+enum class Path { fused, fused_block, fused_g_roundtrip, fused_prefetch8, fused_pairs, fused_quads, order_matched, cublas, gemm_cublas };
 const char* path_name(Path p) {
   switch (p) {
     case Path::fused: return "fused";
@@ -41,6 +41,7 @@ const char* path_name(Path p) {
     case Path::fused_g_roundtrip: return "fused_g_roundtrip";
     case Path::fused_prefetch8: return "fused_prefetch8";
     case Path::fused_pairs: return "fused_pairs";
+    case Path::fused_quads: return "fused_quads";
     case Path::order_matched: return "order_matched";
     case Path::cublas: return "cublas";
     case Path::gemm_cublas: return "gemm_cublas";
@@ -127,6 +128,7 @@ void run_path(Setup& su, Path path) {
       break;
     case Path::fused_prefetch8: fused_wgrad_update_variant(p, su.rule, su.sf, su.ws, pv, 1, FusedVariant::epilogue_prefetch8); break;
     case Path::fused_pairs: fused_wgrad_update_variant(p, su.rule, su.sf, su.ws, pv, 1, FusedVariant::cluster_pairs); break;
+    case Path::fused_quads: fused_wgrad_update_variant(p, su.rule, su.sf, su.ws, pv, 1, FusedVariant::cluster_quads); break;
     case Path::gemm_cublas: cublas_wgrad(su.cublas.get(), p, su.g.data()); break;
     case Path::order_matched:
       wgrad_materialize(p, su.g.data());
@@ -244,8 +246,9 @@ int main(int argc, char** argv) {
     for (const Layer& l : layers)
       for (int64_t T : tokens)
         for (Path p : {Path::fused, Path::fused_block, Path::fused_g_roundtrip, Path::fused_prefetch8, Path::fused_pairs,
-                       Path::order_matched, Path::cublas, Path::gemm_cublas}) {
-          const bool variant = p == Path::fused_g_roundtrip || p == Path::fused_prefetch8 || p == Path::fused_pairs;
+                       Path::fused_quads, Path::order_matched, Path::cublas, Path::gemm_cublas}) {
+          const bool variant = p == Path::fused_g_roundtrip || p == Path::fused_prefetch8 || p == Path::fused_pairs ||
+                               p == Path::fused_quads;
           if (variant && (id != RuleId::adamw || sf == StateFormat::int8)) continue;  // AdamW fp32 / bf16 only
           const std::string name = std::string(rule_name(id)) + "_" + state_format_name(sf) + "_" + weight_store_name(ws) + "/" +
                                    path_name(p) + "/out" + std::to_string(l.out) + "_in" + std::to_string(l.in) +

@@ -426,12 +426,15 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
 TEST(GpuFused, PingpongVariantsKeepTheBits) {
   FH_REQUIRE_GPU();
   int64_t compared = 0, differing = 0;
-  for (const Shape& s : {Shape{1000, 1000, 500}, Shape{512, 768, 192}, Shape{2048, 1024, 1000}}) {
+  // 4096 x 2048: each cluster of four holds several squares, so both consumers alternate.
+  for (const Shape& s : {Shape{1000, 1000, 500}, Shape{512, 768, 192}, Shape{2048, 1024, 1000}, Shape{4096, 2048, 700}}) {
     StepData d(s, uint64_t(s.out + 3 * s.T));
     for (auto [sf, ws] : {std::pair{StateFormat::fp32, WeightStore::fp32_master},
                           std::pair{StateFormat::bf16, WeightStore::bf16_rne}})
-      for (FusedVariant v : {FusedVariant::g_roundtrip, FusedVariant::epilogue_prefetch8, FusedVariant::cluster_pairs}) {
+      for (FusedVariant v : {FusedVariant::g_roundtrip, FusedVariant::epilogue_prefetch8, FusedVariant::cluster_pairs,
+                             FusedVariant::cluster_quads}) {
         if (v == FusedVariant::cluster_pairs && (s.out % 256 != 0 || s.in % 128 != 0)) continue;  // whole pairs only
+        if (v == FusedVariant::cluster_quads && (s.out % 256 != 0 || s.in % 256 != 0)) continue;  // whole squares only
         const HostParam hp0 = make_param(RuleId::adamw, sf, ws, s, 77);
         HostParam want = hp0, got = hp0;
         DeviceParam fused(hp0), variant(hp0);
