@@ -143,6 +143,7 @@ class CaseRecord {
   CaseData data() const;
 
  private:
+  friend class Report;  // absorb() moves a case between reports and re-points declared_
   void add_dataset(Dataset d);
   std::string claim_, name_;
   const std::vector<std::string>* declared_ = nullptr;
@@ -172,6 +173,15 @@ class Report {
   CaseRecord& add_case(const std::string& claim, const std::string& case_name);
 
   CaseRecord* find_case(const std::string& claim, const std::string& case_name);  // null if absent
+
+  // Moves every case of `part` here, claim by claim in the order `part` created them, each
+  // claim's cases in their order: the result is what the same add_case calls made here would
+  // have made (claims new to this report appended, existing ones extended). A claim of `part`
+  // must be declared here when any is (with the same datasets, which its cases are then held
+  // to), and a case name may not already be here; on such an error (std::invalid_argument)
+  // nothing has moved. Meta and benchmarks of `part` are dropped. forge-verify --jobs builds each
+  // claim in a Report of its own on a worker and absorbs them in registry order (main.cpp).
+  void absorb(Report&& part);
 
   // Declares a claim and the per-case dataset names it may write (the claim registry's row).
   // Once any claim is declared, add_case refuses an undeclared claim and a case refuses an

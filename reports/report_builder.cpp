@@ -324,6 +324,38 @@ CaseRecord* Report::find_case(const std::string& claim, const std::string& case_
   return nullptr;
 }
 
+void Report::absorb(Report&& part) {
+  // Everything is checked before anything moves, so a refusal leaves both reports as they were.
+  for (const Claim& pc : part.claims_) {
+    if (!declared_.empty()) {
+      const auto d = declared_.find(pc.name);
+      if (d == declared_.end()) throw std::invalid_argument("absorb: claim '" + pc.name + "' is not declared");
+      const auto pd = part.declared_.find(pc.name);
+      if (pd == part.declared_.end() || pd->second != d->second)
+        throw std::invalid_argument("absorb: claim '" + pc.name + "' is declared with other datasets in the part");
+    }
+    for (const Claim& c : claims_)
+      if (c.name == pc.name)
+        for (const auto& here : c.cases)
+          for (const auto& moving : pc.cases)
+            if (here->name() == moving->name())
+              throw std::invalid_argument("absorb: duplicate case '" + moving->name() + "' in claim '" + pc.name + "'");
+  }
+  for (Claim& pc : part.claims_) {
+    auto it = std::find_if(claims_.begin(), claims_.end(), [&](const Claim& c) { return c.name == pc.name; });
+    if (it == claims_.end()) {
+      claims_.push_back(Claim{pc.name, {}});
+      it = std::prev(claims_.end());
+    }
+    const auto d = declared_.find(pc.name);
+    for (auto& cs : pc.cases) {
+      cs->declared_ = d == declared_.end() ? nullptr : &d->second;  // part's own list dies with it
+      it->cases.push_back(std::move(cs));
+    }
+  }
+  part.claims_.clear();
+}
+
 ReportData Report::snapshot() const {
   ReportData r;
   r.schema_version = kReportSchemaVersion;

@@ -1,6 +1,7 @@
 #include "suites/claims/claim_common.h"
 
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 
@@ -10,22 +11,28 @@ void Progress::claim(const std::string& name, const std::string& what) const {
   if (!quiet) std::fprintf(stderr, "[%d/%d] %s: %s\n", claim_index, claim_count, name.c_str(), what.c_str());
 }
 void Progress::note(const std::string& text) const {
-  if (!quiet) std::fprintf(stderr, "        %s\n", text.c_str());
+  if (quiet) return;
+  if (note_sink) note_sink(text);
+  else std::fprintf(stderr, "        %s\n", text.c_str());
 }
 
 namespace {
 std::mutex g_case_mutex;
-std::string g_current_case;
+std::map<std::thread::id, std::string> g_current_case;  // per thread: claims run side by side
 }  // namespace
 
 void progress_set_case(const std::string& name) {
   std::lock_guard<std::mutex> lock(g_case_mutex);
-  g_current_case = name;
+  if (name.empty()) g_current_case.erase(std::this_thread::get_id());
+  else g_current_case[std::this_thread::get_id()] = name;
 }
 
-std::string progress_current_case() {
+std::string progress_current_case() { return progress_case_of(std::this_thread::get_id()); }
+
+std::string progress_case_of(std::thread::id thread) {
   std::lock_guard<std::mutex> lock(g_case_mutex);
-  return g_current_case;
+  const auto it = g_current_case.find(thread);
+  return it == g_current_case.end() ? std::string() : it->second;
 }
 
 std::string case_name(RuleId r, StateFormat f, WeightStore w) {

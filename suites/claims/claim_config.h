@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 #include "kernels/formats/formats.h"
 #include "kernels/rules/all_rules.h"
@@ -38,14 +39,20 @@ struct VerifyConfig {
 struct Progress {
   bool quiet = false;
   int claim_index = 0, claim_count = 0;
+  // Where note() sends a line instead of stderr (not quiet): forge-verify holds each claim's
+  // notes and prints them under the claim's finish line, so that claims running at the same
+  // time (--jobs) do not interleave. Called from the claim's own thread.
+  std::function<void(const std::string&)> note_sink;
   void claim(const std::string& name, const std::string& what) const;
   void note(const std::string& text) const;
 };
 
 // The case a long claim is working on, for forge-verify's progress heartbeat: runners set it as
-// they go (thread-safe); forge-verify clears it between claims.
+// they go (thread-safe). One entry per thread, so claims running at the same time on their own
+// threads (--jobs) each have theirs; "" clears the calling thread's.
 void progress_set_case(const std::string& name);
-std::string progress_current_case();
+std::string progress_current_case();                      // the calling thread's
+std::string progress_case_of(std::thread::id thread);     // another thread's ("" when none)
 
 // Case names of a (rule, state format[, weight store]) combination: "adamw.int8.bf16_sr". The
 // one format every claim uses.

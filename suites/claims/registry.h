@@ -43,6 +43,11 @@ struct ClaimInfo {
   uint32_t options = 0;                // ClaimOption bits it honours
   bool needs_gpu = false;              // run only on a GPU; otherwise reported not-run
   ClaimRun run = nullptr;
+  // forge-verify --jobs runs claims side by side (suites/forge_verify/claim_scheduler.h): a
+  // claim that touches process-wide mutable state other claims also use (a global setting, a
+  // cache without a lock, the environment) is marked exclusive and runs with no other claim.
+  // GPU claims need no mark: they share the GPU one at a time anyway.
+  bool exclusive = false;
 };
 
 // Every claim, in the order forge-verify runs them.

@@ -230,13 +230,16 @@ void run_sr_stats(const VerifyConfig& cfg, Report& report, const Progress& progr
     pc.variant = SrVariant::bits8;
   }
   int64_t rejected = 0;
+  // The kernel's planted store is process-wide: only the GPU run (in forge-verify's GPU lane)
+  // sets and clears it; the twin run must not clear it under sr_statistics_gpu running beside
+  // it (forge-verify --jobs).
   try {
     for (const auto& c : run_sr_statistics(pc).cases) rejected += c.claim == "sr_binomial" && !c.pass;
   } catch (...) {
-    gpu::set_fused_planted_defect(gpu::FusedPlantedDefect::none);
+    if (at.be) gpu::set_fused_planted_defect(gpu::FusedPlantedDefect::none);
     throw;
   }
-  gpu::set_fused_planted_defect(gpu::FusedPlantedDefect::none);
+  if (at.be) gpu::set_fused_planted_defect(gpu::FusedPlantedDefect::none);
   CaseRecord& planted = report.add_case(at.group, at.be ? "planted 8-bit SR in the kernel is rejected" : "planted 8-bit SR is rejected");
   planted.set_attr("sizes", sizes).set_attr("note", "classes with low byte 0xff carry a 255/65536-ulp bias under 8-bit SR");
   planted.add_check(judge("bits8_rejected", "classes_rejected", double(rejected), 4, PassIf::at_least,

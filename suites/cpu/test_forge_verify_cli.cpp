@@ -104,6 +104,11 @@ TEST(ForgeVerifyCli, NumericOptionsAreRangeChecked) {
       // --samples: 10^11 ended in bad_alloc.
       {"--samples 100000000000", "--samples must be in 1..10000000, got 100000000000"},
       {"--samples 0", "--samples must be in 1..10000000, got 0"},
+      // --jobs: 1..256 workers.
+      {"--jobs 0", "--jobs must be in 1..256, got 0"},
+      {"--jobs 257", "--jobs must be in 1..256, got 257"},
+      {"--jobs -1", "--jobs must be in 1..256, got -1"},
+      {"--jobs 2x", "--jobs: not an unsigned integer: '2x' (range 1..256)"},
       // --seed: the full uint64 range, and nothing beyond it.
       {"--seed 18446744073709551616", "--seed must be in 0..18446744073709551615, got 18446744073709551616"},
       {"--seed 0x10000000000000000", "--seed must be in 0..18446744073709551615, got 0x10000000000000000"},
@@ -137,7 +142,7 @@ TEST(ForgeVerifyCli, NumericOptionsAreRangeChecked) {
   for (const char* seed : {"18446744073709551615", "0xFFFFFFFFFFFFFFFF", "0"}) {
     fs::remove(report);
     const RunResult r = run_verify(std::string("--claim int8_codec_bound --seed ") + seed +
-                                   " --shape 67108864x1x1048576 --steps 10000 --samples 10000000 --quiet --report " +
+                                   " --shape 67108864x1x1048576 --steps 10000 --samples 10000000 --jobs 256 --quiet --report " +
                                    report.string());
     ASSERT_EQ(r.status, 0) << seed << ": " << r.err;
     EXPECT_EQ(fh::read_report(report.string()).meta.get("seed"),

@@ -218,6 +218,54 @@ TEST_F(Outcomes, InterruptionLeavesNoFileAndNamesTheClaim) {
   }
 }
 
+// Claims in parallel (issue 31 item 1): --jobs 1 and --jobs 4 write the same report (forge-verify
+// diff --strict: nothing differs outside /meta, and there only the run's own provenance), print
+// the same tables, and say every claim's start and finish on stderr. The claims are fast ones
+// with cases, checks, attributes and datasets of every kind, a GPU claim (not run without a
+// GPU) and one that needs measurements. (--jobs' range: test_forge_verify_cli; the scheduler's
+// rule: test_claim_scheduler.)
+TEST_F(Outcomes, JobsDoNotChangeTheReport) {
+  const std::vector<std::string> ids = {"rules_vs_mpfr",  "int8_codec_bound", "sr_exact_mean",
+                                        "eq6_memory_model", "tied_embedding", "suite_power_planted_defects",
+                                        "gpu_mma_model",  "ext_layer_speed"};
+  std::string claims;
+  for (const auto& id : ids) claims += (claims.empty() ? "" : ",") + id;
+  const RunResult one = run("--claim " + claims + " --jobs 1 --report one.h5");
+  ASSERT_EQ(one.status, 0) << one.err;
+  const RunResult four = run("--claim " + claims + " --jobs 4 --report four.h5");
+  ASSERT_EQ(four.status, 0) << four.err;
+
+  const RunResult d = run("diff one.h5 four.h5 --strict --json d.json");
+  EXPECT_EQ(d.status, 0) << d.out << d.err;
+  const auto j = nlohmann::json::parse(slurp(dir_ / "d.json"));
+  for (const auto& c : j["changes"]) {
+    EXPECT_EQ(c["kind"], "meta") << c.dump();
+    EXPECT_TRUE(c["path"] == "meta/jobs" || c["path"] == "meta/start_time_utc") << c.dump();
+  }
+  const fh::ReportData a = fh::read_report((dir_ / "one.h5").string()), b = fh::read_report((dir_ / "four.h5").string());
+  EXPECT_EQ(a.meta.get("jobs"), "1");
+  EXPECT_EQ(b.meta.get("jobs"), "4");
+  ASSERT_EQ(a.claims.size(), ids.size());
+  ASSERT_EQ(b.claims.size(), ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {  // registry order, whichever claim finished first
+    EXPECT_EQ(a.claims[i].name, ids[i]);
+    EXPECT_EQ(b.claims[i].name, ids[i]);
+  }
+
+  // The tables are the same; only the report line (its name and the time taken) differs.
+  const auto tables = [](const std::string& out) { return out.substr(0, out.find("\nreport: ")); };
+  EXPECT_EQ(tables(one.out), tables(four.out));
+  // Progress: one start line and one finish line per claim, the finish line with the verdict.
+  for (const RunResult* r : {&one, &four})
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const std::string tag = "[" + std::to_string(i + 1) + "/" + std::to_string(ids.size()) + "] " + ids[i];
+      EXPECT_NE(r->err.find(tag + ": "), std::string::npos) << tag << " start line missing:\n" << r->err;
+      EXPECT_NE(r->err.find(tag + " finished: "), std::string::npos) << tag << " finish line missing:\n" << r->err;
+    }
+  EXPECT_NE(four.err.find("gpu_mma_model finished: not-run"), std::string::npos) << four.err;
+
+}
+
 TEST_F(Outcomes, OneFileForEachOutput) {
   const RunResult r = run("--claim int8_codec_bound --report r.h5 --json r.h5");
   EXPECT_EQ(r.status, 2);

@@ -573,4 +573,68 @@ TEST(Judge, AlsoTrueAndCases) {
   EXPECT_FALSE(r.pass);
 }
 
+
+// Report::absorb (forge-verify --jobs: each claim in a Report of its own, absorbed in registry
+// order): the result is what the same add_case calls in that order would have made here.
+void add_claim_a(fh::Report& r) {  // writes its own group, then another's, then its own again
+  r.add_case("a", "a1").add_check(Check::passed("c", "m", 0, 1)).add_f64("curve", {1, 2});
+  r.add_case("b", "from_a").add_check(Check::failed("c", "m", 2, 1, "too far"));
+  r.add_case("a", "a2").set_attr("k", "v").add_check(Check::not_run("c", "why"));
+}
+void add_claim_b(fh::Report& r) {
+  r.add_case("b", "b1").add_check(Check::passed("c", "m", 0, 1)).add_i64("counts", {3});
+  r.add_case("c", "c1").add_check(Check::errored("c", "threw"));
+}
+fh::Report declared_report() {
+  fh::Report r(test_meta());
+  r.declare_claim("a", {"curve"});
+  r.declare_claim("b", {"counts"});
+  r.declare_claim("c", {});
+  return r;
+}
+
+TEST(ReportAbsorb, InOrderItIsTheSameAsAddingHere) {
+  fh::Report direct = declared_report();
+  add_claim_a(direct);
+  add_claim_b(direct);
+  fh::Report merged = declared_report(), part_a = declared_report(), part_b = declared_report();
+  add_claim_b(part_b);  // built in any order, absorbed in the registry's
+  add_claim_a(part_a);
+  merged.absorb(std::move(part_a));
+  merged.absorb(std::move(part_b));
+  expect_same(direct.snapshot(), merged.snapshot());
+  // An absorbed case is held to this report's declaration (its part's is gone).
+  fh::CaseRecord* a2 = merged.find_case("a", "a2");
+  ASSERT_NE(a2, nullptr);
+  EXPECT_THROW(a2->add_f64("undeclared", {1}), std::invalid_argument);
+  EXPECT_NO_THROW(a2->add_f64("curve", {3}));
+}
+
+TEST(ReportAbsorb, RefusesWithoutMovingAnything) {
+  fh::Report here = declared_report();
+  add_claim_b(here);
+  const fh::ReportData before = here.snapshot();
+  {  // a case name already here (b/b1), after a claim that would have been fine
+    fh::Report part = declared_report();
+    add_claim_a(part);
+    part.add_case("b", "b1").add_check(Check::passed("c", "m", 0, 1));
+    EXPECT_THROW(here.absorb(std::move(part)), std::invalid_argument);
+    expect_same(before, here.snapshot());
+    EXPECT_NE(part.find_case("a", "a1"), nullptr) << "the part lost a case to a refused absorb";
+  }
+  {  // a claim this report does not declare
+    fh::Report part(test_meta());
+    part.declare_claim("z", {});
+    part.add_case("z", "z1").add_check(Check::passed("c", "m", 0, 1));
+    EXPECT_THROW(here.absorb(std::move(part)), std::invalid_argument);
+  }
+  {  // declared with other datasets in the part
+    fh::Report part(test_meta());
+    part.declare_claim("c", {"more"});
+    part.add_case("c", "c2").add_check(Check::passed("c", "m", 0, 1));
+    EXPECT_THROW(here.absorb(std::move(part)), std::invalid_argument);
+  }
+  expect_same(before, here.snapshot());
+}
+
 }  // namespace

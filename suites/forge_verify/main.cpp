@@ -15,6 +15,7 @@
 #include <cstring>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -27,6 +28,7 @@
 #include "reports/summary_export.h"
 #include "suites/claims/registry.h"
 #include "suites/claims/external_common.h"
+#include "suites/forge_verify/claim_scheduler.h"
 #include "suites/forge_verify/console_table.h"
 #include "suites/forge_verify/diff_main.h"
 #include "suites/forge_verify/external_cases_main.h"
@@ -88,6 +90,10 @@ Options:
                            VALUE a finite double; an error if no selected rule has KEY or
                            VALUE is invalid
   --claim NAME[,NAME...]   run only these claims (see --list-claims)
+  --jobs N                 run up to N claims at a time, 1..256 (default: the machine's cores);
+                           claims that use the GPU take turns on it. The report, tables and
+                           summaries are the same for every N; progress says each claim's start
+                           and finish (with its notes under it)
   --list-claims            print the claim registry (id, GPU, options honoured, paper statement,
                            what it judges), then exit; --list-claims-markdown and
                            --list-claims-json print it as the README's table and as JSON
@@ -133,7 +139,7 @@ temporary files of the same report name whose process is gone are removed (said 
 
 A claim that throws (out of memory, any exception) gets its own `error` verdict with the
 message, and the other claims still run; the report is written as usual. SIGINT or SIGTERM
-stops the run: it says which claim was interrupted, leaves no report or temporary file, and
+stops the run: it says which claims were running, leaves no report or temporary file, and
 exits 128 + the signal's number.
 
 Exit status (the first that applies):
@@ -240,6 +246,7 @@ struct RunOptions {
   ListMode list_mode = ListMode::none;
   uint32_t given = 0;  // kOpt* bits of the claim options given
   bool force = false, require_gpu = false;
+  int jobs = 0;  // --jobs; 0: default_job_count()
   std::string json_path, junit_path;
   std::string bench_json;  // forge-bench's Google Benchmark JSON, stored in /benchmarks
 };
@@ -263,6 +270,7 @@ VerifyConfig parse_args(int argc, char** argv, RunOptions& run) {
     else if (a == "--quiet") cfg.quiet = true;
     else if (a == "--force") run.force = true;
     else if (a == "--require-gpu") run.require_gpu = true;
+    else if (a == "--jobs") run.jobs = int(parse_unsigned(need(i), a, 1, kMaxJobs));
     else if (a == "--json") run.json_path = need(i);
     else if (a == "--junit") run.junit_path = need(i);
     else if (a == "--bench-json") run.bench_json = need(i);
@@ -418,14 +426,16 @@ void print_registry() {
 }
 
 // ---- interruption ----
-// SIGINT/SIGTERM: the handler says which claim was running, removes this run's temporary
+// SIGINT/SIGTERM: the handler says which claims were running, removes this run's temporary
 // files (the report is built in memory, so before the write there is nothing else on disk)
-// and exits 128 + signal. Everything it touches is prepared beforehand: it only calls write,
-// unlink and _exit (async-signal-safe).
+// and exits 128 + signal. Everything it touches is prepared beforehand: it only reads lock-free
+// atomics and calls write, unlink and _exit (async-signal-safe), on whichever thread the
+// signal lands.
 constexpr size_t kPathMax = 4096;
-char g_temp_paths[3][kPathMax] = {};      // report, JSON, JUnit temporary names ("" unused)
-std::atomic<const char*> g_running{""};   // claim id (registry storage, lives forever)
-std::atomic<int> g_phase{0};              // 0 claims, 1 writing the outputs
+char g_temp_paths[3][kPathMax] = {};           // report, JSON, JUnit temporary names ("" unused)
+std::atomic<const char*> g_running[kMaxJobs];  // per worker: its claim's id (registry storage, lives forever), or null
+std::atomic<int> g_phase{0};                   // 0 claims, 1 writing the outputs
+static_assert(std::atomic<const char*>::is_always_lock_free);
 
 void put(const char* s) {
   for (size_t n = std::strlen(s); n > 0;) {
@@ -439,8 +449,15 @@ void put(const char* s) {
 extern "C" void on_interrupt(int sig) {
   put(sig == SIGINT ? "\nforge-verify: interrupted by SIGINT " : "\nforge-verify: interrupted by SIGTERM ");
   if (g_phase.load() == 0) {
-    put("during claim ");
-    put(g_running.load());
+    int n = 0;
+    for (const auto& r : g_running) n += r.load() != nullptr;
+    put(n == 0 ? "between claims" : n == 1 ? "during claim " : "during claims ");
+    int k = 0;
+    for (const auto& r : g_running)
+      if (const char* id = r.load()) {
+        if (k++ > 0) put(", ");
+        put(id);
+      }
     put("; no report written\n");
   } else {
     put("while writing the outputs; temporary files removed (a file under its final name is complete)\n");
@@ -465,11 +482,13 @@ void install_interrupt_handlers(const std::vector<std::string>& outputs) {
 }
 
 // ---- progress heartbeat ----
-// Long claims are silent between notes: every kBeatSeconds a line says the claim, the time it
-// has taken and the case it is on (when its runner says, progress_set_case).
+// Long claims are silent between notes: every kBeatSeconds one line per running claim that has
+// run that long says the claim, the time it has taken and the case it is on (when its runner
+// says, progress_set_case, on the claim's own thread). Claims run on workers (--jobs); each
+// worker's slot holds its claim while it runs.
 class Heartbeat {
  public:
-  explicit Heartbeat(bool quiet) {
+  Heartbeat(bool quiet, int workers) : slots_(size_t(workers)) {
     if (!quiet) thread_ = std::thread([this] { loop(); });
   }
   ~Heartbeat() {
@@ -480,33 +499,48 @@ class Heartbeat {
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
   }
-  void claim_started(const std::string& id) {
+  // Called on the worker's thread as its claim starts and ends.
+  void claim_started(int worker, const ClaimInfo& c) {
     std::lock_guard<std::mutex> lock(m_);
-    claim_ = id;
-    started_ = std::chrono::steady_clock::now();
-    progress_set_case("");
+    Slot& s = slots_.at(size_t(worker));
+    s.claim = c.id;
+    s.thread = std::this_thread::get_id();
+    s.started = std::chrono::steady_clock::now();
+    g_running[worker] = c.id.c_str();
+  }
+  void claim_ended(int worker) {
+    std::lock_guard<std::mutex> lock(m_);
+    slots_.at(size_t(worker)).claim.clear();
+    g_running[worker] = nullptr;
   }
 
  private:
   static constexpr int kBeatSeconds = 10;
+  struct Slot {
+    std::string claim;  // "" when idle
+    std::thread::id thread;
+    std::chrono::steady_clock::time_point started;
+  };
   void loop() {
     std::unique_lock<std::mutex> lock(m_);
     while (!cv_.wait_for(lock, std::chrono::seconds(kBeatSeconds), [this] { return stop_; })) {
-      if (claim_.empty()) continue;
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-      if (secs < kBeatSeconds) continue;
-      const std::string at = progress_current_case();
-      char head[64];
-      std::snprintf(head, sizeof head, ": %.0f s", secs);
-      const std::string line = "        ... " + claim_ + head + (at.empty() ? "" : ", case " + at);
-      std::fprintf(stderr, "%s\n", fit_line(line).c_str());
+      std::string lines;
+      for (const Slot& s : slots_) {
+        if (s.claim.empty()) continue;
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started).count();
+        if (secs < kBeatSeconds) continue;
+        const std::string at = progress_case_of(s.thread);
+        char head[64];
+        std::snprintf(head, sizeof head, ": %.0f s", secs);
+        lines += fit_line("        ... " + s.claim + head + (at.empty() ? "" : ", case " + at)) + "\n";
+      }
+      if (!lines.empty()) std::fputs(lines.c_str(), stderr);  // one write: no other line cuts in
     }
   }
   std::mutex m_;
   std::condition_variable cv_;
   bool stop_ = false;
-  std::string claim_;
-  std::chrono::steady_clock::time_point started_;
+  std::vector<Slot> slots_;
   std::thread thread_;
 };
 
@@ -515,6 +549,58 @@ class Heartbeat {
 void maybe_plant_throw(const std::string& id) {
   const char* planted = std::getenv("FH_PLANT_THROWING_CLAIM");
   if (planted && id == planted) throw std::runtime_error("planted defect: FH_PLANT_THROWING_CLAIM=" + id);
+}
+
+// One claim on a worker thread: its start line, its run into a Report of its own (declared like
+// the run's), then its finish line with its verdict, time and the notes it made, in one write.
+// Isolation: a claim that throws is that claim's error verdict; the others still run.
+std::unique_ptr<Report> run_claim(const ClaimInfo& c, int index, int count, const VerifyConfig& cfg, const Meta& meta,
+                                  Heartbeat& heartbeat, int worker) {
+  auto part = std::make_unique<Report>(meta);
+  for (const ClaimInfo& d : claim_registry()) part->declare_claim(d.id, d.datasets);
+  std::mutex notes_mutex;
+  std::string notes;
+  Progress progress{cfg.quiet, index, count};
+  progress.note_sink = [&](const std::string& text) {
+    std::lock_guard<std::mutex> lock(notes_mutex);
+    notes += "        " + text + "\n";
+  };
+  const std::string tag = "[" + std::to_string(index) + "/" + std::to_string(count) + "] " + c.id;
+  // One line: what the claim judges, cut to the console's width (--list-claims has it whole).
+  const size_t lead = tag.size() + 2;
+  progress.claim(c.id, fit_line(c.what, kConsoleWidth > lead + 20 ? kConsoleWidth - lead : 20));
+  heartbeat.claim_started(worker, c);
+  progress_set_case("");
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string error;
+  if (c.needs_gpu && !cfg.gpu_available) {
+    part->add_case(c.id, "all").add_check(Check::not_run(c.id, "no GPU: " + cfg.gpu_reason));
+  } else {
+    try {
+      maybe_plant_throw(c.id);
+      c.run(cfg, *part, progress);
+    } catch (const std::exception& e) {
+      error = e.what();
+    } catch (...) {
+      error = "unknown exception";
+    }
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  progress_set_case("");
+  heartbeat.claim_ended(worker);
+  std::string said;
+  if (!error.empty()) {
+    said = "forge-verify: claim " + c.id + " threw: " + error + " (recorded as its error verdict; going on)\n";
+    part->add_case(c.id, "claim threw").add_check(Check::errored(c.id, error));
+  }
+  if (!cfg.quiet) {
+    char took[64];
+    std::snprintf(took, sizeof took, " (%.1f s)", secs);
+    std::lock_guard<std::mutex> lock(notes_mutex);
+    said = fit_line(tag + " finished: " + verdict_name(part->verdict()) + took) + "\n" + notes + said;
+  }
+  if (!said.empty()) std::fputs(said.c_str(), stderr);  // one write: another claim's lines never cut in
+  return part;
 }
 
 int run(int argc, char** argv) {
@@ -584,6 +670,11 @@ int run(int argc, char** argv) {
                    c->id.c_str(), option_flags(ignored).c_str());
     }
   meta.set("options_not_honoured", not_honoured.empty() ? "none" : not_honoured);
+  // Workers for the claims (--jobs, capped at the claims' count): provenance only, the report's
+  // content is the same for every number.
+  const int count = int(selected.size());
+  const int workers = std::max(1, std::min(opts.jobs > 0 ? opts.jobs : default_job_count(), count));
+  meta.set("jobs", std::to_string(workers));
   // What was judged: each external file's provenance, under external.<path>.<key>.
   if (external) {
     meta.set("external.cases", cfg.external_cases + " (" + external->cases->header().cases_id + ")");
@@ -597,41 +688,21 @@ int run(int argc, char** argv) {
   Report report(meta);
   for (const ClaimInfo& c : claim_registry()) report.declare_claim(c.id, c.datasets);
 
-  Progress progress{cfg.quiet, 0, 0};
-  progress.claim_count = int(selected.size());
+  // The claims, side by side on --jobs workers (the rule and the thread-safety audit:
+  // claim_scheduler.h). Each claim fills a Report of its own; they are absorbed here in registry
+  // order after the last one ended, so the report does not depend on the number of workers.
+  std::vector<JobKind> kinds;
+  for (const ClaimInfo* c : selected) kinds.push_back({.gpu_lane = c->needs_gpu && cfg.gpu_available, .exclusive = c->exclusive});
+  std::vector<std::unique_ptr<Report>> parts(selected.size());
   const auto t0 = std::chrono::steady_clock::now();
   g_run_started = true;
   {
-    Heartbeat heartbeat(cfg.quiet);
-    for (const ClaimInfo* c : selected) {
-      ++progress.claim_index;
-      // One line: what the claim judges, cut to the console's width (--list-claims has it whole).
-      const size_t lead = ("[" + std::to_string(progress.claim_index) + "/" + std::to_string(progress.claim_count) +
-                           "] " + c->id + ": ").size();
-      progress.claim(c->id, fit_line(c->what, kConsoleWidth > lead + 20 ? kConsoleWidth - lead : 20));
-      g_running = c->id.c_str();
-      heartbeat.claim_started(c->id);
-      if (c->needs_gpu && !cfg.gpu_available) {
-        report.add_case(c->id, "all").add_check(Check::not_run(c->id, "no GPU: " + cfg.gpu_reason));
-        continue;
-      }
-      // Isolation: a claim that throws is that claim's error verdict; the others still run.
-      std::string error;
-      try {
-        maybe_plant_throw(c->id);
-        c->run(cfg, report, progress);
-      } catch (const std::exception& e) {
-        error = e.what();
-      } catch (...) {
-        error = "unknown exception";
-      }
-      if (!error.empty()) {
-        std::fprintf(stderr, "forge-verify: claim %s threw: %s (recorded as its error verdict; going on)\n",
-                     c->id.c_str(), error.c_str());
-        report.add_case(c->id, "claim threw").add_check(Check::errored(c->id, error));
-      }
-    }
+    Heartbeat heartbeat(cfg.quiet, workers);
+    run_claim_jobs(kinds, workers, [&](size_t i, int worker) {
+      parts[i] = run_claim(*selected[i], int(i) + 1, count, cfg, meta, heartbeat, worker);
+    });
   }
+  for (auto& part : parts) report.absorb(std::move(*part));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (BenchmarkData& b : benchmarks) report.add_benchmark(std::move(b));
   const ReportData data = report.snapshot();
