@@ -67,32 +67,23 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t by
 __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
 }
-// kCluster: acquire at cluster scope, for a barrier that other blocks of the cluster arrive on.
-template <bool kCluster>
 __device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
   uint32_t done;
-  if constexpr (kCluster)
-    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-                 "selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done)
-                 : "r"(bar), "r"(parity)
-                 : "memory");
-  else
-    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                 "selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done)
-                 : "r"(bar), "r"(parity)
-                 : "memory");
+  asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+               "selp.u32 %0, 1, 0, p;\n}\n"
+               : "=r"(done)
+               : "r"(bar), "r"(parity)
+               : "memory");
   return done != 0;
 }
 // A phase that never completes (a TMA that never lands) traps after 20 s instead of hanging the
-// suite (the sanitizer passes are slow; a normal wait is microseconds).
-template <bool kCluster = false>
+// suite (the sanitizer passes are slow; a normal wait is microseconds). Also the producer's wait
+// for slots that peers' consumers release (CTA-scope acquire, as CUTLASS's cluster barrier).
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   const uint32_t addr = smem_u32(bar);
-  if (mbar_try_wait<kCluster>(addr, parity)) return;
+  if (mbar_try_wait(addr, parity)) return;
   const uint64_t t0 = global_timer_ns();
-  while (!mbar_try_wait<kCluster>(addr, parity))
+  while (!mbar_try_wait(addr, parity))
     if (global_timer_ns() - t0 > 20000000000ull) __trap();
 }
 // Clusters (kClusterM x kClusterN blocks on a square of tiles, sharing dY rows and X columns).
@@ -106,10 +97,13 @@ __device__ __forceinline__ uint32_t cluster_ctarank() {
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
-// One arrival on the barrier at bar's offset in block `cta` of the cluster (this one or the peer).
+// One arrival on the barrier at bar's offset in block `cta` of the cluster (this one or a peer).
+// Release at CTA scope, as CUTLASS's cluster barrier arrives: what it orders is this warp's wgmma
+// reads of the slot, already complete; a cluster-scope release costs a fence per arrival (v24's
+// first run: a pair 2x and a square 3.4x slower than one block).
 __device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
   asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-               "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_u32(bar)),
+               "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_u32(bar)),
                "r"(cta)
                : "memory");
 }
@@ -174,8 +168,8 @@ struct PingpongTiles {
 // One consumer's mainloop over one tile: acc[h] (rows 64 h .. 64 h + 63 of the tile, this warp's
 // 16 of them) accumulates the tile's G. seq: the block-wide index of the tile's first chunk (slot
 // seq % kStages, phase seq / kStages). Each chunk's 2 x 4 wgmma are committed as one group and
-// chunk c - 1's group is waited for after chunk c's is issued; then its slot is released (lane 0
-// of each warp calls release(slot)).
+// chunk c - 1's group is waited for after chunk c's is issued; then its slot is released (every
+// lane calls release(slot); the lambda picks the lanes that arrive).
 template <class Hook, class Release>
 __device__ __forceinline__ void pingpong_tile_mainloop(unsigned char* ring, uint64_t* full, int64_t seq,
                                                        int64_t nchunks, int64_t T, float (&acc)[2][16][4],
@@ -220,12 +214,12 @@ __device__ __forceinline__ void pingpong_tile_mainloop(unsigned char* ring, uint
     wgmma_wait<1>();  // chunk c - 1's instructions are done: its slot may be refilled
     wgmma_fence_operands<16>(acc[0]);
     wgmma_fence_operands<16>(acc[1]);
-    if (c > 0 && lane == 0) release(int((n - 1) % S));
+    if (c > 0) release(int((n - 1) % S));
   }
   wgmma_wait<0>();
   wgmma_fence_operands<16>(acc[0]);
   wgmma_fence_operands<16>(acc[1]);
-  if (nchunks > 0 && lane == 0) release(int((seq + nchunks - 1) % S));
+  if (nchunks > 0) release(int((seq + nchunks - 1) % S));
 }
 
 // Half h of the tile's accumulators into the consumer's G buffer, one 8-byte store per pair (the
@@ -343,7 +337,7 @@ __global__ void __launch_bounds__(PingpongCfg::kThreads, 1)
         for (uint32_t j = 0; j < uint32_t(kCm); ++j) col_ctas |= uint16_t(1u << (j + kCm * cn));
         for (int64_t c = 0; c < tiles.nchunks; ++c, ++n) {
           const int slot = int(n % S);
-          if (n >= S) mbar_wait<(kCtas > 1)>(empty + slot, uint32_t(n / S - 1) & 1u);
+          if (n >= S) mbar_wait(empty + slot, uint32_t(n / S - 1) & 1u);
           unsigned char* sA = ring + size_t(slot) * PingpongCfg::kSlotBytes;
           unsigned char* sB = sA + PingpongCfg::kABytes;
           const int t0 = int(c * PingpongCfg::TK);
@@ -380,13 +374,14 @@ __global__ void __launch_bounds__(PingpongCfg::kThreads, 1)
       for (int j = 0; j < Half::kEarlyPrefetchPasses; ++j)
         prefetch_quad_lines<Rule, SF, WS>(pv, idx_first + j * int64_t(Half::kQuadRowsPerPass) * pv.cols);
     };
-    // A slot is free once every consumer warp reading it, in every block of the group, is done.
+    // A slot is free once every consumer warp reading it, in every block of the group, is done:
+    // lane j of each warp arrives on block j's barrier (the arrivals in parallel, as CUTLASS
+    // spreads them).
     auto release = [&](int slot) {
       if constexpr (kCtas > 1) {
-#pragma unroll
-        for (uint32_t cta = 0; cta < uint32_t(kCtas); ++cta) mbar_arrive_cluster(empty + slot, cta);
+        if (lane < kCtas) mbar_arrive_cluster(empty + slot, uint32_t(lane));
       } else {
-        mbar_arrive(empty + slot);
+        if (lane == 0) mbar_arrive(empty + slot);
       }
     };
     float acc[2][16][4];
