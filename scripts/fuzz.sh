@@ -114,6 +114,12 @@ finding() {
   case "$top" in *libhdf5*) kind=libhdf5 ;; esac
   echo "$kind|${what:-unknown}|$input"
 }
+# Scratch folders of fuzz processes that died (a crash skips the exit handler that removes them).
+for d in "${TMPDIR:-/dev/shm}"/fh-fuzz-* /tmp/fh-fuzz-*; do
+  [ -d "$d" ] || continue
+  pid="${d##*/fh-fuzz-}" && pid="${pid%%-*}"
+  [[ "$pid" =~ ^[0-9]+$ ]] && ! kill -0 "$pid" 2>/dev/null && rm -rf -- "$d"
+done
 failed=()
 summary=()
 for t in "${TARGETS[@]}"; do
