@@ -7,10 +7,40 @@
 #include <stdexcept>
 
 #include "reports/input_file.h"
+#include "reports/report_rules.h"
 
 namespace fh {
 
 namespace {
+
+// A run's name goes into the report (/benchmarks/<benchmark_key(name)>) after the claims ran and
+// through the claims' name patterns (std::regex, which recurses once per character: a name of
+// 100000 characters overflowed the stack). Found by fuzzing: suites/fuzz/regressions/bench_json.
+constexpr size_t kMaxNameChars = 1024;
+
+// What keeps `name` from naming a benchmark in the report ("" when nothing).
+std::string run_name_problem(const std::string& name) {
+  if (name.size() > kMaxNameChars)
+    return "is " + std::to_string(name.size()) + " characters long, over the limit of " + std::to_string(kMaxNameChars);
+  if (auto p = report_detail::text_problem(name); !p.empty()) return p;
+  if (auto p = report_detail::name_problem(benchmark_key(name)); !p.empty()) return "cannot name a benchmark: " + p;
+  return {};
+}
+
+// `name` for a message: at most 80 characters of it, control characters as \xNN.
+std::string shown(const std::string& name) {
+  std::string out;
+  for (size_t k = 0; k < name.size() && k < 80; ++k) {
+    const unsigned char c = static_cast<unsigned char>(name[k]);
+    if (c < 0x20 || c == 0x7f) {
+      static const char* hex = "0123456789abcdef";
+      out += std::string("\\x") + hex[c >> 4] + hex[c & 15];
+    } else {
+      out += char(c);
+    }
+  }
+  return name.size() > 80 ? out + "..." : out;
+}
 
 // Google Benchmark's time units (benchmark::TimeUnit) in ns.
 double ns_per(const std::string& unit) {
@@ -49,10 +79,20 @@ std::vector<BenchmarkData> read_benchmark_json(const std::string& path) {
       return run[key].get<std::string>();
     };
     const std::string name = str("name", true);
+    if (const std::string why = run_name_problem(name); !why.empty())
+      throw std::invalid_argument(where + ": \"name\" '" + shown(name) + "' " + why);
     if (run.contains("error_occurred") && !run["error_occurred"].is_boolean())
       throw std::invalid_argument(where + " ('" + name + "'): \"error_occurred\" is not true or false");
-    if (run.value("error_occurred", false)) continue;  // a failed run has no time to compare
+    if (run.value("error_occurred", false)) {
+      // A failed run has no time to compare; its message becomes a check's reason.
+      const std::string message = str("error_message", false);
+      if (const std::string why = report_detail::text_problem(message); !why.empty())
+        throw std::invalid_argument(where + " ('" + name + "'): \"error_message\": " + why);
+      continue;
+    }
     const std::string run_name = run.contains("run_name") ? str("run_name", true) : name;
+    if (const std::string why = run_name_problem(run_name); !why.empty())
+      throw std::invalid_argument(where + ": \"run_name\" '" + shown(run_name) + "' " + why);
     const std::string run_type = run.contains("run_type") ? str("run_type", true) : "iteration";
     const std::string aggregate = str("aggregate_name", false);
     if (run_type == "aggregate" && aggregate != "median") continue;

@@ -16,7 +16,9 @@ namespace fh {
 // Other aggregates (mean, stddev, cv, BigO, RMS) and runs that reported an error are skipped.
 // Throws std::invalid_argument naming `path` when the file cannot be read, is not valid or
 // complete JSON (reports/input_file.h: a regular file within the limit, no duplicate key), has
-// no "benchmarks" array, or a run lacks name, a finite real_time >= 0 or a known time_unit.
+// no "benchmarks" array, or a run lacks name, a finite real_time >= 0 or a known time_unit, or
+// a name or run_name that cannot name a benchmark in the report (empty, over 1024 characters, a
+// NUL) or an error_message that the report cannot hold.
 std::vector<BenchmarkData> read_benchmark_json(const std::string& path);
 
 // Adds every benchmark of read_benchmark_json(json_path) to `report` (Report::add_benchmark).

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "reports/input_file.h"
+#include "reports/report_rules.h"
 
 namespace fh {
 
@@ -79,6 +80,17 @@ ModelBenchResult model_bench_fields(const nlohmann::json& doc, const std::string
   r.forge_commit = str("forge_commit", false);
   r.switches = str("switches", false);
   r.state_mode = str("state_mode", false);
+  // Each reaches the report as a case attribute and config.model names the case: the report must
+  // take them (a NUL or a '/' failed the claim). Found by fuzzing: suites/fuzz/regressions/model_*.
+  for (const auto& [field, value] : {std::pair<const char*, const std::string*>{"config", &r.config}, {"status", &r.status},
+                                     {"error", &r.error}, {"dtype", &r.dtype}, {"device", &r.device}, {"torch", &r.torch},
+                                     {"triton", &r.triton}, {"transformers", &r.transformers},
+                                     {"forge_commit", &r.forge_commit}, {"switches", &r.switches},
+                                     {"state_mode", &r.state_mode}})
+    if (const std::string why = report_detail::text_problem(*value); !why.empty())
+      throw std::invalid_argument(who + ": \"" + field + "\": " + why);
+  if (const std::string why = report_detail::name_problem(r.config); !why.empty())
+    throw std::invalid_argument(who + ": \"config\" names the report's case (config.model): " + why);
   r.batch = count("batch", 0, 0, kMaxCount);
   r.seq = count("seq", 0, 0, kMaxCount);
   r.steps = count("steps", 0, 0, kMaxCount);
@@ -144,9 +156,15 @@ ModelStepRun read_model_step_json(const std::string& path) {
     if (r.common.status != "ok") return r;
     if (r.common.peak_bytes < 0 || r.common.median_ms < 0)
       throw std::invalid_argument(who + ": status ok but no peak_bytes or median_ms");
-    for (const auto& [k, v] : need("tag_peaks").items()) r.tag_peaks[k] = bytes(v, "tag_peaks." + k);
+    // Tag, phase and term names are listed in the report's descriptions and attributes.
+    const auto text = [&](const std::string& s, const std::string& field) -> const std::string& {
+      if (const std::string why = report_detail::text_problem(s); !why.empty())
+        throw std::invalid_argument(who + ": " + field + ": " + why);
+      return s;
+    };
+    for (const auto& [k, v] : need("tag_peaks").items()) r.tag_peaks[text(k, "a tag_peaks key")] = bytes(v, "tag_peaks." + k);
     for (const auto& ph : need("timeline")) {
-      const std::string at = "timeline." + ph.at("name").get<std::string>() + ".";
+      const std::string at = "timeline." + text(ph.at("name").get<std::string>(), "a timeline name") + ".";
       r.timeline.push_back({ph.at("name").get<std::string>(), bytes(ph.at("in_use"), at + "in_use"),
                             bytes(ph.at("peak"), at + "peak"),
                             integer(ph.at("outside_pool"), who, at + "outside_pool", -kMaxBytes, kMaxBytes),
@@ -156,7 +174,8 @@ ModelStepRun read_model_step_json(const std::string& path) {
     }
     const auto& mm = need("memory_model");
     for (const auto& t : mm.at("terms"))
-      r.model_terms.emplace_back(t.at("name").get<std::string>(), bytes(t.at("bytes"), "memory_model.terms.bytes"));
+      r.model_terms.emplace_back(text(t.at("name").get<std::string>(), "a memory_model term name"),
+                                 bytes(t.at("bytes"), "memory_model.terms.bytes"));
     r.model_total = bytes(mm.at("total"), "memory_model.total");
     r.activation_bytes = bytes(mm.at("activation_bytes"), "memory_model.activation_bytes");
     if (doc.contains("outside_pool_bytes"))

@@ -9,7 +9,6 @@
 #include <limits>
 #include <cstdio>
 #include <functional>
-#include <regex>
 
 #include "kernels/common/bf16.h"
 #include "kernels/common/mma_params.h"
@@ -395,6 +394,25 @@ Tensor read_dataset(const std::string& file, hid_t g, const std::string& where, 
   return out;
 }
 
+// An order_probe case's pairs: row o of G probes pair o % n_pairs, the tokens pair_i[k] and
+// pair_j[k]. Both hold the same number of pairs, 1 to out (more are never probed), and each is a
+// token in [0, tokens): no pairs made ext_order_probe divide by zero, fewer pair_j than pair_i
+// had it read past pair_j (found by fuzzing, suites/fuzz/regressions/cases_file).
+void check_probe_pairs(const std::string& file, hid_t g, const std::string& where, const CaseSpec& c) {
+  const int64_t ni = check_dataset(file, g, where, "pair_i", Dtype::i64, {-1}).shape[0];
+  const int64_t nj = check_dataset(file, g, where, "pair_j", Dtype::i64, {-1}).shape[0];
+  if (ni < 1 || ni > c.out || nj != ni)
+    fail(file, where, "pair_i and pair_j must hold the same number of pairs, 1 to out (" + std::to_string(c.out) +
+                          "), not " + std::to_string(ni) + " and " + std::to_string(nj));
+  for (const char* name : {"pair_i", "pair_j"}) {
+    const Tensor t = read_dataset(file, g, where, name, Dtype::i64, {ni});
+    for (int64_t k = 0; k < ni; ++k)
+      if (t.i64(k) < 0 || t.i64(k) >= c.tokens)
+        fail(file, where + "/" + name, "element " + std::to_string(k) + " is " + std::to_string(t.i64(k)) +
+                                           ", not a token in [0, tokens = " + std::to_string(c.tokens) + ")");
+  }
+}
+
 void require_interface(const std::string& file, hid_t root, const std::string& kind) {
   const int64_t v = attr_i64(file, root, "/", "fh_external_interface");
   if (v != kInterfaceVersion)
@@ -403,9 +421,17 @@ void require_interface(const std::string& file, hid_t root, const std::string& k
   if (k != kind) fail(file, "/", "file_kind is '" + k + "', expected '" + kind + "'");
 }
 
-const std::regex& case_id_pattern() {
-  static const std::regex r("[a-z0-9_.]+");
-  return r;
+// Whether `s` is a name of 1..kMaxNameChars characters from a-z, 0-9, `punct`, and A-Z when
+// `upper`. A loop, not std::regex: libstdc++'s matcher recurses once per character, so a long
+// enough attribute overflowed the stack (found by fuzzing, suites/fuzz/regressions/results_file).
+constexpr size_t kMaxNameChars = 255;
+bool is_name(const std::string& s, bool upper, const char* punct) {
+  if (s.empty() || s.size() > kMaxNameChars) return false;
+  for (const char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (upper && c >= 'A' && c <= 'Z') ||
+          (c != '\0' && std::strchr(punct, c))))
+      return false;
+  return true;
 }
 
 }  // namespace
@@ -425,7 +451,7 @@ CasesFile::CasesFile(std::string path) : path_(std::move(path)) {
   Handle cg = open_group(path_, root, "cases", "/");
   for (const std::string& id : members(path_, cg, "/cases")) {
     const std::string where = "/cases/" + id;
-    if (!std::regex_match(id, case_id_pattern())) fail(path_, where, "case id must match [a-z0-9_.]+");
+    if (!is_name(id, false, "_.")) fail(path_, where, "case id must be 1-255 characters of [a-z0-9_.]");
     Handle g = open_group(path_, cg, id, "/cases");
     CaseSpec c;
     c.id = id;
@@ -456,6 +482,7 @@ CasesFile::CasesFile(std::string path) : path_(std::move(path)) {
       // Every input's type and shape now, and every output's implied size: a claim never meets
       // a dataset it cannot hold.
       for (const DatasetSpec& d : case_inputs(c)) check_dataset(path_, g, where, d.name, d.dtype, d.shape);
+      if (c.kind == "order_probe") check_probe_pairs(path_, g, where, c);
       for (const ResultDatasetSpec& d : case_outputs(c))
         if (checked_bytes(d.shape, d.dtype) < 0)
           fail(path_, where, "its result " + d.name + " " + shape_text(d.shape) + " would exceed " +
@@ -506,8 +533,9 @@ ResultsFile::ResultsFile(std::string path, const CasesFile& cases) : path_(std::
   role_ = attr_str(path_, root, "/", "role");
   if (role_ != "fused" && role_ != "two_phase" && role_ != "reference")
     fail(path_, "/", "role is '" + role_ + "' (fused, two_phase or reference)");
-  if (path_name_.empty() || !std::regex_match(path_name_, std::regex("[A-Za-z0-9_.-]+")))
-    fail(path_, "/", "path must be a non-empty name of [A-Za-z0-9_.-]");
+  if (!is_name(path_name_, true, "_.-"))
+    fail(path_, "/", "path must be a name of 1-255 characters of [A-Za-z0-9_.-]" +
+                         (path_name_.size() > kMaxNameChars ? ", not " + std::to_string(path_name_.size()) : std::string()));
   order_.model = attr_str(path_, root, "/", "order_model", false);
   if (order_.model == "mma_chain") {
     order_.k_group = attr_i64_in(path_, root, "/", "order_k_group", 1, kMmaMaxGroup);
@@ -524,7 +552,9 @@ ResultsFile::ResultsFile(std::string path, const CasesFile& cases) : path_(std::
       const ssize_t n = H5Aget_name_by_idx(mg, ".", H5_INDEX_NAME, H5_ITER_INC, k, nullptr, 0, H5P_DEFAULT);
       std::string key(size_t(std::max<ssize_t>(n, 0)), '\0');
       H5Aget_name_by_idx(mg, ".", H5_INDEX_NAME, H5_ITER_INC, k, key.data(), size_t(n) + 1, H5P_DEFAULT);
-      if (!std::regex_match(key, std::regex("[A-Za-z0-9_]+"))) fail(path_, "/meta", "key '" + key + "' must match [A-Za-z0-9_]+");
+      if (!is_name(key, true, "_"))
+        fail(path_, "/meta", "key '" + key.substr(0, 64) + (key.size() > 64 ? "...'" : "'") +
+                                 " must be 1-255 characters of [A-Za-z0-9_]");
       meta_[key] = attr_str(path_, mg, "/meta", key);
     }
   }

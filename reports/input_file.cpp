@@ -88,8 +88,11 @@ nlohmann::json read_json_input(const std::string& path, const std::string& who) 
   // One set of keys per open object: a key seen twice in one object is refused.
   std::vector<std::set<std::string>> open_objects;
   std::string duplicate;
-  const nlohmann::json::parser_callback_t cb = [&](int, nlohmann::json::parse_event_t ev, nlohmann::json& parsed) {
+  struct TooDeep {};
+  const nlohmann::json::parser_callback_t cb = [&](int depth, nlohmann::json::parse_event_t ev, nlohmann::json& parsed) {
     using E = nlohmann::json::parse_event_t;
+    // depth counts the levels already open when an array or object starts.
+    if ((ev == E::object_start || ev == E::array_start) && depth >= kMaxJsonDepth) throw TooDeep{};
     if (ev == E::object_start) open_objects.emplace_back();
     else if (ev == E::object_end && !open_objects.empty()) open_objects.pop_back();
     else if (ev == E::key && !open_objects.empty() && !open_objects.back().insert(parsed.get<std::string>()).second &&
@@ -103,6 +106,9 @@ nlohmann::json read_json_input(const std::string& path, const std::string& who) 
   } catch (const nlohmann::json::exception& e) {
     // parse_error, and out_of_range for a number beyond a double (1e999).
     throw std::invalid_argument(who + ": not valid JSON (" + e.what() + ")");
+  } catch (const TooDeep&) {
+    throw std::invalid_argument(who + ": arrays and objects nested more than " + std::to_string(kMaxJsonDepth) +
+                                " deep");
   }
   if (!duplicate.empty())
     throw std::invalid_argument(who + ": key \"" + duplicate + "\" appears twice in one object (which one counts?)");

@@ -5,6 +5,7 @@
 
 #include <hdf5.h>
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 #include <optional>
@@ -522,9 +523,22 @@ class Walker {
     hsize_t dims[2] = {0, 0};
     H5Sget_simple_extent_dims(space, dims, nullptr);
     uint64_t n = 1;
+    bool overflow = false;
     for (int i = 0; i < rank; ++i) {
       d.shape.push_back(dims[i]);
-      n *= dims[i];
+      overflow |= __builtin_mul_overflow(n, uint64_t(dims[i]), &n);
+    }
+    // Its data must be in the file (the writer stores every element): a dataset declared larger
+    // than what it stores, never written and so read as its fill value, would have a few bytes of
+    // file allocate any amount of memory here (found by fuzzing: suites/fuzz/regressions/report).
+    const size_t element = std::max<size_t>(H5Tget_size(type), 1);
+    const hsize_t stored = H5Dget_storage_size(ds);
+    if (overflow || n > stored / element) {
+      std::string shape;
+      for (int i = 0; i < rank; ++i) shape += (i ? " x " : "") + std::to_string(dims[i]);
+      problem(where, "dataset declares " + shape + " elements but stores " + std::to_string(stored) +
+                         " bytes of them in the file");
+      return std::nullopt;
     }
     herr_t rc = 0;
     if (d.dtype == DType::f64) {

@@ -10,13 +10,17 @@
 # Every gpu_runner.sh variable passes through (FH_SKIP_TORCH, FH_BENCH_FILTER, FH_VERIFY_ARGS...);
 # FH_DIFF_ALPHA (0 < A < 1) / FH_DIFF_MIN_RATIO (R >= 1) / FH_DIFF_MARGIN (0 <= F <= 1) set the
 # diff's thresholds; a value that is not a plain decimal number in its range is bad usage.
+# Then the parsers are fuzzed (scripts/fuzz.sh, issue 30 item 3) for FH_NIGHTLY_FUZZ_SECONDS per
+# target (default 300; 0 skips; skipped too without clang++-14), raw HDF5 files included: what
+# HDF5's own parser does on a corrupt file is listed, a finding in the harness's readers fails.
 # Output: OUTDIR/run (the runner's folder: report, logs, diff.txt, diff.json), OUTDIR/page
-# (index.html), OUTDIR/NIGHTLY.txt (what happened). Exit status: 0 promoted; 1 the run failed or
-# something regressed (baseline kept); 2 bad usage or a missing piece (no bundle, no page).
+# (index.html), OUTDIR/fuzz.log, OUTDIR/NIGHTLY.txt (what happened). Exit status: 0 promoted;
+# 1 the run failed or something regressed (baseline kept); 2 bad usage or a missing piece (no
+# bundle, no page); 3 promoted, but the fuzzers found something (OUTDIR/fuzz.log).
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 usage() { echo "nightly: $*" >&2; echo "usage: scripts/nightly.sh OUTDIR [BASELINE_DIR]" >&2; exit 2; }
-case "${1:-}" in -h|--help) sed -n '2,16p' "$0"; exit 0 ;; -*) usage "unknown option '$1'" ;; esac
+case "${1:-}" in -h|--help) sed -n '2,19p' "$0"; exit 0 ;; -*) usage "unknown option '$1'" ;; esac
 [ $# -ge 1 ] && [ $# -le 2 ] || usage "expected OUTDIR [BASELINE_DIR], got $# arguments"
 [ -n "$1" ] || usage "OUTDIR is empty"
 # The diff's thresholds, checked before anything runs: each reaches forge-verify diff as one word
@@ -32,6 +36,8 @@ diff_args=""
 threshold FH_DIFF_ALPHA --alpha "v > 0 && v < 1"
 threshold FH_DIFF_MIN_RATIO --min-ratio "v >= 1"
 threshold FH_DIFF_MARGIN --margin-fraction "v >= 0 && v <= 1"
+FUZZ_SECONDS="${FH_NIGHTLY_FUZZ_SECONDS:-300}"
+[[ "$FUZZ_SECONDS" =~ ^[0-9]{1,6}$ ]] || usage "FH_NIGHTLY_FUZZ_SECONDS='$FUZZ_SECONDS' is not a whole number of seconds"
 OUT="$1"
 BASE="${2:-${FH_BASELINE_DIR:-$ROOT/nightly-baseline}}"
 mkdir -p -- "$OUT" || exit 2
@@ -39,6 +45,27 @@ OUT="$(cd "$OUT" && pwd)"
 LOG="$OUT/NIGHTLY.txt"
 : > "$LOG"
 say() { echo "nightly: $*" | tee -a "$LOG"; }
+# The fuzz stage, once, then exit: status 0 becomes 3 when the fuzzers found something.
+fuzz_failed=0
+finish() {
+  if [ "$FUZZ_SECONDS" -eq 0 ]; then
+    say "fuzzing: skipped (FH_NIGHTLY_FUZZ_SECONDS=0)"
+  elif ! command -v "${FH_FUZZ_CXX:-clang++-14}" >/dev/null 2>&1; then
+    say "fuzzing: skipped (no ${FH_FUZZ_CXX:-clang++-14}; scripts/setup.sh installs it)"
+  else
+    FH_FUZZ_RAW_HDF5=1 FH_FUZZ_LIBHDF5_FATAL=0 FH_FUZZ_ARTIFACTS="$OUT/fuzz-artifacts" \
+      bash "$ROOT/scripts/fuzz.sh" "$FUZZ_SECONDS" > "$OUT/fuzz.log" 2>&1
+    local rc=$?
+    grep -E '^fuzz: ' "$OUT/fuzz.log" | grep -vE '^fuzz: (built|[a-z_]+: (FINDING|a regression))' | sed 's/^fuzz: /    /' >> "$LOG"
+    case $rc in
+      0) say "fuzzing: no finding in the readers ($FUZZ_SECONDS s per target; fuzz.log)" ;;
+      1) say "fuzzing: FINDINGS in the readers (fuzz.log; inputs in fuzz-artifacts/)"; fuzz_failed=1 ;;
+      *) say "fuzzing: could not run (rc $rc; fuzz.log)"; fuzz_failed=1 ;;
+    esac
+  fi
+  [ "$1" -eq 0 ] && [ "$fuzz_failed" = 1 ] && exit 3
+  exit "$1"
+}
 PY=python3
 for cand in ${FH_PYTHON:-} python3 /usr/bin/python3; do
   if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import h5py, numpy, matplotlib' 2>/dev/null; then PY="$cand"; break; fi
@@ -58,7 +85,7 @@ run_rc=$?
 say "GPU entry point: $([ $run_rc -eq 0 ] && echo PASS || echo "FAIL (rc $run_rc)")"
 [ $run_rc -eq 2 ] && { say "no usable bundle: nothing ran"; exit 2; }
 report="$OUT/run/forge-verify.h5"
-[ -f "$report" ] || { say "no report was written: nothing to diff or promote"; exit 1; }
+[ -f "$report" ] || { say "no report was written: nothing to diff or promote"; finish 1; }
 
 diff_rc=0
 if [ -f "$base_report" ]; then
@@ -89,8 +116,8 @@ if [ $run_rc -eq 0 ] && [ "$diff_rc" = 0 ]; then
   for f in "$tmp"/*; do mv -f "$f" "$BASE/$(basename "$f")"; done
   rmdir "$tmp"
   say "PROMOTED: $BASE/forge-verify.h5 is the new baseline"
-  [ "${page_failed:-0}" = 1 ] && exit 2
-  exit 0
+  [ "${page_failed:-0}" = 1 ] && finish 2
+  finish 0
 fi
 say "NOT promoted: $([ $run_rc -ne 0 ] && echo "the run failed")$([ $run_rc -ne 0 ] && [ "$diff_rc" != 0 ] && echo "; ")$([ "$diff_rc" != 0 ] && echo "the diff found regressions or could not run") (baseline kept)"
-exit 1
+finish 1

@@ -17,6 +17,7 @@ cp "$FV" "$T/fh_gpu_bundle/bin/forge-verify"
 printf 'git_revision=test\nbinaries=forge-verify\ngpu_suites=\n' > "$T/fh_gpu_bundle/MANIFEST"
 tar -C "$T" -cf "$T/bundle.tar" fh_gpu_bundle
 export FH_BUNDLE="$T/bundle.tar" FH_ALLOW_SKIP=1 FH_SKIP_SUITES=1 FH_SKIP_BENCH=1 FH_SKIP_TORCH=1
+export FH_NIGHTLY_FUZZ_SECONDS=0  # the fuzz stage is scripts/fuzz.sh's (CI runs it); here: promotion
 claims="--claim int8_codec_bound,sr_exact_mean"
 nightly() {  # outdir, then env assignments
   local out="$1"; shift

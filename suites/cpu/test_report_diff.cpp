@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -196,6 +197,46 @@ TEST(BenchImport, BadFilesNameTheFile) {
   }
   Report r(Meta::unknown());
   EXPECT_THROW(attach_benchmarks(r, s / "trunc.json"), std::invalid_argument);
+}
+
+// What the fuzzers found at this door (suites/fuzz/regressions/bench_json, issue 30 item 3): a
+// run the report would refuse after every claim ran (a NUL in a name or an error message), a name
+// long enough to overflow the claims' std::regex, and nesting deep enough to overflow any
+// recursive walk. Each is refused here, naming the file and the field. A name made only of dots
+// is fine: its /benchmarks member is percent-encoded.
+TEST(BenchImport, WhatTheReportCannotTakeIsRefusedAtTheDoor) {
+  Scratch s;
+  const auto run = [](const std::string& fields) {
+    return R"({"benchmarks": [{)" + fields + R"(, "real_time": 1.5, "time_unit": "us"}]})";
+  };
+  const std::pair<const char*, std::string> bad[] = {
+      {"nul.json", run(R"("name": "a\u0000b")")},
+      {"long.json", run(R"("name": "forge/)" + std::string(2000, 'a') + R"(/1x2x3")")},
+      {"run_nul.json", run(R"("name": "a", "run_name": "a\u0000")")},
+      {"error_nul.json", run(R"("name": "a", "error_occurred": true, "error_message": "x\u0000y")")},
+      {"deep.json", R"({"benchmarks": [{"name": "a", "real_time": 1, "x": )" + std::string(100, '[') +
+                        std::string(100, ']') + "}]}"},
+  };
+  const std::map<std::string, std::string> field = {{"nul.json", "\"name\" 'a\\x00b'"},
+                                                    {"long.json", "2012 characters long, over the limit of 1024"},
+                                                    {"run_nul.json", "\"run_name\""},
+                                                    {"error_nul.json", "\"error_message\": text contains a NUL"},
+                                                    {"deep.json", "nested more than 64 deep"}};
+  for (const auto& [f, text] : bad) {
+    write_text(s / f, text);
+    try {
+      read_benchmark_json(s / f);
+      ADD_FAILURE() << f << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(s / f), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(field.at(f)), std::string::npos) << e.what();
+    }
+  }
+  write_text(s / "dots.json", run(R"("name": "..")"));
+  const auto b = read_benchmark_json(s / "dots.json");
+  Report r(Meta::unknown());
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_NO_THROW(r.add_benchmark(b[0]));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -520,6 +561,40 @@ TEST(RunDiff, ReportsThatReachIntoOtherFilesAreRefused) {
       EXPECT_FALSE(fs::exists(s / "out.json")) << plant;
     }
     EXPECT_THROW(read_report(doctored), std::runtime_error) << plant;
+  }
+}
+
+// A dataset declared larger than what the file stores (found by fuzzing:
+// suites/fuzz/regressions/report): never written, it reads as its fill value, so 2^31-1 doubles
+// took 16 GiB from a file of kilobytes, and 2^32 x 2^32 elements wrapped to 0 and the report was
+// accepted with a shape its values did not have. Refused now: exit 2, the object named, no JSON.
+TEST(RunDiff, ADatasetLargerThanItsStoredDataIsRefused) {
+  Scratch s;
+  make_report(false).write(s / "base.h5");
+  const std::pair<const char*, std::vector<hsize_t>> plants[] = {{"long.h5", {(hsize_t(1) << 31) - 1}},
+                                                                  {"wraps.h5", {hsize_t(1) << 32, hsize_t(1) << 32}}};
+  for (const auto& [name, dims] : plants) {
+    const std::string doctored = s / name;
+    fs::copy_file(s / "base.h5", doctored);
+    const hid_t f = H5Fopen(doctored.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    const hid_t data = H5Gopen2(f, "/alpha/c1/data", H5P_DEFAULT);
+    H5Ldelete(data, "curve", H5P_DEFAULT);
+    const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE), space = H5Screate_simple(int(dims.size()), dims.data(), nullptr);
+    const std::vector<hsize_t> chunk(dims.size(), 64);
+    H5Pset_chunk(dcpl, int(chunk.size()), chunk.data());
+    H5Dclose(H5Dcreate2(data, "curve", H5T_IEEE_F64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT));
+    H5Sclose(space);
+    H5Pclose(dcpl);
+    H5Gclose(data);
+    ASSERT_GE(H5Fclose(f), 0);
+    const DiffRun r = diff({s / "base.h5", doctored, "--json", s / "out.json"});
+    EXPECT_EQ(r.rc, 2) << name << r.out << r.err;
+    EXPECT_NE(r.err.find("NEW '" + doctored + "' is not a valid report: /alpha/c1/data/curve: dataset declares "),
+              std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("but stores 0 bytes of them in the file"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(s / "out.json")) << name;
+    EXPECT_THROW(read_report(doctored), std::runtime_error) << name;
   }
 }
 
