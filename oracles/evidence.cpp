@@ -110,8 +110,6 @@ Check& Check::bitwise(int64_t n_differing, double ulp, std::string first) {
   return *this;
 }
 
-namespace {
-
 bool on_passing_side(double metric, double bound, PassIf p) {
   switch (p) {
     case PassIf::at_most: return metric <= bound;
@@ -121,6 +119,8 @@ bool on_passing_side(double metric, double bound, PassIf p) {
   }
   return false;
 }
+
+namespace {
 
 // The one decision every verdict comes from.
 bool meets(double metric, double bound, PassIf p) { return std::isfinite(metric) && on_passing_side(metric, bound, p); }

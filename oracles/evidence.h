@@ -21,6 +21,8 @@ Verdict parse_verdict(std::string_view name);  // inverse; throws std::invalid_a
 enum class PassIf { at_most, below, at_least, above };
 const char* pass_if_name(PassIf p);           // "<=", "<", ">=", ">"
 PassIf parse_pass_if(std::string_view name);  // inverse; throws std::invalid_argument
+// metric `pass_if` bound, the comparison alone (the judge below and the report's direction check).
+bool on_passing_side(double metric, double bound, PassIf pass_if);
 
 // Aggregation rule used at every level: fail if any fail, else error if any error, else pass if
 // any pass, else not-run (so an empty set is not-run).

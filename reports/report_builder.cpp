@@ -96,14 +96,7 @@ std::string evidence_problem(const Check& c) {
 
 std::string direction_problem(const Check& c) {
   if (c.verdict != Verdict::pass || std::isnan(c.metric) || std::isnan(c.bound)) return {};
-  bool ok = true;
-  switch (c.pass_if) {
-    case PassIf::at_most: ok = c.metric <= c.bound; break;
-    case PassIf::below: ok = c.metric < c.bound; break;
-    case PassIf::at_least: ok = c.metric >= c.bound; break;
-    case PassIf::above: ok = c.metric > c.bound; break;
-  }
-  if (ok) return {};
+  if (on_passing_side(c.metric, c.bound, c.pass_if)) return {};
   std::ostringstream o;
   o.precision(17);
   o << "check '" << c.name << "': pass, but its metric " << c.metric << " is not " << pass_if_name(c.pass_if) << " its bound "

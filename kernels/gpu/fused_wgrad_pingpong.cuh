@@ -271,12 +271,12 @@ __device__ __forceinline__ void g_round_trip(float* g, int64_t out, int64_t in, 
 }
 
 // kPrefetch: the epilogue's L2 prefetch distance in passes (4; a bench variant tries 8).
-// kCm x kCn > 1 (bench variants): clusters whose blocks hold a kCm x kCn square of tiles. The 128
-// x 128 tile's mainloop is bound by the operand bytes L2 sends the SMs (64 FLOP a byte, ~420
-// TFLOP/s on the runner, whatever the schedule); in a cluster the blocks of one tile row share dY
-// and those of one tile column share X, so each block loads one box of each shared operand and
-// multicasts it: kCm = 2 halves X's bytes, kCn = 2 halves dY's. A slot is refilled once every
-// consumer of the cluster released it. Needs whole squares (launch_fused_pingpong checks).
+// kCm x kCn > 1 (bench variants): clusters whose blocks hold a kCm x kCn square of tiles. In a
+// cluster the blocks of one tile row share dY and those of one tile column share X, so each block
+// loads one box of each shared operand and multicasts it: kCm = 2 halves X's bytes from L2, kCn = 2
+// halves dY's. (Measured, NOTES v24: no faster than one block, so L2 bandwidth is not what bounds
+// the 128 x 128 mainloop.) A slot is refilled once every consumer of the cluster released it.
+// Needs whole squares (launch_fused_pingpong checks).
 template <class Rule, StateFormat SF, WeightStore WS, bool kGRoundTrip = false, int kPrefetch = 4, int kCm = 1,
           int kCn = 1>
 __global__ void __launch_bounds__(PingpongCfg::kThreads, 1)

@@ -21,15 +21,11 @@ void launch_rule_typed(StateFormat sf, WeightStore ws, const typename Rule::Scal
 // Explicit instantiation of both entry points for one rule (used by rule_family_<rule>.cu), and its
 // declaration (used by the dispatchers, which see the templates' definitions: without it they
 // instantiate the whole kernel set a second time, doubling the build and every binary's fatbin).
-#define FH_GPU_INSTANTIATE_RULE_FAMILY(RULE)                                                        \
-  template void launch_fused_typed<RULE>(StateFormat, WeightStore, const WgradProblem&,             \
-                                         const RULE::Scalars&, const ParamView&, TileShape,         \
-                                         cudaStream_t);                                             \
-  template void launch_rule_typed<RULE>(StateFormat, WeightStore, const RULE::Scalars&,             \
-                                        const ParamView&, const float*, int64_t, cudaStream_t);
-#define FH_GPU_EXTERN_RULE_FAMILY(RULE)                                                             \
-  extern template void launch_fused_typed<RULE>(StateFormat, WeightStore, const WgradProblem&,      \
-                                                const RULE::Scalars&, const ParamView&, TileShape,  \
-                                                cudaStream_t);                                      \
-  extern template void launch_rule_typed<RULE>(StateFormat, WeightStore, const RULE::Scalars&,      \
-                                               const ParamView&, const float*, int64_t, cudaStream_t);
+// KW is `template` or `extern template`: one signature for both.
+#define FH_GPU_RULE_FAMILY_ENTRY_POINTS(KW, RULE)                                                    \
+  KW void launch_fused_typed<RULE>(StateFormat, WeightStore, const WgradProblem&, const RULE::Scalars&, \
+                                   const ParamView&, TileShape, cudaStream_t);                        \
+  KW void launch_rule_typed<RULE>(StateFormat, WeightStore, const RULE::Scalars&, const ParamView&,    \
+                                  const float*, int64_t, cudaStream_t);
+#define FH_GPU_INSTANTIATE_RULE_FAMILY(RULE) FH_GPU_RULE_FAMILY_ENTRY_POINTS(template, RULE)
+#define FH_GPU_EXTERN_RULE_FAMILY(RULE) FH_GPU_RULE_FAMILY_ENTRY_POINTS(extern template, RULE)
