@@ -15,7 +15,7 @@
 #include <fstream>
 
 #include "kernels/rules/adamw_torch_fused.h"
-#include "reports/external_io.h"
+#include "inputs/external_io.h"
 #include "suites/claims/claim_entries.h"
 #include "suites/claims/external_common.h"
 

@@ -12,8 +12,8 @@
 #include <map>
 #include <string>
 
-#include "reports/bench_import.h"
-#include "reports/external_bench.h"
+#include "inputs/benchmark_json.h"
+#include "inputs/external_bench.h"
 #include "suites/claims/claim_entries.h"
 #include "suites/claims/ext_model_common.h"
 #include "suites/cpu/claim_test_util.h"

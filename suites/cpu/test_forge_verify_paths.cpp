@@ -30,7 +30,7 @@
 #include <thread>
 #include <vector>
 
-#include "reports/external_io.h"
+#include "inputs/external_io.h"
 #include "reports/report.h"
 #include "suites/claims/external_common.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <unistd.h>
 
-#include "reports/external_bench.h"
+#include "inputs/external_bench.h"
 #include "suites/claims/claim_entries.h"
 #include "suites/cpu/claim_test_util.h"
 
