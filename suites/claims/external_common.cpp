@@ -2,7 +2,7 @@
 #include "suites/claims/external_common.h"
 
 #include <map>
-#include <mutex>
+#include <stdexcept>
 
 #include "kernels/common/bf16.h"
 #include "kernels/common/host_parallel.h"
