@@ -16,12 +16,14 @@
 // X(name, Type): `name` is Type::kName, the RuleId enumerator and the file stem
 // (kernels/rules/<name>.h, kernels/gpu/rule_family_<name>.cu); `Type` is the rule's struct.
 // The order is RuleId's order, which reports and seeds depend on: append, never reorder.
-#define FH_RULES(X)          \
-  X(adamw, AdamW)            \
-  X(nadam, NAdam)            \
-  X(radam, RAdam)            \
-  X(lion, Lion)              \
-  X(rmsprop, RMSprop)        \
-  X(adagrad, Adagrad)        \
-  X(sgd, SGD)                \
-  X(sgd_momentum, SGDMomentum)
+// Each line ends in a backslash, so appending a rule edits no other line.
+#define FH_RULES(X)             \
+  X(adamw, AdamW)               \
+  X(nadam, NAdam)               \
+  X(radam, RAdam)               \
+  X(lion, Lion)                 \
+  X(rmsprop, RMSprop)           \
+  X(adagrad, Adagrad)           \
+  X(sgd, SGD)                   \
+  X(sgd_momentum, SGDMomentum)  \
+  /* a new rule's line goes above this one */

@@ -1,11 +1,12 @@
-// Adding an optimizer rule: its header kernels/rules/<name>.h plus its #include and X(name, Type)
-// line in kernels/rules/rule_list.h; RuleId, kAllRules, visit_rule, AnyHyper, the MPFR scalars
-// variant and the device entry points' extern declarations expand that list. What must still be
-// written by hand beside it is checked here, one named failure per missing piece, so that
-// forgetting it fails CI: the device instantiation unit (kernels/gpu/rule_family_<name>.cu), the
-// MPFR twin (reference/mpfr_rules.cpp), the bound row (oracles/RULE_BOUNDS.md), the
-// hyperparameter sets it is judged under (reference/rule_samples.cpp) and its hyperparameter
-// names (kernels/rules/hyper_fields.h). Help text and messages list kAllRules themselves.
+// Adding an optimizer rule: its header kernels/rules/<name>.h (the rule, its hyperparameters and
+// their names) plus its #include and X(name, Type) line in kernels/rules/rule_list.h; RuleId,
+// kAllRules, visit_rule, AnyHyper, the MPFR scalars variant and the device entry points' extern
+// declarations expand that list. The pieces that check the rule are written by hand beside it,
+// and a missing one fails here, named: the device instantiation unit
+// (kernels/gpu/rule_family_<name>.cu), the MPFR twin (reference/mpfr_rules.{h,cpp}; a missing
+// mpfr_scalars struct or overload already fails to compile), the measured-bound row
+// (oracles/RULE_BOUNDS.md) and the hyperparameter sets it is judged under
+// (reference/rule_samples.cpp). Help text and messages list kAllRules themselves.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
