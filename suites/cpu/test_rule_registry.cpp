@@ -45,6 +45,17 @@ const std::vector<ListedRule>& listed_rules() {
   return rules;
 }
 
+// The number of members of an aggregate: the most brace initializers it accepts.
+struct AnyMember {
+  template <class T>
+  operator T() const;
+};
+template <class T, class... A>
+constexpr size_t member_count() {
+  if constexpr (requires { T{A{}..., AnyMember{}}; }) return member_count<T, A..., AnyMember>();
+  else return sizeof...(A);
+}
+
 void PrintTo(const ListedRule& r, std::ostream* os) { *os << r.name; }  // readable gtest parameters
 
 class rule_registry : public ::testing::TestWithParam<ListedRule> {};
@@ -75,10 +86,14 @@ TEST_P(rule_registry, HasItsBoundRow) {
       << r.name << ": oracles/RULE_BOUNDS.md has no measured-bound row \"| " << r.name << " |\"";
 }
 
-TEST_P(rule_registry, HasItsMpfrTwinAndHyperNames) {
+TEST_P(rule_registry, HasItsMpfrTwinAndNamesEveryHyperparameter) {
   const ListedRule& r = GetParam();
   const fh::RuleConfig rc = fh::default_rule_config(r.id);
-  EXPECT_FALSE(fh::describe_hyper(rc).empty()) << r.name << ": no hyperparameter names in kernels/rules/hyper_fields.h";
+  fh::visit_rule(r.id, [&](auto rule) {
+    typename decltype(rule)::Hyper h;
+    EXPECT_EQ(fh::hyper_fields(h).size(), member_count<decltype(h)>())
+        << r.name << ": Hyper::fields in kernels/rules/" << r.name << ".h does not name every hyperparameter";
+  });
   // The MPFR twin exists, bounds an ordinary element, and has its literal cross-check.
   const float st[fh::kMaxStates] = {};
   fh::RuleRefResult ref;
