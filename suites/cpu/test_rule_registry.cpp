@@ -60,7 +60,7 @@ void PrintTo(const ListedRule& r, std::ostream* os) { *os << r.name; }  // reada
 
 class rule_registry : public ::testing::TestWithParam<ListedRule> {};
 
-TEST(rule_registry, ListAndRegistryAgree) {
+TEST(rule_list, AgreesWithTheRuntimeRegistry) {
   static_assert(std::variant_size_v<fh::AnyHyper> == std::size(fh::kAllRules),
                 "AnyHyper and kAllRules must list the same rules");
   ASSERT_EQ(listed_rules().size(), std::size(fh::kAllRules));
@@ -121,7 +121,7 @@ INSTANTIATE_TEST_SUITE_P(EveryListedRule, rule_registry, ::testing::ValuesIn(lis
                          [](const auto& info) { return info.param.name; });
 
 // Every device instantiation unit belongs to a listed rule (a renamed or removed rule leaves none behind).
-TEST(rule_registry, EveryRuleFamilyUnitIsListed) {
+TEST(rule_list, EveryRuleFamilyUnitIsListed) {
   std::set<std::string> names;
   for (const ListedRule& r : listed_rules()) names.insert(r.name);
   int units = 0;
