@@ -4,6 +4,10 @@
 # first, so a failure can only come from the plant.
 # Usage: test_rule_registry_planted.sh TEST_RULE_REGISTRY SOURCE_DIR
 set -euo pipefail
+if (($# != 2)) || [[ ! -x $1 || ! -f $2/kernels/rules/rule_list.h ]]; then
+  echo "usage: test_rule_registry_planted.sh TEST_RULE_REGISTRY SOURCE_DIR (an executable and a source tree)" >&2
+  exit 2
+fi
 bin=$1
 src=$2
 scratch=$(mktemp -d)
