@@ -25,6 +25,14 @@ const std::vector<std::string> kGradFidelityDatasets{"update_rms", "bias_rel", "
                                                      "traj_max_abs_dev", "traj_rms_dev"};
 const char* kGpuSteps = "kernels/gpu fused_wgrad_update (every step), kernels/twin (tally)";
 
+// A row and the names of its checks that judge a statement of the paper or of the external
+// release (DESIGN contract 7: confirmed, refuted or inconclusive); every other check of the
+// claim is a harness contract.
+ClaimInfo with_findings(ClaimInfo row, std::vector<std::string> findings) {
+  row.findings = std::move(findings);
+  return row;
+}
+
 std::vector<ClaimInfo> make_registry() {
   return {
       {"rules_vs_mpfr", "Proposition 1 (premise): each fp32 rule as torch.optim documents it",
@@ -72,12 +80,13 @@ std::vector<ClaimInfo> make_registry() {
        {"reference/sharded_stack (simulated ranks)", "kernels/twin/fused_twin", "reference/two_phase_host"},
        {"oracles/param_compare"}, {}, kOptRule | kOptHyper | kOptFormat | kOptStore | kOptSeed, false,
        claim_prop2_block_stack},
-      {"eq6_memory_model", "Eq. 6: M_FORGE = 2P + kP + 0 + sum |a_l| + O(TR TC)",
+      with_findings({"eq6_memory_model", "Eq. 6: M_FORGE = 2P + kP + 0 + sum |a_l| + O(TR TC)",
        "Eq. 6 term by term for Llama-3.1-8B and Qwen3-14B (P checked; the measured 8B peak: claim model_step_figures); on the twin a 2-block stack's ledger peaks vs the terms, Remark 1",
        {"reference/memory_model", "reference/sharded_stack (ledger)"}, {"parameter count, peaks vs terms (in the claim)", "oracles/param_compare"},
        {"fused_terms_bytes", "standard_terms_bytes", "timeline_fused_in_use", "timeline_fused_peak",
         "timeline_standard_in_use", "timeline_standard_peak"}, kOptSeed, false,
        claim_eq6_memory_model},
+                    {"measured_peak_within_3pct"}),
       {"prop3_gradient_memory", "Proposition 3: O(tile) gradient memory",
        "fused path's gradient storage one G tile at every P (the twin's own accounting); the standard path's 4P beside it",
        {"kernels/twin/fused_twin", "reference/memory_model (ledger)"}, {"bound (in the claim)"}, {}, kOptSeed, false,
@@ -128,9 +137,10 @@ std::vector<ClaimInfo> make_registry() {
        "independence, layout invariance",
        {"kernels/twin/fused_twin", "kernels/common/philox"}, {"oracles/fidelity"}, kSrStatsDatasets, kOptSeed, false,
        claim_sr_statistics},
-      {"stagnation", "bf16 round-to-nearest loses ~6% against fp32 master; stochastic rounding matches",
+      with_findings({"stagnation", "bf16 round-to-nearest loses ~6% against fp32 master; stochastic rounding matches",
        "least squares under fp32 master / bf16 RNE / bf16 SR / INT8 state: curves, vanished updates, gaps",
        {"kernels/twin/fused_twin"}, {"oracles/fidelity"}, kStagnationDatasets, 0, false, claim_stagnation},
+                    {"rne_gap_beyond_noise", "sr_within_noise", "int8_gap_below_rne_gap"}),
       {"gradient_fidelity", "FORGE keeps G in fp32 registers (no bf16 gradient tensor)",
        "fp32 G (the fused path) vs G rounded to bf16: bitwise identity, half-ulp rounding, measured update bias and error",
        {"kernels/twin/fused_twin", "reference/two_phase_host"}, {"oracles/fidelity", "oracles/param_compare"},
@@ -142,9 +152,10 @@ std::vector<ClaimInfo> make_registry() {
        "sr_statistics with every draw a fused kernel's bf16_sr store, checked against the twin",
        {kGpuSteps}, {"oracles/fidelity", "oracles/param_compare"}, kSrStatsDatasets, kOptSeed, true,
        claim_sr_statistics_gpu},
-      {"stagnation_gpu", "The stagnation experiment on the fused kernel",
+      with_findings({"stagnation_gpu", "The stagnation experiment on the fused kernel",
        "stagnation with every fused step on the fused kernel, checked against the twin",
        {kGpuSteps}, {"oracles/fidelity", "oracles/param_compare"}, kStagnationDatasets, 0, true, claim_stagnation_gpu},
+                    {"rne_gap_beyond_noise", "sr_within_noise", "int8_gap_below_rne_gap"}),
       {"gradient_fidelity_gpu", "Gradient fidelity on the fused kernel",
        "gradient_fidelity with every fused step on the fused kernel, checked against the twin",
        {kGpuSteps}, {"oracles/fidelity", "oracles/param_compare"}, kGradFidelityDatasets, kOptSeed, true,
@@ -171,16 +182,18 @@ std::vector<ClaimInfo> make_registry() {
        "FPRev probe: cuBLAS's wgrad summation order still equals its description",
        {"kernels/gpu/cublas_order_probe"}, {"suites/claims/order_probe_judge", "oracles/param_compare"}, {"pair_i", "pair_j", "observed", "predicted", "counts"},
        kOptShape | kOptSeed, true, claim_gpu_order_guard},
-      {"ext_order_probe", "Corollary 1 (premise) on an external kernel: its reduction order",
+      with_findings({"ext_order_probe", "Corollary 1 (premise) on an external kernel: its reduction order",
        "FPRev probe through an adapter: the path's G equals its declared order's prediction; the order every element matches",
        {"an external producer (docs/EXTERNAL_PRODUCER.md)", "kernels/gpu/cublas_order_probe (predictions)"},
        {"suites/claims/ext_order_probe", "oracles/param_compare"}, {"elements_differing_per_candidate"}, 0, false,
        claim_ext_order_probe},
-      {"ext_prop1", "Proposition 1 on an external kernel, in its own terms",
+                    {"ran", "g_matches_declared_order"}),
+      with_findings({"ext_prop1", "Proposition 1 on an external kernel, in its own terms",
        "an external fused path equals the same producer's two-phase path, bitwise (W and state, every step)",
        {"an external producer's fused and two-phase paths"}, {"oracles/bitwise", "oracles/param_compare"}, {"differing_other_g_order"}, 0, false,
        claim_ext_prop1},
-      {"ext_corollary1", "Corollary 1 as the FORGE README states it: only the summation order differs",
+                    {"ran", "fused_equals_two_phase"}),
+      with_findings({"ext_corollary1", "Corollary 1 as the FORGE README states it: only the summation order differs",
        "external path vs cuBLAS + torch fused AdamW: deviation per step; step 0 split into GEMM-order and arithmetic parts",
        {"an external producer", "its reference (cuBLAS + torch.optim.AdamW(fused=True))", "kernels/rules/adamw_torch_fused (host model)",
         "kernels/rules/adamw_forge_release (host model)"},
@@ -188,31 +201,37 @@ std::vector<ClaimInfo> make_registry() {
        {"w_differing_vs_reference", "w_max_ulp_vs_reference", "m_differing_vs_reference", "v_differing_vs_reference",
         "step0_order_part_differing", "step0_arithmetic_part_differing", "step0_arithmetic_part_by_tensor",
         "step0_w_differing_from_release_model"}, 0, false, claim_ext_corollary1},
-      {"ext_int8", "Proposition 4 on an external kernel's INT8 state",
+                    {"ran", "only_order_differs", "release_model_reproduces_m_v"}),
+      with_findings({"ext_int8", "Proposition 4 on an external kernel's INT8 state",
        "external INT8 state: every code within half a step of the true moment, scales = absmax/127, rounding mode reported",
        {"an external producer's INT8 path", "the twin's G in its declared order"}, {"suites/claims/ext_int8 (bound)"},
        {"err_over_half_step_per_step", "codes_not_nearest"}, 0, false, claim_ext_int8},
-      {"ext_model_memory", "The FORGE README's peak memory on Llama-3.1-8B (and the paper's memory saving)",
+                    {"ran", "codes_within_half_step", "scale_is_absmax_over_127"}),
+      with_findings({"ext_model_memory", "The FORGE README's peak memory on Llama-3.1-8B (and the paper's memory saving)",
        "measured peak per configuration against torch fused AdamW and the README's figure",
        {"scripts/forge_model_bench.py on the runner (--external-model)"}, {"suites/claims/ext_model_memory (ratio, tolerance)"},
        {"peak_gib", "peak_gb", "readme_peak", "torch_fused_peak_gib", "nonfinite_losses"}, 0, false, claim_ext_model_memory},
-      {"ext_model_time", "The FORGE README's step time on Llama-3.1-8B",
+                    {"ran", "losses_finite", "matches_readme_peak", "below_torch_fused"}),
+      with_findings({"ext_model_time", "The FORGE README's step time on Llama-3.1-8B",
        "measured median step time per configuration against torch fused AdamW and the README's figure and spread",
        {"scripts/forge_model_bench.py on the runner (--external-model)"}, {"suites/claims/ext_model_time (ratio, spread)"},
        {"median_ms", "step_ms", "readme_step_ms", "torch_fused_median_ms", "nonfinite_losses"}, 0, false, claim_ext_model_time},
-      {"ext_layer_speed", "The paper's speed claim, per layer",
+                    {"ran", "losses_finite", "matches_readme_step_time", "faster_than_torch_fused"}),
+      with_findings({"ext_layer_speed", "The paper's speed claim, per layer",
        "each external path's time per layer against cuBLAS + torch fused AdamW; the harness's kernels beside it",
        {"scripts/forge_adapter.py --timing and forge-bench (--external-timing)"}, {"suites/claims/ext_layer_speed (ratio)"},
        {"median_us", "torch_reference_median_us", "harness_fused_median_us", "harness_cublas_median_us"}, 0, false,
        claim_ext_layer_speed},
-      {"speed_decomposition", "The paper's speed figures (about 1.5x at small batch), decomposed",
+                    {"ran", "faster_than_torch_fused"}),
+      with_findings({"speed_decomposition", "The paper's speed figures (about 1.5x at small batch), decomposed",
        "per layer and T: fused, fused with a G round trip, our GEMM + rule kernel, cuBLAS + rule kernel; each step's "
        "part of the gap",
        {"kernels/gpu fused kernel, its G round-trip variant, order-matched and cuBLAS paths (forge-bench, "
         "--external-timing)"},
        {"suites/claims/speed_decomposition (differences, ratio)"},
        {"median_us", "bytes", "parts_us", "share", "gemm_cublas_us"}, 0, false, claim_speed_decomposition},
-      {"model_step_figures", "Eq. 6, Remark 1 and the paper's memory and speed figures on a model-shaped step",
+                    {"roundtrip_costs_time"}),
+      with_findings({"model_step_figures", "Eq. 6, Remark 1 and the paper's memory and speed figures on a model-shaped step",
        "the harness's fused and standard model step (tagged pool) against Eq. 6, each other and torch in the same call",
        {"kernels/gpu/model_step (forge-model-step, --model-step)", "scripts/forge_model_bench.py (--external-model)"},
        {"suites/claims/model_step_figures (tolerance, ratio, digests)"},
@@ -221,6 +240,7 @@ std::vector<ClaimInfo> make_registry() {
         "torch_hooks_peak_bytes", "torch_hooks_median_ms", "remark1_digests_differ", "max_layers_fit",
         "tied_gradient_bytes"},
        0, false, claim_model_step_figures},
+                    {"more_than_halves", "fits_only_under_forge", "below_torch_fused_by_gradient_pool", "below_torch_hooks", "speedup_about_1p5", "time_0p8_of_torch", "eq6_within_3pct"}),
   };
 }
 
@@ -282,7 +302,8 @@ std::string registry_json() {
     o << "  {\"id\": " << json_string(c.id) << ", \"statement\": " << json_string(c.statement)
       << ", \"what\": " << json_string(c.what) << ", \"needs_gpu\": " << (c.needs_gpu ? "true" : "false")
       << ", \"producers\": " << json_list(c.producers) << ", \"oracles\": " << json_list(c.oracles)
-      << ", \"datasets\": " << json_list(c.datasets) << ", \"options\": " << json_list(opts) << "}"
+      << ", \"datasets\": " << json_list(c.datasets) << ", \"findings\": " << json_list(c.findings)
+      << ", \"options\": " << json_list(opts) << "}"
       << (i + 1 < reg.size() ? ",\n" : "\n");
   }
   o << "]}\n";

@@ -557,7 +557,7 @@ void maybe_plant_throw(const std::string& id) {
 std::unique_ptr<Report> run_claim(const ClaimInfo& c, int index, int count, const VerifyConfig& cfg, const Meta& meta,
                                   Heartbeat& heartbeat, int worker) {
   auto part = std::make_unique<Report>(meta);
-  for (const ClaimInfo& d : claim_registry()) part->declare_claim(d.id, d.datasets);
+  for (const ClaimInfo& d : claim_registry()) part->declare_claim(d.id, d.datasets, d.findings);
   std::mutex notes_mutex;
   std::string notes;
   Progress progress{cfg.quiet, index, count};
@@ -686,7 +686,7 @@ int run(int argc, char** argv) {
     }
   }
   Report report(meta);
-  for (const ClaimInfo& c : claim_registry()) report.declare_claim(c.id, c.datasets);
+  for (const ClaimInfo& c : claim_registry()) report.declare_claim(c.id, c.datasets, c.findings);
 
   // The claims, side by side on --jobs workers (the rule and the thread-safety audit:
   // claim_scheduler.h). Each claim fills a Report of its own; they are absorbed here in registry
