@@ -142,10 +142,17 @@ message, and the other claims still run; the report is written as usual. SIGINT 
 stops the run: it says which claims were running, leaves no report or temporary file, and
 exits 128 + the signal's number.
 
+Verdicts: a harness contract (a bitwise identity, a bound the harness proves, a self-check, a
+planted defect) is pass, fail or not-run; a finding (a statement of the paper or of the external
+release, named in the claim's registry row) is confirmed, refuted or inconclusive. A refutation is
+what the audit found, not a broken harness: it is listed (table, closing lines, JSON, a JUnit
+property, the page) and does not fail the run. Either kind is `error` when its claim threw.
+
 Exit status (the first that applies):
-  0  every check that ran passed; not-run checks are allowed unless --require-gpu says
-     otherwise (a not-run is never counted as a pass: the table and summaries say not-run)
-  1  a check failed
+  0  every contract that ran passed; not-run checks are allowed unless --require-gpu says
+     otherwise (a not-run is never counted as a pass: the table and summaries say not-run);
+     findings, refuted ones included, never change the status
+  1  a contract failed
   2  bad usage or input: nothing is run and no report is written
   3  internal error: a claim threw (its verdict is `error`, the report is written), or the
      run itself failed after it started (the report could not be written); the verdict
