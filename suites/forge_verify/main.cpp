@@ -558,6 +558,16 @@ void maybe_plant_throw(const std::string& id) {
   if (planted && id == planted) throw std::runtime_error("planted defect: FH_PLANT_THROWING_CLAIM=" + id);
 }
 
+// A planted defect for the exit-status test (off unless set): FH_PLANT_BROKEN_CONTRACT=<claim
+// id> adds to that claim, after it ran, one bitwise contract with one differing element.
+void maybe_plant_broken_contract(const std::string& id, Report& part) {
+  const char* planted = std::getenv("FH_PLANT_BROKEN_CONTRACT");
+  if (!planted || id != planted) return;
+  const std::string why = "planted defect: FH_PLANT_BROKEN_CONTRACT=" + id;
+  part.add_case(id, "planted broken contract")
+      .add_check(judge("planted_bitwise", "differing", 1, 0, PassIf::at_most, why).bitwise(1, 1, "planted"));
+}
+
 // One claim on a worker thread: its start line, its run into a Report of its own (declared like
 // the run's), then its finish line with its verdict, time and the notes it made, in one write.
 // Isolation: a claim that throws is that claim's error verdict; the others still run.
@@ -586,6 +596,7 @@ std::unique_ptr<Report> run_claim(const ClaimInfo& c, int index, int count, cons
     try {
       maybe_plant_throw(c.id);
       c.run(cfg, *part, progress);
+      maybe_plant_broken_contract(c.id, *part);
     } catch (const std::exception& e) {
       error = e.what();
     } catch (...) {
