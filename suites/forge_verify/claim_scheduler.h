@@ -30,8 +30,8 @@
 //   external file goes through it, and the report is written after the workers have ended).
 // - Per thread now: progress_set_case (the heartbeat's "case"), the running-claim slots that
 //   the heartbeat and the SIGINT/SIGTERM message name.
-// - Read only: the VerifyConfig, the registry, getenv (FH_SEED, FH_PLANT_THROWING_CLAIM, FH_PLANT_BROKEN_CONTRACT; nothing
-//   calls setenv), query_device_info() (probed once before the claims start).
+// - Read only: the VerifyConfig, the registry, getenv (FH_SEED, FH_PLANT_THROWING_CLAIM,
+//   FH_PLANT_BROKEN_CONTRACT; nothing calls setenv), query_device_info() (probed once before the claims start).
 // - GPU state a CPU claim touched: sr_statistics (twin) cleared the kernel's planted defect,
 //   which sr_statistics_gpu sets for its planted run; now only the GPU run sets and clears it.
 // - No claim prints: they report through Progress::note, which the scheduler buffers per claim.
