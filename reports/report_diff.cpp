@@ -169,7 +169,7 @@ class Differ {
                                : b.verdict == Verdict::pass || (failing(n.verdict) && !failing(b.verdict));
       std::string note = finding && judged(b.verdict) && judged(n.verdict) ? "the finding changed" : "";
       if (!n.reason.empty()) note += (note.empty() ? "" : "; ") + std::string("reason: ") + n.reason;
-      add("verdict", path, "verdict", b.word(), n.word(), reg, note);
+      add(finding ? "finding" : "verdict", path, "verdict", b.word(), n.word(), reg, note);
     }
     // The bitwise count: zero differing elements is the claim; any other count is news.
     if (b.differing != n.differing) {

@@ -29,8 +29,9 @@ struct DiffOptions {
 };
 
 struct Change {
-  std::string kind;   // verdict, kind (contract/finding), bitwise_count, margin, evidence, appeared,
-                      // disappeared, became_not_run, case_attr, dataset, meta, benchmark
+  std::string kind;   // verdict (a contract's), finding (a finding's verdict), kind (contract or
+                      // finding), bitwise_count, margin, evidence, appeared, disappeared,
+                      // became_not_run, case_attr, dataset, meta, benchmark
   std::string path;   // claim, claim/case, claim/case/check, claim/case/data/<d>, meta/<key>,
                       // benchmarks/<name>
   std::string field;  // what changed there: verdict, differing, margin, metric, median, ...
