@@ -147,6 +147,64 @@ TEST_F(Outcomes, JsonAndJunitSayWhatTheReportSays) {
   }
 }
 
+// A refuted finding is not a failure (DESIGN contract 7): a run whose only non-pass is a
+// refutation (an external path slower than torch: ext_layer_speed's faster_than_torch_fused)
+// exits 0 and lists it in the table, the closing lines, the JSON and the JUnit file (a property,
+// never a failure); a broken bitwise contract in the same run still exits 1. Planted defects:
+// FH_PLANT_BROKEN_CONTRACT (the exit-1 half); removing "faster_than_torch_fused" from
+// ext_layer_speed's findings in suites/claims/registry.cpp makes the first run exit 1.
+TEST_F(Outcomes, ARefutationAloneExitsZeroAndABrokenContractStillFails) {
+  auto timing = [&](const std::string& path, double us) {
+    const std::string name = "forge/" + path + "/4096x4096x512";
+    std::ofstream(dir_ / (path + ".json"))
+        << "{\"context\": {}, \"benchmarks\": [{\"name\": \"" << name << "\", \"run_name\": \"" << name
+        << "\", \"run_type\": \"iteration\", \"repetitions\": 1, \"repetition_index\": 0, \"iterations\": 1, "
+        << "\"real_time\": " << us * 1e3 << ", \"cpu_time\": 1, \"time_unit\": \"ns\"}]}";
+  };
+  timing("torch_reference", 200.0);
+  timing("slow_path", 260.0);
+  const std::string args = "--claim int8_codec_bound,ext_layer_speed --external-timing torch_reference.json "
+                           "--external-timing slow_path.json --report r.h5 --json r.json --junit r.xml";
+  const RunResult r = run(args);
+  ASSERT_EQ(r.status, 0) << "a refutation alone must not fail the run\n" << r.out << r.err;
+  EXPECT_NE(r.out.find("refuted (a finding on the paper or the release, not a failure): ext_layer_speed (1)"),
+            std::string::npos)
+      << r.out;
+  const fh::ReportData data = fh::read_report((dir_ / "r.h5").string());
+  EXPECT_EQ(data.verdict, fh::Verdict::pass);
+  EXPECT_EQ(data.counts.n_refuted, 1);
+  EXPECT_EQ(data.counts.n_fail, 0);
+  const fh::CaseData* slow = data.find_case("ext_layer_speed", "slow_path.4096x4096x512");
+  ASSERT_NE(slow, nullptr);
+  bool found = false;
+  for (const fh::Check& ck : slow->checks)
+    if (ck.name == "faster_than_torch_fused") {
+      found = true;
+      EXPECT_EQ(ck.kind, fh::CheckKind::finding);
+      EXPECT_STREQ(ck.word(), "refuted");
+    }
+  EXPECT_TRUE(found);
+  const auto j = nlohmann::json::parse(slurp(dir_ / "r.json"));
+  EXPECT_EQ(j["exit_code"], 0);
+  EXPECT_EQ(j["counts"]["refuted"], 1);
+  EXPECT_EQ(j["counts"]["fail"], 0);
+  pugi::xml_document doc;
+  ASSERT_TRUE(doc.load_file((dir_ / "r.xml").c_str()));
+  const pugi::xml_node suites = doc.child("testsuites");
+  EXPECT_EQ(suites.attribute("failures").as_llong(), 0);
+  const pugi::xml_node tc = suites.find_child_by_attribute("testsuite", "name", "ext_layer_speed")
+                                .find_child_by_attribute("testcase", "name", "faster_than_torch_fused");
+  ASSERT_TRUE(tc);
+  EXPECT_FALSE(tc.child("failure"));
+  EXPECT_STREQ(tc.child("properties").find_child_by_attribute("property", "name", "finding").attribute("value").value(),
+               "refuted");
+
+  for (const char* f : {"r.h5", "r.json", "r.xml"}) fs::remove(dir_ / f);
+  const RunResult broken = run(args, "FH_PLANT_BROKEN_CONTRACT=int8_codec_bound");
+  EXPECT_EQ(broken.status, 1) << "a broken contract must fail the run\n" << broken.out << broken.err;
+  EXPECT_NE(broken.out.find("planted_bitwise"), std::string::npos) << broken.out;
+}
+
 TEST_F(Outcomes, TheTableShowsWhichWayEachCheckPasses) {
   const RunResult r = run("--claim int8_codec_bound,suite_power_planted_defects --report r.h5");
   ASSERT_EQ(r.status, 0) << r.err;
