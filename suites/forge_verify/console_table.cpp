@@ -116,8 +116,10 @@ constexpr size_t kIndent = 2, kGap = 2, kMeasuredMax = 36, kMeasuredMin = 16, kC
 constexpr size_t kEvidenceLines = 3, kBelowIndent = 6;
 
 std::string claim_table(const ClaimData& claim, size_t width) {
-  std::string out = "\n" + fit_line("== " + one_line(claim.name) + ": " + verdict_name(claim.verdict) + " (" +
-                                        counts_text(claim.counts) + ")", width) + "\n";
+  // The header wraps (the findings' counts can take it past the width), never cut.
+  std::string out = "\n" + wrap_paragraph("== " + one_line(claim.name) + ": " + verdict_name(claim.verdict) + " (" +
+                                               counts_text(claim.counts) + ")",
+                                           width, "   ");
   std::vector<Row> rows;
   for (const CaseData& cs : claim.cases)
     for (const Check& ck : cs.checks) rows.push_back(make_row(cs, ck));
