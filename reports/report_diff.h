@@ -4,7 +4,8 @@
 //
 // Regressions: a contract's verdict went from pass to anything else (fail, error, not-run), or
 // to fail/error from not-run; a finding's verdict changed once it was judged (confirmed to
-// refuted or back, or to inconclusive), or became error; a bitwise count (Check::differing) moved off zero; a passing bounded
+// refuted or back, or to inconclusive), or became error; a bitwise count (Check::differing)
+// moved off zero; a passing bounded
 // check's margin to its bound shrank by more than DiffOptions::margin_fraction of the base
 // margin; a claim, case or check disappeared; a claim or case that passed became not-run; a
 // benchmark's median slowed significantly (benchmark_verdict). Everything else that differs

@@ -120,7 +120,8 @@ std::string junit_xml(const ReportData& r) {
             ev.append_attribute("name") = "evidence";
             ev.append_attribute("value") = evidence_line(ck).c_str();
           }
-          if (ck.verdict == Verdict::not_run) tc.append_child("skipped").append_attribute("message") = ck.reason.c_str();
+          if (ck.verdict == Verdict::not_run)
+            tc.append_child("skipped").append_attribute("message") = ck.reason.c_str();
           continue;
         }
         switch (ck.verdict) {

@@ -98,12 +98,14 @@ if [ -f "$base_report" ]; then
   # A finding of the paper or the release that changed (confirmed to refuted or back) is news
   # about the thing audited, not about the harness: said on its own line.
   n_findings="$(grep -cE '^REGRESSION finding ' "$OUT/run/diff.txt" 2>/dev/null)"
-  [ "${n_findings:-0}" -gt 0 ] && say "FINDING CHANGED: $n_findings finding(s) of the paper or the release changed (run/diff.txt)"
+  [ "${n_findings:-0}" -gt 0 ] &&
+    say "FINDING CHANGED: $n_findings finding(s) of the paper or the release changed (run/diff.txt)"
 fi
 # Refuted findings are listed, never a failure: a run that has them is promoted like any other.
 n_refuted="$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["counts"].get("refuted", 0))' \
   "$OUT/run/forge-verify.json" 2>/dev/null)"
-[ "${n_refuted:-0}" -gt 0 ] 2>/dev/null && say "findings: $n_refuted refuted (the paper's or the release's statements; not a failure)"
+[ "${n_refuted:-0}" -gt 0 ] 2>/dev/null &&
+  say "findings: $n_refuted refuted (the paper's or the release's statements; not a failure)"
 
 page_args=("$report" -o "$OUT/page" --force)  # OUTDIR/page is this job's own page
 [ -f "$OUT/run/registry.json" ] && page_args+=(--registry "$OUT/run/registry.json")

@@ -14,7 +14,8 @@ elsewhere. The page holds
     (the registry's `statement`, from `forge-verify --list-claims-json`, passed as --registry), then
     every check with its verdict, metric, pass direction, bound and evidence; not-run and error are
     shown as such, never as pass; a finding is shown as confirmed, refuted (orange, never red) or
-    inconclusive, and the top names the refuted ones and says the vocabulary once; a relative gap or a ratio is shown with its unit ("0.378 (+37.8%)");
+    inconclusive, and the top names the refuted ones and says the vocabulary once; a relative gap
+    or a ratio is shown with its unit ("0.378 (+37.8%)");
   - the stagnation gaps as signed percentages, with what a gap is and how it stands to the paper's
     "~6%";
   - every figure scripts/render_fidelity.py draws for the report (and for its *_gpu claims);
@@ -461,8 +462,9 @@ def claim_reasons(c):
 
 
 def not_judged_why(c):
-    """Why a claim that judged nothing (no check passed or failed, no finding confirmed or refuted) did not: the console's words
-    (suites/forge_verify/console_table.cpp); "" when it judged something."""
+    """Why a claim that judged nothing (no check passed or failed, no finding confirmed or refuted)
+    did not: the console's words (suites/forge_verify/console_table.cpp); "" when it judged
+    something."""
     if sum(_n(c["attrs"], k) for k in ("n_pass", "n_fail", "n_confirmed", "n_refuted")) > 0:
         return ""
     if _n(c["attrs"], "n_error") > 0:

@@ -57,25 +57,22 @@ cmp -s "$T/kept.h5" "$T/base/forge-verify.h5" || fail "a regressed run changed t
 # stays. Planted defects: removing "faster_than_torch_fused" from ext_layer_speed's findings in
 # suites/claims/registry.cpp (n5 fails and is not promoted); report_diff.cpp's
 # `finding ? judged(b.verdict) || ...` made `finding ? false` (n6 is promoted).
-timing() {  # timing NAME PATH MICROSECONDS: Google Benchmark JSON of one layer timing
-  printf '{"context": {}, "benchmarks": [{"name": "forge/%s/4096x4096x512", "run_name": "forge/%s/4096x4096x512", "run_type": "iteration", "repetitions": 1, "repetition_index": 0, "iterations": 1, "real_time": %s, "cpu_time": 1, "time_unit": "ns"}]}\n' \
-    "$2" "$2" "$3000" > "$T/$1.json"
-}
-timing torch torch_reference 200
-timing slow tma 260
-timing fast tma 180
-speed="$claims,ext_layer_speed --external-timing $T/torch.json --external-timing"
-FH_VERIFY_ARGS="$speed $T/slow.json" nightly n5; rc=$?
+# timing_*.json: one layer timed, 200 us (torch), 260 or 180 us (tma); copied into $T, whose path
+# has no blank (FH_VERIFY_ARGS is split on blanks).
+cp "$ROOT"/scripts/testdata/timing_*.json "$T/"
+speed="$claims,ext_layer_speed --external-timing $T/timing_torch_reference.json --external-timing"
+FH_VERIFY_ARGS="$speed $T/timing_tma_slow.json" nightly n5; rc=$?
 [ $rc -eq 0 ] || { cat "$T/n5.log"; fail "a run whose only non-pass is a refutation: rc $rc, want 0 (promoted)"; }
 grep -q "n5/run" "$T/base/PROMOTED.txt" || fail "a run with a refuted finding was not promoted"
 grep -q "findings: 1 refuted" "$T/n5/NIGHTLY.txt" || fail "NIGHTLY.txt does not list the refuted finding"
 cp "$T/base/forge-verify.h5" "$T/kept.h5"
 
-FH_VERIFY_ARGS="$speed $T/fast.json" nightly n6; rc=$?
+FH_VERIFY_ARGS="$speed $T/timing_tma_fast.json" nightly n6; rc=$?
 [ $rc -eq 1 ] || { cat "$T/n6.log"; fail "a refutation turned into a confirmation: rc $rc, want 1"; }
 grep -q "FINDING CHANGED" "$T/n6/NIGHTLY.txt" || fail "a changed finding is not flagged in NIGHTLY.txt"
 grep -Eq "^REGRESSION finding ext_layer_speed/tma.4096x4096x512/faster_than_torch_fused .*refuted -> confirmed" \
   "$T/n6/run/diff.txt" || fail "diff.txt does not name the changed finding"
 grep -q "NOT promoted" "$T/n6/NIGHTLY.txt" || fail "a changed finding was promoted"
 cmp -s "$T/kept.h5" "$T/base/forge-verify.h5" || fail "a run with a changed finding changed the baseline"
-echo "test_nightly: 6 nightly runs as expected (first baseline, clean promotion, two regressions refused, a refutation promoted, a changed finding refused)"
+echo "test_nightly: 6 nightly runs as expected (first baseline, clean promotion, two regressions refused," \
+  "a refutation promoted, a changed finding refused)"

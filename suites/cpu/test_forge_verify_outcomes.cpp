@@ -154,27 +154,21 @@ TEST_F(Outcomes, JsonAndJunitSayWhatTheReportSays) {
 // FH_PLANT_BROKEN_CONTRACT (the exit-1 half); removing "faster_than_torch_fused" from
 // ext_layer_speed's findings in suites/claims/registry.cpp makes the first run exit 1.
 TEST_F(Outcomes, ARefutationAloneExitsZeroAndABrokenContractStillFails) {
-  auto timing = [&](const std::string& path, double us) {
-    const std::string name = "forge/" + path + "/4096x4096x512";
-    std::ofstream(dir_ / (path + ".json"))
-        << "{\"context\": {}, \"benchmarks\": [{\"name\": \"" << name << "\", \"run_name\": \"" << name
-        << "\", \"run_type\": \"iteration\", \"repetitions\": 1, \"repetition_index\": 0, \"iterations\": 1, "
-        << "\"real_time\": " << us * 1e3 << ", \"cpu_time\": 1, \"time_unit\": \"ns\"}]}";
-  };
-  timing("torch_reference", 200.0);
-  timing("slow_path", 260.0);
-  const std::string args = "--claim int8_codec_bound,ext_layer_speed --external-timing torch_reference.json "
-                           "--external-timing slow_path.json --report r.h5 --json r.json --junit r.xml";
+  // One layer timed: torch 200 us, the external path "tma" 260 us (scripts/testdata).
+  const std::string data = std::string(FH_SOURCE_DIR) + "/scripts/testdata/";
+  const std::string args = "--claim int8_codec_bound,ext_layer_speed --external-timing " + data +
+                           "timing_torch_reference.json --external-timing " + data +
+                           "timing_tma_slow.json --report r.h5 --json r.json --junit r.xml";
   const RunResult r = run(args);
   ASSERT_EQ(r.status, 0) << "a refutation alone must not fail the run\n" << r.out << r.err;
   EXPECT_NE(r.out.find("refuted (a finding on the paper or the release, not a failure): ext_layer_speed (1)"),
             std::string::npos)
       << r.out;
-  const fh::ReportData data = fh::read_report((dir_ / "r.h5").string());
-  EXPECT_EQ(data.verdict, fh::Verdict::pass);
-  EXPECT_EQ(data.counts.n_refuted, 1);
-  EXPECT_EQ(data.counts.n_fail, 0);
-  const fh::CaseData* slow = data.find_case("ext_layer_speed", "slow_path.4096x4096x512");
+  const fh::ReportData report = fh::read_report((dir_ / "r.h5").string());
+  EXPECT_EQ(report.verdict, fh::Verdict::pass);
+  EXPECT_EQ(report.counts.n_refuted, 1);
+  EXPECT_EQ(report.counts.n_fail, 0);
+  const fh::CaseData* slow = report.find_case("ext_layer_speed", "tma.4096x4096x512");
   ASSERT_NE(slow, nullptr);
   bool found = false;
   for (const fh::Check& ck : slow->checks)

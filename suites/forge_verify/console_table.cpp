@@ -348,7 +348,8 @@ std::string console_closing(const ReportData& data, size_t width) {
     if (c.counts.n_refuted > 0)
       refuted += (refuted.empty() ? "" : ", ") + c.name + " (" + std::to_string(c.counts.n_refuted) + ")";
   if (!refuted.empty())
-    out += wrap_paragraph("  refuted (a finding on the paper or the release, not a failure): " + refuted, width, "    ");
+    out += wrap_paragraph("  refuted (a finding on the paper or the release, not a failure): " + refuted, width,
+                          "    ");
   if (n_judged == n) return out;
 
   // The claims that judged nothing, grouped by why.
