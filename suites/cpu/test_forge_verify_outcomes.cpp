@@ -2,7 +2,8 @@
 // claim fails a run that requires the GPU (exit 4, claims named); a claim that throws is its
 // own `error` verdict in a complete report while the other claims run (exit 3); the JSON and
 // JUnit summaries say what the report says, not-run as skipped; SIGINT/SIGTERM leave no file;
-// the verdict table shows which side of its bound each check passes on.
+// the verdict table shows which side of its bound each check passes on; a refuted finding alone
+// exits 0 while a broken contract exits 1.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
