@@ -16,6 +16,39 @@ const char* verdict_name(Verdict v) {
   return "invalid";
 }
 
+const char* check_kind_name(CheckKind k) {
+  switch (k) {
+    case CheckKind::contract: return "contract";
+    case CheckKind::finding: return "finding";
+  }
+  return "invalid";
+}
+
+CheckKind parse_check_kind(std::string_view name) {
+  if (name == "contract") return CheckKind::contract;
+  if (name == "finding") return CheckKind::finding;
+  throw std::invalid_argument("unknown check kind '" + std::string(name) + "' (contract, finding)");
+}
+
+const char* verdict_word(Verdict v, CheckKind k) {
+  if (k == CheckKind::contract || v == Verdict::error) return verdict_name(v);
+  switch (v) {
+    case Verdict::pass: return "confirmed";
+    case Verdict::fail: return "refuted";
+    case Verdict::not_run: return "inconclusive";
+    case Verdict::error: break;
+  }
+  return "invalid";
+}
+
+Verdict parse_verdict_word(std::string_view word, CheckKind k) {
+  for (Verdict v : {Verdict::pass, Verdict::fail, Verdict::not_run, Verdict::error})
+    if (word == verdict_word(v, k)) return v;
+  throw std::invalid_argument("unknown verdict '" + std::string(word) + "' for a " + check_kind_name(k) +
+                              (k == CheckKind::contract ? " (pass, fail, not-run, error)"
+                                                        : " (confirmed, refuted, inconclusive, error)"));
+}
+
 const char* pass_if_name(PassIf p) {
   switch (p) {
     case PassIf::at_most: return "<=";
@@ -45,11 +78,19 @@ Verdict parse_verdict(std::string_view name) {
 Verdict Counts::verdict() const {
   if (n_fail > 0) return Verdict::fail;
   if (n_error > 0) return Verdict::error;
-  if (n_pass > 0) return Verdict::pass;
+  if (n_pass > 0 || n_confirmed > 0 || n_refuted > 0) return Verdict::pass;
   return Verdict::not_run;
 }
 
-void Counts::add(Verdict v) {
+void Counts::add(Verdict v, CheckKind k) {
+  if (k == CheckKind::finding) {
+    switch (v) {
+      case Verdict::pass: ++n_confirmed; return;
+      case Verdict::fail: ++n_refuted; return;
+      case Verdict::not_run: ++n_inconclusive; return;
+      case Verdict::error: ++n_error; return;
+    }
+  }
   switch (v) {
     case Verdict::pass: ++n_pass; break;
     case Verdict::fail: ++n_fail; break;
@@ -63,6 +104,9 @@ Counts& Counts::operator+=(const Counts& o) {
   n_fail += o.n_fail;
   n_not_run += o.n_not_run;
   n_error += o.n_error;
+  n_confirmed += o.n_confirmed;
+  n_refuted += o.n_refuted;
+  n_inconclusive += o.n_inconclusive;
   return *this;
 }
 
@@ -100,6 +144,11 @@ Check Check::errored(std::string name, std::string message) {
 
 Check& Check::passes_if(PassIf p) {
   pass_if = p;
+  return *this;
+}
+
+Check& Check::as_finding() {
+  kind = CheckKind::finding;
   return *this;
 }
 

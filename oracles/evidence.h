@@ -3,6 +3,13 @@
 // metric and bound, and for a bitwise check how many elements differ, the largest ulp distance
 // and the first differing coordinate. A claim that threw is `error` (its message the reason):
 // never a pass. Nothing here computes a value that is judged.
+//
+// Two kinds of check, never mixed: a contract (the harness's own bitwise identities, the bounds
+// it proves, its self-checks and planted defects) passes or fails, and a fail breaks the run; a
+// finding (a statement of the paper or of an external release) is confirmed, refuted or
+// inconclusive, and a refutation is what the audit found, not a broken harness. Both are decided
+// by the one judge below: a finding's confirmed, refuted and inconclusive are its pass, fail and
+// not-run under their own words, so that no second rule decides them.
 #pragma once
 #include <cstdint>
 #include <limits>
@@ -15,6 +22,15 @@ enum class Verdict { pass, fail, not_run, error };
 const char* verdict_name(Verdict v);           // "pass", "fail", "not-run", "error"
 Verdict parse_verdict(std::string_view name);  // inverse; throws std::invalid_argument
 
+enum class CheckKind { contract, finding };
+const char* check_kind_name(CheckKind k);           // "contract", "finding"
+CheckKind parse_check_kind(std::string_view name);  // inverse; throws std::invalid_argument
+// The word a check's verdict is shown and stored as: a contract's verdict_name, or a finding's
+// "confirmed" (pass), "refuted" (fail), "inconclusive" (not-run) or "error".
+const char* verdict_word(Verdict v, CheckKind k);
+// inverse for a check of kind k; throws std::invalid_argument on a word of the other kind's vocabulary.
+Verdict parse_verdict_word(std::string_view word, CheckKind k);
+
 // Which way a bounded check passes: metric <= bound (the default: an error within its bound, a
 // count of differing elements at most 0), metric < bound, metric >= bound (a power, a count to
 // be reached) or metric > bound. Shown in the verdict table and kept in the report.
@@ -24,12 +40,16 @@ PassIf parse_pass_if(std::string_view name);  // inverse; throws std::invalid_ar
 // metric `pass_if` bound, the comparison alone (the judge below and the report's direction check).
 bool on_passing_side(double metric, double bound, PassIf pass_if);
 
-// Aggregation rule used at every level: fail if any fail, else error if any error, else pass if
-// any pass, else not-run (so an empty set is not-run).
+// Aggregation rule used at every level: fail if any contract fails, else error if any check is
+// an error, else pass if anything was judged (a contract passed, a finding confirmed or
+// refuted), else not-run (so an empty set is not-run). A refutation never makes a fail: it is
+// counted apart (n_refuted) and shown beside the verdict. n_pass, n_fail and n_not_run count
+// contracts; n_confirmed, n_refuted and n_inconclusive count findings; n_error counts both.
 struct Counts {
   int64_t n_pass = 0, n_fail = 0, n_not_run = 0, n_error = 0;
+  int64_t n_confirmed = 0, n_refuted = 0, n_inconclusive = 0;
   Verdict verdict() const;
-  void add(Verdict v);
+  void add(Verdict v, CheckKind k = CheckKind::contract);
   Counts& operator+=(const Counts& o);
   friend bool operator==(const Counts&, const Counts&) = default;
 };
@@ -38,6 +58,7 @@ struct Counts {
 struct Check {
   std::string name;
   Verdict verdict = Verdict::not_run;
+  CheckKind kind = CheckKind::contract;  // a finding is declared in its claim's registry row
   std::string reason;       // required for not-run ("no GPU") and error (the message); optional otherwise
   PassIf pass_if = PassIf::at_most;  // pass and fail checks: which side of the bound passes
   std::string metric_name;  // required for pass/fail, e.g. "max_rel_err", "differing"
@@ -49,6 +70,7 @@ struct Check {
   std::string first_diff;   // first differing coordinate, e.g. "tile=(2,0) element=(5,17) step=3"
 
   bool has_bitwise() const { return differing >= 0; }
+  const char* word() const { return verdict_word(verdict, kind); }
 
   static Check passed(std::string name, std::string metric_name, double metric, double bound);
   static Check failed(std::string name, std::string metric_name, double metric, double bound,
@@ -57,6 +79,8 @@ struct Check {
   static Check errored(std::string name, std::string message);  // the claim threw `message`
   // Sets the pass direction (default at_most): Check::passed(...).passes_if(PassIf::at_least).
   Check& passes_if(PassIf p);
+  // Makes the check a finding (its claim's registry row must declare the name).
+  Check& as_finding();
   // Adds bitwise evidence to a check made by one of the factories above.
   Check& bitwise(int64_t differing, double max_ulp, std::string first_diff);
 };

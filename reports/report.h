@@ -89,19 +89,32 @@ struct ReportData {
   const BenchmarkData* find_benchmark(std::string_view name) const;
 };
 
-// Version 2 added n_error (the `error` verdict) to every level and pass_if to checks; the reader
-// still reads version 1 (no errors, every check pass_if "<=").
-constexpr int64_t kReportSchemaVersion = 2;
+// Version 2 added n_error (the `error` verdict) to every level and pass_if to checks; version 3
+// added each check's kind (contract or finding, a finding's verdict stored as confirmed, refuted
+// or inconclusive) and n_confirmed, n_refuted, n_inconclusive to every level. The reader still
+// reads versions 1 and 2 (no errors in 1, every check pass_if "<=" in 1, every check a contract).
+constexpr int64_t kReportSchemaVersion = 3;
 constexpr int64_t kOldestReadableSchemaVersion = 1;
 
 // Throws std::invalid_argument unless `name` can be an HDF5 link/attribute name in this schema:
 // not empty, no '/', not made only of '.', no NUL, valid UTF-8. `what` goes into the message.
 void require_valid_name(const std::string& name, const char* what);
 
+// What a claim's registry row declares to its report: the per-case datasets it may write and
+// which of its checks are findings (exact check names, or prefixes written "name*").
+struct ClaimDeclaration {
+  std::vector<std::string> datasets;
+  std::vector<std::string> findings;
+  friend bool operator==(const ClaimDeclaration&, const ClaimDeclaration&) = default;
+};
+// True when `check` is one of `findings` (an exact name, or a "prefix*" it starts with).
+bool is_declared_finding(const std::vector<std::string>& findings, const std::string& check);
+
 class CaseRecord {
  public:
-  // declared: the dataset names this case's claim may write (null: any).
-  CaseRecord(std::string claim, std::string name, const std::vector<std::string>* declared = nullptr);
+  // declared: the datasets and findings of this case's claim (null: any dataset, no finding
+  // assigned by name).
+  CaseRecord(std::string claim, std::string name, const ClaimDeclaration* declared = nullptr);
 
   const std::string& claim() const { return claim_; }
   const std::string& name() const { return name_; }
@@ -109,7 +122,9 @@ class CaseRecord {
   // String attribute of the case (e.g. shape, rule, dtype). Setting a key again replaces it.
   // The aggregate names verdict, n_pass, n_fail, n_not_run, n_error are reserved.
   CaseRecord& set_attr(const std::string& key, const std::string& value);
-  // Check names are unique within the case.
+  // Check names are unique within the case. Under a declaration, a check whose name the claim
+  // declares a finding becomes one, and a check made a finding (Check::as_finding) that is not
+  // declared is refused (std::invalid_argument).
   CaseRecord& add_check(Check c);
   // Dataset names are unique within the case.
   CaseRecord& add_f64(const std::string& name, std::vector<double> values,
@@ -130,7 +145,7 @@ class CaseRecord {
   friend class Report;  // absorb() moves a case between reports and re-points declared_
   void add_dataset(Dataset d);
   std::string claim_, name_;
-  const std::vector<std::string>* declared_ = nullptr;
+  const ClaimDeclaration* declared_ = nullptr;
   std::vector<std::pair<std::string, std::string>> attrs_;
   std::vector<Check> checks_;
   std::vector<Dataset> datasets_;
@@ -167,10 +182,12 @@ class Report {
   // claim in a Report of its own on a worker and absorbs them in registry order (main.cpp).
   void absorb(Report&& part);
 
-  // Declares a claim and the per-case dataset names it may write (the claim registry's row).
-  // Once any claim is declared, add_case refuses an undeclared claim and a case refuses an
-  // undeclared dataset (std::invalid_argument), so a report holds only what the registry says.
-  void declare_claim(const std::string& claim, std::vector<std::string> datasets);
+  // Declares a claim, the per-case dataset names it may write and its findings (the claim
+  // registry's row). Once any claim is declared, add_case refuses an undeclared claim and a case
+  // refuses an undeclared dataset or finding (std::invalid_argument), so a report holds only
+  // what the registry says.
+  void declare_claim(const std::string& claim, std::vector<std::string> datasets,
+                     std::vector<std::string> findings = {});
 
   // Adds one benchmark's timings (/benchmarks). Claim name "benchmarks" is reserved for them.
   // Throws std::invalid_argument on an empty or duplicate name, a repetition that is not a
@@ -197,7 +214,7 @@ class Report {
   };
   Meta meta_;
   std::vector<Claim> claims_;
-  std::map<std::string, std::vector<std::string>> declared_;  // claim -> its datasets
+  std::map<std::string, ClaimDeclaration> declared_;  // claim -> its datasets and findings
   std::vector<BenchmarkData> benchmarks_;
 };
 

@@ -65,7 +65,8 @@ std::string direction_problem(const Check& c) {
 }
 
 const std::set<std::string>& aggregate_attr_names() {
-  static const std::set<std::string> s = {"verdict", "n_pass", "n_fail", "n_not_run", "n_error"};
+  static const std::set<std::string> s = {"verdict",   "n_pass",      "n_fail",    "n_not_run",
+                                          "n_error",   "n_confirmed", "n_refuted", "n_inconclusive"};
   return s;
 }
 
@@ -122,7 +123,18 @@ std::string utc_now_iso8601() {
 // Builder
 // ---------------------------------------------------------------------------------------------
 
-CaseRecord::CaseRecord(std::string claim, std::string name, const std::vector<std::string>* declared)
+bool is_declared_finding(const std::vector<std::string>& findings, const std::string& check) {
+  for (const auto& f : findings) {
+    if (!f.empty() && f.back() == '*') {
+      if (std::string_view(check).starts_with(std::string_view(f).substr(0, f.size() - 1))) return true;
+    } else if (f == check) {
+      return true;
+    }
+  }
+  return false;
+}
+
+CaseRecord::CaseRecord(std::string claim, std::string name, const ClaimDeclaration* declared)
     : claim_(std::move(claim)), name_(std::move(name)), declared_(declared) {
   require_valid_name(claim_, "claim name");
   require_valid_name(name_, "case name");
@@ -142,6 +154,13 @@ CaseRecord& CaseRecord::set_attr(const std::string& key, const std::string& valu
 CaseRecord& CaseRecord::add_check(Check c) {
   if (auto p = evidence_problem(c) + direction_problem(c); !p.empty())
     throw std::invalid_argument(claim_ + "/" + name_ + ": " + p);
+  if (declared_) {
+    if (is_declared_finding(declared_->findings, c.name))
+      c.kind = CheckKind::finding;
+    else if (c.kind == CheckKind::finding)
+      throw std::invalid_argument(claim_ + "/" + name_ + ": finding '" + c.name +
+                                  "' is not declared in the claim's registry row");
+  }
   for (const auto& e : checks_)
     if (e.name == c.name)
       throw std::invalid_argument(claim_ + "/" + name_ + ": duplicate check '" + c.name + "'");
@@ -152,7 +171,8 @@ CaseRecord& CaseRecord::add_check(Check c) {
 void CaseRecord::add_dataset(Dataset d) {
   require_valid_name(d.name, "dataset name");
   require_valid_text(d.description, "dataset '" + d.name + "' description");
-  if (declared_ && std::find(declared_->begin(), declared_->end(), d.name) == declared_->end())
+  if (declared_ && std::find(declared_->datasets.begin(), declared_->datasets.end(), d.name) ==
+                       declared_->datasets.end())
     throw std::invalid_argument(claim_ + "/" + name_ + ": dataset '" + d.name +
                                 "' is not declared in the claim's registry row");
   for (const auto& e : datasets_)
@@ -205,7 +225,7 @@ CaseRecord& CaseRecord::add_f64_2d(const std::string& name, uint64_t rows, uint6
 
 Counts CaseRecord::counts() const {
   Counts c;
-  for (const auto& ch : checks_) c.add(ch.verdict);
+  for (const auto& ch : checks_) c.add(ch.verdict, ch.kind);
   return c;
 }
 
@@ -237,12 +257,14 @@ Report::Report(Report&&) noexcept = default;
 Report& Report::operator=(Report&&) noexcept = default;
 Report::~Report() = default;
 
-void Report::declare_claim(const std::string& claim, std::vector<std::string> datasets) {
+void Report::declare_claim(const std::string& claim, std::vector<std::string> datasets,
+                           std::vector<std::string> findings) {
   require_valid_name(claim, "claim name");
   for (const auto& d : datasets) require_valid_name(d, "declared dataset name");
+  for (const auto& f : findings) require_valid_name(f, "declared finding name");
   for (const auto& c : claims_)
     if (c.name == claim) throw std::invalid_argument("claim '" + claim + "' declared after its first case");
-  declared_[claim] = std::move(datasets);
+  declared_[claim] = ClaimDeclaration{std::move(datasets), std::move(findings)};
 }
 
 CaseRecord& Report::add_case(const std::string& claim, const std::string& case_name) {
@@ -250,7 +272,7 @@ CaseRecord& Report::add_case(const std::string& claim, const std::string& case_n
   require_valid_name(case_name, "case name");
   if (claim == "meta" || claim == "benchmarks")
     throw std::invalid_argument("claim name '" + claim + "' is reserved");
-  const std::vector<std::string>* declared = nullptr;
+  const ClaimDeclaration* declared = nullptr;
   if (!declared_.empty()) {
     auto d = declared_.find(claim);
     if (d == declared_.end()) throw std::invalid_argument("claim '" + claim + "' is not declared");
@@ -285,7 +307,8 @@ void Report::absorb(Report&& part) {
       if (d == declared_.end()) throw std::invalid_argument("absorb: claim '" + pc.name + "' is not declared");
       const auto pd = part.declared_.find(pc.name);
       if (pd == part.declared_.end() || pd->second != d->second)
-        throw std::invalid_argument("absorb: claim '" + pc.name + "' is declared with other datasets in the part");
+        throw std::invalid_argument("absorb: claim '" + pc.name +
+                                    "' is declared with other datasets or findings in the part");
     }
     for (const Claim& c : claims_)
       if (c.name == pc.name)

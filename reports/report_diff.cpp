@@ -50,6 +50,8 @@ double margin(const Check& c, bool above) {
 }
 
 bool failing(Verdict v) { return v == Verdict::fail || v == Verdict::error; }
+// A verdict that judged: pass or fail (for a finding, confirmed or refuted).
+bool judged(Verdict v) { return v == Verdict::pass || v == Verdict::fail; }
 
 class Differ {
  public:
@@ -127,7 +129,7 @@ class Differ {
       auto it = std::find_if(n.checks.begin(), n.checks.end(),
                              [&](const Check& c) { return c.name == bc.name; });
       if (it == n.checks.end()) {
-        add("disappeared", join(path, bc.name), "check", verdict_name(bc.verdict), "", true,
+        add("disappeared", join(path, bc.name), "check", bc.word(), "", true,
             "check is not in the new report");
         continue;
       }
@@ -136,7 +138,7 @@ class Differ {
     for (const auto& nc : n.checks)
       if (std::none_of(b.checks.begin(), b.checks.end(),
                        [&](const Check& c) { return c.name == nc.name; }))
-        add("appeared", join(path, nc.name), "check", "", verdict_name(nc.verdict), false, "new check");
+        add("appeared", join(path, nc.name), "check", "", nc.word(), false, "new check");
     if (opt_.compare_datasets) datasets(path, b, n);
   }
 
@@ -155,10 +157,19 @@ class Differ {
 
   void check(const std::string& path, const Check& b, const Check& n) {
     // The verdict.
+    const bool finding = b.kind == CheckKind::finding || n.kind == CheckKind::finding;
+    if (b.kind != n.kind)
+      add("kind", path, "kind", check_kind_name(b.kind), check_kind_name(n.kind), false,
+          "the registry reclassified the check");
     if (b.verdict != n.verdict) {
-      const bool reg = b.verdict == Verdict::pass || (failing(n.verdict) && !failing(b.verdict));
-      add("verdict", path, "verdict", verdict_name(b.verdict), verdict_name(n.verdict), reg,
-          n.reason.empty() ? "" : "reason: " + n.reason);
+      // A contract regresses when it stops passing or starts failing. A finding's judgement is
+      // the product: one that changes (confirmed to refuted or back, or to inconclusive) is a
+      // regression to look at, as is an error; a first judgement of an inconclusive one is news.
+      const bool reg = finding ? judged(b.verdict) || n.verdict == Verdict::error
+                               : b.verdict == Verdict::pass || (failing(n.verdict) && !failing(b.verdict));
+      std::string note = finding && judged(b.verdict) && judged(n.verdict) ? "the finding changed" : "";
+      if (!n.reason.empty()) note += (note.empty() ? "" : "; ") + std::string("reason: ") + n.reason;
+      add(finding ? "finding" : "verdict", path, "verdict", b.word(), n.word(), reg, note);
     }
     // The bitwise count: zero differing elements is the claim; any other count is news.
     if (b.differing != n.differing) {
@@ -175,8 +186,9 @@ class Differ {
       const double mb = margin(b, above), mn = margin(n, above);
       if (mb > 0 && mn < mb) {
         const double shrink = (mb - mn) / mb;
+        // A finding's verdict is what is tracked; its margin moving is information.
         if (shrink > opt_.margin_fraction)
-          add("margin", path, "margin", num(mb), num(mn), true,
+          add("margin", path, "margin", num(mb), num(mn), !finding,
               std::string("passes if metric ") + (above ? ">=" : "<=") + " bound; margin " +
                   (b.bound != 0 ? "relative to the bound " : "(bound 0: absolute) ") + "shrank by " +
                   num(std::round(shrink * 1000) / 10) + "% > " + num(opt_.margin_fraction * 100) + "%");

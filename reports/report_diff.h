@@ -2,13 +2,16 @@
 // report and a new one, and which of those changes are regressions. Pure: ReportData in, a list
 // of changes out; reading the files and printing is suites/forge_verify/diff_main.cpp.
 //
-// Regressions: a check's verdict went from pass to anything else (fail, error, not-run), or to
-// fail/error from not-run; a bitwise count (Check::differing) moved off zero; a passing bounded
+// Regressions: a contract's verdict went from pass to anything else (fail, error, not-run), or
+// to fail/error from not-run; a finding's verdict changed once it was judged (confirmed to
+// refuted or back, or to inconclusive), or became error; a bitwise count (Check::differing)
+// moved off zero; a passing bounded
 // check's margin to its bound shrank by more than DiffOptions::margin_fraction of the base
 // margin; a claim, case or check disappeared; a claim or case that passed became not-run; a
 // benchmark's median slowed significantly (benchmark_verdict). Everything else that differs
-// (provenance in /meta, new claims, improvements, other evidence, case attributes, datasets) is
-// information only.
+// (provenance in /meta, new claims, improvements, a first judgement of an inconclusive finding,
+// a finding's margin, a check's kind, other evidence, case attributes, datasets) is information
+// only.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -27,7 +30,8 @@ struct DiffOptions {
 };
 
 struct Change {
-  std::string kind;   // verdict, bitwise_count, margin, evidence, appeared, disappeared,
+  std::string kind;   // verdict (a contract's), finding (a finding's verdict), kind (contract or
+                      // finding), bitwise_count, margin, evidence, appeared, disappeared,
                       // became_not_run, case_attr, dataset, meta, benchmark
   std::string path;   // claim, claim/case, claim/case/check, claim/case/data/<d>, meta/<key>,
                       // benchmarks/<name>

@@ -48,8 +48,11 @@ class Walker {
   explicit Walker(bool collect) : collect_(collect) {}
 
   // Schema version 2 requires n_error at every level and pass_if on pass/fail checks; a
-  // version-1 file has neither (read as 0 and "<=").
+  // version-1 file has neither (read as 0 and "<="). Version 3 requires n_confirmed, n_refuted
+  // and n_inconclusive at every level and each check's kind; an older file has none (read as 0,
+  // and every check a contract).
   bool v2_ = true;
+  bool v3_ = true;
 
   std::vector<std::string> problems;
 
@@ -70,12 +73,14 @@ class Walker {
     }
     r.schema_version = get_i64(root, "/", "schema_version").value_or(0);
     v2_ = r.schema_version >= 2;
+    v3_ = r.schema_version >= 3;
     if (r.schema_version < kOldestReadableSchemaVersion || r.schema_version > kReportSchemaVersion)
       problem("/", "schema_version is " + std::to_string(r.schema_version) + ", this reader knows " +
                        std::to_string(kOldestReadableSchemaVersion) + ".." + std::to_string(kReportSchemaVersion));
     r.verdict = get_verdict(root, "/");
     r.counts = get_counts(root, "/");
-    expect_only_attrs(root, "/", {"schema_version", "verdict", "n_pass", "n_fail", "n_not_run", "n_error"});
+    expect_only_attrs(root, "/", {"schema_version", "verdict", "n_pass", "n_fail", "n_not_run", "n_error",
+                                  "n_confirmed", "n_refuted", "n_inconclusive"});
 
     bool have_meta = false;
     Counts sum;
@@ -255,11 +260,12 @@ class Walker {
     return get_num<double>(obj, where, name, H5T_FLOAT, H5T_NATIVE_DOUBLE, "a float", required);
   }
 
-  Verdict get_verdict(hid_t obj, const std::string& where) {
+  // An aggregate's verdict is a contract word; a check's is its kind's word.
+  Verdict get_verdict(hid_t obj, const std::string& where, CheckKind kind = CheckKind::contract) {
     auto s = get_str(obj, where, "verdict");
     if (!s) return Verdict::not_run;
     try {
-      return parse_verdict(*s);
+      return parse_verdict_word(*s, kind);
     } catch (const std::invalid_argument& e) {
       problem(where, e.what());
       return Verdict::not_run;
@@ -272,18 +278,27 @@ class Walker {
     c.n_fail = get_i64(obj, where, "n_fail").value_or(0);
     c.n_not_run = get_i64(obj, where, "n_not_run").value_or(0);
     c.n_error = get_i64(obj, where, "n_error", v2_).value_or(0);  // absent in schema version 1
+    c.n_confirmed = get_i64(obj, where, "n_confirmed", v3_).value_or(0);  // absent before version 3
+    c.n_refuted = get_i64(obj, where, "n_refuted", v3_).value_or(0);
+    c.n_inconclusive = get_i64(obj, where, "n_inconclusive", v3_).value_or(0);
     return c;
+  }
+
+  // pass,fail,not-run,error[,confirmed,refuted,inconclusive]: the findings' counts from version 3 on.
+  std::string counts_text(const Counts& c) const {
+    std::string t = std::to_string(c.n_pass) + "," + std::to_string(c.n_fail) + "," + std::to_string(c.n_not_run) +
+                    "," + std::to_string(c.n_error);
+    if (v3_)
+      t += "," + std::to_string(c.n_confirmed) + "," + std::to_string(c.n_refuted) + "," +
+           std::to_string(c.n_inconclusive);
+    return t;
   }
 
   void check_aggregate(const std::string& where, Verdict stored, const Counts& stored_counts,
                        const Counts& from_children) {
     if (!(stored_counts == from_children))
-      violation(where, "counts (" + std::to_string(stored_counts.n_pass) + "," +
-                           std::to_string(stored_counts.n_fail) + "," +
-                           std::to_string(stored_counts.n_not_run) + "," + std::to_string(stored_counts.n_error) +
-                           ") disagree with its members (" + std::to_string(from_children.n_pass) +
-                           "," + std::to_string(from_children.n_fail) + "," +
-                           std::to_string(from_children.n_not_run) + "," + std::to_string(from_children.n_error) + ")");
+      violation(where, "counts (" + counts_text(stored_counts) + ") disagree with its members (" +
+                           counts_text(from_children) + ")");
     if (stored != stored_counts.verdict())
       violation(where, std::string("verdict '") + verdict_name(stored) + "' disagrees with counts ('" +
                            verdict_name(stored_counts.verdict()) + "')");
@@ -359,7 +374,8 @@ class Walker {
     c.verdict = get_verdict(g, where);
     c.counts = get_counts(g, where);
     c.n_cases = get_i64(g, where, "n_cases").value_or(0);
-    expect_only_attrs(g, where, {"verdict", "n_pass", "n_fail", "n_not_run", "n_error", "n_cases"});
+    expect_only_attrs(g, where, {"verdict", "n_pass", "n_fail", "n_not_run", "n_error", "n_confirmed", "n_refuted",
+                                 "n_inconclusive", "n_cases"});
     Counts sum;
     for (const auto& cn : links(g, where)) {
       if (kind_of(g, cn) != Kind::group) {
@@ -408,7 +424,7 @@ class Walker {
     if (!have_checks) problem(where + "/checks", "missing group");
     if (!have_data) problem(where + "/data", "missing group");
     Counts sum;
-    for (const auto& ch : c.checks) sum.add(ch.verdict);
+    for (const auto& ch : c.checks) sum.add(ch.verdict, ch.kind);
     check_aggregate(where, c.verdict, c.counts, sum);
     actual += sum;
     return c;
@@ -433,7 +449,14 @@ class Walker {
     c.name = name;
     Handle g = open_group(parent, name, where);
     if (!g.valid()) return c;
-    c.verdict = get_verdict(g, where);
+    if (auto k = get_str(g, where, "kind", v3_)) {  // absent before schema version 3: a contract
+      try {
+        c.kind = parse_check_kind(*k);
+      } catch (const std::invalid_argument& e) {
+        problem(where, e.what());
+      }
+    }
+    c.verdict = get_verdict(g, where, c.kind);
     c.reason = get_str(g, where, "reason").value_or("");
     c.metric_name = get_str(g, where, "metric_name").value_or("");
     c.metric = get_f64(g, where, "metric").value_or(c.metric);
@@ -456,7 +479,7 @@ class Walker {
     } else if (present != 0) {
       problem(where, "bitwise evidence needs all of differing, max_ulp, first_diff");
     }
-    expect_only_attrs(g, where, {"verdict", "reason", "metric_name", "metric", "bound", "pass_if",
+    expect_only_attrs(g, where, {"verdict", "kind", "reason", "metric_name", "metric", "bound", "pass_if",
                                  "differing", "max_ulp", "first_diff"});
     for (const auto& n : links(g, where)) violation(where + "/" + n, "unexpected object");
     if (auto p = evidence_problem(c); !p.empty()) violation(where, p);

@@ -20,7 +20,8 @@ std::string evidence_problem(const Check& c);
 // check recorded as "<=": the recorded direction or the verdict is wrong. "" when consistent or
 // when metric or bound is not a number. Version-2 files only (version 1 has no pass_if).
 std::string direction_problem(const Check& c);
-// verdict, n_pass, n_fail, n_not_run, n_error: the aggregate attributes every level carries.
+// verdict, n_pass, n_fail, n_not_run, n_error, n_confirmed, n_refuted, n_inconclusive: the
+// aggregate attributes every level carries.
 const std::set<std::string>& aggregate_attr_names();
 
 }  // namespace fh::report_detail

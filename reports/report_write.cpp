@@ -115,6 +115,9 @@ class Writer {
     attr_i64(obj, where, "n_fail", c.n_fail);
     attr_i64(obj, where, "n_not_run", c.n_not_run);
     attr_i64(obj, where, "n_error", c.n_error);
+    attr_i64(obj, where, "n_confirmed", c.n_confirmed);
+    attr_i64(obj, where, "n_refuted", c.n_refuted);
+    attr_i64(obj, where, "n_inconclusive", c.n_inconclusive);
   }
 
   void dataset(hid_t parent, const std::string& where, const Dataset& d) {
@@ -251,7 +254,8 @@ std::vector<unsigned char> build_image(Writer& w, const ReportData& r, const std
         for (const auto& ch : cs.checks) {
           const std::string ch_where = cs_where + "/checks/" + ch.name;
           Handle chg = w.group(checks, ch.name, ch_where, gcpl);
-          w.attr_str(chg, ch_where, "verdict", verdict_name(ch.verdict));
+          w.attr_str(chg, ch_where, "verdict", ch.word());
+          w.attr_str(chg, ch_where, "kind", check_kind_name(ch.kind));
           w.attr_str(chg, ch_where, "reason", ch.reason);
           w.attr_str(chg, ch_where, "metric_name", ch.metric_name);
           w.attr_f64(chg, ch_where, "metric", ch.metric);

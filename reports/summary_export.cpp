@@ -21,11 +21,13 @@ json bound_value(double x) {
 }
 
 json counts_json(const Counts& c) {
-  return json{{"pass", c.n_pass}, {"fail", c.n_fail}, {"not_run", c.n_not_run}, {"error", c.n_error}};
+  return json{{"pass", c.n_pass},           {"fail", c.n_fail},          {"not_run", c.n_not_run},
+              {"error", c.n_error},         {"confirmed", c.n_confirmed}, {"refuted", c.n_refuted},
+              {"inconclusive", c.n_inconclusive}};
 }
 
 json check_json(const Check& ck) {
-  json j{{"name", ck.name}, {"verdict", verdict_name(ck.verdict)}};
+  json j{{"name", ck.name}, {"kind", check_kind_name(ck.kind)}, {"verdict", ck.word()}};
   if (ck.verdict == Verdict::pass || ck.verdict == Verdict::fail) {
     j["metric_name"] = ck.metric_name;
     j["metric"] = number(ck.metric);
@@ -91,10 +93,11 @@ std::string junit_xml(const ReportData& r) {
   auto suites = doc.append_child("testsuites");
   suites.append_attribute("name") = "forge-verify";
   auto set_counts = [](pugi::xml_node n, const Counts& c) {
-    n.append_attribute("tests") = (long long)(c.n_pass + c.n_fail + c.n_not_run + c.n_error);
+    n.append_attribute("tests") = (long long)(c.n_pass + c.n_fail + c.n_not_run + c.n_error + c.n_confirmed +
+                                              c.n_refuted + c.n_inconclusive);
     n.append_attribute("failures") = (long long)c.n_fail;
     n.append_attribute("errors") = (long long)c.n_error;
-    n.append_attribute("skipped") = (long long)c.n_not_run;
+    n.append_attribute("skipped") = (long long)(c.n_not_run + c.n_inconclusive);
   };
   set_counts(suites, r.counts);
   for (const ClaimData& cl : r.claims) {
@@ -106,6 +109,21 @@ std::string junit_xml(const ReportData& r) {
         auto tc = suite.append_child("testcase");
         tc.append_attribute("classname") = (cl.name + "." + cs.name).c_str();
         tc.append_attribute("name") = ck.name.c_str();
+        // A finding is never a failure: its word, and a refutation's evidence, are properties.
+        if (ck.kind == CheckKind::finding && ck.verdict != Verdict::error) {
+          auto props = tc.append_child("properties");
+          auto word = props.append_child("property");
+          word.append_attribute("name") = "finding";
+          word.append_attribute("value") = ck.word();
+          if (ck.verdict == Verdict::fail) {
+            auto ev = props.append_child("property");
+            ev.append_attribute("name") = "evidence";
+            ev.append_attribute("value") = evidence_line(ck).c_str();
+          }
+          if (ck.verdict == Verdict::not_run)
+            tc.append_child("skipped").append_attribute("message") = ck.reason.c_str();
+          continue;
+        }
         switch (ck.verdict) {
           case Verdict::pass: break;
           case Verdict::fail: {

@@ -3,7 +3,9 @@
 // per claim its verdict, counts and every check with its evidence (an unmeasured number is
 // null). JUnit XML (pugixml): one testsuite per claim, one testcase per check (classname
 // "<claim>.<case>"), a failed check a <failure>, an error an <error>, a not-run check
-// <skipped> with its reason: a not-run is never counted as passed.
+// <skipped> with its reason: a not-run is never counted as passed. A finding is never a
+// failure: its word (confirmed, refuted, inconclusive) and a refutation's evidence are the
+// testcase's properties, an inconclusive one also <skipped>.
 #pragma once
 #include <string>
 #include <vector>

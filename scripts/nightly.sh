@@ -13,14 +13,17 @@
 # Then the parsers are fuzzed (scripts/fuzz.sh, issue 30 item 3) for FH_NIGHTLY_FUZZ_SECONDS per
 # target (default 300; 0 skips; skipped too without clang++-14), raw HDF5 files included: what
 # HDF5's own parser does on a corrupt file is listed, a finding in the harness's readers fails.
+# Refuted findings (paper or release statements the run refutes) do not fail the run and are
+# promoted with it; a finding that changed against the baseline is a regression ("FINDING CHANGED").
 # Output: OUTDIR/run (the runner's folder: report, logs, diff.txt, diff.json), OUTDIR/page
 # (index.html), OUTDIR/fuzz.log, OUTDIR/NIGHTLY.txt (what happened). Exit status: 0 promoted;
-# 1 the run failed or something regressed (baseline kept); 2 bad usage or a missing piece (no
-# bundle, no page); 3 promoted, but the fuzzers found something (OUTDIR/fuzz.log).
+# 1 the run failed or something regressed, a changed finding included (baseline kept); 2 bad
+# usage or a missing piece (no bundle, no page); 3 promoted, but the fuzzers found something
+# (OUTDIR/fuzz.log).
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 usage() { echo "nightly: $*" >&2; echo "usage: scripts/nightly.sh OUTDIR [BASELINE_DIR]" >&2; exit 2; }
-case "${1:-}" in -h|--help) sed -n '2,19p' "$0"; exit 0 ;; -*) usage "unknown option '$1'" ;; esac
+case "${1:-}" in -h|--help) sed -n '2,22p' "$0"; exit 0 ;; -*) usage "unknown option '$1'" ;; esac
 [ $# -ge 1 ] && [ $# -le 2 ] || usage "expected OUTDIR [BASELINE_DIR], got $# arguments"
 [ -n "$1" ] || usage "OUTDIR is empty"
 # The diff's thresholds, checked before anything runs: each reaches forge-verify diff as one word
@@ -92,7 +95,17 @@ if [ -f "$base_report" ]; then
   diff_rc="$(cat "$OUT/run/diff.rc" 2>/dev/null || echo 2)"
   say "diff against the baseline: $(case $diff_rc in 0) echo "nothing regressed";; 1) echo "REGRESSED";; *) echo "could not diff (rc $diff_rc)";; esac) (run/diff.txt)"
   grep -E '^REGRESSION' "$OUT/run/diff.txt" 2>/dev/null | head -20 | sed 's/^/    /' | tee -a "$LOG"
+  # A finding of the paper or the release that changed (confirmed to refuted or back) is news
+  # about the thing audited, not about the harness: said on its own line.
+  n_findings="$(grep -cE '^REGRESSION finding ' "$OUT/run/diff.txt" 2>/dev/null)"
+  [ "${n_findings:-0}" -gt 0 ] &&
+    say "FINDING CHANGED: $n_findings finding(s) of the paper or the release changed (run/diff.txt)"
 fi
+# Refuted findings are listed, never a failure: a run that has them is promoted like any other.
+n_refuted="$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["counts"].get("refuted", 0))' \
+  "$OUT/run/forge-verify.json" 2>/dev/null)"
+[ "${n_refuted:-0}" -gt 0 ] 2>/dev/null &&
+  say "findings: $n_refuted refuted (the paper's or the release's statements; not a failure)"
 
 page_args=("$report" -o "$OUT/page" --force)  # OUTDIR/page is this job's own page
 [ -f "$OUT/run/registry.json" ] && page_args+=(--registry "$OUT/run/registry.json")

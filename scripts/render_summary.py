@@ -13,7 +13,9 @@ elsewhere. The page holds
     order the run added them, which is the same; never alphabetical): per claim the paper's sentence
     (the registry's `statement`, from `forge-verify --list-claims-json`, passed as --registry), then
     every check with its verdict, metric, pass direction, bound and evidence; not-run and error are
-    shown as such, never as pass; a relative gap or a ratio is shown with its unit ("0.378 (+37.8%)");
+    shown as such, never as pass; a finding is shown as confirmed, refuted (orange, never red) or
+    inconclusive, and the top names the refuted ones and says the vocabulary once; a relative gap
+    or a ratio is shown with its unit ("0.378 (+37.8%)");
   - the stagnation gaps as signed percentages, with what a gap is and how it stands to the paper's
     "~6%";
   - every figure scripts/render_fidelity.py draws for the report (and for its *_gpu claims);
@@ -279,6 +281,9 @@ td.num { text-align: right; font-family: monospace; }
 .v-pass { background: #d6f5d6; color: #135e13; }
 .v-fail { background: #f9d0d0; color: #8a1010; }
 .v-not-run { background: #e4e4e4; color: #555; font-style: italic; }
+.v-confirmed { background: #d6e9f9; color: #0f3f6d; }
+.v-refuted { background: #ffe0b3; color: #7a3e00; }
+.v-inconclusive { background: #e4e4e4; color: #555; font-style: italic; }
 .v-error { background: #f3d1f3; color: #6d0f6d; outline: 2px solid #a020a0; }
 .v-unknown { background: #fff2b3; color: #6b5200; }
 .regression { background: #f9d0d0; }
@@ -310,7 +315,15 @@ window.addEventListener('load', function () {
 });
 """
 
-KNOWN_VERDICTS = ("pass", "fail", "not-run", "error")
+# A contract's verdicts, then a finding's (reports/SCHEMA.md: a check's `kind`). A refutation is a
+# finding, never a failure: it is orange, not red.
+KNOWN_VERDICTS = ("pass", "fail", "not-run", "error", "confirmed", "refuted", "inconclusive")
+JUDGED = ("pass", "fail", "confirmed", "refuted")  # direction and bound mean nothing for the others
+COUNT_KEYS = ("n_pass", "n_fail", "n_not_run", "n_error", "n_confirmed", "n_refuted", "n_inconclusive")
+VOCABULARY = ("A harness contract (a bitwise identity, a bound the harness proves, a self-check, a planted "
+              "defect) is pass, fail or not-run; a finding (a statement of the paper or of the external release, "
+              "named in the claim's registry row) is confirmed, refuted or inconclusive. A refutation is what the "
+              "audit found, not a broken harness: it does not fail the run.")
 
 
 def badge(v):
@@ -368,7 +381,7 @@ def check_row(case, ch):
     note = case["attrs"].get("note")
     if note:
         ev.append('<span class="small">%s</span>' % esc(note))
-    judged = v in ("pass", "fail")  # direction and bound mean nothing for not-run or error
+    judged = v in JUDGED
     return ("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class=num>%s</td><td class=num>%s</td><td>%s</td></tr>"
             % (esc(case["name"]), esc(ch.get("name", "")), badge(v), metric if judged else "",
                esc(ch.get("pass_if", "")) if judged else "",
@@ -436,14 +449,23 @@ def _n(attrs, key):
         return 0
 
 
+def counts_text(attrs):
+    """The counts of a level, "3 pass, 0 fail, ...": a finding's counts only where the level has findings."""
+    keys = [k for k in COUNT_KEYS[:4] if k in attrs]
+    if any(_n(attrs, k) for k in COUNT_KEYS[4:]):
+        keys += list(COUNT_KEYS[4:])
+    return ", ".join("%s %s" % (attrs.get(k, 0), k[2:].replace("_", "-")) for k in keys)
+
+
 def claim_reasons(c):
     return [str(ch.get("reason", "")) for cs in c["cases"] for ch in cs["checks"]]
 
 
 def not_judged_why(c):
-    """Why a claim that judged nothing (no check passed or failed) did not: the console's words
-    (suites/forge_verify/console_table.cpp); "" when it judged something."""
-    if _n(c["attrs"], "n_pass") + _n(c["attrs"], "n_fail") > 0:
+    """Why a claim that judged nothing (no check passed or failed, no finding confirmed or refuted)
+    did not: the console's words (suites/forge_verify/console_table.cpp); "" when it judged
+    something."""
+    if sum(_n(c["attrs"], k) for k in ("n_pass", "n_fail", "n_confirmed", "n_refuted")) > 0:
         return ""
     if _n(c["attrs"], "n_error") > 0:
         return "threw an error"
@@ -471,12 +493,16 @@ def summary_lines(rep):
     claims = rep["claims"]
     whys = [not_judged_why(c) for c in claims]
     n_judged = sum(1 for w in whys if not w)
-    counts = ", ".join("%s %s" % (rep["root"].get(k, 0), k[2:].replace("_", "-"))
-                       for k in ("n_pass", "n_fail", "n_not_run", "n_error") if k in rep["root"])
+    counts = counts_text(rep["root"])
     out = ["<p class=overall>Overall: %s &mdash; %s%d%s claim%s judged; checks: %s.</p>"
            % (badge(rep["root"].get("verdict", "?")), "all " if n_judged == len(claims) and len(claims) > 1 else "",
               n_judged, "" if n_judged == len(claims) else " of %d" % len(claims), "" if len(claims) == 1 else "s",
               counts)]
+    refuted = ["%s (%d)" % (c["id"], _n(c["attrs"], "n_refuted")) for c in claims if _n(c["attrs"], "n_refuted") > 0]
+    if refuted:
+        out.append("<p id=refuted>Refuted (a finding on the paper or the release, not a failure): %s.</p>"
+                   % esc(", ".join(refuted)))
+    out.append("<p class=small id=vocabulary>%s</p>" % esc(VOCABULARY))
     groups = {}
     for w in whys:
         if w:
@@ -511,8 +537,7 @@ def verdict_section(rep, registry):
     for c in claims:
         reg = registry.get(c["id"], {}) if registry else {}
         stmt = reg.get("statement") or ("(not in the registry)" if registry else "(no --registry given)")
-        n = ", ".join("%s %s" % (c["attrs"].get(k, 0), k[2:].replace("_", "-"))
-                      for k in ("n_pass", "n_fail", "n_not_run", "n_error") if k in c["attrs"])
+        n = counts_text(c["attrs"])
         why = not_judged_why(c)
         why = "needs " + why[5:] if why.startswith("need ") else why  # one claim
         out.append('<tr><td><a href="#claim-%s">%s</a></td><td>%s</td><td class=statement>%s</td><td>%s</td><td>%s%s</td></tr>'
@@ -524,7 +549,8 @@ def verdict_section(rep, registry):
         reg = registry.get(c["id"], {}) if registry else {}
         v = c["attrs"].get("verdict", "?")
         out.append('<details id="claim-%s"%s><summary><b>%s</b> %s <span class=statement>%s</span></summary>'
-                   % (esc(c["id"]), "" if v == "pass" else " open", esc(c["id"]), badge(v), esc(reg.get("statement", ""))))
+                   % (esc(c["id"]), "" if v == "pass" and not _n(c["attrs"], "n_refuted") else " open", esc(c["id"]),
+                      badge(v), esc(reg.get("statement", ""))))
         out.append("<table><tr><th>case</th><th>check</th><th>verdict</th><th>metric</th><th>passes if</th>"
                    "<th>bound</th><th>evidence</th></tr>")
         for cs in c["cases"]:

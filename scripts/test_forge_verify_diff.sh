@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # CTest forge_verify_diff_cli: `forge-verify diff` on its real command line, on reports that
-# forge-verify itself writes (two quick CPU claims, then one of them, so a claim disappears),
-# a truncated copy and a file that is not HDF5. Exits non-zero naming each failed expectation.
+# forge-verify itself writes (two quick CPU claims, then one of them, so a claim disappears; a
+# finding refuted in one run and confirmed in the other), a truncated copy and a file that is
+# not HDF5. Planted defect for the finding lines: report_diff.cpp's `finding ? judged(b.verdict)
+# || ...` made `finding ? false` (the changed finding no longer regresses). Exits non-zero
+# naming each failed expectation.
 # Usage: test_forge_verify_diff.sh PATH/TO/forge-verify
 set -u
 FV=${1:?usage: test_forge_verify_diff.sh PATH/TO/forge-verify}
@@ -21,6 +24,13 @@ make_report two int8_codec_bound,sr_exact_mean
 make_report one int8_codec_bound
 make_report seed7 int8_codec_bound --seed 7
 make_report again int8_codec_bound   # the same run again: only /meta may differ
+# A finding (ext_layer_speed's faster_than_torch_fused, a statement of the release): refuted by a
+# slower path, confirmed by a faster one. Both runs exit 0 (make_report refuses any other exit):
+# a refutation alone is not a failure.
+D="$(cd "$(dirname "$0")" && pwd)/testdata"  # timing_*.json: one layer timed, 200 us (torch), 260 or 180 us
+torch=(--external-timing "$D/timing_torch_reference.json")
+make_report refuted ext_layer_speed "${torch[@]}" --external-timing "$D/timing_tma_slow.json"
+make_report confirmed ext_layer_speed "${torch[@]}" --external-timing "$D/timing_tma_fast.json"
 head -c "$(( $(stat -c %s "$T/two.h5") / 2 ))" "$T/two.h5" >"$T/trunc.h5"
 echo "not an HDF5 file" >"$T/text.h5"
 
@@ -55,6 +65,11 @@ expect "claim appeared"     0 '^info +appeared sr_exact_mean'                   
 expect "provenance is info" 0 '^info +meta meta/seed: [0-9]+ -> 7'                -- "$T/one.h5" "$T/seed7.h5"
 expect "strict"             1 'meta/seed'                                         -- "$T/one.h5" "$T/seed7.h5" --strict
 expect "strict, only meta"  0 '0 regressions'                                     -- "$T/one.h5" "$T/again.h5" --strict
+finding=ext_layer_speed/tma.4096x4096x512/faster_than_torch_fused
+expect "same refutation"    0 '0 regressions'                                     -- "$T/refuted.h5" "$T/refuted.h5"
+changed="^REGRESSION finding $finding \\[verdict\\]:"
+expect "refuted->confirmed" 1 "$changed refuted -> confirmed"                    -- "$T/refuted.h5" "$T/confirmed.h5"
+expect "confirmed->refuted" 1 "$changed confirmed -> refuted"                    -- "$T/confirmed.h5" "$T/refuted.h5"
 expect "truncated NEW"      2 "NEW '$T/trunc.h5'"                                 -- "$T/two.h5" "$T/trunc.h5" --json "$T/out.json"
 expect "truncated BASE"     2 "BASE '$T/trunc.h5'"                                -- "$T/trunc.h5" "$T/two.h5" --json "$T/out.json"
 expect "not HDF5"           2 "'$T/text.h5' is not a valid report"                -- "$T/two.h5" "$T/text.h5" --json "$T/out.json"

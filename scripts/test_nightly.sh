@@ -3,7 +3,8 @@
 # bundle holding only the given forge-verify and a few CPU claims (FH_ALLOW_SKIP=1: no GPU
 # here). The first run becomes the baseline; a second identical run diffs clean and is
 # promoted; a run with a planted throwing claim, and a run that lost a claim, regress and leave
-# the baseline byte for byte as it was. Each run writes the summary page.
+# the baseline byte for byte as it was; a run that refutes a finding is promoted, and the next,
+# where that finding is confirmed, regresses. Each run writes the summary page.
 # Usage: scripts/test_nightly.sh PATH/TO/forge-verify
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -48,4 +49,30 @@ FH_VERIFY_ARGS="--claim int8_codec_bound" nightly n4; rc=$?
 [ $rc -eq 1 ] || { cat "$T/n4.log"; fail "lost claim: rc $rc, want 1"; }
 grep -q "disappeared sr_exact_mean" "$T/n4/run/diff.txt" || fail "lost claim not named in diff.txt"
 cmp -s "$T/kept.h5" "$T/base/forge-verify.h5" || fail "a regressed run changed the baseline"
-echo "test_nightly: 4 nightly runs as expected (first baseline, clean promotion, two regressions refused)"
+
+# Findings (DESIGN contract 7): ext_layer_speed's faster_than_torch_fused judges the release. A run
+# whose external path is slower refutes it and is promoted all the same (a refutation is not a
+# failure); the next run, where that path is faster, turns the refutation into a confirmation:
+# a changed finding, so the diff regresses, NIGHTLY.txt says FINDING CHANGED, and the baseline
+# stays. Planted defects: removing "faster_than_torch_fused" from ext_layer_speed's findings in
+# suites/claims/registry.cpp (n5 fails and is not promoted); report_diff.cpp's
+# `finding ? judged(b.verdict) || ...` made `finding ? false` (n6 is promoted).
+# timing_*.json: one layer timed, 200 us (torch), 260 or 180 us (tma); copied into $T, whose path
+# has no blank (FH_VERIFY_ARGS is split on blanks).
+cp "$ROOT"/scripts/testdata/timing_*.json "$T/"
+speed="$claims,ext_layer_speed --external-timing $T/timing_torch_reference.json --external-timing"
+FH_VERIFY_ARGS="$speed $T/timing_tma_slow.json" nightly n5; rc=$?
+[ $rc -eq 0 ] || { cat "$T/n5.log"; fail "a run whose only non-pass is a refutation: rc $rc, want 0 (promoted)"; }
+grep -q "n5/run" "$T/base/PROMOTED.txt" || fail "a run with a refuted finding was not promoted"
+grep -q "findings: 1 refuted" "$T/n5/NIGHTLY.txt" || fail "NIGHTLY.txt does not list the refuted finding"
+cp "$T/base/forge-verify.h5" "$T/kept.h5"
+
+FH_VERIFY_ARGS="$speed $T/timing_tma_fast.json" nightly n6; rc=$?
+[ $rc -eq 1 ] || { cat "$T/n6.log"; fail "a refutation turned into a confirmation: rc $rc, want 1"; }
+grep -q "FINDING CHANGED" "$T/n6/NIGHTLY.txt" || fail "a changed finding is not flagged in NIGHTLY.txt"
+grep -Eq "^REGRESSION finding ext_layer_speed/tma.4096x4096x512/faster_than_torch_fused .*refuted -> confirmed" \
+  "$T/n6/run/diff.txt" || fail "diff.txt does not name the changed finding"
+grep -q "NOT promoted" "$T/n6/NIGHTLY.txt" || fail "a changed finding was promoted"
+cmp -s "$T/kept.h5" "$T/base/forge-verify.h5" || fail "a run with a changed finding changed the baseline"
+echo "test_nightly: 6 nightly runs as expected (first baseline, clean promotion, two regressions refused," \
+  "a refutation promoted, a changed finding refused)"

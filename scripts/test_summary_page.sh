@@ -78,6 +78,11 @@ if "$PY" "$RS" "$REPORT" -o "$T/page" --registry "$T/registry.json" --diff "$T/d
   D="$T/page.dom"
   grep -q 'class="v v-error">error</span>' "$D" && ok "the throwing claim is shown as error" || fail "no error verdict on the page"
   grep -q 'class="v v-not-run">not-run</span>' "$D" && ok "the GPU claim is shown as not-run" || fail "no not-run verdict on the page"
+  # A finding (stagnation's paper statements) in its own words, and the vocabulary said once.
+  grep -q 'class="v v-confirmed">confirmed</span>' "$D" && ok "a finding is shown as confirmed" \
+    || fail "no confirmed finding on the page (stagnation's sr_within_noise)"
+  [ "$(grep -o 'id="vocabulary"' "$D" | wc -l)" = 1 ] && ok "the verdict vocabulary is said once" \
+    || fail "the page does not say the verdict vocabulary exactly once"
   grep -q 'int8_codec_bound</a></td><td><span class="v v-error">' "$D" && ok "error is not shown as pass" || fail "int8_codec_bound's row is not error"
   grep -q 'stagnation_gpu</a></td><td><span class="v v-not-run">' "$D" && ok "not-run is not shown as pass" || fail "stagnation_gpu's row is not not-run"
   grep -q 'bf16 round-to-nearest loses ~6%' "$D" && ok "paper statements from the registry" || fail "no paper statement"

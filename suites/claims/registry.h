@@ -48,6 +48,11 @@ struct ClaimInfo {
   // cache without a lock, the environment) is marked exclusive and runs with no other claim.
   // GPU claims need no mark: they share the GPU one at a time anyway.
   bool exclusive = false;
+  // The checks that judge a statement of the paper or of the external release (findings:
+  // confirmed, refuted or inconclusive, and a refutation does not fail the run): exact check
+  // names, or prefixes written "name*". Every other check is a harness contract. The report
+  // refuses a check made a finding that is not listed here.
+  std::vector<std::string> findings;
 };
 
 // Every claim, in the order forge-verify runs them.

@@ -45,7 +45,7 @@ void expect_narrow(const std::string& text, size_t width = kConsoleWidth) {
 CaseData make_case(const std::string& name, std::vector<Check> checks) {
   CaseData cs;
   cs.name = name;
-  for (const Check& ck : checks) cs.counts.add(ck.verdict);
+  for (const Check& ck : checks) cs.counts.add(ck.verdict, ck.kind);
   cs.verdict = cs.counts.verdict();
   cs.checks = std::move(checks);
   return cs;
@@ -218,6 +218,37 @@ TEST(ConsoleTable, ClosingSaysWhatWasJudged) {
   EXPECT_EQ(console_closing(threw),
             "overall: error: 1 of 3 claims judged; checks: 1 pass, 0 fail, 1 not-run, 1 error\n"
             "  2 judged nothing: 1 needs a GPU (no usable GPU here), 1 threw an error\n");
+}
+
+// A finding in its own words (DESIGN contract 7): a refutation reads "refuted" in its row, its
+// claim's header counts it apart, the closing lines name it as not a failure and the verdict
+// stays pass; a run of contracts only keeps its old header. Planted defect: make_row's
+// `ck.word()` made `verdict_name(ck.verdict)` prints "fail" for the refutation (the row check fails).
+TEST(ConsoleTable, AFindingReadsInItsOwnWords) {
+  ReportData r;
+  Check refuted = Check::failed("more_than_halves", "ratio", 0.6, 0.5, "saves less than half");
+  refuted.as_finding();
+  Check confirmed = Check::passed("speedup_about_1p5", "ratio", 1.4, 1.2).passes_if(PassIf::at_least);
+  confirmed.as_finding();
+  add_claim(r, "model_step_figures",
+            {make_case("llama8b", {refuted, confirmed, Check::passed("remark1_bitwise", "differing", 0, 0)})});
+  add_claim(r, "int8_codec_bound", {make_case("all", {Check::passed("within_bound", "err", 0.1, 1)})});
+  const std::string t = console_tables(r), closing = console_closing(r);
+  expect_narrow(t);
+  expect_narrow(closing);
+  bool row = false;
+  for (const std::string& l : lines_of(t))
+    if (l.find("more_than_halves") != std::string::npos) row = l.find("refuted") != std::string::npos;
+  EXPECT_TRUE(row) << t;
+  EXPECT_NE(t.find("== model_step_figures: pass (1 pass, 0 fail, 0 not-run, 0 error; findings: 1 confirmed, 1 refuted, "
+                   "0 inconclusive)"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("== int8_codec_bound: pass (1 pass, 0 fail, 0 not-run, 0 error)\n"), std::string::npos) << t;
+  EXPECT_NE(closing.find("overall: pass: all 2 claims judged"), std::string::npos) << closing;
+  EXPECT_NE(closing.find("refuted (a finding on the paper or the release, not a failure): model_step_figures (1)"),
+            std::string::npos)
+      << closing;
 }
 
 TEST(ConsoleTable, WrapText) {

@@ -2,7 +2,8 @@
 // claim fails a run that requires the GPU (exit 4, claims named); a claim that throws is its
 // own `error` verdict in a complete report while the other claims run (exit 3); the JSON and
 // JUnit summaries say what the report says, not-run as skipped; SIGINT/SIGTERM leave no file;
-// the verdict table shows which side of its bound each check passes on.
+// the verdict table shows which side of its bound each check passes on; a refuted finding alone
+// exits 0 while a broken contract exits 1.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -145,6 +146,58 @@ TEST_F(Outcomes, JsonAndJunitSayWhatTheReportSays) {
     ASSERT_TRUE(skipped);
     EXPECT_NE(std::string(skipped.attribute("message").value()).find("no GPU"), std::string::npos);
   }
+}
+
+// A refuted finding is not a failure (DESIGN contract 7): a run whose only non-pass is a
+// refutation (an external path slower than torch: ext_layer_speed's faster_than_torch_fused)
+// exits 0 and lists it in the table, the closing lines, the JSON and the JUnit file (a property,
+// never a failure); a broken bitwise contract in the same run still exits 1. Planted defects:
+// FH_PLANT_BROKEN_CONTRACT (the exit-1 half); removing "faster_than_torch_fused" from
+// ext_layer_speed's findings in suites/claims/registry.cpp makes the first run exit 1.
+TEST_F(Outcomes, ARefutationAloneExitsZeroAndABrokenContractStillFails) {
+  // One layer timed: torch 200 us, the external path "tma" 260 us (scripts/testdata).
+  const std::string data = std::string(FH_SOURCE_DIR) + "/scripts/testdata/";
+  const std::string args = "--claim int8_codec_bound,ext_layer_speed --external-timing " + data +
+                           "timing_torch_reference.json --external-timing " + data +
+                           "timing_tma_slow.json --report r.h5 --json r.json --junit r.xml";
+  const RunResult r = run(args);
+  ASSERT_EQ(r.status, 0) << "a refutation alone must not fail the run\n" << r.out << r.err;
+  EXPECT_NE(r.out.find("refuted (a finding on the paper or the release, not a failure): ext_layer_speed (1)"),
+            std::string::npos)
+      << r.out;
+  const fh::ReportData report = fh::read_report((dir_ / "r.h5").string());
+  EXPECT_EQ(report.verdict, fh::Verdict::pass);
+  EXPECT_EQ(report.counts.n_refuted, 1);
+  EXPECT_EQ(report.counts.n_fail, 0);
+  const fh::CaseData* slow = report.find_case("ext_layer_speed", "tma.4096x4096x512");
+  ASSERT_NE(slow, nullptr);
+  bool found = false;
+  for (const fh::Check& ck : slow->checks)
+    if (ck.name == "faster_than_torch_fused") {
+      found = true;
+      EXPECT_EQ(ck.kind, fh::CheckKind::finding);
+      EXPECT_STREQ(ck.word(), "refuted");
+    }
+  EXPECT_TRUE(found);
+  const auto j = nlohmann::json::parse(slurp(dir_ / "r.json"));
+  EXPECT_EQ(j["exit_code"], 0);
+  EXPECT_EQ(j["counts"]["refuted"], 1);
+  EXPECT_EQ(j["counts"]["fail"], 0);
+  pugi::xml_document doc;
+  ASSERT_TRUE(doc.load_file((dir_ / "r.xml").c_str()));
+  const pugi::xml_node suites = doc.child("testsuites");
+  EXPECT_EQ(suites.attribute("failures").as_llong(), 0);
+  const pugi::xml_node tc = suites.find_child_by_attribute("testsuite", "name", "ext_layer_speed")
+                                .find_child_by_attribute("testcase", "name", "faster_than_torch_fused");
+  ASSERT_TRUE(tc);
+  EXPECT_FALSE(tc.child("failure"));
+  EXPECT_STREQ(tc.child("properties").find_child_by_attribute("property", "name", "finding").attribute("value").value(),
+               "refuted");
+
+  for (const char* f : {"r.h5", "r.json", "r.xml"}) fs::remove(dir_ / f);
+  const RunResult broken = run(args, "FH_PLANT_BROKEN_CONTRACT=int8_codec_bound");
+  EXPECT_EQ(broken.status, 1) << "a broken contract must fail the run\n" << broken.out << broken.err;
+  EXPECT_NE(broken.out.find("planted_bitwise"), std::string::npos) << broken.out;
 }
 
 TEST_F(Outcomes, TheTableShowsWhichWayEachCheckPasses) {

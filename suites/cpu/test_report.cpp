@@ -23,7 +23,8 @@ namespace fs = std::filesystem;
 namespace fh {
 void PrintTo(Verdict v, std::ostream* os) { *os << verdict_name(v); }
 void PrintTo(const Counts& c, std::ostream* os) {
-  *os << "{pass " << c.n_pass << ", fail " << c.n_fail << ", not-run " << c.n_not_run << ", error " << c.n_error << "}";
+  *os << "{pass " << c.n_pass << ", fail " << c.n_fail << ", not-run " << c.n_not_run << ", error " << c.n_error
+      << "; confirmed " << c.n_confirmed << ", refuted " << c.n_refuted << ", inconclusive " << c.n_inconclusive << "}";
 }
 }  // namespace fh
 
@@ -47,6 +48,7 @@ void expect_same_check(const Check& a, const Check& b) {
   SCOPED_TRACE("check " + a.name);
   EXPECT_EQ(a.name, b.name);
   EXPECT_EQ(a.verdict, b.verdict);
+  EXPECT_EQ(a.kind, b.kind);
   EXPECT_EQ(a.reason, b.reason);
   EXPECT_EQ(a.metric_name, b.metric_name);
   EXPECT_EQ(a.pass_if, b.pass_if);
@@ -495,7 +497,11 @@ TEST(ReportSchemaVersions, VersionOneIsStillRead) {
   ASSERT_NE(r.find_claim("int8_codec_bound"), nullptr);
   for (const auto& cl : r.claims)
     for (const auto& cs : cl.cases)
-      for (const auto& ck : cs.checks) EXPECT_EQ(ck.pass_if, fh::PassIf::at_most);
+      for (const auto& ck : cs.checks) {
+        EXPECT_EQ(ck.pass_if, fh::PassIf::at_most);
+        EXPECT_EQ(ck.kind, fh::CheckKind::contract);  // before version 3 every check is a contract
+      }
+  EXPECT_EQ(r.counts.n_confirmed + r.counts.n_refuted + r.counts.n_inconclusive, 0);
 }
 
 }  // namespace
@@ -635,6 +641,73 @@ TEST(ReportAbsorb, RefusesWithoutMovingAnything) {
     EXPECT_THROW(here.absorb(std::move(part)), std::invalid_argument);
   }
   expect_same(before, here.snapshot());
+}
+
+}  // namespace
+
+namespace {
+
+// Findings (DESIGN contract 7): a check the registry row names is a finding, confirmed, refuted
+// or inconclusive, counted apart from the contracts; a refutation alone never makes a fail; the
+// kind and the words survive the file; a finding the row does not name is refused. Planted
+// defects: in Counts::verdict() (oracles/evidence.cpp) `if (n_fail > 0)` made
+// `if (n_fail + n_refuted > 0)` fails RefutedAloneIsNotAFail; dropping the `kind` attribute from
+// report_write.cpp fails the round trip (schema 3 requires it).
+TEST(ReportFindings, VocabularyAndCounts) {
+  using fh::CheckKind;
+  EXPECT_STREQ(fh::verdict_word(Verdict::fail, CheckKind::finding), "refuted");
+  EXPECT_STREQ(fh::verdict_word(Verdict::pass, CheckKind::finding), "confirmed");
+  EXPECT_STREQ(fh::verdict_word(Verdict::not_run, CheckKind::finding), "inconclusive");
+  EXPECT_STREQ(fh::verdict_word(Verdict::error, CheckKind::finding), "error");
+  EXPECT_STREQ(fh::verdict_word(Verdict::fail, CheckKind::contract), "fail");
+  EXPECT_EQ(fh::parse_verdict_word("refuted", CheckKind::finding), Verdict::fail);
+  // A word of the other kind's vocabulary is refused, not mapped.
+  EXPECT_THROW(fh::parse_verdict_word("refuted", CheckKind::contract), std::invalid_argument);
+  EXPECT_THROW(fh::parse_verdict_word("fail", CheckKind::finding), std::invalid_argument);
+  EXPECT_THROW(fh::parse_check_kind("claim"), std::invalid_argument);
+}
+
+TEST(ReportFindings, RefutedAloneIsNotAFail) {
+  fh::Counts c;
+  c.add(Verdict::fail, fh::CheckKind::finding);
+  EXPECT_EQ(c.verdict(), Verdict::pass);
+  EXPECT_EQ(c.n_refuted, 1);
+  EXPECT_EQ(c.n_fail, 0);
+  c.add(Verdict::fail);  // a broken contract still fails
+  EXPECT_EQ(c.verdict(), Verdict::fail);
+  fh::Counts only_inconclusive;
+  only_inconclusive.add(Verdict::not_run, fh::CheckKind::finding);
+  EXPECT_EQ(only_inconclusive.verdict(), Verdict::not_run);
+}
+
+TEST_F(ReportTest, FindingsAreDeclaredKeptAndRefusedUndeclared) {
+  fh::Report r(test_meta());
+  r.declare_claim("paper", {}, {"more_than_halves", "speedup_about_*"});
+  auto& cs = r.add_case("paper", "llama");
+  cs.add_check(Check::failed("more_than_halves", "ratio", 0.6, 0.5, "saves less than half"));
+  cs.add_check(Check::passed("speedup_about_1p5", "ratio", 1.4, 1.2).passes_if(fh::PassIf::at_least));
+  cs.add_check(Check::not_run("speedup_about_1p5_int8", "not measured"));
+  cs.add_check(Check::passed("remark1_bitwise", "differing", 0, 0).bitwise(0, 0, ""));
+  EXPECT_THROW(cs.add_check(Check::passed("undeclared", "m", 0, 1).as_finding()), std::invalid_argument);
+  const fh::ReportData want = r.snapshot();
+  EXPECT_EQ(want.verdict, Verdict::pass);
+  EXPECT_EQ(want.counts.n_refuted, 1);
+  EXPECT_EQ(want.counts.n_confirmed, 1);
+  EXPECT_EQ(want.counts.n_inconclusive, 1);
+  EXPECT_EQ(want.counts.n_pass, 1);
+  EXPECT_EQ(want.counts.n_fail, 0);
+
+  const fs::path p = dir_ / "findings.h5";
+  r.write(p.string());
+  EXPECT_EQ(fh::validate_report_schema(p.string()), std::vector<std::string>{});
+  const fh::ReportData got = fh::read_report(p.string());
+  expect_same(want, got);
+  const auto* c = got.find_case("paper", "llama");
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(c->checks.size(), 4u);
+  EXPECT_EQ(c->checks[0].kind, fh::CheckKind::finding);
+  EXPECT_STREQ(c->checks[0].word(), "refuted");
+  EXPECT_EQ(c->checks[3].kind, fh::CheckKind::contract);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -407,6 +408,56 @@ TEST(ReportDiff, VerdictsClaimsAndCases) {
   const Change* y = find(diff_reports(c.snapshot(), e.snapshot()), "verdict", "k/c/y");
   ASSERT_TRUE(y);
   EXPECT_TRUE(y->regression);
+}
+
+// Findings (DESIGN contract 7): a refutation is not a regression in itself, a finding that
+// changes once judged is, in either direction, and written to a file and read back it still is
+// (the doctored copy: the same report with the refutation turned into a confirmation).
+// Planted defect: in report_diff.cpp's check(), `finding ? judged(b.verdict) || ...` made
+// `finding ? false` lets the changed findings through (the EXPECT_TRUEs below fail).
+Report one_finding(Check c) {
+  Report r(Meta::unknown());
+  r.declare_claim("k", {}, {"x"});
+  r.add_case("k", "c").add_check(std::move(c));
+  return r;
+}
+
+TEST(ReportDiff, AChangedFindingIsARegression) {
+  const Check confirmed = Check::passed("x", "ratio", 0.8, 1).passes_if(PassIf::below);
+  const Check refuted = Check::failed("x", "ratio", 1.2, 1, "slower").passes_if(PassIf::below);
+  const Check inconclusive = Check::not_run("x", "no timing at this shape");
+  auto change = [](const Check& b, const Check& n) {
+    const DiffResult d = diff_reports(one_finding(b).snapshot(), one_finding(n).snapshot());
+    const Change* c = find(d, "finding", "k/c/x");
+    return c ? std::optional<Change>(*c) : std::nullopt;
+  };
+  ASSERT_TRUE(change(refuted, confirmed));
+  EXPECT_TRUE(change(refuted, confirmed)->regression);
+  EXPECT_EQ(change(refuted, confirmed)->base_value, "refuted");
+  EXPECT_EQ(change(refuted, confirmed)->new_value, "confirmed");
+  ASSERT_TRUE(change(confirmed, refuted));
+  EXPECT_TRUE(change(confirmed, refuted)->regression);
+  // A first judgement is news, not a regression; a finding that is no longer judged regresses.
+  ASSERT_TRUE(change(inconclusive, refuted));
+  EXPECT_FALSE(change(inconclusive, refuted)->regression);
+  // The same refutation in both runs is no change at all.
+  EXPECT_TRUE(diff_reports(one_finding(refuted).snapshot(), one_finding(refuted).snapshot()).changes.empty());
+  // A check the registry reclassified (contract fail -> finding refuted) is information only.
+  const DiffResult k = diff_reports(one_check(refuted), one_finding(refuted).snapshot());
+  ASSERT_TRUE(find(k, "kind", "k/c/x"));
+  EXPECT_FALSE(find(k, "kind", "k/c/x")->regression);
+  EXPECT_EQ(k.n_regressions(), 0u);
+
+  // On files, through the command line: the doctored copy exits 1 and names the finding.
+  Scratch s;
+  one_finding(refuted).write(s / "refuted.h5");
+  one_finding(confirmed).write(s / "confirmed.h5");
+  const DiffRun r = diff({s / "refuted.h5", s / "confirmed.h5"});
+  EXPECT_EQ(r.rc, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("REGRESSION finding k/c/x [verdict]: refuted -> confirmed  (the finding changed"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(diff({s / "refuted.h5", s / "refuted.h5"}).rc, 0);
 }
 
 TEST(ReportDiff, RenameMap) {

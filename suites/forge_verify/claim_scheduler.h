@@ -32,8 +32,8 @@
 //   the heartbeat and the SIGINT/SIGTERM message name.
 // - Read only: the VerifyConfig and the inputs it points to (inputs/run_inputs.h, parsed before
 //   the claims start), the registry, getenv (FH_SEED, FH_PLANT_THROWING_CLAIM,
-//   FH_PLANT_INPUT_ACCESS_THROW; nothing calls setenv), query_device_info() (probed once before
-//   the claims start).
+//   FH_PLANT_INPUT_ACCESS_THROW, FH_PLANT_BROKEN_CONTRACT; nothing calls setenv),
+//   query_device_info() (probed once before the claims start).
 // - GPU state a CPU claim touched: sr_statistics (twin) cleared the kernel's planted defect,
 //   which sr_statistics_gpu sets for its planted run; now only the GPU run sets and clears it.
 // - No claim prints: they report through Progress::note, which the scheduler buffers per claim.

@@ -71,9 +71,14 @@ std::string format_number(double x) {
   return buf;
 }
 
+// Findings' counts only where there are findings: a run of contracts reads as it always did.
 std::string counts_text(const Counts& c) {
-  return std::to_string(c.n_pass) + " pass, " + std::to_string(c.n_fail) + " fail, " + std::to_string(c.n_not_run) +
-         " not-run, " + std::to_string(c.n_error) + " error";
+  std::string t = std::to_string(c.n_pass) + " pass, " + std::to_string(c.n_fail) + " fail, " +
+                  std::to_string(c.n_not_run) + " not-run, " + std::to_string(c.n_error) + " error";
+  if (c.n_confirmed + c.n_refuted + c.n_inconclusive > 0)
+    t += "; findings: " + std::to_string(c.n_confirmed) + " confirmed, " + std::to_string(c.n_refuted) + " refuted, " +
+         std::to_string(c.n_inconclusive) + " inconclusive";
+  return t;
 }
 
 // One row of the verdict table, every cell on one line: case, check, verdict, measured
@@ -87,7 +92,7 @@ Row make_row(const CaseData& cs, const Check& ck) {
   Row r;
   r.cell[0] = one_line(cs.name);
   r.cell[1] = one_line(ck.name);
-  r.cell[2] = verdict_name(ck.verdict);
+  r.cell[2] = ck.word();
   std::string evidence;
   if (ck.verdict == Verdict::pass || ck.verdict == Verdict::fail) {
     r.cell[3] = one_line(ck.metric_name) + " = " + format_number(ck.metric);
@@ -111,8 +116,10 @@ constexpr size_t kIndent = 2, kGap = 2, kMeasuredMax = 36, kMeasuredMin = 16, kC
 constexpr size_t kEvidenceLines = 3, kBelowIndent = 6;
 
 std::string claim_table(const ClaimData& claim, size_t width) {
-  std::string out = "\n" + fit_line("== " + one_line(claim.name) + ": " + verdict_name(claim.verdict) + " (" +
-                                        counts_text(claim.counts) + ")", width) + "\n";
+  // The header wraps (the findings' counts can take it past the width), never cut.
+  std::string out = "\n" + wrap_paragraph("== " + one_line(claim.name) + ": " + verdict_name(claim.verdict) + " (" +
+                                               counts_text(claim.counts) + ")",
+                                           width, "   ");
   std::vector<Row> rows;
   for (const CaseData& cs : claim.cases)
     for (const Check& ck : cs.checks) rows.push_back(make_row(cs, ck));
@@ -236,7 +243,9 @@ std::vector<std::string> options_in(const std::string& reason) {
   return out;
 }
 
-bool judged(const ClaimData& c) { return c.counts.n_pass + c.counts.n_fail > 0; }
+bool judged(const ClaimData& c) {
+  return c.counts.n_pass + c.counts.n_fail + c.counts.n_confirmed + c.counts.n_refuted > 0;
+}
 
 }  // namespace
 
@@ -333,6 +342,14 @@ std::string console_closing(const ReportData& data, size_t width) {
                      (n_judged == n ? "" : " of " + std::to_string(n)) + (n == 1 ? " claim" : " claims") +
                      " judged; checks: " + counts_text(data.counts);
   std::string out = wrap_paragraph(line, width, "  ");
+  // Refuted findings are what the audit found, not a failure: named, so nobody reads them as one.
+  std::string refuted;
+  for (const ClaimData& c : data.claims)
+    if (c.counts.n_refuted > 0)
+      refuted += (refuted.empty() ? "" : ", ") + c.name + " (" + std::to_string(c.counts.n_refuted) + ")";
+  if (!refuted.empty())
+    out += wrap_paragraph("  refuted (a finding on the paper or the release, not a failure): " + refuted, width,
+                          "    ");
   if (n_judged == n) return out;
 
   // The claims that judged nothing, grouped by why.

@@ -16,20 +16,22 @@ namespace fh {
 inline constexpr size_t kConsoleWidth = 120;
 
 // The verdict table of every claim in `data`, in report order, each after a blank line and a
-// header "== <claim>: <verdict> (<n> pass, <n> fail, <n> not-run, <n> error)". Rows are
+// header "== <claim>: <verdict> (<n> pass, <n> fail, <n> not-run, <n> error)", followed by
+// "; findings: <n> confirmed, <n> refuted, <n> inconclusive" when the claim has findings. Rows are
 // "  case  check  verdict  measured  pass if  bound  evidence"; a row's first line always holds
 // its verdict, in the column under the header's "verdict", and its continuation lines leave that
 // column blank. Evidence that does not fit beside a row goes on the lines under it, indented.
 std::string console_tables(const ReportData& data, size_t width = kConsoleWidth);
 
-// The closing lines: "overall: <verdict>: <j> of <n> claims judged (<checks>)" and, when a claim
-// judged nothing, a second line grouping those claims by why ("need a GPU", "need measurements
+// The closing lines: "overall: <verdict>: <j> of <n> claims judged (<checks>)"; when a finding
+// was refuted, a line naming the claims with refutations (not a failure); when a claim judged
+// nothing, a line grouping those claims by why ("need a GPU", "need measurements
 // (--external*, --model-step)", "threw an error", ...). Each ends in '\n'.
 std::string console_closing(const ReportData& data, size_t width = kConsoleWidth);
 
-// Why a claim that judged nothing (no check passed or failed) judged nothing, in a few words, from
-// its checks' reasons: "need a GPU", "need measurements", "threw an error", "not run for other
-// reasons". Empty when the claim judged something.
+// Why a claim that judged nothing (no check passed or failed, no finding confirmed or refuted)
+// judged nothing, in a few words, from its checks' reasons: "need a GPU", "need measurements",
+// "threw an error", "not run for other reasons". Empty when the claim judged something.
 std::string not_judged_why(const ClaimData& claim);
 
 // `text` (whitespace runs as one space) broken into lines of at most `width` columns: at a space

@@ -29,15 +29,17 @@ const char* kDiffHelp = R"(forge-verify diff: compare two forge-verify reports
 Usage: forge-verify diff BASE.h5 NEW.h5 [options]
 
 Prints one line per change (REGRESSION or info), then a summary.
-Regressions: a check's verdict went from pass to fail, error or not-run (or to fail/error
-from not-run); a bitwise count (differing) moved off zero; a passing check's margin to its
+Regressions: a contract's verdict went from pass to fail, error or not-run (or to fail/error
+from not-run); a finding changed (confirmed to refuted or back, or to inconclusive or error);
+a bitwise count (differing) moved off zero; a passing check's margin to its
 bound (relative to the bound; the side it passes on is the check's pass_if, or inferred from a
 schema-1 base) shrank by more than the margin fraction; a claim, case or check disappeared; a
 claim or case that passed became not-run; a benchmark's median slowed: a two-sided Mann-Whitney
 U test (normal approximation, tie and continuity corrected) over the repetitions at alpha AND
 new/base median >= the minimum ratio (with fewer than 3 repetitions on either side, the ratio
 alone). Information only: /meta (provenance), new claims, cases, checks and benchmarks,
-improvements, other evidence, case attributes, datasets (bit for bit).
+improvements, a first judgement of an inconclusive finding, a finding's margin, a check's kind
+(contract or finding) changed, other evidence, case attributes, datasets (bit for bit).
 
 Options:
   --json OUT             also write the changes as JSON to OUT (only when both reports were read);

@@ -141,10 +141,17 @@ message, and the other claims still run; the report is written as usual. SIGINT 
 stops the run: it says which claims were running, leaves no report or temporary file, and
 exits 128 + the signal's number.
 
+Verdicts: a harness contract (a bitwise identity, a bound the harness proves, a self-check, a
+planted defect) is pass, fail or not-run; a finding (a statement of the paper or of the external
+release, named in the claim's registry row) is confirmed, refuted or inconclusive. A refutation is
+what the audit found, not a broken harness: it is listed (table, closing lines, JSON, a JUnit
+property, the page) and does not fail the run. Either kind is `error` when its claim threw.
+
 Exit status (the first that applies):
-  0  every check that ran passed; not-run checks are allowed unless --require-gpu says
-     otherwise (a not-run is never counted as a pass: the table and summaries say not-run)
-  1  a check failed
+  0  every contract that ran passed; not-run checks are allowed unless --require-gpu says
+     otherwise (a not-run is never counted as a pass: the table and summaries say not-run);
+     findings, refuted ones included, never change the status
+  1  a contract failed
   2  bad usage or input: nothing is run and no report is written
   3  internal error: a claim threw (its verdict is `error`, the report is written), or the
      run itself failed after it started (the report could not be written); the verdict
@@ -541,13 +548,23 @@ void maybe_plant_throw(const std::string& id) {
   if (planted && id == planted) throw std::runtime_error("planted defect: FH_PLANT_THROWING_CLAIM=" + id);
 }
 
+// A planted defect for the exit-status test (off unless set): FH_PLANT_BROKEN_CONTRACT=<claim
+// id> adds to that claim, after it ran, one bitwise contract with one differing element.
+void maybe_plant_broken_contract(const std::string& id, Report& part) {
+  const char* planted = std::getenv("FH_PLANT_BROKEN_CONTRACT");
+  if (!planted || id != planted) return;
+  const std::string why = "planted defect: FH_PLANT_BROKEN_CONTRACT=" + id;
+  part.add_case(id, "planted broken contract")
+      .add_check(judge("planted_bitwise", "differing", 1, 0, PassIf::at_most, why).bitwise(1, 1, "planted"));
+}
+
 // One claim on a worker thread: its start line, its run into a Report of its own (declared like
 // the run's), then its finish line with its verdict, time and the notes it made, in one write.
 // Isolation: a claim that throws is that claim's error verdict; the others still run.
 std::unique_ptr<Report> run_claim(const ClaimInfo& c, int index, int count, const VerifyConfig& cfg, const Meta& meta,
                                   Heartbeat& heartbeat, int worker) {
   auto part = std::make_unique<Report>(meta);
-  for (const ClaimInfo& d : claim_registry()) part->declare_claim(d.id, d.datasets);
+  for (const ClaimInfo& d : claim_registry()) part->declare_claim(d.id, d.datasets, d.findings);
   std::mutex notes_mutex;
   std::string notes;
   Progress progress{cfg.quiet, index, count};
@@ -569,6 +586,7 @@ std::unique_ptr<Report> run_claim(const ClaimInfo& c, int index, int count, cons
     try {
       maybe_plant_throw(c.id);
       c.run(cfg, *part, progress);
+      maybe_plant_broken_contract(c.id, *part);
     } catch (const std::exception& e) {
       error = e.what();
     } catch (...) {
@@ -670,7 +688,7 @@ int run(int argc, char** argv) {
     }
   }
   Report report(meta);
-  for (const ClaimInfo& c : claim_registry()) report.declare_claim(c.id, c.datasets);
+  for (const ClaimInfo& c : claim_registry()) report.declare_claim(c.id, c.datasets, c.findings);
 
   // The claims, side by side on --jobs workers (the rule and the thread-safety audit:
   // claim_scheduler.h). Each claim fills a Report of its own; they are absorbed here in registry
@@ -698,7 +716,7 @@ int run(int argc, char** argv) {
     if (const ClaimData* cd = data.find_claim(c->id); c->needs_gpu && cd && cd->verdict == Verdict::not_run)
       gpu_not_run.push_back(c->id);
   int code = 0;
-  if (data.counts.n_fail > 0) code = kExitFail;
+  if (data.counts.n_fail > 0) code = kExitFail;  // contracts only: a refuted finding never fails the run
   else if (data.counts.n_error > 0) code = kExitInternal;
   else if (opts.require_gpu && !gpu_not_run.empty()) code = kExitNotRunRequired;
   if (opts.require_gpu && !gpu_not_run.empty()) {

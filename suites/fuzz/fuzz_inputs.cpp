@@ -301,6 +301,7 @@ const std::vector<std::string>& name_words() {
       "adamw_bf16_bf16_4x8_t3", "adamw_fp32_fp32_4x8_t3", "int8_4x16_t3", "package", "g_source",
       // reports
       "schema_version", "verdict", "n_pass", "n_fail", "n_not_run", "n_error", "n_cases", "reason", "metric_name",
+      "n_confirmed", "n_refuted", "n_inconclusive", "contract", "finding", "confirmed", "refuted", "inconclusive",
       "metric", "bound", "pass_if", "differing", "max_ulp", "first_diff", "description", "name", "median", "unit",
       "checks", "data", "benchmarks", "alpha", "beta", "gamma", "c1", "c2", "only", "one", "exact", "bounded", "power",
       "gpu", "grouped", "threw", "curve", "hist", "grid", "rule", "shape", "git_revision", "host", "gpu_name",
@@ -1078,7 +1079,7 @@ int hdf5_seeds(const std::string& target, const std::string& dir) {
     const Objects o = base_objects(bs.reports[0]);
     save(dir, "recipe_base0", Recipe(0).b, n);
     save(dir, "recipe_base1", Recipe(1).b, n);
-    save(dir, "recipe_schema_3", attr_i64(0, o, "/", "schema_version", 3).b, n);
+    save(dir, "recipe_schema_4", attr_i64(0, o, "/", "schema_version", 4).b, n);
     save(dir, "recipe_n_pass_neg", attr_i64(0, o, "/alpha", "n_pass", -1).b, n);
     save(dir, "recipe_verdict", attr_text(0, o, "/alpha/c1/checks/exact", "verdict", "passed").b, n);
     save(dir, "recipe_bound_nan", attr_f64(0, o, "/alpha/c1/checks/exact", "bound", std::nan("")).b, n);
