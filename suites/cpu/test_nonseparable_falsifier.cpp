@@ -3,9 +3,17 @@
 // two-phase version, which sees the whole tensor. If it did not, the suites could not see a wrong
 // fusion. Controls: the same rule with one tile covering the tensor matches (the difference is
 // the tiling), and a separable rule (AdamW) on the same data matches bitwise.
+// The map past the boundary (LAMB, Adam-mini, Adafactor, SM3-I/II, LARS, Muon): linear-fusion-only
+// and the exact fused schedules match their two-phase references bitwise, naive tile fusion
+// differs for every rule, and each planted defect of the exact schedules is caught: a cross-tile
+// sum in another order than described, a stale statistic, an Adam-mini block off by one row.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <set>
+#include <string>
 
 #include "kernels/twin/nonseparable.h"
 #include "suites/claims/nonseparable_falsifier.h"
@@ -49,6 +57,156 @@ TEST(nonseparable_falsifier, RefusesBadInput) {
   EXPECT_THROW(fh::lamb_update_region(p, h, 1, g, 2, 0, 3, 0, 2), std::invalid_argument);
   h.beta1 = 1.0;
   EXPECT_THROW(fh::lamb_update_region(p, h, 1, g, 2, 0, 2, 0, 2), std::invalid_argument);
+}
+
+std::string rule_of(const fh::NsMapCase& c) {
+  for (fh::NsRule r : fh::kNsRules)
+    if (c.result.case_name.find(std::string("| ") + fh::ns_rule_name(r) + " |") != std::string::npos ||
+        c.result.case_name.rfind(std::string(fh::ns_rule_name(r)) + " |", 0) == 0)
+      return fh::ns_rule_name(r);
+  return {};
+}
+bool is(const fh::NsMapCase& c, const char* kind) { return c.result.case_name.find(kind) != std::string::npos; }
+constexpr const char* kFused = "exact fused schedule";
+constexpr const char* kLinear = "linear-fusion-only";
+constexpr const char* kNaive = "naive tile fusion";
+constexpr const char* kMpfr = "within gamma bound of MPFR";
+constexpr const char* kGpu = "on the GPU kernel";
+
+std::vector<fh::NsMapCase> run_map(const fh::NonseparableMapConfig& cfg) {
+  const auto cases = fh::run_nonseparable_map_cases(cfg);
+  std::vector<fh::ClaimCaseResult> rs;
+  for (const auto& c : cases) rs.push_back(c.result);
+  std::printf("%s", fh::format_claim_table(rs).c_str());
+  return cases;
+}
+
+TEST(nonseparable_map, ExactSchedulesMatchNaiveFusionDiffers) {
+  fh::NonseparableMapConfig cfg;
+  cfg.seed = fh::case_seed(cfg.seed);
+  std::printf("seed %llu (set FH_SEED to change)\n", (unsigned long long)cfg.seed);
+  const auto cases = run_map(cfg);
+  const size_t n_rules = std::size(fh::kNsRules), n_shapes = cfg.shapes.size();
+  ASSERT_EQ(cases.size(), n_shapes * (3 * n_rules + 1) + n_rules);
+  std::set<std::string> naive_rules;
+  for (const auto& c : cases) {
+    const auto& r = c.result;
+    if (is(c, kGpu)) {
+      EXPECT_TRUE(r.not_run && !r.pass) << r.case_name << ": the GPU column must be not-run until the runner measures it";
+      continue;
+    }
+    EXPECT_FALSE(r.not_run) << r.case_name;
+    EXPECT_TRUE(r.pass) << r.case_name << ": " << r.first_diff << " " << r.note;
+    if (is(c, kLinear) || is(c, kFused)) {  // the GPU cases were passed over above
+      EXPECT_EQ(r.differing, 0) << r.case_name << ": " << r.first_diff;
+    }
+    if (is(c, kNaive)) {
+      EXPECT_GT(r.differing, 0) << r.case_name;
+      naive_rules.insert(rule_of(c));
+      const auto rel = std::find_if(c.attrs.begin(), c.attrs.end(), [](const auto& a) { return a.first == "naive_max_rel_err"; });
+      ASSERT_NE(rel, c.attrs.end()) << r.case_name << ": the error size is not recorded";
+      EXPECT_GT(std::stod(rel->second), 0.0) << r.case_name;
+    }
+  }
+  EXPECT_EQ(naive_rules.size(), n_rules) << "every non-separable rule must break under naive tiling";
+}
+
+// A planted defect of the exact fused schedule: each rule it applies to must fail on some shape
+// (and every case other than its exact fused ones must still pass); the rules it does not apply
+// to must still pass.
+void expect_caught(const std::function<void(fh::NsPlants&)>& plant, const std::function<bool(fh::NsRule)>& applies,
+                   const char* what) {
+  fh::NonseparableMapConfig cfg;
+  cfg.seed = fh::case_seed(cfg.seed);
+  plant(cfg.plants);
+  ASSERT_TRUE(cfg.plants.any());
+  const auto cases = run_map(cfg);
+  for (fh::NsRule rule : fh::kNsRules) {
+    int failed = 0;
+    for (const auto& c : cases) {
+      if (rule_of(c) != fh::ns_rule_name(rule) || !is(c, kFused) || is(c, kGpu)) continue;
+      if (!c.result.pass) ++failed;
+    }
+    if (applies(rule))
+      EXPECT_GT(failed, 0) << what << ": not caught for " << fh::ns_rule_name(rule);
+    else
+      EXPECT_EQ(failed, 0) << what << ": " << fh::ns_rule_name(rule) << " does not depend on it, yet failed";
+  }
+  for (const auto& c : cases)
+    if (!is(c, kFused) && !is(c, kGpu)) {
+      EXPECT_TRUE(c.result.pass) << what << " leaked into " << c.result.case_name;
+    }
+}
+
+TEST(nonseparable_map, PlantedCrossTileSumInAnotherOrderIsCaught) {
+  // SM3-I's maxima are order-free: the reversed order must leave it exact.
+  expect_caught([](fh::NsPlants& p) { p.reversed_tile_sum = true; }, fh::ns_rule_sums, "reversed tile sum");
+}
+
+TEST(nonseparable_map, PlantedStaleStatisticIsCaught) {
+  expect_caught([](fh::NsPlants& p) { p.stale_statistic = true; }, fh::ns_rule_has_current_statistic,
+                "stale statistic");
+}
+
+TEST(nonseparable_map, PlantedAdamMiniBlockOffByOneRowIsCaught) {
+  expect_caught([](fh::NsPlants& p) { p.block_shifted_one_row = true; },
+                [](fh::NsRule r) { return r == fh::NsRule::adam_mini; }, "Adam-mini block off by one row");
+}
+
+TEST(nonseparable_map, NewtonSchulzOrthogonalises) {
+  // Jordan's quintic drives the singular values into roughly [0.7, 1.2]: X X^T stays near I.
+  const int64_t rows = 8, cols = 24;
+  std::vector<float> B(size_t(rows * cols));
+  for (size_t i = 0; i < B.size(); ++i) B[i] = float((i * 37 % 11)) - 5.0f + 0.25f * float(i % 3);
+  const std::vector<float> O = fh::newton_schulz5(B.data(), cols, rows, cols, 5);
+  for (int64_t i = 0; i < rows; ++i) {
+    double d = 0;
+    for (int64_t k = 0; k < cols; ++k) d += double(O[size_t(i * cols + k)]) * O[size_t(i * cols + k)];
+    EXPECT_GT(d, 0.4) << "row " << i;
+    EXPECT_LT(d, 1.5) << "row " << i;
+  }
+  // The tall case is the transpose of the wide one.
+  std::vector<float> Bt(B.size());
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t k = 0; k < cols; ++k) Bt[size_t(k * rows + i)] = B[size_t(i * cols + k)];
+  const std::vector<float> Ot = fh::newton_schulz5(Bt.data(), rows, cols, rows, 5);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t k = 0; k < cols; ++k) EXPECT_EQ(Ot[size_t(k * rows + i)], O[size_t(i * cols + k)]);
+}
+
+TEST(nonseparable_map, MapFiguresAtTheLlamaMlpShape) {
+  // One extra wgrad GEMM at 14336 x 4096: 2 T P FLOPs.
+  const auto& lars = fh::ns_map_row(fh::NsRule::lars);
+  EXPECT_DOUBLE_EQ(fh::ns_extra_gemm_flops(lars, 14336, 4096, 512), 2.0 * 512 * 14336 * 4096);
+  EXPECT_DOUBLE_EQ(fh::ns_extra_gemm_flops(fh::ns_map_row(fh::NsRule::adafactor), 14336, 4096, 8192),
+                   2.0 * 2.0 * 8192 * 14336 * 4096);
+  EXPECT_DOUBLE_EQ(fh::ns_extra_gemm_flops(fh::ns_map_row(fh::NsRule::sm3_ii), 14336, 4096, 8192), 0.0);
+  EXPECT_DOUBLE_EQ(fh::ns_newton_schulz_flops(14336, 4096, 5), 5.0 * (4.0 * 4096.0 * 4096 * 14336 + 2.0 * 4096.0 * 4096 * 4096));
+  for (fh::NsRule r : fh::kNsRules) EXPECT_NO_THROW(fh::ns_map_row(r)) << fh::ns_rule_name(r);
+}
+
+TEST(nonseparable_map, RefusesBadInput) {
+  fh::NsHyper h;
+  EXPECT_THROW(fh::NsParam::make(fh::NsRule::lamb, 2, 2, std::vector<float>(3), h), std::invalid_argument);
+  EXPECT_THROW(fh::NsParam::make(fh::NsRule::adam_mini, 20, 4, std::vector<float>(80), h), std::invalid_argument);
+  h.decay_rate = 0.5;
+  EXPECT_THROW(h.validate(), std::invalid_argument);
+  fh::NsHyper ok;
+  fh::NsParam p = fh::NsParam::make(fh::NsRule::lars, 4, 4, std::vector<float>(16, 1.0f), ok);
+  const std::vector<float> G(16, 1.0f);
+  const fh::NsGrid grid = fh::NsGrid::whole(4, 4, 2, 2);
+  EXPECT_THROW(fh::ns_step(p, ok, 0, grid, fh::ns_materialized_source(G, 4, 4, grid)), std::invalid_argument);
+  const fh::NsGrid too_big{0, 5, 0, 4, 2, 2};
+  EXPECT_THROW(fh::ns_step(p, ok, 1, too_big, fh::ns_materialized_source(G, 4, 4, grid)), std::invalid_argument);
+  // A source whose tiles are not the grid's is refused, not silently mis-indexed.
+  const fh::NsGrid other = fh::NsGrid::whole(4, 4, 3, 3);
+  EXPECT_THROW(fh::ns_step(p, ok, 1, grid, fh::ns_materialized_source(G, 4, 4, other)), std::invalid_argument);
+  fh::NonseparableMapConfig one_step;
+  one_step.steps = 1;
+  EXPECT_THROW(fh::run_nonseparable_map_cases(one_step), std::invalid_argument);
+  fh::NonseparableMapConfig one_tile;
+  one_tile.shapes = {{64, 64, 16, 64, 64}};
+  EXPECT_THROW(fh::run_nonseparable_map_cases(one_tile), std::invalid_argument);
 }
 
 }  // namespace
