@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "kernels/common/bf16.h"
 #include "kernels/twin/nonseparable.h"
 #include "reference/lamb_two_phase.h"
 #include "oracles/bitwise.h"
@@ -112,8 +113,8 @@ std::vector<NsMapCase> run_nonseparable_map_cases(const NonseparableMapConfig& c
     if (shape.tile_rows >= shape.out && shape.tile_cols >= shape.in)
       throw std::invalid_argument("run_nonseparable_map_cases: each shape must have more than one tile");
     const LayerInputs inp = make_shape_inputs(mix_seed(cfg.seed, 41, si), shape, cfg.steps);
-    const TwinSchedule sched = schedule_for(shape, TileVisitOrder::row_major, 0, {});
-    const TwinSchedule shuffled = schedule_for(shape, TileVisitOrder::random, mix_seed(cfg.seed, 42, si), {});
+    const TwinSchedule sched = schedule_for(shape, TileVisitOrder::row_major, 0, cfg.twin_defects);
+    const TwinSchedule shuffled = schedule_for(shape, TileVisitOrder::random, mix_seed(cfg.seed, 42, si), cfg.twin_defects);
     const NsGrid grid = NsGrid::whole(shape.out, shape.in, shape.tile_rows, shape.tile_cols);
     const TileShape tile{shape.tile_rows, shape.tile_cols};
     const int64_t T = shape.T;
@@ -122,6 +123,8 @@ std::vector<NsMapCase> run_nonseparable_map_cases(const NonseparableMapConfig& c
     for (const auto& s : inp.steps) {
       g_two_phase.push_back(order_matched_wgrad(s.X.data(), s.dY.data(), T, shape.in, shape.out, sched.order));
       g_twin.push_back(twin_wgrad(s.X.data(), s.dY.data(), T, shape.in, shape.out, sched));
+      if (cfg.twin_defects.dx_after_update)
+        throw std::invalid_argument("run_nonseparable_map_cases: the map computes no dX (dx_after_update does not apply)");
     }
     for (NsRule rule : cfg.rules) {
       const std::string name = shape.label() + " | " + ns_rule_name(rule);
@@ -180,14 +183,16 @@ std::vector<NsMapCase> run_nonseparable_map_cases(const NonseparableMapConfig& c
       c.case_name = shape.label() + " | fixed-order fp32 norm and row-sum statistics within gamma bound of MPFR";
       const int64_t depth_all = shape.tile_rows * shape.tile_cols + grid.n_tile_rows() * grid.n_tile_cols() + 2;
       const int64_t depth_row = shape.tile_cols + grid.n_tile_cols() + 2;
-      const float w_sq = ns_tiled_sum_of_squares(inp.w0.data(), shape.in, grid);
+      auto judged = [&](float x) { return cfg.plant_statistic_in_bf16 ? bf16_to_float(float_to_bf16_rne(x)) : x; };
+      const float w_sq = judged(ns_tiled_sum_of_squares(inp.w0.data(), shape.in, grid));
       const ExactSumOfSquares ew = mpfr_sum_of_squares(inp.w0.data(), shape.in, shape.out, shape.in, 0.0f, w_sq);
       double worst = ew.abs_err / (gamma_fp32(depth_all) * ew.exact);
       const float eps1 = round_scalar(cfg.hyper.eps1);
       const std::vector<float>& G = g_two_phase[0];
       const std::vector<float> rs = ns_tiled_row_sums_of_squares(G.data(), shape.in, grid, eps1);
       for (int64_t r = 0; r < shape.out; ++r) {
-        const ExactSumOfSquares e = mpfr_sum_of_squares(&G[size_t(r * shape.in)], shape.in, 1, shape.in, eps1, rs[size_t(r)]);
+        const ExactSumOfSquares e =
+            mpfr_sum_of_squares(&G[size_t(r * shape.in)], shape.in, 1, shape.in, eps1, judged(rs[size_t(r)]));
         if (e.exact > 0) worst = std::max(worst, e.abs_err / (gamma_fp32(depth_row) * e.exact));
       }
       c.metric_name = "max |fp32 - exact| / (gamma bound)";

@@ -41,6 +41,11 @@ struct NonseparableMapConfig {
   std::vector<NsRule> rules{std::begin(kNsRules), std::end(kNsRules)};
   NsHyper hyper;
   NsPlants plants;  // planted on the exact fused schedule only (tests)
+  // Planted in the twin's G loop (linear-fusion-only, exact fused and naive all read it; tests).
+  TwinPlantedDefects twin_defects;
+  // Planted in the MPFR case (tests): the fp32 statistics rounded to bf16 before they are
+  // judged, a statistic kept at lower precision than its bound assumes.
+  bool plant_statistic_in_bf16 = false;
 };
 // A case of the map, with its report attributes (the naive fusion's error size, the schedule).
 struct NsMapCase {

@@ -16,6 +16,8 @@
 #include <string>
 
 #include "kernels/twin/nonseparable.h"
+#include "oracles/bitwise.h"
+#include "reference/nonseparable_two_phase.h"
 #include "suites/claims/nonseparable_falsifier.h"
 #include "reference/case_gen.h"
 
@@ -151,6 +153,68 @@ TEST(nonseparable_map, PlantedStaleStatisticIsCaught) {
 TEST(nonseparable_map, PlantedAdamMiniBlockOffByOneRowIsCaught) {
   expect_caught([](fh::NsPlants& p) { p.block_shifted_one_row = true; },
                 [](fh::NsRule r) { return r == fh::NsRule::adam_mini; }, "Adam-mini block off by one row");
+}
+
+TEST(nonseparable_map, PlantedTwinAlignmentIsCaughtByEveryMaterializedAndFusedPath) {
+  // A wrong alignment width in the twin's instruction model changes G: linear-fusion-only and the
+  // exact fused schedule must then differ from the two-phase reference for every rule.
+  fh::NonseparableMapConfig cfg;
+  cfg.seed = fh::case_seed(cfg.seed);
+  cfg.shapes.resize(1);
+  cfg.twin_defects.align_bits = 20;
+  const auto cases = run_map(cfg);
+  std::set<std::string> caught_linear, caught_fused;
+  for (const auto& c : cases) {
+    if (is(c, kGpu) || c.result.pass) continue;
+    if (is(c, kLinear)) caught_linear.insert(rule_of(c));
+    if (is(c, kFused)) caught_fused.insert(rule_of(c));
+  }
+  EXPECT_EQ(caught_linear.size(), std::size(fh::kNsRules));
+  EXPECT_EQ(caught_fused.size(), std::size(fh::kNsRules));
+}
+
+TEST(nonseparable_map, PlantedLowPrecisionStatisticFailsTheMpfrBound) {
+  fh::NonseparableMapConfig cfg;
+  cfg.seed = fh::case_seed(cfg.seed);
+  cfg.shapes.resize(1);
+  cfg.rules = {fh::NsRule::lamb};
+  cfg.plant_statistic_in_bf16 = true;
+  const auto cases = run_map(cfg);
+  int mpfr_cases = 0;
+  for (const auto& c : cases)
+    if (is(c, kMpfr)) {
+      ++mpfr_cases;
+      EXPECT_FALSE(c.result.pass) << "a bf16 statistic passed the fp32 bound: " << c.result.metric;
+    }
+  EXPECT_EQ(mpfr_cases, 1);
+}
+
+TEST(nonseparable_map, NaiveFusionWithOneTileMatchesTheOneTileReference) {
+  // The falsifier's difference comes from the tiling: with one tile covering the tensor, naive
+  // fusion is the exact step over a one-tile grid, bit for bit, for every rule.
+  const fh::TwinShapeCase shape{48, 80, 24, 48, 80};
+  const fh::LayerInputs inp = fh::make_shape_inputs(fh::case_seed(7), shape, 2);
+  const fh::TwinSchedule sched = fh::schedule_for(shape, fh::TileVisitOrder::row_major, 0, {});
+  const fh::NsGrid one = fh::NsGrid::whole(shape.out, shape.in, shape.out, shape.in);
+  const fh::NsHyper h;
+  for (fh::NsRule rule : fh::kNsRules) {
+    fh::NsParam naive = fh::NsParam::make(rule, shape.out, shape.in, inp.w0, h), ref = naive;
+    for (int k = 0; k < 2; ++k) {
+      const auto& s = inp.steps[size_t(k)];
+      fh::ns_naive_fused_step(naive, h, s.X.data(), s.dY.data(), shape.T, k + 1, sched);
+      fh::ns_two_phase_step(ref, h, s.X.data(), s.dY.data(), shape.T, k + 1, sched.order, one);
+    }
+    auto same_bits = [&](const std::vector<float>& a, const std::vector<float>& b, const char* what) {
+      ASSERT_EQ(a.size(), b.size());
+      if (a.empty()) return;
+      EXPECT_EQ(fh::compare_bitwise(a, b, 1, int64_t(a.size())).n_differ, 0) << fh::ns_rule_name(rule) << " " << what;
+    };
+    same_bits(naive.w, ref.w, "W");
+    same_bits(naive.m, ref.m, "m");
+    same_bits(naive.v, ref.v, "v");
+    same_bits(naive.row_stat, ref.row_stat, "row statistic");
+    same_bits(naive.col_stat, ref.col_stat, "column statistic");
+  }
 }
 
 TEST(nonseparable_map, NewtonSchulzOrthogonalises) {
