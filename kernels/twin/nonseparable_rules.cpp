@@ -51,14 +51,15 @@ std::vector<float> max_partials(const std::vector<float>& parts, int64_t n, int6
     for (int64_t i = 0; i < width; ++i) s[size_t(i)] = fmax_ordered(s[size_t(i)], parts[size_t(k * width + i)]);
   return s;
 }
+// x points at the grid region's corner (row g.r0, column g.c0).
 float sum_of_squares_in_grid(const float* x, int64_t ld, const NsGrid& g, bool reversed) {
   const int64_t ntr = g.n_tile_rows(), ntc = g.n_tile_cols();
   std::vector<float> parts(size_t(ntr * ntc));
   for (int64_t a = 0; a < ntr; ++a)
     for (int64_t b = 0; b < ntc; ++b) {
-      const int64_t r0 = g.r0 + a * g.tile_rows, c0 = g.c0 + b * g.tile_cols;
-      parts[size_t(a * ntc + b)] = tile_sum_of_squares(x + r0 * ld + c0, ld, std::min(g.tile_rows, g.r1 - r0),
-                                                       std::min(g.tile_cols, g.c1 - c0));
+      const int64_t r0 = a * g.tile_rows, c0 = b * g.tile_cols;  // from the region's corner
+      parts[size_t(a * ntc + b)] = tile_sum_of_squares(x + r0 * ld + c0, ld, std::min(g.tile_rows, g.r1 - g.r0 - r0),
+                                                       std::min(g.tile_cols, g.c1 - g.c0 - c0));
     }
   return add_partials(parts, ntr * ntc, 1, reversed)[0];
 }
@@ -490,9 +491,9 @@ std::vector<float> ns_tiled_row_sums_of_squares(const float* x, int64_t ld, cons
   std::vector<float> parts(size_t(ntc * nr));
   for (int64_t a = 0; a < g.n_tile_rows(); ++a)
     for (int64_t b = 0; b < ntc; ++b) {
-      const int64_t r0 = g.r0 + a * g.tile_rows, c0 = g.c0 + b * g.tile_cols;
-      tile_row_sums(x + r0 * ld + c0, ld, std::min(g.tile_rows, g.r1 - r0), std::min(g.tile_cols, g.c1 - c0), add,
-                    &parts[size_t(b * nr + (r0 - g.r0))]);
+      const int64_t r0 = a * g.tile_rows, c0 = b * g.tile_cols;  // from the region's corner
+      tile_row_sums(x + r0 * ld + c0, ld, std::min(g.tile_rows, nr - r0), std::min(g.tile_cols, g.c1 - g.c0 - c0), add,
+                    &parts[size_t(b * nr + r0)]);
     }
   return add_partials(parts, ntc, nr, false);
 }

@@ -109,7 +109,8 @@ void ns_naive_fused_step(NsParam& p, const NsHyper& h, const uint16_t* X, const 
 // reduction order of each cross-tile statistic, in words.
 std::string ns_order_description(NsRule r);
 
-// The fp32 sum of x[i]^2 over a [rows, cols] array (leading dimension ld) in the grid's order:
+// x points at the grid region's corner (row grid.r0, column grid.c0), leading dimension ld.
+// The fp32 sum of x^2 over the region in the grid's order:
 // per-tile partials in row-major element order, added in ascending row-major tile id. The norm
 // statistics of LAMB, LARS and Adafactor are this sum.
 float ns_tiled_sum_of_squares(const float* x, int64_t ld, const NsGrid& grid);
