@@ -18,6 +18,7 @@
 #include "kernels/twin/nonseparable.h"
 #include "oracles/bitwise.h"
 #include "reference/nonseparable_two_phase.h"
+#include "reports/report.h"
 #include "suites/claims/nonseparable_falsifier.h"
 #include "reference/case_gen.h"
 
@@ -285,6 +286,20 @@ TEST(nonseparable_map, MapFiguresAtTheLlamaMlpShape) {
   EXPECT_DOUBLE_EQ(fh::ns_extra_gemm_flops(fh::ns_map_row(fh::NsRule::sm3_ii), 14336, 4096, 8192), 0.0);
   EXPECT_DOUBLE_EQ(fh::ns_newton_schulz_flops(14336, 4096, 5), 5.0 * (4.0 * 4096.0 * 4096 * 14336 + 2.0 * 4096.0 * 4096 * 4096));
   for (fh::NsRule r : fh::kNsRules) EXPECT_NO_THROW(fh::ns_map_row(r)) << fh::ns_rule_name(r);
+}
+
+TEST(nonseparable_map, ClaimEntryRecordsTheMapInTheReport) {
+  fh::Report report(fh::Meta::unknown());
+  report.declare_claim("nonseparable_falsifier", {});
+  fh::VerifyConfig cfg;
+  fh::claim_nonseparable_falsifier(cfg, report, fh::Progress{true});
+  const fh::CaseRecord* lars = report.find_case(
+      "nonseparable_falsifier",
+      "lars | map: the exact fused schedule on the GPU kernel, memory and time vs two-phase at 14336x4096, T = 512 and 8192");
+  ASSERT_NE(lars, nullptr);
+  bool flops = false;
+  for (const auto& [k, v] : lars->attrs()) flops |= k == "extra_gemm_flops_14336x4096_T512" && v == fh::num(2.0 * 512 * 14336 * 4096);
+  EXPECT_TRUE(flops) << "the map's extra FLOPs are not in the report";
 }
 
 TEST(nonseparable_map, RefusesBadInput) {
