@@ -47,11 +47,15 @@ struct NonseparableMapConfig {
   // judged, a statistic kept at lower precision than its bound assumes.
   bool plant_statistic_in_bf16 = false;
 };
-// A case of the map, with its report attributes (the naive fusion's error size, the schedule).
+// A case of the map, with its report attributes (the schedule, the map's figures) and, for a naive
+// fusion case, its error size: dataset "naive_error" = {largest elementwise relative error,
+// normwise relative error, fraction of elements whose bits differ} of W after the last step.
 struct NsMapCase {
   ClaimCaseResult result;
   std::vector<std::pair<std::string, std::string>> attrs;
+  std::vector<double> naive_error;  // empty: not a naive fusion case
 };
+inline constexpr const char* kNaiveErrorDataset = "naive_error";  // declared in the registry row
 std::vector<NsMapCase> run_nonseparable_map_cases(const NonseparableMapConfig& cfg);
 
 // One row of the map: the statistic that couples the coordinates, the exact fused schedule (or

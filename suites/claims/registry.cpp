@@ -115,7 +115,7 @@ std::vector<ClaimInfo> make_registry() {
        "non-separable optimizers (LAMB, Adam-mini, Adafactor, SM3-I and II, LARS, Muon) must break under naive tiling; linear-fusion-only and the exact fused schedules match two-phase bitwise; GPU memory and time not run",
        {"kernels/twin/nonseparable", "kernels/twin/nonseparable_rules", "reference/two_phase_host",
         "reference/nonseparable_two_phase (MPFR sums)"},
-       {"oracles/bitwise", "oracles/param_compare"}, {}, kOptSeed, false, claim_nonseparable_falsifier},
+       {"oracles/bitwise", "oracles/param_compare"}, {"naive_error"}, kOptSeed, false, claim_nonseparable_falsifier},
       {"suite_power_planted_defects", "The harness's power (no paper statement)",
        "each planted defect makes its claim fail",
        {"kernels/twin/fused_twin (planted defects)"}, {"the claims prop1_twin, schedule_invariance, corollary1_cpu"}, {},
