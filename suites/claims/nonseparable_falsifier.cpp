@@ -113,6 +113,8 @@ double ns_newton_schulz_flops(int64_t out, int64_t in, int steps) {
 std::vector<NsMapCase> run_nonseparable_map_cases(const NonseparableMapConfig& cfg) {
   if (cfg.steps < 2) throw std::invalid_argument("run_nonseparable_map_cases: steps must be >= 2 (a stale statistic needs one)");
   cfg.hyper.validate();
+  if (cfg.twin_defects.dx_after_update)
+    throw std::invalid_argument("run_nonseparable_map_cases: the map computes no dX (dx_after_update does not apply)");
   std::vector<NsMapCase> out;
   auto add = [&](ClaimCaseResult c, std::vector<std::pair<std::string, std::string>> attrs = {},
                  std::vector<double> naive_error = {}) {
@@ -134,8 +136,6 @@ std::vector<NsMapCase> run_nonseparable_map_cases(const NonseparableMapConfig& c
     for (const auto& s : inp.steps) {
       g_two_phase.push_back(order_matched_wgrad(s.X.data(), s.dY.data(), T, shape.in, shape.out, sched.order));
       g_twin.push_back(twin_wgrad(s.X.data(), s.dY.data(), T, shape.in, shape.out, sched));
-      if (cfg.twin_defects.dx_after_update)
-        throw std::invalid_argument("run_nonseparable_map_cases: the map computes no dX (dx_after_update does not apply)");
     }
     for (NsRule rule : cfg.rules) {
       const std::string name = shape.label() + " | " + ns_rule_name(rule);
