@@ -12,6 +12,19 @@ void LambHyper::validate() const {
   require_hyper(finite_nonneg(weight_decay), "lamb", "weight_decay must be finite and >= 0");
 }
 
+LambScalars LambScalars::of(const LambHyper& h, int64_t step) {
+  LambScalars s;
+  s.b1 = round_scalar(h.beta1);
+  s.omb1 = round_scalar(1.0 - h.beta1);
+  s.b2 = round_scalar(h.beta2);
+  s.omb2 = round_scalar(1.0 - h.beta2);
+  s.inv_bc1 = round_scalar(1.0 / (1.0 - std::pow(h.beta1, double(step))));
+  s.inv_bc2 = round_scalar(1.0 / (1.0 - std::pow(h.beta2, double(step))));
+  s.eps = round_scalar(h.eps);
+  s.wd = round_scalar(h.weight_decay);
+  return s;
+}
+
 LambParam LambParam::make(int64_t rows, int64_t cols, const std::vector<float>& w0) {
   if (rows <= 0 || cols <= 0) throw std::invalid_argument("LambParam: shape must be positive");
   if (int64_t(w0.size()) != rows * cols) throw std::invalid_argument("LambParam: w0 has the wrong size");
@@ -30,11 +43,7 @@ void lamb_update_region(LambParam& p, const LambHyper& h, int64_t step, const fl
   if (step < 1) throw std::invalid_argument("lamb_update_region: step counts from 1");
   if (r0 < 0 || r1 > p.rows || c0 < 0 || c1 > p.cols || r0 > r1 || c0 > c1)
     throw std::invalid_argument("lamb_update_region: region outside the tensor");
-  const float b1 = round_scalar(h.beta1), omb1 = round_scalar(1.0 - h.beta1);
-  const float b2 = round_scalar(h.beta2), omb2 = round_scalar(1.0 - h.beta2);
-  const float inv_bc1 = round_scalar(1.0 / (1.0 - std::pow(h.beta1, double(step))));
-  const float inv_bc2 = round_scalar(1.0 / (1.0 - std::pow(h.beta2, double(step))));
-  const float eps = round_scalar(h.eps), wd = round_scalar(h.weight_decay);
+  const LambScalars s = LambScalars::of(h, step);
 
   // Pass 1: moments and the update direction u (a region-sized scratch: one tile in the twin).
   const int64_t cols = c1 - c0;
@@ -43,12 +52,8 @@ void lamb_update_region(LambParam& p, const LambHyper& h, int64_t step, const fl
   for (int64_t r = r0; r < r1; ++r)
     for (int64_t c = c0; c < c1; ++c) {
       const size_t i = size_t(r * p.cols + c);
-      const float gi = g[(r - r0) * ldg + (c - c0)];
-      const float m = fadd(fmul(b1, p.m[i]), fmul(omb1, gi));
-      const float v = fadd(fmul(b2, p.v[i]), fmul(omb2, fmul(gi, gi)));
-      p.m[i] = m;
-      p.v[i] = v;
-      const float ui = fadd(fdiv(fmul(m, inv_bc1), fadd(fsqrt(fmul(v, inv_bc2)), eps)), fmul(wd, p.w[i]));
+      lamb_moments(s, g[(r - r0) * ldg + (c - c0)], p.m[i], p.v[i]);
+      const float ui = lamb_direction(s, p.m[i], p.v[i], p.w[i]);
       u[size_t((r - r0) * cols + (c - c0))] = ui;
       w_sq = dadd(w_sq, dmul(double(p.w[i]), double(p.w[i])));
       u_sq = dadd(u_sq, dmul(double(ui), double(ui)));

@@ -1,18 +1,239 @@
 #include "suites/claims/nonseparable_falsifier.h"
 
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <stdexcept>
 
+#include "kernels/common/bf16.h"
 #include "kernels/twin/nonseparable.h"
 #include "reference/lamb_two_phase.h"
 #include "oracles/bitwise.h"
 #include "oracles/param_compare.h"
+#include "reference/nonseparable_two_phase.h"
 #include "reference/order_matched_host.h"
 
 namespace fh {
 
 namespace {
 using Evidence = ParamEvidence;
+
+// Every array of two parameters of the same rule and shape, bit for bit.
+void compare_ns(Evidence& ev, const NsParam& a, const NsParam& b, int64_t step, TileShape tile,
+                const std::string& where) {
+  auto one = [&](const std::vector<float>& x, const std::vector<float>& y, int64_t rows, int64_t cols,
+                 const char* name) {
+    if (x.empty() && y.empty()) return;
+    ev.add(compare_bitwise(x, y, rows, cols, BitwiseContext{std::string(ns_rule_name(a.rule)) + " " + name, tile, step}),
+           where);
+  };
+  one(a.w, b.w, a.rows, a.cols, "W");
+  one(a.m, b.m, a.rows, a.cols, "m");
+  one(a.v, b.v, a.rows, a.cols, "v");
+  one(a.row_stat, b.row_stat, 1, int64_t(a.row_stat.size()), "row statistic");
+  one(a.col_stat, b.col_stat, 1, int64_t(a.col_stat.size()), "column statistic");
+}
+
+// The naive fusion's error size on W against the reference b: the largest elementwise
+// |a - b| / |b| (|b| floored at the smallest normal; large where b is near 0), the normwise
+// ||a - b|| / ||b||, and the fraction of elements whose bits differ.
+struct ErrorSize {
+  double max_rel = 0, norm_rel = 0, frac = 0;
+};
+ErrorSize error_size(const std::vector<float>& a, const std::vector<float>& b) {
+  ErrorSize e;
+  int64_t n = 0;
+  double d2 = 0, b2 = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = double(a[i]) - double(b[i]);
+    d2 += d * d;
+    b2 += double(b[i]) * double(b[i]);
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) == 0) continue;
+    ++n;
+    const double den = std::max(std::fabs(double(b[i])), double(std::numeric_limits<float>::min()));
+    e.max_rel = std::max(e.max_rel, std::fabs(d) / den);
+  }
+  e.norm_rel = b2 > 0 ? std::sqrt(d2 / b2) : std::sqrt(d2);
+  e.frac = a.empty() ? 0.0 : double(n) / double(a.size());
+  return e;
+}
+
+// gamma_k = k u / (1 - k u), u = 2^-24: the relative bound of an fp32 chain of k roundings on
+// nonnegative terms (Higham, Accuracy and Stability, Lemma 3.1 and section 4.2).
+double gamma_fp32(int64_t k) {
+  const double ku = double(k) * std::ldexp(1.0, -24);
+  return ku / (1.0 - ku);
+}
+
+const char* kGpuPlan =
+    "not run: needs the GPU runner (plan: the fused kernel runs each pass of this schedule with the statistic "
+    "buffers of the twin, checked bitwise against the twin; memory from the tagged pool must show no buffer of "
+    "size P for G; time against the two-phase path at 14336x4096, T = 512 and 8192)";
 }  // namespace
+
+const std::vector<NsMapRow>& ns_map_rows() {
+  static const std::vector<NsMapRow> rows{
+      {NsRule::lamb, "||w|| and ||u|| over the layer (u from the current m, v)",
+       "pass 1 over G: m, v, u, norm partials; pass 2 element-wise over stored m, v, w", 1, 12,
+       "u recomputed in pass 2 (about 7 element ops per parameter)"},
+      {NsRule::adam_mini, "mean of g^2 per block (a head of Q/K; one output row of V, O, MLP) across all input columns",
+       "pass 1 over G: m, row sums of g^2; pass 2 element-wise over stored m, w", 1, 4,
+       "one division per parameter moved to pass 2"},
+      {NsRule::adafactor, "row and column sums of g^2 of the current step, ||w||, then RMS of U over the layer",
+       "pass 1 over G: row and column sums; pass 2 over G recomputed: ||U||^2; pass 3 over G recomputed: update", 3, 4,
+       "U computed twice"},
+      {NsRule::sm3_i, "row and column maxima of g^2 of the current step (order-free)",
+       "pass 1 over G: maxima; pass 2 over G recomputed: update", 2, 0, "none"},
+      {NsRule::sm3_ii, "the previous step's cover maxima; this step's maxima by an order-free max",
+       "one pass over G in any tile order (cover maxima double-buffered: (out + in) floats)", 1, 0, "none"},
+      {NsRule::lars, "||g|| (before g enters the momentum) and ||w|| over the layer",
+       "pass 1 over G: ||g||^2; pass 2 over G recomputed: momentum and update", 2, 4, "none"},
+      {NsRule::muon, "none in G: B = mu B + G is element-wise; Newton-Schulz couples B, which is state",
+       "one pass over G (momentum); Newton-Schulz as a dense step on B; element-wise update", 1, 0,
+       "Newton-Schulz, the same dense work as in the two-phase step, with a working set of P + 2 min(out,in)^2 floats"},
+  };
+  return rows;
+}
+
+const NsMapRow& ns_map_row(NsRule r) {
+  for (const auto& row : ns_map_rows())
+    if (row.rule == r) return row;
+  throw std::invalid_argument("ns_map_row: no row for this rule");
+}
+
+double ns_extra_gemm_flops(const NsMapRow& row, int64_t out, int64_t in, int64_t T) {
+  return double(row.passes_over_g - 1) * 2.0 * double(T) * double(out) * double(in);
+}
+
+double ns_newton_schulz_flops(int64_t out, int64_t in, int steps) {
+  const double n = double(std::min(out, in)), k = double(std::max(out, in));
+  return double(steps) * (4.0 * n * n * k + 2.0 * n * n * n);
+}
+
+std::vector<NsMapCase> run_nonseparable_map_cases(const NonseparableMapConfig& cfg) {
+  if (cfg.steps < 2) throw std::invalid_argument("run_nonseparable_map_cases: steps must be >= 2 (a stale statistic needs one)");
+  cfg.hyper.validate();
+  if (cfg.twin_defects.dx_after_update)
+    throw std::invalid_argument("run_nonseparable_map_cases: the map computes no dX (dx_after_update does not apply)");
+  std::vector<NsMapCase> out;
+  auto add = [&](ClaimCaseResult c, std::vector<std::pair<std::string, std::string>> attrs = {},
+                 std::vector<double> naive_error = {}) {
+    c.claim = "nonseparable";
+    out.push_back({std::move(c), std::move(attrs), std::move(naive_error)});
+  };
+  for (size_t si = 0; si < cfg.shapes.size(); ++si) {
+    const TwinShapeCase& shape = cfg.shapes[si];
+    if (shape.tile_rows >= shape.out && shape.tile_cols >= shape.in)
+      throw std::invalid_argument("run_nonseparable_map_cases: each shape must have more than one tile");
+    const LayerInputs inp = make_shape_inputs(mix_seed(cfg.seed, 41, si), shape, cfg.steps);
+    const TwinSchedule sched = schedule_for(shape, TileVisitOrder::row_major, 0, cfg.twin_defects);
+    const TwinSchedule shuffled = schedule_for(shape, TileVisitOrder::random, mix_seed(cfg.seed, 42, si), cfg.twin_defects);
+    const NsGrid grid = NsGrid::whole(shape.out, shape.in, shape.tile_rows, shape.tile_cols);
+    const TileShape tile{shape.tile_rows, shape.tile_cols};
+    const int64_t T = shape.T;
+    // G of every step, once: the order-matched (two-phase) and the twin's, materialized.
+    std::vector<std::vector<float>> g_two_phase, g_twin;
+    for (const auto& s : inp.steps) {
+      g_two_phase.push_back(order_matched_wgrad(s.X.data(), s.dY.data(), T, shape.in, shape.out, sched.order));
+      g_twin.push_back(twin_wgrad(s.X.data(), s.dY.data(), T, shape.in, shape.out, sched));
+    }
+    for (NsRule rule : cfg.rules) {
+      const std::string name = shape.label() + " | " + ns_rule_name(rule);
+      NsParam ref = NsParam::make(rule, shape.out, shape.in, inp.w0, cfg.hyper);
+      NsParam linear = ref, fused = ref, naive = ref;
+      Evidence ev_linear, ev_fused, ev_naive;
+      int passes = 0;
+      for (int k = 0; k < cfg.steps; ++k) {
+        const auto& s = inp.steps[size_t(k)];
+        ns_step(ref, cfg.hyper, k + 1, grid, ns_materialized_source(g_two_phase[size_t(k)], shape.out, shape.in, grid));
+        ns_step(linear, cfg.hyper, k + 1, grid, ns_materialized_source(g_twin[size_t(k)], shape.out, shape.in, grid));
+        passes = ns_step(fused, cfg.hyper, k + 1, grid,
+                         ns_twin_source(s.X.data(), s.dY.data(), T, shape.out, shape.in, shuffled), cfg.plants);
+        ns_naive_fused_step(naive, cfg.hyper, s.X.data(), s.dY.data(), T, k + 1, sched);
+        compare_ns(ev_linear, linear, ref, k + 1, tile, "linear-fusion-only vs two-phase");
+        compare_ns(ev_fused, fused, ref, k + 1, tile, "exact fused vs two-phase");
+        compare_ns(ev_naive, naive, ref, k + 1, tile, "naive fused vs two-phase");
+      }
+      const NsMapRow& row = ns_map_row(rule);
+      {
+        ClaimCaseResult c;
+        c.case_name = name + " | linear-fusion-only (the twin's G materialized, standard step) == two-phase";
+        judge_bitwise(c, ev_linear);
+        add(std::move(c));
+      }
+      {
+        ClaimCaseResult c;
+        c.case_name = name + " | exact fused schedule (G recomputed per pass, random tile order) == two-phase, same order";
+        judge_bitwise(c, ev_fused);
+        if (passes != row.passes_over_g) {
+          c.pass = false;
+          c.note = "the twin made " + std::to_string(passes) + " passes over G, the map says " +
+                   std::to_string(row.passes_over_g);
+        }
+        add(std::move(c), {{"passes_over_g", std::to_string(passes)}, {"order", ns_order_description(rule)}});
+      }
+      {
+        ClaimCaseResult c;
+        c.case_name = name + " | naive tile fusion (tile-local statistics) MUST differ";
+        fill_bitwise(c, ev_naive);
+        judge_case(c, double(ev_naive.differing), 0, PassIf::above);  // a falsifier: it must see a difference
+        const ErrorSize e = error_size(naive.w, ref.w);
+        c.note = (c.pass ? "differs, as it must" : "NO difference: the suite cannot see this non-separable fusion") +
+                 std::string("; W after step ") + std::to_string(cfg.steps) + ": max rel err " + num(e.max_rel) +
+                 ", normwise rel err " + num(e.norm_rel) + ", fraction differing " + num(e.frac);
+        add(std::move(c), {{"tile", std::to_string(shape.tile_rows) + "x" + std::to_string(shape.tile_cols)}},
+            {e.max_rel, e.norm_rel, e.frac});
+      }
+    }
+    {
+      // The fixed-order fp32 statistics against MPFR: ||w0||^2 (LAMB, LARS, Adafactor) and
+      // Adafactor's row sums of G^2 + eps1 (step 1). A chain of L terms per tile then n partials
+      // has at most L + n roundings of sums plus 2 per term (square, + eps1): gamma_(L + n + 2).
+      ClaimCaseResult c;
+      c.case_name = shape.label() + " | fixed-order fp32 norm and row-sum statistics within gamma bound of MPFR";
+      const int64_t depth_all = shape.tile_rows * shape.tile_cols + grid.n_tile_rows() * grid.n_tile_cols() + 2;
+      const int64_t depth_row = shape.tile_cols + grid.n_tile_cols() + 2;
+      auto judged = [&](float x) { return cfg.plant_statistic_in_bf16 ? bf16_to_float(float_to_bf16_rne(x)) : x; };
+      const float w_sq = judged(ns_tiled_sum_of_squares(inp.w0.data(), shape.in, grid));
+      const ExactSumOfSquares ew = mpfr_sum_of_squares(inp.w0.data(), shape.in, shape.out, shape.in, 0.0f, w_sq);
+      double worst = ew.abs_err / (gamma_fp32(depth_all) * ew.exact);
+      const float eps1 = round_scalar(cfg.hyper.eps1);
+      const std::vector<float>& G = g_two_phase[0];
+      const std::vector<float> rs = ns_tiled_row_sums_of_squares(G.data(), shape.in, grid, eps1);
+      for (int64_t r = 0; r < shape.out; ++r) {
+        const ExactSumOfSquares e =
+            mpfr_sum_of_squares(&G[size_t(r * shape.in)], shape.in, 1, shape.in, eps1, judged(rs[size_t(r)]));
+        if (e.exact > 0) worst = std::max(worst, e.abs_err / (gamma_fp32(depth_row) * e.exact));
+      }
+      c.metric_name = "max |fp32 - exact| / (gamma bound)";
+      judge_case(c, worst, 1.0, PassIf::at_most);
+      c.note = "bound gamma_k * exact, k = tile elements + partials + 2";
+      add(std::move(c));
+    }
+  }
+  for (NsRule rule : cfg.rules) {
+    const NsMapRow& row = ns_map_row(rule);
+    ClaimCaseResult c;
+    c.case_name = std::string(ns_rule_name(rule)) +
+                  " | map: the exact fused schedule on the GPU kernel, memory and time vs two-phase at 14336x4096, T = 512 and 8192";
+    c.not_run = true;
+    c.note = kGpuPlan;
+    std::vector<std::pair<std::string, std::string>> attrs{
+        {"statistic", row.statistic},
+        {"schedule", row.schedule},
+        {"passes_over_g", std::to_string(row.passes_over_g)},
+        {"extra_gemm_flops", "(passes - 1) * 2 T out in"},
+        {"extra_gemm_flops_14336x4096_T512", num(ns_extra_gemm_flops(row, 14336, 4096, 512))},
+        {"extra_gemm_flops_14336x4096_T8192", num(ns_extra_gemm_flops(row, 14336, 4096, 8192))},
+        {"extra_bytes", std::to_string(row.extra_bytes_per_param) + " P (fp32)"},
+        {"extra_other", row.extra_other},
+        {"order", ns_order_description(rule)}};
+    if (rule == NsRule::muon)
+      attrs.push_back({"newton_schulz_flops_14336x4096", num(ns_newton_schulz_flops(14336, 4096, cfg.hyper.ns_steps))});
+    add(std::move(c), std::move(attrs));
+  }
+  return out;
+}
 
 std::vector<ClaimCaseResult> run_nonseparable_cases(const NonseparableConfig& cfg) {
   const TwinShapeCase& shape = cfg.shape;
@@ -84,7 +305,19 @@ std::vector<ClaimCaseResult> run_nonseparable_cases(const NonseparableConfig& cf
 void claim_nonseparable_falsifier(const VerifyConfig& cfg, Report& report, const Progress&) {
   NonseparableConfig nc;
   nc.seed = cfg.seed;
-  record_claim_cases(report, run_nonseparable_cases(nc), "nonseparable_falsifier");
+  std::vector<ClaimCaseResult> results = run_nonseparable_cases(nc);
+  NonseparableMapConfig mc;
+  mc.seed = cfg.seed;
+  const std::vector<NsMapCase> map = run_nonseparable_map_cases(mc);
+  const size_t first_map = results.size();
+  for (const auto& m : map) results.push_back(m.result);
+  const std::vector<CaseRecord*> recs = record_claim_cases(report, results, "nonseparable_falsifier");
+  for (size_t i = 0; i < map.size(); ++i) {
+    for (const auto& [key, value] : map[i].attrs) recs[first_map + i]->set_attr(key, value);
+    if (!map[i].naive_error.empty())
+      recs[first_map + i]->add_f64(kNaiveErrorDataset, map[i].naive_error,
+                                   "W after the last step: max elementwise rel err, normwise rel err, fraction differing");
+  }
 }
 
 }  // namespace fh

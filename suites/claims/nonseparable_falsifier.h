@@ -1,12 +1,26 @@
-// nonseparable_falsifier: a non-separable update (LAMB's trust ratio, one scalar from a norm over
-// the region) run through the fused twin sees one tile at a time, so it MUST differ from its
-// two-phase version; controls: one tile covering the tensor matches, and separable AdamW on the
-// same data matches bitwise. Producers: kernels/twin/nonseparable, kernels/twin/fused_twin,
-// reference/order_matched_host. Oracles: oracles/bitwise, oracles/param_compare.
+// nonseparable_falsifier: Proposition 1's boundary and the map past it.
+// The falsifier: a non-separable update (LAMB's trust ratio, one scalar from a norm over the
+// region) run through the fused twin sees one tile at a time, so it MUST differ from its two-phase
+// version; controls: one tile covering the tensor matches, and separable AdamW on the same data
+// matches bitwise.
+// The map (docs/NONSEPARABLE.md): for LAMB, Adam-mini, Adafactor, SM3-I, SM3-II, LARS and Muon,
+//   - linear-fusion-only (the twin's G materialized, then the standard step) == two-phase, bitwise;
+//   - the exact fused schedule (G recomputed tile by tile per pass, tiles in a random order,
+//     cross-tile statistics in the fixed order) == two-phase with the same order, bitwise;
+//   - naive tile fusion (tile-local statistics) MUST differ, with its error's size as metrics;
+//   - the fixed-order fp32 norm and row-sum statistics within a stated bound of MPFR;
+//   - the GPU kernel's memory and time per schedule: not run (needs the GPU runner).
+// Producers: kernels/twin/nonseparable, kernels/twin/nonseparable_rules, kernels/twin/fused_twin,
+// reference/order_matched_host, reference/nonseparable_two_phase. Oracles: oracles/bitwise,
+// oracles/param_compare.
 #pragma once
 #include <cstdint>
+#include <iterator>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "kernels/twin/nonseparable_rules.h"
 #include "suites/claims/twin_cases.h"
 
 namespace fh {
@@ -17,6 +31,51 @@ struct NonseparableConfig {
   TwinShapeCase shape{128, 128, 48, 64, 64};
 };
 std::vector<ClaimCaseResult> run_nonseparable_cases(const NonseparableConfig& cfg);
+
+struct NonseparableMapConfig {
+  uint64_t seed = 0x1A3BFA15ULL;
+  int steps = 3;
+  // Small shapes keep the CPU claim fast; rows a multiple of Adam-mini's 16-row blocks; the last
+  // one has ragged tiles.
+  std::vector<TwinShapeCase> shapes{{64, 128, 32, 16, 32}, {64, 128, 32, 32, 64}, {48, 80, 24, 16, 32}};
+  std::vector<NsRule> rules{std::begin(kNsRules), std::end(kNsRules)};
+  NsHyper hyper;
+  NsPlants plants;  // planted on the exact fused schedule only (tests)
+  // Planted in the twin's G loop (linear-fusion-only, exact fused and naive all read it; tests).
+  TwinPlantedDefects twin_defects;
+  // Planted in the MPFR case (tests): the fp32 statistics rounded to bf16 before they are
+  // judged, a statistic kept at lower precision than its bound assumes.
+  bool plant_statistic_in_bf16 = false;
+};
+// A case of the map, with its report attributes (the schedule, the map's figures) and, for a naive
+// fusion case, its error size: dataset "naive_error" = {largest elementwise relative error,
+// normwise relative error, fraction of elements whose bits differ} of W after the last step.
+struct NsMapCase {
+  ClaimCaseResult result;
+  std::vector<std::pair<std::string, std::string>> attrs;
+  std::vector<double> naive_error;  // empty: not a naive fusion case
+};
+inline constexpr const char* kNaiveErrorDataset = "naive_error";  // declared in the registry row
+std::vector<NsMapCase> run_nonseparable_map_cases(const NonseparableMapConfig& cfg);
+
+// One row of the map: the statistic that couples the coordinates, the exact fused schedule (or
+// why none keeps G unmaterialized), its passes over G (the twin's ns_step returns the same count;
+// the claim checks it), and the bytes it moves beyond a one-pass fused step, per parameter.
+struct NsMapRow {
+  NsRule rule;
+  const char* statistic;
+  const char* schedule;
+  int passes_over_g;
+  int extra_bytes_per_param;  // fp32 state and weights re-read for statistics or a second pass
+  const char* extra_other;    // element ops and dense work beyond the GEMM passes
+};
+const std::vector<NsMapRow>& ns_map_rows();
+const NsMapRow& ns_map_row(NsRule r);
+// Extra GEMM FLOPs of the exact schedule over a one-pass fused step: (passes - 1) * 2 T out in.
+double ns_extra_gemm_flops(const NsMapRow& row, int64_t out, int64_t in, int64_t T);
+// Muon's Newton-Schulz FLOPs, the same in the two-phase step: steps * (4 n^2 k + 2 n^3),
+// n = min(out, in), k = max(out, in).
+double ns_newton_schulz_flops(int64_t out, int64_t in, int steps);
 
 // forge-verify's entry: honours --seed only (fixed shape and steps).
 void claim_nonseparable_falsifier(const VerifyConfig& cfg, Report& report, const Progress& progress);
