@@ -66,8 +66,8 @@ inline float u2f(uint32_t u) { float x; std::memcpy(&x, &u, 4); return x; }
 #endif
 
 // The division and square root a rule calls through a DivSqrt policy (rule_common.h): IeeeDivSqrt
-// is fdiv / fsqrt; the GPU element paths speculate with SpeculativeDivSqrt (kernels/gpu/NOTES.md,
-// v22).
+// is fdiv / fsqrt; the GPU element paths speculate with SpeculativeDivSqrt
+// (kernels/gpu/speculative_update.cuh).
 struct IeeeDivSqrt {
   FH_HD float div(float a, float b) const { return fdiv(a, b); }
   FH_HD float sqrt(float a) const { return fsqrt(a); }

@@ -1,4 +1,4 @@
-// The order guard (issue 4): a crafted-input probe of cuBLAS's wgrad reduction order (FPRev,
+// The order guard: a crafted-input probe of cuBLAS's wgrad reduction order (FPRev,
 // arXiv 2411.00442), and a host-side predictor of what the probe must show under a
 // ReductionOrder (kernels/common/reduction_order.h). A mismatch means cuBLAS's order no longer
 // equals its description ("order changed"), not a kernel bug.

@@ -12,7 +12,7 @@
 //          (op N, ldb = out). m = in, n = T, k = out.
 // No workspace is set: the handle's default applies. On the runner (cuBLAS 13.1) the wgrad call
 // is the plain sequential k16 chain from t = 0 except for small outputs with long T, where
-// cuBLAS splits K when it has workspace (issue 4).
+// cuBLAS splits K when it has workspace.
 #include <string>
 
 #include "kernels/gpu/gpu_api.h"

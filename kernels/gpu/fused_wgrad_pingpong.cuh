@@ -1,4 +1,5 @@
-// The warp-specialized fused kernel for the 128 x 128 tile ("pingpong"; kernels/gpu/NOTES.md, v23).
+// The warp-specialized fused kernel for the 128 x 128 tile ("pingpong"; kernels/gpu/NOTES.md records the
+// measurements).
 // One persistent block per SM, three warpgroups:
 //   - the producer (warpgroup 0, one thread) loads each 64-token chunk of dY and X with TMA into a
 //     ring of kStages slots (full / empty mbarriers), for the block's tiles in turn;
@@ -11,8 +12,8 @@
 // chunk), so the bits are the same; the GPU fused suite compares both kernels bit for bit.
 // The epilogue is the block-per-tile kernel's (fused_epilogue_quads / fused_epilogue_int8), run by
 // one warpgroup on a 64-row half tile (a 32-row quarter in the deep ring) at a time, parked in the
-// consumer's own G buffer. (Clusters sharing dY and X by TMA multicast were measured and removed:
-// no faster, NOTES v24.)
+// consumer's own G buffer. No clusters: blocks sharing dY and X by TMA multicast halve the L2 -> SM
+// bytes but run no faster (the mainloop is bound by latency, not by L2 bandwidth).
 // Included by fused_wgrad_update.cuh after the epilogue it uses.
 #pragma once
 #include "kernels/gpu/wgrad_tma.h"
@@ -41,7 +42,7 @@ struct PingpongHalfTile {
 // kStages_ slots of 32 KB in the ring and each consumer's G buffer of kParkRows_ rows share the
 // 227 KB an SM gives one block: 4 slots with 64-row buffers (2 x 34 KB), or the deep ring's 5
 // slots with 32-row buffers (2 x 17 KB: a tile parked and updated a quarter at a time), so that
-// one more chunk is in flight while a consumer waits (NOTES, v25: latency, not L2 bandwidth).
+// one more chunk is in flight while a consumer waits (the mainloop is bound by latency, not L2 bandwidth).
 // kInFlight_: the chunks whose wgmma groups a consumer leaves outstanding before it waits (1: chunk
 // c - 1 is waited for once chunk c is issued; 2: chunk c - 2, the deep ring only).
 template <int kStages_ = 4, int kParkRows_ = 64, int kInFlight_ = 1>
@@ -320,7 +321,7 @@ __global__ void __launch_bounds__(Ring::kThreads, 1)
     const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
     const FragCoord first = epilogue_quad<Half>(ctid, 0);
     // A whole half tile's first Half::kEarlyPrefetchPasses epilogue passes, prefetched into L2 ahead
-    // of its loads (the block-per-tile kernel's early prefetch, v17).
+    // of its loads (as the block-per-tile kernel's early prefetch).
     auto prefetch_first_passes = [&](int64_t ho0, int64_t i0) {
       const int64_t idx_first = (ho0 + first.row) * pv.cols + (i0 + first.col);
 #pragma unroll

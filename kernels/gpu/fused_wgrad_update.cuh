@@ -3,7 +3,7 @@
 // global memory) and applies the rule to it with the element-wise pieces every producer uses
 // (fh::update_element's load / update / store, fh::update_int8_block_warp for int8 state), in a
 // coalesced order: consecutive lanes take consecutive four-column quads, moved with vector
-// accesses (kernels/gpu/NOTES.md, v2 and v13). Also the order-matched materializer kernel (same
+// accesses (kernels/gpu/NOTES.md records the measurements). Also the order-matched materializer kernel (same
 // mainloop, stores G).
 // Instantiated per rule family in kernels/gpu/rule_family_*.cu.
 #pragma once
@@ -17,13 +17,13 @@
 
 namespace fh::gpu {
 
-// Epilogue batch (fp32 / bf16 state, v13): two quads (eight elements) per thread, each with its
-// weight and state loads issued together; two batches in flight (v11's software pipeline).
+// Epilogue batch (fp32 / bf16 state): two quads (eight elements) per thread, each with its
+// weight and state loads issued together; two batches in flight (a software pipeline).
 constexpr int kFusedEpilogueQuads = 2;
 // Whole tiles prefetch their epilogue's weight and state lines into L2 kFusedPrefetchPasses passes
-// before loading them (v15), and the first kFusedEarlyPrefetchPasses passes' lines while the
-// mainloop multiplies its kFusedEarlyPrefetchChunks-th chunk from the end (v17: the runner's sweep
-// of 2026-12-02 found 4 / 4 / 2 fastest; longer distances lost).
+// before loading them, and the first kFusedEarlyPrefetchPasses passes' lines while the mainloop
+// multiplies its kFusedEarlyPrefetchChunks-th chunk from the end, so that the epilogue's loads do not
+// wait on DRAM (the runner's sweep found 4 / 4 / 2 fastest; longer distances lost).
 constexpr int kFusedPrefetchPasses = 2 * kFusedEpilogueQuads;
 constexpr int kFusedEarlyPrefetchPasses = 4;
 constexpr int kFusedEarlyPrefetchChunks = 2;
@@ -46,7 +46,7 @@ __device__ __forceinline__ void load4(const uint16_t* p, float (&v)[4]) {
   v[0] = bf16_to_float(uint16_t(x.x)), v[1] = bf16_to_float(uint16_t(x.x >> 16));
   v[2] = bf16_to_float(uint16_t(x.y)), v[3] = bf16_to_float(uint16_t(x.y >> 16));
 }
-// L2 prefetch of the line holding p: no register waits for it (v15).
+// L2 prefetch of the line holding p: no register waits for it.
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
 __device__ __forceinline__ void store4(float* p, const float (&v)[4]) {
@@ -83,7 +83,7 @@ __device__ __forceinline__ void load_quad(const ParamView& pv, int64_t idx, int6
 #pragma unroll
   for (int b = 0; b < 4; ++b) e[b].p = v[b];
 }
-// L2 prefetch of the weight and state lines of a whole-tile epilogue pass (v15), from the pass's
+// L2 prefetch of the weight and state lines of a whole-tile epilogue pass, from the pass's
 // first element index idx in the view.
 template <class Rule, StateFormat SF, WeightStore WS>
 __device__ __forceinline__ void prefetch_quad_lines(const ParamView& pv, int64_t idx) {
@@ -129,11 +129,11 @@ __device__ __forceinline__ void store_quad(const ParamView& pv, int64_t idx, int
   }
 }
 
-// fp32 / bf16 state (v13): pass j of thread tid takes the tile's quad epilogue_quad(tid, j), four
+// fp32 / bf16 state: pass j of thread tid takes the tile's quad epilogue_quad(tid, j), four
 // consecutive columns, moved with vector accesses where the whole quad is in the view and `vec`
 // (fused_params_vec4) holds, element by element otherwise (ragged edges, planted defects). Each
-// element is the same update_element step the host applies. The batches are software pipelined
-// (v11): batch k + 1's loads are issued before batch k is updated and stored. kWholeTile: the
+// element is the same update_element step the host applies. The batches are software pipelined:
+// batch k + 1's loads are issued before batch k is updated and stored. kWholeTile: the
 // tile lies wholly inside the view, every quad moves by vectors and no planted defect shifts
 // places, so each pass's indices are pass 0's plus constant steps (no per-quad bounds or index
 // arithmetic; same elements, same order).
@@ -174,7 +174,7 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
   auto state_index = [&](int64_t r, int64_t idx) {
     return (!kWholeTile && shift_state && r + 1 < pv.rows) ? idx + pv.cols : idx;
   };
-  // Whole tile (v15): pass j's weight and state lines are prefetched into L2 Cfg::kPrefetchPasses
+  // Whole tile: pass j's weight and state lines are prefetched into L2 Cfg::kPrefetchPasses
   // passes before they are loaded, so the loads' DRAM latency is not waited for in registers.
   auto prefetch = [&](int pass) {
     if constexpr (kWholeTile)
@@ -209,7 +209,8 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
       const float4 g4 = *reinterpret_cast<const float4*>(sG + t.row * Cfg::kLdG + t.col);
       const float g[4] = {g4.x, g4.y, g4.z, g4.w};
       if (whole_quad(r, c)) {
-        // v22: the quad's four updates interleave; a quad that leaves the fast range reloads.
+        // The quad's four updates interleave (speculative_update.cuh); a quad that leaves the fast
+        // range reloads.
         update_speculative<Rule, 4>(s, x.e[q], g, planted != int(FusedPlantedDefect::speculation_no_redo),
                                     [&](ElementValues(&e)[4]) { load_quad<Rule, SF, WS>(pv, idx, state_index(r, idx), e); });
         store_quad<Rule, SF, WS>(pv, idx, state_index(r, idx), gidx, x.e[q]);
@@ -293,7 +294,8 @@ __device__ __forceinline__ uint64_t global_timer_ns() {
   return t;
 }
 
-// v17: half of the first wave starts late (FusedSchedule). Block-uniform; touches no data.
+// Half of the first wave starts late (FusedSchedule), so that one block's mainloop overlaps another's
+// epilogue. Block-uniform; touches no data.
 __device__ __forceinline__ bool starts_late(const FusedKernelSchedule& k) {
   return k.stagger_ns != 0 && staggered_block(int64_t(blockIdx.y) * gridDim.x + blockIdx.x, k.stagger_stride, k.stagger_below);
 }
@@ -318,7 +320,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   const bool whole_tile = SF != StateFormat::int8 && vec && !short_edge && !shift_state && o0 + Cfg::TR <= pv.rows &&
                           i0 + Cfg::TC <= pv.cols;
   stagger_start(sched);
-  // v17: a whole tile prefetches its epilogue's first passes while the mainloop multiplies its
+  // A whole tile prefetches its epilogue's first passes while the mainloop multiplies its
   // last chunks (the same lines the epilogue's own prefetch would take, earlier).
   const FragCoord first = epilogue_quad<Cfg>(threadIdx.x, 0);
   auto early_prefetch = [&](int64_t chunk, int64_t nchunks) {
@@ -382,7 +384,7 @@ inline WgradTileArgs make_tile_args(const WgradProblem& p) {
 }
 
 // Raises a kernel's dynamic shared-memory limit, and asks for the largest shared-memory carveout
-// so that two blocks of the 3-stage 128x128 tile (2 x 103 KB, v3) fit on one SM (the mainloop's
+// so that two blocks of the 3-stage 128x128 tile (2 x 103 KB) fit on one SM (the mainloop's
 // cp.async.cg bypasses L1; the carveout is a hint the driver may override). Callers keep a
 // function-local static per kernel instantiation so that this runs once per process (a failed
 // call is retried next launch).

@@ -36,7 +36,7 @@ FusedPlantedDefect fused_planted_defect() { return FusedPlantedDefect(g_fused_pl
 namespace {
 std::mutex g_schedule_mutex;
 // The process starts on block_per_tile: the pingpong kernel is bitwise on the runner but not
-// faster (slower at T = 512 and with INT8 state; kernels/gpu/NOTES.md, v23 / v24), so it stays
+// faster (slower at T = 512 and with INT8 state; kernels/gpu/NOTES.md records the measurements), so it stays
 // opt-in (FusedKernel::automatic or pingpong).
 FusedSchedule g_schedule{-1, 0, FusedKernel::block_per_tile};
 }

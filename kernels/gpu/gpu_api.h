@@ -1,4 +1,4 @@
-// Host-callable API of the GPU kernel set (issue 4): device buffers, a HostParam mirrored on the
+// Host-callable API of the GPU kernel set: device buffers, a HostParam mirrored on the
 // device, the fused wgrad-plus-update kernel, the order-matched materializer, the standalone rule
 // kernel and the cuBLAS references. Every entry point checks its arguments and throws
 // std::invalid_argument on bad input, std::runtime_error (with CUDA's error string) on CUDA errors.
@@ -111,10 +111,11 @@ void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateForm
 // clipped at the right edge of W leaves its last element un-updated; sr_bits8: the bf16_sr store
 // (fp32 / bf16 state) rounds with only the top 8 of its 16 random bits (a bias up to 1/256 ulp);
 // sr_tile_local_bits: the bf16_sr store keys its random bits by the position inside the tile, so
-// every tile draws the same bits (issue 5's planted stochastic-rounding defects);
+// every tile draws the same bits (sr_bits8 and sr_tile_local_bits are the planted stochastic-rounding
+// defects the fidelity suites must catch);
 // late_blocks_skip_update: the blocks the stagger delays (FusedSchedule) skip their epilogue, a
 // result that depends on the launch schedule; speculation_no_redo: a whole quad whose fast division
-// or square root left its range keeps the fast result (v22, speculative_update.cuh).
+// or square root left its range keeps the fast result (speculative_update.cuh).
 enum class FusedPlantedDefect : int {
   none = 0, state_row_offset = 1, edge_mask_short = 2, sr_bits8 = 3, sr_tile_local_bits = 4, late_blocks_skip_update = 5,
   speculation_no_redo = 6
@@ -122,8 +123,8 @@ enum class FusedPlantedDefect : int {
 void set_fused_planted_defect(FusedPlantedDefect d);
 FusedPlantedDefect fused_planted_defect();
 
-// How the fused kernel schedules its blocks (v17; kernels/gpu/NOTES.md). Timing only: no setting
-// changes a bit of the results (the GPU fused suite checks that).
+// How the fused kernel schedules its blocks (kernels/gpu/NOTES.md records the measurements). Timing
+// only: no setting changes a bit of the results (the GPU fused suite checks that).
 //   stagger_us: the blocks of the first resident wave that staggered_block (wgrad_tile_layout.h)
 //     picks start that many microseconds late, so that about half the blocks multiply while the
 //     other half stream the epilogue's weights and state; without it every block of a wave
@@ -133,7 +134,7 @@ FusedPlantedDefect fused_planted_defect();
 //   kernel (128 x 128 tile): automatic = pingpong where its operands allow TMA (16-byte aligned
 //     rows), block_per_tile otherwise; the other two force one (pingpong refuses what it cannot
 //     run). The stagger applies to block_per_tile only. forge-bench reads FH_FUSED_KERNEL. The
-//     process starts on block_per_tile (gpu_api.cu) until the pingpong kernel has run on the GPU.
+//     process starts on block_per_tile (gpu_api.cu): the pingpong kernel is no faster.
 enum class FusedKernel : int { automatic = 0, block_per_tile = 1, pingpong = 2 };
 const char* fused_kernel_name(FusedKernel k);
 struct FusedSchedule {
@@ -160,7 +161,7 @@ const char* fused_kernel_for(const WgradProblem& p, TileShape tile);
 //     (a tuning candidate); the same bits.
 //   deep_ring: five ring slots instead of four, each consumer's tile parked and updated a 32-row
 //     quarter at a time (two 17 KB G buffers instead of 34 KB) so that one more 32 KB chunk is in
-//     flight (NOTES v25); the same bits.
+//     flight (the mainloop is latency bound); the same bits.
 //   deep_ring_wait2: deep_ring, and a consumer leaves two chunks' wgmma groups outstanding
 //     instead of one before it waits (the slot of chunk c - 2 is released); the same bits.
 enum class FusedVariant : int { g_roundtrip = 0, epilogue_prefetch8 = 1, deep_ring = 2, deep_ring_wait2 = 3 };

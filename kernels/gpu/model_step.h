@@ -1,8 +1,8 @@
-// A model-shaped training step in CUDA (issue 18): token embedding, a stack of decoder blocks
+// A model-shaped training step in CUDA: token embedding, a stack of decoder blocks
 // (RMSNorm; q, k, v projections; causal softmax attention without rotary embedding, grouped KV
 // heads; o projection; RMSNorm; SiLU-gated MLP), a final RMSNorm, the LM head (tied to the
 // embedding or not) and the mean cross-entropy loss over T tokens (batch 1). Forward and backward on
-// cuBLAS (bf16 operands, fp32 accumulation) and small kernels of our own (kernels/gpu/model_kernels.cu);
+// cuBLAS (bf16 operands, fp32 accumulation) and small kernels of our own (kernels/gpu/model_kernels.cuh);
 // each linear weight's update either fused into its backward (linear_backward: dX from the weight
 // before the step, then the fused wgrad-plus-update kernel; Remark 1) or on the standard path (G
 // materialized and held to the end of backward, then the standalone rule kernel). The embedding,

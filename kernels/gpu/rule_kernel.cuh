@@ -36,7 +36,7 @@ __global__ void __launch_bounds__(kRuleThreads)
         gv[b] = g[r * ldg + c];
       }
     }
-    // v22: where all four columns are in the row, their updates interleave (speculative_update.cuh).
+    // Where all four columns are in the row, their updates interleave (speculative_update.cuh).
     const bool whole = c_first + int64_t(kRuleElementsPerThread - 1) * kRuleThreads < pv.cols;
     if (whole)
       update_speculative<Rule, kRuleElementsPerThread>(s, e, gv, true, [&](ElementValues(&x)[kRuleElementsPerThread]) {

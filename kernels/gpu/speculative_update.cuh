@@ -1,4 +1,4 @@
-// The GPU's element updates for fp32 / bf16 state (fused epilogue, rule kernel), v22: a group of N
+// The GPU's element updates for fp32 / bf16 state (fused epilogue, rule kernel): a group of N
 // elements is updated with the fast division and square root (SpeculativeDivSqrt, ieee_shim.h),
 // which carry no per-operation branch, so the N elements' operations interleave. If any division
 // or square root of any of them left its fast range, reload() restores the N elements' inputs

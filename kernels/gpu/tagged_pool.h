@@ -1,5 +1,5 @@
 // Every device allocation of a measured step from one cudaMallocAsync memory pool, tagged by what it
-// holds (issue 18). The pool's own high-water mark (cudaMemPoolAttrUsedMemHigh) is the measured
+// holds. The pool's own high-water mark (cudaMemPoolAttrUsedMemHigh) is the measured
 // peak; the tags are the host's bookkeeping of the same allocations, so a peak can be split into
 // weights, state, gradients, activations and workspace. Opportunistic and internal-dependency reuse
 // are off so that the same step gives the same peak run to run. What the pool cannot see -- the CUDA

@@ -152,7 +152,7 @@ __device__ __forceinline__ void stage_operand(uint16_t* dst, GroupAt group_at, c
   }
 }
 
-// The fast path of stage_operand for the wgmma tile (v14): a chunk wholly inside the operand
+// The fast path of stage_operand for the wgmma tile: a chunk wholly inside the operand
 // (every row present, every group 8 valid elements, rows 16-byte aligned), staged with 16-byte
 // cp.async at constant steps (Sw128StagingSteps). The same groups and destinations as
 // stage_operand with the swizzled group_at.
@@ -228,7 +228,7 @@ struct WarpgroupWgmmaOps {
 };
 
 // A mainloop caller's hook, called with each chunk's index and the chunk count before the chunk
-// is multiplied (the fused kernel's early epilogue prefetch, v17); the default does nothing.
+// is multiplied (the fused kernel's early epilogue prefetch); the default does nothing.
 struct NoChunkHook {
   __device__ __forceinline__ void operator()(int64_t, int64_t) const {}
 };
@@ -310,9 +310,10 @@ struct BlockMainloopOps {
 // aligned for the wgmma tile, whose swizzle atoms must be). On return
 // acc holds the tile's G values for this thread (acc_tile_coord gives their positions) and every
 // thread has passed a final __syncthreads, so the caller may reuse smem.
-// v3: a kStages-deep cp.async ring with one barrier per chunk (mainloop_schedule), and each
-// chunk's instructions from mma_chunk_schedule (fragments software pipelined across k-steps) or,
-// for the wgmma tile (v6+), wgmma_chunk_schedule.
+// A kStages-deep cp.async ring with one barrier per chunk (mainloop_schedule), so that a chunk's
+// copies have kStages - 1 chunks of compute to land, and each chunk's instructions from
+// mma_chunk_schedule (fragments software pipelined across k-steps) or, for the wgmma tile,
+// wgmma_chunk_schedule.
 template <class Cfg, class Hook = NoChunkHook>
 __device__ __forceinline__ void wgrad_mainloop(const WgradTileArgs& a, int64_t o0, int64_t i0,
                                                uint16_t* smem, float (&acc)[Cfg::kMT][Cfg::kNT][4],

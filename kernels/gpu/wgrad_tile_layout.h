@@ -66,7 +66,7 @@ FH_HD FragCoord ldsm_b_row_address(int lane, int k0, int n0) {
 }
 
 // Shapes and shared-memory layout of one tile configuration.
-// kWgmma (v6, the 128 x 128 tile): the block's two warpgroups each issue wgmma.mma_async
+// kWgmma (the 128 x 128 tile): the block's two warpgroups each issue wgmma.mma_async
 // m64n128k16 with both operands from shared memory (128-byte swizzled, MN-major); warp w owns
 // tile rows 16 w .. 16 w + 15 and all 128 columns (its warpgroup's m64 instruction gives it those
 // rows). Per output element it is the same chain as mma.sync: one k16 instruction per 16 tokens
@@ -90,8 +90,9 @@ struct WgradTileCfg {
   // TK * TR and TK * TC elements.
   static constexpr int kLdA = kWgmma ? TR : TR + 8, kLdB = kWgmma ? TC : TC + 8;
   static constexpr int kStageElems = TK * kLdA + TK * kLdB;
-  // Depth of the cp.async ring (v3: 3, was 2): chunk c + kStages - 1 is in flight while chunk c
-  // is multiplied. 128x128 (wgmma): 3 x 32768 B + 1 KB of alignment = 97 KB per block, two blocks
+  // Depth of the cp.async ring: chunk c + kStages - 1 is in flight while chunk c is multiplied, so a
+  // chunk's copies get two chunks of compute to land (with 2 stages they got one, about the HBM
+  // latency under load). 128x128 (wgmma): 3 x 32768 B + 1 KB of alignment = 97 KB per block, two blocks
   // (plus 1 KB each reserved) in the 228 KB of an SM; 4 stages (129 KB) would leave room for one.
   static constexpr int kStages = 3;
   // Row stride (floats) of the fp32 G tile in the fused epilogue: = 8 (mod 32), so the
@@ -105,9 +106,9 @@ struct WgradTileCfg {
   // 64-column block per warp per pass.
   static constexpr int kEpilogueQuads = 2;  // quads per thread and batch (fused_epilogue_quads)
   // L2 prefetch distance of the epilogue's lines in passes, and the passes prefetched during the
-  // mainloop (v15, v17: the runner's sweep found 4 and 4 fastest for this kernel).
+  // mainloop (the runner's sweep found 4 and 4 fastest for this kernel; kernels/gpu/NOTES.md records it).
   static constexpr int kPrefetchPasses = 2 * kEpilogueQuads, kEarlyPrefetchPasses = 4;
-  static constexpr int kQuadPasses = TR * TC / (4 * kThreads);  // v13: four columns per thread and pass
+  static constexpr int kQuadPasses = TR * TC / (4 * kThreads);  // four columns per thread and pass
   static constexpr int kQuadRowsPerPass = kThreads / (TC / 4);   // pass j's quad is pass 0's, j * this rows down
   static constexpr int kBlockPasses = kSegments / kWarps;
   static_assert(4 * kQuadPasses * kThreads == TR * TC && kBlockPasses * kWarps == kSegments,
@@ -128,14 +129,14 @@ struct WgradTileCfg {
   static_assert(!kWgmma || (TR % 64 == 0 && TC % 64 == 0), "whole swizzle atoms across M and N");
 };
 
-// wgmma's operands in shared memory (v8): the PTX ISA's MN-major canonical layout with the
-// 128-byte swizzle (v6, v7 used the unswizzled layout: correct, but the tensor cores read it
-// slowly). A staged chunk of TK tokens x width elements (width = TR for dY, TC for X) is a grid
-// of 1024-byte swizzle atoms, [k / 8][x / 64]; atom row k % 8 holds elements x = 64 a .. 64 a + 63
-// of token k as eight 16-byte chunks, chunk c stored at position c ^ (k % 8) (the hardware XORs
-// address bits 4-6 with bits 7-9, so every atom must start 1024-byte aligned). Descriptor:
-// LBO = 1024 (between atoms adjacent in M or N), SBO = (width / 64) * 1024 (between 8-token
-// groups), layout type 1 (128-byte swizzle); CUTLASS's canonical MN-major SW128 form.
+// wgmma's operands in shared memory: the PTX ISA's MN-major canonical layout with the 128-byte
+// swizzle (the unswizzled layout is correct too, but the tensor cores read it slowly). A staged
+// chunk of TK tokens x width elements (width = TR for dY, TC for X) is a grid of 1024-byte swizzle
+// atoms, [k / 8][x / 64]; atom row k % 8 holds elements x = 64 a .. 64 a + 63 of token k as eight
+// 16-byte chunks, chunk c stored at position c ^ (k % 8) (the hardware XORs address bits 4-6 with
+// bits 7-9, so every atom must start 1024-byte aligned). Descriptor: LBO = 1024 (between atoms
+// adjacent in M or N), SBO = (width / 64) * 1024 (between 8-token groups), layout type 1 (128-byte
+// swizzle); CUTLASS's canonical MN-major SW128 form.
 template <int kWidth>
 constexpr int wgmma_sbo_bytes() { return (kWidth / 64) * kWgmmaAtomBytes; }
 // Byte offset of element (k, x) in a staged chunk of the given width.
@@ -166,7 +167,7 @@ FH_HD FragCoord staging_group(int idx, int width) {
   return {idx / per_row, 8 * (idx % per_row)};
 }
 
-// Staging of a whole in-range chunk into the wgmma tile's swizzled layout (v14's fast path):
+// Staging of a whole in-range chunk into the wgmma tile's swizzled layout (the fast path):
 // thread tid's k-th group, tid + k * kThreads, is its first group's staged row plus k * kRowsPerStep,
 // same column, and lands kDstStepBytes further in shared memory (kRowsPerStep is a multiple of 8,
 // so the swizzle phase row % 8 is the same for every k). So the thread computes one source
@@ -244,7 +245,7 @@ FH_HD void mainloop_schedule(int64_t nchunks, Ops& ops) {
 // in test_gpu_tile_layout through the same function). Order: k-steps ks = 0 .. ksteps - 1 in
 // turn; in each, acc[mt][nt] += A(mt, ks) * B(nt, ks) for mt, then nt; so every accumulator
 // still gets one m16n8k16 per k-step, in token order (contract 3). The fragment loads are
-// software pipelined (v3): k-step ks + 1's B pairs go into the second of two B buffers before
+// software pipelined: k-step ks + 1's B pairs go into the second of two B buffers before
 // k-step ks's first mma, and A fragment mt of k-step ks + 1 replaces A fragment mt of k-step ks
 // right after that fragment's last mma in k-step ks, so ldmatrix latency hides behind mma issue.
 // kFull (ksteps == kKSteps, every chunk but a ragged last one): no run-time branch inside the
@@ -300,8 +301,8 @@ FH_HD void wgmma_chunk_schedule(Ops& ops, int ksteps) {
 }
 
 // Fused epilogue: segment `seg` of the tile is tile row seg % TR, columns 64 * (seg / TR) ..
-// (the v1 epilogue's one-segment-per-thread map; the v2 epilogue uses the maps below, and the
-// tests check that both cover the tile once).
+// (a one-segment-per-thread map; the epilogues use the coalesced maps below, and the tests check
+// that both cover the tile once).
 template <class Cfg>
 FH_HD FragCoord segment_origin(int seg) {
   return {seg % Cfg::TR, 64 * (seg / Cfg::TR)};
@@ -315,7 +316,7 @@ FH_HD FragCoord acc_pair_tile_coord(int warp, int lane, int mt, int nt, int pair
   return acc_tile_coord<Cfg>(warp, lane, mt, nt, 2 * pair);
 }
 
-// Fused epilogue, fp32 / bf16 state (v13): pass j of thread tid updates the four tile elements
+// Fused epilogue, fp32 / bf16 state: pass j of thread tid updates the four tile elements
 // (row, col .. col + 3) of quad q = tid + kThreads * j, row = q / (TC / 4), col = 4 * (q % (TC / 4)):
 // a warp's lanes take consecutive quads of a row (128 x 128: one whole row), so each array moves
 // in 16-byte (fp32) or 8-byte (bf16) pieces that are contiguous across the warp, and each quarter
@@ -335,7 +336,7 @@ FH_HD FragCoord epilogue_int8_block(int warp, int pass) {
   return {b / Cfg::kSegmentsPerRow, 64 * (b % Cfg::kSegmentsPerRow)};
 }
 
-// v17 (FusedSchedule, gpu_api.h): does the block of linear index lin (blockIdx.y * gridDim.x +
+// The stagger (FusedSchedule, gpu_api.h): does the block of linear index lin (blockIdx.y * gridDim.x +
 // blockIdx.x, the order blocks are dispatched in) start late? Blocks of the first resident wave
 // (lin < wave) whose lin / stride is odd: half of that wave. With stride = the SM count and
 // round-robin dispatch, that is the second block on each SM.

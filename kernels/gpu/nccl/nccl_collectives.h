@@ -4,7 +4,7 @@
 //     is NCCL's rank order, whatever its ring does);
 //   all_reduce_ordered: ncclAllGather of the fp32 parts, then the sum in rank order (bitwise
 //     reproducible; ncclAllReduce is not used for a claim, its order depends on message size,
-//     algorithm and channels: nccl issues 157, 754, 855).
+//     algorithm and channels: NVIDIA/nccl GitHub issues 157, 754, 855).
 // describe() records the NCCL version and NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE as set.
 // Built apart from the kernel set (library fh_nccl) so that no other binary needs libnccl.
 #pragma once
