@@ -1,5 +1,5 @@
 // What the FORGE audit's benchmark scripts write, read for the ext_model_* and ext_layer_speed
-// claims (issue 16): scripts/forge_model_bench.py's JSON (one model configuration per file) and
+// claims: scripts/forge_model_bench.py's JSON (one model configuration per file) and
 // the error entries of a Google Benchmark JSON (scripts/forge_adapter.py --timing), which
 // read_benchmark_json (inputs/benchmark_json.h) leaves out.
 #pragma once
@@ -30,7 +30,7 @@ struct ModelBenchResult {
 // report's case config.model, e.g. with a '/'), or is forge-model-step's JSON (it has "update").
 ModelBenchResult read_model_bench_json(const std::string& path);
 
-// forge-model-step's JSON (suites/model_step/forge_model_step.cpp, issue 18): the common fields
+// forge-model-step's JSON (suites/model_step/forge_model_step.cpp): the common fields
 // above (model canonicalised: llama31_8b -> llama8b, qwen3_14b -> qwen14b, the names
 // scripts/forge_model_bench.py uses) and the harness's own measurements.
 struct ModelStepRun {

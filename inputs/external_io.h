@@ -1,7 +1,7 @@
 // The external-producer interface's two HDF5 files (docs/EXTERNAL_PRODUCER.md): the cases file
 // the harness writes and the results file an adapter writes. This file only reads, validates and
-// writes them. Which cases exist is decided in suites/claims/external_cases.cpp, and the judging
-// happens in the ext_* claims.
+// writes them. Which cases exist is decided in suites/claims/external_common.cpp
+// (write_external_cases), and the judging happens in the ext_* claims.
 // Every tensor is raw bits: bf16 as uint16, fp32 as uint32, int8 as int8, indices as int64.
 #pragma once
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Judges of the low-precision fidelity claims (issue 5): Proposition 4's INT8 moment bound,
+// Judges of the low-precision fidelity claims: Proposition 4's INT8 moment bound,
 // the weight bound that follows from it, and the statistical tests of stochastic rounding.
 // These judge values the claims' producers computed (suites/claims/prop4_int8.h, sr_statistics.h,
 // gradient_fidelity.h); they never produce them, and they call no producer: what the MPFR
@@ -74,7 +74,7 @@ struct PropagatedWeightBound {
   double total() const { return with_state_error + without_state_error; }
 };
 // The step's scalars come in as values: each one's exact value and the bound on its fp32 value
-// (TrackedF32, kernels/common/tracked.h), as the MPFR reference computes them once per step
+// (TrackedF32, exact/tracked.h), as the MPFR reference computes them once per step
 // (reference/mpfr_rules.h, mpfr_step_scalars; the caller copies the fields, see
 // suites/claims/prop4_int8.cpp: an oracle calls no producer). `rule` gives the hyperparameters
 // the formula reads (maximize, nesterov), `step` the 1-based step, `s` the scalars of that rule

@@ -1,5 +1,5 @@
 // The judge that compares an fp32 rule against its MPFR twin (reference/mpfr_rules.h): the
-// fp32 output is within the twin's running-error bound (kernels/common/tracked.h), decided
+// fp32 output is within the twin's running-error bound (exact/tracked.h), decided
 // exactly in MPFR. The derivation and the per-rule shape of the bound are in
 // oracles/RULE_BOUNDS.md.
 #pragma once

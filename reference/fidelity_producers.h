@@ -1,4 +1,4 @@
-// Producers of the low-precision fidelity claims (issue 5) that live outside the fused path:
+// Producers of the low-precision fidelity claims that live outside the fused path:
 // values only, no verdicts (the claims in suites/claims/ judge them through oracles/).
 //   - an INT8 tile update (a copy of update_segment's INT8 path) with planted defects
 //     (suites/claims/prop4_int8.h);

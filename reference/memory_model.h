@@ -1,4 +1,4 @@
-// The paper's memory equation (Eq. 6) and the standard path's, term by term (issue 18):
+// The paper's memory equation (Eq. 6) and the standard path's, term by term:
 //   M_FORGE    = 2P + kP + 0 + sum |a_l| + O(TR * TC)
 //   M_standard = 2P + kP + 2P_grad + sum |a_l|
 // for a named model family's parameter list, a weight store and a state format. Eq. 6's zero

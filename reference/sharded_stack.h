@@ -1,4 +1,4 @@
-// A small transformer-block stack on p simulated ranks (issue 17): the dataflow between layers
+// A small transformer-block stack on p simulated ranks: the dataflow between layers
 // made real, not one layer in isolation. Each block is
 //   h = RMSNorm(x) g1;  q, k, v = h Wq^T, h Wk^T, h Wv^T  (column-parallel: heads split)
 //   a = causal softmax attention per head;  x += a Wo^T   (row-parallel: partial sums reduced)

@@ -1,4 +1,4 @@
-// Sharded fused updates on simulated ranks (issue 17, Proposition 2): one linear layer's weight
+// Sharded fused updates on simulated ranks (Proposition 2): one linear layer's weight
 // gradient step under tensor, sequence and data parallelism, with the host twin as every rank's
 // fused kernel and the collectives done by explicit concatenation and sums in a stated order.
 //

@@ -7,7 +7,7 @@
 // HDF5 1.10's close: when H5Fclose cannot flush (a full disk, EFBIG past the file-size limit),
 // H5F__dest frees the file anyway and returns an error, so the file's id stays registered with a
 // dangling pointer; nothing can close it again, and H5_term_library does at exit, in H5F__close_cb
-// on freed memory: SIGSEGV after the error was reported (issue 15 item 2; upstream HDFFV-11052,
+// on freed memory: SIGSEGV after the error was reported (upstream HDFFV-11052,
 // HDFGroup/hdf5 PR #2291). A file in memory cannot fail to flush, so every id is released, and
 // an I/O error is ours to report. The same write() path turns SIGXFSZ into an error: see
 // SigxfszAsError.

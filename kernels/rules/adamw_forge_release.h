@@ -1,5 +1,5 @@
 // AdamW as the released FORGE package computes it (github dk4248/FORGE 7cba611, Triton 3.6 on
-// sm_90): a host model of the element-wise step of its kernels (issue 16), read from the PTX and
+// sm_90): a host model of the element-wise step of its kernels, read from the PTX and
 // SASS Triton produced on the H200 for `_optimizer_only_adamw_kernel` (the fused kernels carry
 // the same epilogue source). Scalars arrive as the Python wrapper passes them: lr, beta1, beta2,
 // eps, weight_decay and bc1 = 1 - beta1**t, bc2 = 1 - beta2**t (computed in double by Python),

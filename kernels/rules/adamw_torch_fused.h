@@ -1,5 +1,5 @@
 // AdamW in PyTorch-compatible mode: torch.optim.AdamW(fused=True) of PyTorch 2.11 on CUDA, bit
-// for bit (issue 4, item 4; checked by scripts/torch_crosscheck.py against the real thing).
+// for bit (checked by scripts/torch_crosscheck.py against the real thing).
 // What PyTorch's kernel computes, read from its shipped header and sm_90 machine code:
 // everything in fp32, each hyperparameter rounded once from double, and per element
 //   g    <- -g if maximize

@@ -1,5 +1,5 @@
 // Who executes a fused step in the claims that run both on the host twin (CI) and on the GPU
-// runner (issue 5's fidelity claims): the twin by default; kernels/gpu/gpu_step_backend.h makes
+// runner (the low-precision fidelity claims): the twin by default; kernels/gpu/gpu_step_backend.h makes
 // the fused kernel's. A claim written against this interface is the same code on both.
 #pragma once
 #include <cstdint>
