@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The README's list of forge-verify's options, kept in step with the command (issue 31 item 4).
+"""The README's list of forge-verify's options, kept in step with the command.
 
 Usage: check_readme_options.py [ROOT] [--help-text FILE]
 

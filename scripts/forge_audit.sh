@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The FORGE release audit on the GPU runner (issue 16). Judges the released package (carried as
+# The FORGE release audit on the GPU runner. Judges the released package (carried as
 # an ignored folder, external_release/forge, never part of the project) through the
 # external-producer interface (docs/EXTERNAL_PRODUCER.md). Each phase fits in one device call:
 #   paths   writes the "forge" cases, runs scripts/forge_adapter.py once per kernel path (one

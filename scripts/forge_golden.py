@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Golden outputs of the released FORGE package's element-wise AdamW step (issue 16), recorded on
+"""Golden outputs of the released FORGE package's element-wise AdamW step, recorded on
 the GPU runner and re-checked on the CPU by suites/cpu/test_forge_release_model.cpp against the
-host model of its arithmetic (reference/forge_release_model.h).
+host model of its arithmetic (kernels/rules/adamw_forge_release.h).
 
 Runs the release's `optimizer_only_adamw(G, W, m, v, ...)` (kernel.py; element-wise, so its tile
 config cannot change a bit) on crafted fp32 G, W, m and v, fp32 state and weights (no bf16

@@ -11,7 +11,7 @@ Usage:
 
   torch_fused   torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
   torch_hooks   optimizer in backward: one torch.optim.AdamW(fused=True) per parameter, stepped from
-                its register_post_accumulate_grad_hook, the gradient freed right after (issue 18)
+                its register_post_accumulate_grad_hook, the gradient freed right after
   forge         the README quickstart (README:102-121): every nn.Linear -> FusedLinear.from_linear(
                 lin, "adamw"), a FusedOptimizerManager, torch.optim.AdamW(fused=True) for the rest;
                 kernel.py switches left at the release's defaults (_kernel_mode="auto", no TMA)

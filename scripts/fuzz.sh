@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes every parser the harness exposes to files (issue 30 item 3; suites/fuzz/fuzz_inputs.h):
+# Fuzzes every parser the harness exposes to files (suites/fuzz/fuzz_inputs.h):
 #   results_file      an external producer's results file (HDF5)      fh::ext::ResultsFile
 #   cases_file        an external-producer cases file (HDF5)          fh::ext::CasesFile
 #   report            a report given to forge-verify diff (HDF5)      validate_report_schema, read_report, diff
@@ -12,7 +12,8 @@
 # Each target first replays its regressions (suites/fuzz/regressions/<target>/: every crash or
 # hang found so far, fixed), then fuzzes for SECONDS from its corpus (build-fuzz/corpus/<target>,
 # kept between runs) and its seeds: the files the target generates (valid base files, recipes
-# that plant issue 30's hostile classes), the project's own files (scripts/testdata/, docs/) and
+# that plant known hostile inputs: out-of-range integers, non-finite values, invalid text, external
+# links and storage, link cycles), the project's own files (scripts/testdata/, docs/) and
 # suites/fuzz/seeds/<target>/. One target at a time, one process each.
 # A finding is: an exception other than the reader's clean refusal, a broken promise about an
 # accepted input, a crash, a sanitizer report, an input slower than 5 s (-timeout=5), more

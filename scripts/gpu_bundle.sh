@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Builds what the GPU runner runs and packs it into bundle/fh_gpu_bundle.tar.xz (kept well under
 # the ~64 MiB that travels to the runner; xz, because every binary embeds the whole kernel set and
-# xz packs those copies 2.4x tighter than gzip: 26 against 63 MB for v11): the stripped GPU suite binaries (suites/gpu/test_*),
-# forge-verify, forge-bench with Google Benchmark's shared library beside it ($ORIGIN run path),
-# and, under lib/, the shared libraries of the HDF5 and MPFR chains as a fallback for a runner
-# that lacks one (gpu_runner.sh puts lib/ on LD_LIBRARY_PATH only when ldd reports a library
-# missing). cuBLAS is never bundled: the runner's own cuBLAS 13.1 in /usr/local/cuda is the one
-# the suites describe.
+# xz packs those copies 2.4x tighter than gzip: 26 against 63 MB, measured on one bundle): the
+# stripped GPU suite binaries (suites/gpu/test_*), forge-verify, forge-bench with Google Benchmark's
+# shared library beside it ($ORIGIN run path), and, under lib/, the shared libraries of the HDF5 and
+# MPFR chains as a fallback for a runner that lacks one (gpu_runner.sh puts lib/ on LD_LIBRARY_PATH
+# only when ldd reports a library missing). cuBLAS is never bundled: the runner's own cuBLAS 13.1 in
+# /usr/local/cuda is the one the suites describe.
 # Usage: scripts/gpu_bundle.sh            (build dir: $FH_BUILD_DIR or build/, jobs: $FH_JOBS, FH_BUNDLE_SUITES, FH_NO_BENCH=1 leaves forge-bench out)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU-runner entry point (issue 4): unpacks bundle/fh_gpu_bundle.tar.xz (scripts/gpu_bundle.sh
+# The GPU-runner entry point: unpacks bundle/fh_gpu_bundle.tar.xz (scripts/gpu_bundle.sh
 # builds it on the CI-like machine; nothing is built here), then runs every GPU suite, the
 # benchmarks and forge-verify, leaving every log, the benchmark JSON, the golden instruction set
 # and the HDF5 report in one output folder, plus SUMMARY.txt. It says plainly which binaries or
@@ -200,7 +200,7 @@ else
   status=1
 fi
 
-# The seed sweep of the GPU claims (issue 15): FH_SWEEP_SEEDS=N runs every seed-dependent GPU
+# The seed sweep of the GPU claims: FH_SWEEP_SEEDS=N runs every seed-dependent GPU
 # claim over seeds 1..N (FH_SWEEP_CLAIMS narrows it, FH_SWEEP_JOBS runs at a time, default 4),
 # failures per claim in sweep.txt and the failing runs' logs and reports under sweep/.
 if [ -n "${FH_SWEEP_SEEDS:-}" ] && has forge-verify; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18 on the GPU runner, in one call: the model-step GPU suite at small shapes, then the
+# The model-shaped training step on the GPU runner, in one call: the model-step GPU suite at small shapes, then the
 # Llama-3.1-8B-shaped step (batch 1, sequence 512) under the harness's standard, fused and fused-INT8
 # paths (forge-model-step) and, in the same call, under torch fused AdamW and optimizer-in-backward
 # hooks (scripts/forge_model_bench.py on the runner's PyTorch); the Qwen3-14B-shaped capacity per

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The nightly job (issue 19): runs the GPU entry point (scripts/gpu_runner.sh, which always
+# The nightly job: runs the GPU entry point (scripts/gpu_runner.sh, which always
 # requires the GPU claims to run), diffs its report against the stored baseline
 # (forge-verify diff), renders the summary page, and promotes the new report to baseline only
 # when the run passed and nothing regressed.
@@ -10,7 +10,7 @@
 # Every gpu_runner.sh variable passes through (FH_SKIP_TORCH, FH_BENCH_FILTER, FH_VERIFY_ARGS...);
 # FH_DIFF_ALPHA (0 < A < 1) / FH_DIFF_MIN_RATIO (R >= 1) / FH_DIFF_MARGIN (0 <= F <= 1) set the
 # diff's thresholds; a value that is not a plain decimal number in its range is bad usage.
-# Then the parsers are fuzzed (scripts/fuzz.sh, issue 30 item 3) for FH_NIGHTLY_FUZZ_SECONDS per
+# Then the parsers are fuzzed (scripts/fuzz.sh) for FH_NIGHTLY_FUZZ_SECONDS per
 # target (default 300; 0 skips; skipped too without clang++-14), raw HDF5 files included: what
 # HDF5's own parser does on a corrupt file is listed, a finding in the harness's readers fails.
 # Refuted findings (paper or release statements the run refutes) do not fail the run and are

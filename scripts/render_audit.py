@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Render the FORGE audit page (issue 16): one Markdown file from one or more forge-verify reports.
+"""Render the FORGE audit page: one Markdown file from one or more forge-verify reports.
 
 Usage: render_audit.py [--force] OUT.md REPORT.h5 [REPORT.h5 ...]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Render the low-precision fidelity evidence of a forge-harness report to PNG (issue 5).
+"""Render the low-precision fidelity evidence of a forge-harness report to PNG.
 
 Reads one or more HDF5 reports (reports/SCHEMA.md: /<claim>/<case>/data/<dataset>) and writes:
   stagnation_loss.png        eval-loss curves of every stagnation run (stagnation_curves/*/eval_loss)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Draw the memory timeline of a forge-verify report (issue 18; the paper's Figure 2).
+"""Draw the memory timeline of a forge-verify report (the paper's Figure 2).
 
 Usage: render_memory_timeline.py [--force] REPORT.h5 OUT.png [MODEL]
 

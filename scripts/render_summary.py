@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Render one forge-verify report as a static summary page (issue 19 item 5).
+"""Render one forge-verify report as a static summary page.
 
 Usage: render_summary.py REPORT.h5 -o OUTDIR [--diff DIFF.json] [--registry REGISTRY.json]
                          [--bench BENCH.json] [--force]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the seed-dependent claims over N seeds and reports the failures per claim (issue 15).
+# Runs the seed-dependent claims over N seeds and reports the failures per claim.
 # A claim is seed-dependent when its registry row honours --seed (forge-verify
 # --list-claims-json); GPU claims are swept only with --gpu (on the runner).
 # Usage: scripts/seed_sweep.sh N [--first S] [--claims a,b,...] [--gpu] [--bin PATH] [--jobs J] [-- ARGS...]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CTest nightly_promotion (issue 19): scripts/nightly.sh end to end on a CPU-only machine, with a
+# CTest nightly_promotion: scripts/nightly.sh end to end on a CPU-only machine, with a
 # bundle holding only the given forge-verify and a few CPU claims (FH_ALLOW_SKIP=1: no GPU
 # here). The first run becomes the baseline; a second identical run diffs clean and is
 # promoted; a run with a planted throwing claim, and a run that lost a claim, regress and leave

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tests scripts/render_audit.py (issue 16) with no GPU: builds a tiny fake forge-verify report in
+# Tests scripts/render_audit.py with no GPU: builds a tiny fake forge-verify report in
 # the real layout (reports/SCHEMA.md: /meta, /<claim>/<case>/{checks/<check>,data}), renders the
 # audit page and checks that a failing check shows "fail", an errored one "fail", a case whose
 # checks are all not-run "not run" (never "pass"), a pass whose claim check never ran "pass

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tests scripts/render_memory_timeline.py (issue 18) with no GPU: a real forge-verify report of
+# Tests scripts/render_memory_timeline.py with no GPU: a real forge-verify report of
 # eq6_memory_model (the twin stack's timelines) gives a PNG; bad input (a missing report, a file
 # that is not HDF5, a report without a timeline, an output folder that does not exist) exits 2 and
 # writes no PNG. The model-step mode: a report judged from docs/model_step/json (the runner's

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Tests scripts/render_summary.py end to end (issue 19 item 5): renders the summary page of a CPU
+# Tests scripts/render_summary.py end to end: renders the summary page of a CPU
 # report and loads it in headless Chromium (Debian's chromium), which must show every image
 # decoded (the page's own on-load check, read back with --dump-dom) and log no console message
 # (--enable-logging=stderr). Then the same check must fail on each planted defect
 # (FH_SUMMARY_PLANT=missing_image, js_error), and bad input must exit 2 with no page written.
 # The page must also list the claims in the registry's order (never alphabetical), say so when the
-# report was made without a GPU, and give the stagnation gap with its unit (issue 31 item 4).
+# report was made without a GPU, and give the stagnation gap with its unit.
 #
 # Usage: test_summary_page.sh FORGE_VERIFY [WORKDIR]
 #   FORGE_VERIFY: the built forge-verify (makes the report: four fidelity claims, one GPU claim
@@ -89,7 +89,7 @@ if "$PY" "$RS" "$REPORT" -o "$T/page" --registry "$T/registry.json" --diff "$T/d
   grep -q 'planted: pass -&gt; fail' "$D" && ok "diff section lists the changes" || fail "no diff section"
   grep -q 'exact optimum of the eval loss\|Exact least-squares optimum' "$D" && ok "stagnation's exact optimum is reported" || fail "no exact optimum on the page"
   grep -q 'roofline.png' "$D" && ok "benchmark roofline" || fail "no roofline"
-  # Issue 31 item 4: claims in the paper's order (the registry's), never alphabetical; a run without a
+  # Claims in the paper's order (the registry's), never alphabetical; a run without a
   # GPU says so; the stagnation gap has its unit; the page says how many claims were judged.
   page_order="$(grep -o 'href="#claim-[a-z0-9_]*"' "$D" | sed 's/href="#claim-//; s/"$//' | tr '\n' ' ')"
   want_order="$("$PY" -c 'import json, sys

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The torch cross-check (issue 4, item 4): the project's PyTorch-compatible AdamW
+"""The torch cross-check: the project's PyTorch-compatible AdamW
 (kernels/rules/adamw_torch_fused.h, run on the host by forge-torch-compat) against
 torch.optim.AdamW(fused=True) on CUDA, bit for bit, on fp32 and bf16 parameters, >= 10^7 elements
 per case, 10 steps, several hyperparameter sets (weight_decay = 0, large lr, tiny gradients,
