@@ -99,7 +99,7 @@ has() { local x; for x in "${runnable[@]}"; do [ "$x" = "$1" ] && return 0; done
 
 # GPU suites (GoogleTest): XML and the log per suite; each prints one-line summaries.
 read -r -a suites < <(sed -n 's/^gpu_suites=//p' "$B/MANIFEST")
-# FH_SUITES: run only these suites (space separated), e.g. for a short run of one issue's suite.
+# FH_SUITES: run only these suites (space separated), e.g. for a short run of one suite.
 [ -n "${FH_SUITES:-}" ] && read -r -a suites <<< "$FH_SUITES" && say "suites: only $FH_SUITES (FH_SUITES)"
 [ "${FH_SKIP_SUITES:-0}" = 1 ] && suites=() && say "GPU suites: skipped (FH_SKIP_SUITES=1)"
 for s in "${suites[@]}"; do
