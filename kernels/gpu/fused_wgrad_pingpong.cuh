@@ -153,7 +153,6 @@ __device__ __forceinline__ void pingpong_tile_mainloop(unsigned char* ring, uint
                                                        int64_t nchunks, int64_t T, float (&acc)[2][16][4],
                                                        const Hook& hook, const Release& release) {
   constexpr int S = Cfg::kStages, F = Cfg::kInFlight;
-  const int lane = threadIdx.x & 31;
 #pragma unroll
   for (int h = 0; h < 2; ++h)
 #pragma unroll
