@@ -1,21 +1,27 @@
-// Variants of the pingpong kernel (gpu_api.h fused_wgrad_update_variant): AdamW only, two
+// Variants of the fused kernel (gpu_api.h fused_wgrad_update_variant): AdamW only, two
 // configurations, so each variant costs two instantiations, not 72.
 #include <stdexcept>
 
 #include "kernels/gpu/fused_wgrad_update.cuh"
+#include "kernels/gpu/fused_wgrad_coop.cuh"
 
 namespace fh::gpu {
 
 namespace {
-template <bool kGRoundTrip, int kPrefetch, class Ring = PingpongCfg>
+// The pingpong kernel with a G round trip or another ring, or (kCoop) the cooperative 128 x 256 tile.
+template <bool kGRoundTrip, class Ring = PingpongCfg, bool kCoop = false>
 void launch_variant(StateFormat sf, WeightStore ws, const WgradTileArgs& a, const AdamW::Scalars& s,
                     const ParamView& pv, cudaStream_t stream, float* g) {
+  auto launch = [&]<StateFormat SF, WeightStore WS>() {
+    if constexpr (kCoop)
+      launch_fused_coop<AdamW, SF, WS>(a, s, pv, stream);
+    else
+      launch_fused_pingpong<AdamW, SF, WS, kGRoundTrip, Ring>(a, s, pv, stream, g);
+  };
   if (sf == StateFormat::fp32 && ws == WeightStore::fp32_master)
-    return launch_fused_pingpong<AdamW, StateFormat::fp32, WeightStore::fp32_master, kGRoundTrip, kPrefetch, Ring>(a, s, pv,
-                                                                                                          stream, g);
+    return launch.template operator()<StateFormat::fp32, WeightStore::fp32_master>();
   if (sf == StateFormat::bf16 && ws == WeightStore::bf16_rne)
-    return launch_fused_pingpong<AdamW, StateFormat::bf16, WeightStore::bf16_rne, kGRoundTrip, kPrefetch, Ring>(a, s, pv,
-                                                                                                       stream, g);
+    return launch.template operator()<StateFormat::bf16, WeightStore::bf16_rne>();
   throw std::invalid_argument("fused_wgrad_update_variant: fp32/fp32_master or bf16/bf16_rne only");
 }
 }  // namespace
@@ -35,11 +41,10 @@ void fused_wgrad_update_variant(const WgradProblem& p, const RuleConfig& rule, S
   switch (v) {
     case FusedVariant::g_roundtrip:
       if (!g) throw std::invalid_argument("fused_wgrad_update_variant: g_roundtrip needs g, out x in floats on the device");
-      return launch_variant<true, 4>(sf, ws, a, s, pv, stream, g);
-    case FusedVariant::epilogue_prefetch8: return launch_variant<false, 8>(sf, ws, a, s, pv, stream, nullptr);
-    case FusedVariant::deep_ring: return launch_variant<false, 4, PingpongDeepRing>(sf, ws, a, s, pv, stream, nullptr);
-    case FusedVariant::deep_ring_wait2:
-      return launch_variant<false, 4, PingpongDeepRing2>(sf, ws, a, s, pv, stream, nullptr);
+      return launch_variant<true>(sf, ws, a, s, pv, stream, g);
+    case FusedVariant::deep_ring: return launch_variant<false, PingpongDeepRing>(sf, ws, a, s, pv, stream, nullptr);
+    case FusedVariant::deep_ring_wait2: return launch_variant<false, PingpongDeepRing2>(sf, ws, a, s, pv, stream, nullptr);
+    case FusedVariant::coop_128x256: return launch_variant<false, PingpongCfg, true>(sf, ws, a, s, pv, stream, nullptr);
   }
   throw std::invalid_argument("fused_wgrad_update_variant: unknown variant");
 }

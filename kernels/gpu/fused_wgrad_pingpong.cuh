@@ -23,15 +23,16 @@ namespace fh::gpu {
 // The epilogue's geometry for one parked piece of a tile: kRows rows (a 64-row half, or a 32-row
 // quarter in the deep ring) x 128 columns, one consumer warpgroup (the names epilogue_quad /
 // epilogue_int8_block and the epilogue functions read).
-template <int kPrefetch = 4, int kRows = 64>
+template <int kRows = 64>
 struct PingpongHalfTile {
   static constexpr int TR = kRows, TC = 128, kThreads = 128, kWarps = 4;
   // Quads per thread and batch (fused_epilogue_quads): two, as the block-per-tile kernel; four
   // spilled ~1-2 KB even at the consumers' raised register count (the other half's accumulators
   // are live meanwhile).
   static constexpr int kEpilogueQuads = 2;
-  // L2 prefetch distance in passes, and the passes of a whole half prefetched ahead of it.
-  static constexpr int kPrefetchPasses = kPrefetch, kEarlyPrefetchPasses = kPrefetch;
+  // L2 prefetch distance in passes (8 ran no faster), and the passes of a whole piece prefetched
+  // ahead of it.
+  static constexpr int kPrefetchPasses = 4, kEarlyPrefetchPasses = 4;
   static constexpr int kLdG = TC + 8;  // = 8 (mod 32): the pair stores are conflict free (WgradTileCfg)
   static constexpr int kSegmentsPerRow = TC / 64, kSegments = TR * kSegmentsPerRow;
   static constexpr int kQuadPasses = TR * TC / (4 * kThreads);
@@ -250,15 +251,13 @@ __device__ __forceinline__ void g_round_trip(float* g, int64_t out, int64_t in, 
   }
 }
 
-// kPrefetch: the epilogue's L2 prefetch distance in passes (4; a bench variant tries 8).
 // Ring: PingpongCfg, or a deep ring (PingpongDeepRing*: five slots, the tile parked and updated a
 // quarter at a time; bench variants).
-template <class Rule, StateFormat SF, WeightStore WS, bool kGRoundTrip = false, int kPrefetch = 4,
-          class Ring = PingpongCfg>
+template <class Rule, StateFormat SF, WeightStore WS, bool kGRoundTrip = false, class Ring = PingpongCfg>
 __global__ void __launch_bounds__(Ring::kThreads, 1)
     fused_wgrad_pingpong_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec,
                                 const __grid_constant__ WgradTmaMaps maps, float* g_trip) {
-  using Half = PingpongHalfTile<kPrefetch, Ring::kParkRows>;
+  using Half = PingpongHalfTile<Ring::kParkRows>;
   constexpr int S = Ring::kStages;
   constexpr int kPieces = 128 / Ring::kParkRows;  // parked pieces per tile
   extern __shared__ __align__(16) unsigned char pingpong_smem[];
@@ -380,11 +379,10 @@ inline bool pingpong_usable(const WgradTileArgs& a) {
   return wgrad_tma_usable(a) && a.planted_defect != int(FusedPlantedDefect::late_blocks_skip_update);
 }
 
-template <class Rule, StateFormat SF, WeightStore WS, bool kGRoundTrip = false, int kPrefetch = 4,
-          class Ring = PingpongCfg>
+template <class Rule, StateFormat SF, WeightStore WS, bool kGRoundTrip = false, class Ring = PingpongCfg>
 void launch_fused_pingpong(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                            cudaStream_t stream, float* g_trip = nullptr) {
-  auto kernel = fused_wgrad_pingpong_kernel<Rule, SF, WS, kGRoundTrip, kPrefetch, Ring>;
+  auto kernel = fused_wgrad_pingpong_kernel<Rule, SF, WS, kGRoundTrip, Ring>;
   static const bool attributes_set = set_smem_limit(kernel, Ring::kSmemBytes, "fused_wgrad_pingpong: cudaFuncSetAttribute");
   (void)attributes_set;
   int device = 0, sms = 0;

@@ -153,18 +153,18 @@ int auto_stagger_us(StateFormat sf);
 // "pingpong", "block_per_tile" (128 x 128) or "mma_sync_64x64".
 const char* fused_kernel_for(const WgradProblem& p, TileShape tile);
 
-// Variants of the pingpong kernel (bench, decomposition claim and suites only), AdamW with fp32
+// Variants of the fused kernel (bench, decomposition claim and suites only), AdamW with fp32
 // master + fp32 state or bf16 weights + bf16 state, TMA-loadable operands; throws otherwise.
 //   g_roundtrip: each G tile stored to g ([out, in] fp32, row-major) and loaded back before the
 //     update in the same launch (the decomposition's middle step); the fused kernel's bits.
-//   epilogue_prefetch8: the epilogue's lines prefetched into L2 eight passes ahead instead of four
-//     (a tuning candidate); the same bits.
 //   deep_ring: five ring slots instead of four, each consumer's tile parked and updated a 32-row
 //     quarter at a time (two 17 KB G buffers instead of 34 KB) so that one more 32 KB chunk is in
 //     flight (the mainloop is latency bound); the same bits.
 //   deep_ring_wait2: deep_ring, and a consumer leaves two chunks' wgmma groups outstanding
 //     instead of one before it waits (the slot of chunk c - 2 is released); the same bits.
-enum class FusedVariant : int { g_roundtrip = 0, epilogue_prefetch8 = 1, deep_ring = 2, deep_ring_wait2 = 3 };
+//   coop_128x256: a 128 x 256 tile multiplied by both consumer warpgroups (wgmma m64n256k16), then
+//     updated by both, 32 rows at a time (kernels/gpu/fused_wgrad_coop.cuh); the same bits.
+enum class FusedVariant : int { g_roundtrip = 0, deep_ring = 1, deep_ring_wait2 = 2, coop_128x256 = 3 };
 void fused_wgrad_update_variant(const WgradProblem& p, const RuleConfig& rule, StateFormat sf, WeightStore ws,
                                 const ParamView& pv, int64_t step, FusedVariant v, float* g = nullptr,
                                 cudaStream_t stream = 0);

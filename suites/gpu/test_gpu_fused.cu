@@ -420,8 +420,8 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
               (long long)differing, (long long)e.differing, (long long)e.values);
 }
 
-// The pingpong kernel's variants (the decomposition's G round trip, the longer prefetch, the deep
-// rings) keep the fused kernel's bits, and the round trip's G lands in its buffer (so it really
+// The fused kernel's variants (the decomposition's G round trip, the deep rings, the cooperative
+// 128 x 256 tile) keep the fused kernel's bits, and the round trip's G lands in its buffer (so it really
 // happened). 2048 x 1024 at T = 1000 and 4096 x 2048: several tiles per block, so both consumers
 // alternate and the ring wraps many times; 1000^2 and 512 x 768: ragged edges and quarters.
 TEST(GpuFused, PingpongVariantsKeepTheBits) {
@@ -431,8 +431,8 @@ TEST(GpuFused, PingpongVariantsKeepTheBits) {
     StepData d(s, uint64_t(s.out + 3 * s.T));
     for (auto [sf, ws] : {std::pair{StateFormat::fp32, WeightStore::fp32_master},
                           std::pair{StateFormat::bf16, WeightStore::bf16_rne}})
-      for (FusedVariant v : {FusedVariant::g_roundtrip, FusedVariant::epilogue_prefetch8, FusedVariant::deep_ring,
-                             FusedVariant::deep_ring_wait2}) {
+      for (FusedVariant v : {FusedVariant::g_roundtrip, FusedVariant::deep_ring, FusedVariant::deep_ring_wait2,
+                             FusedVariant::coop_128x256}) {
         const HostParam hp0 = make_param(RuleId::adamw, sf, ws, s, 77);
         HostParam want = hp0, got = hp0;
         DeviceParam fused(hp0), variant(hp0);

@@ -1,0 +1,250 @@
+// The cooperative fused kernel for a 128 x 256 tile (a bench / suite variant, gpu_api.h
+// FusedVariant::coop_128x256). One persistent block per SM, three warpgroups:
+//   - the producer (warpgroup 0, one thread) loads each 64-token chunk of the tile's dY rows (two
+//     64-column boxes) and X columns (four boxes) with TMA into a ring of four 48 KB slots;
+//   - both consumers (warpgroups 1, 2) multiply the same tile, consumer c its rows 64 c .. 64 c + 63
+//     with one wgmma m64n256k16 per k16 step, then both run the tile's epilogue together, 32 rows at
+//     a time through one G buffer, while the producer already fills the ring with the next tile.
+// Why: a 128 x 256 chunk is 4.2 MFLOP for 48 KB of shared memory written and 20 KB read per k-step,
+// against the 128 x 128 kernels' 2.1 MFLOP for 32 KB and 12 KB; cuBLAS's wgrad GEMM uses this tile
+// (kernels/gpu/NOTES.md). The epilogue no longer overlaps the block's own mainloop.
+// Per output element the chain is the other kernels': +0, one k16 instruction per 16 tokens in
+// token order, k-steps wholly past T not issued; the GPU fused suite compares the bits.
+// Included by fused_wgrad_update.cuh after fused_wgrad_pingpong.cuh (its barriers and TMA loads).
+#pragma once
+
+namespace fh::gpu {
+
+// The epilogue's geometry for one parked piece: 32 rows x 256 columns, both consumer warpgroups.
+struct CoopPiece {
+  static constexpr int TR = 32, TC = 256, kThreads = 256, kWarps = 8;
+  static constexpr int kEpilogueQuads = 2;
+  static constexpr int kPrefetchPasses = 4, kEarlyPrefetchPasses = 4;
+  static constexpr int kLdG = TC + 8;  // = 8 (mod 32): the pair stores are conflict free
+  static constexpr int kSegmentsPerRow = TC / 64, kSegments = TR * kSegmentsPerRow;
+  static constexpr int kQuadPasses = TR * TC / (4 * kThreads);
+  static constexpr int kQuadRowsPerPass = kThreads / (TC / 4);
+  static constexpr int kBlockPasses = kSegments / kWarps;
+};
+
+struct CoopCfg {
+  static constexpr int TR = 128, TC = 256, TK = kTmaBoxTokens, kKSteps = TK / 16;
+  static constexpr int kThreads = 384, kStages = 4, kPieces = TR / CoopPiece::TR;
+  static constexpr int kABoxes = TR / kTmaBoxCols, kBBoxes = TC / kTmaBoxCols;
+  static constexpr int kABytes = kABoxes * kTmaBoxBytes, kSlotBytes = (kABoxes + kBBoxes) * kTmaBoxBytes;
+  // As the pingpong kernel: each consumer thread holds 128 accumulators and the epilogue's values.
+  static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+  static constexpr size_t kGBufFloats = size_t(CoopPiece::TR) * CoopPiece::kLdG;
+  static constexpr size_t kRingBytes = size_t(kStages) * kSlotBytes;
+  static constexpr size_t kBarrierOffset = kRingBytes + kGBufFloats * 4;
+  static constexpr size_t kSmemBytes = kBarrierOffset + 2 * kStages * sizeof(uint64_t) + kWgmmaAtomBytes;
+  static_assert(kSmemBytes <= 232448, "one block's shared memory on sm_90");
+};
+
+// d[j][i] (n8 block j, the mma.sync C-fragment position i; this warp's 16 of the warpgroup's 64
+// rows) += A * B over one k16 step: wgmma.mma_async m64n256k16, fp32 accumulate, A (64 x 16) and
+// B (16 x 256) from shared memory, both MN-major. Per output element the same fused sum of 16
+// products and C as m64n128k16 (the instruction model does not depend on N).
+__device__ __forceinline__ void wgmma_m64n256k16_ss(float (&d)[32][4], uint64_t adesc, uint64_t bdesc) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+      "%128, %129, p, 1, 1, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
+        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
+        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
+        "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
+        "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]),
+        "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
+        "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]),
+        "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]),
+        "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
+        "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
+        "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]),
+        "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
+        "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]),
+        "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]),
+        "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]),
+        "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]),
+        "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]),
+        "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]),
+        "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]),
+        "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]),
+        "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]),
+        "+f"(d[24][0]), "+f"(d[24][1]), "+f"(d[24][2]), "+f"(d[24][3]),
+        "+f"(d[25][0]), "+f"(d[25][1]), "+f"(d[25][2]), "+f"(d[25][3]),
+        "+f"(d[26][0]), "+f"(d[26][1]), "+f"(d[26][2]), "+f"(d[26][3]),
+        "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]),
+        "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]),
+        "+f"(d[29][0]), "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]),
+        "+f"(d[30][0]), "+f"(d[30][1]), "+f"(d[30][2]), "+f"(d[30][3]),
+        "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]), "+f"(d[31][3])
+      : "l"(adesc), "l"(bdesc), "r"(1)
+      : "memory");
+#else
+  (void)d, (void)adesc, (void)bdesc;
+  __trap();  // wgmma needs sm_90a (the project builds only that target)
+#endif
+}
+
+// The 256 threads of both consumer warpgroups (named barrier 1).
+__device__ __forceinline__ void coop_consumers_barrier() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
+
+// Rows row0 .. row0 + 31 of a consumer's 64 into the G buffer, one 8-byte store per pair: warp w of
+// the consumer holds rows 16 w .. 16 w + 15, so two warps store a piece.
+__device__ __forceinline__ void coop_park_piece(float* sG, const float (&acc)[32][4], int warp, int lane, int row0) {
+  if (16 * warp < row0 || 16 * warp >= row0 + CoopPiece::TR) return;  // uniform across the warp
+#pragma unroll
+  for (int nt = 0; nt < 32; ++nt)
+#pragma unroll
+    for (int pair = 0; pair < 2; ++pair) {
+      const FragCoord c = mma_c_coord(lane, 2 * pair);
+      *reinterpret_cast<float2*>(sG + (16 * warp + c.row - row0) * CoopPiece::kLdG + 8 * nt + c.col) =
+          make_float2(acc[nt][2 * pair], acc[nt][2 * pair + 1]);
+    }
+}
+
+template <class Rule, StateFormat SF, WeightStore WS>
+__global__ void __launch_bounds__(CoopCfg::kThreads, 1)
+    fused_wgrad_coop_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec,
+                            const __grid_constant__ WgradTmaMaps maps) {
+  static_assert(SF != StateFormat::int8, "a bench variant for fp32 / bf16 state");
+  using Cfg = CoopCfg;
+  using Piece = CoopPiece;
+  constexpr int S = Cfg::kStages;
+  extern __shared__ __align__(16) unsigned char coop_smem[];
+  unsigned char* ring = align_to_atom(coop_smem);
+  float* sG = reinterpret_cast<float*>(ring + Cfg::kRingBytes);
+  uint64_t* full = reinterpret_cast<uint64_t*>(ring + Cfg::kBarrierOffset);
+  uint64_t* empty = full + S;
+  // The warpgroup index from lane 0, so that ptxas sees the role branch as warp-uniform.
+  const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0), lane = threadIdx.x & 31;
+  const int64_t tiles_x = (a.in + Cfg::TC - 1) / Cfg::TC, tiles = tiles_x * ((a.out + Cfg::TR - 1) / Cfg::TR);
+  const int64_t nchunks = (a.T + Cfg::TK - 1) / Cfg::TK;
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < S; ++i) {
+      mbar_init(full + i, 1);
+      mbar_init(empty + i, 8);  // the four warps of each consumer
+    }
+    fence_mbarrier_init();
+  }
+  __syncthreads();
+
+  if (wg == 0) {  // producer: one thread
+    setmaxnreg_dec<Cfg::kProducerRegs>();
+    if (threadIdx.x == 0) {
+      int64_t n = 0;  // the block's chunk index
+      for (int64_t u = blockIdx.x; u < tiles; u += gridDim.x) {
+        const int64_t o0 = (u / tiles_x) * Cfg::TR, i0 = (u % tiles_x) * Cfg::TC;
+        // Boxes wholly past W's edge are not loaded: they only feed G rows or columns outside W,
+        // which no epilogue stores.
+        int a_boxes = 0, b_boxes = 0;
+        for (int j = 0; j < Cfg::kABoxes; ++j) a_boxes += o0 + j * kTmaBoxCols < a.out;
+        for (int j = 0; j < Cfg::kBBoxes; ++j) b_boxes += i0 + j * kTmaBoxCols < a.in;
+        const uint32_t tx_bytes = uint32_t(kTmaBoxBytes) * uint32_t(a_boxes + b_boxes);
+        for (int64_t c = 0; c < nchunks; ++c, ++n) {
+          const int slot = int(n % S);
+          if (n >= S) mbar_wait(empty + slot, uint32_t(n / S - 1) & 1u);
+          unsigned char* sA = ring + size_t(slot) * Cfg::kSlotBytes;
+          unsigned char* sB = sA + Cfg::kABytes;
+          const int t0 = int(c * Cfg::TK);
+          mbar_arrive_expect_tx(full + slot, tx_bytes);
+          for (int j = 0; j < a_boxes; ++j) tma_load_box(sA + j * kTmaBoxBytes, maps.dy, int(o0) + j * kTmaBoxCols, t0, full + slot);
+          for (int j = 0; j < b_boxes; ++j) tma_load_box(sB + j * kTmaBoxBytes, maps.x, int(i0) + j * kTmaBoxCols, t0, full + slot);
+        }
+      }
+    }
+    return;
+  }
+  setmaxnreg_inc<Cfg::kConsumerRegs>();
+  const int consumer = wg - 1, ctid = threadIdx.x - 128, cwarp = (ctid >> 5) & 3;
+  const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
+  const FragCoord first = epilogue_quad<Piece>(ctid, 0);
+  // A whole piece's first Piece::kEarlyPrefetchPasses epilogue passes, prefetched into L2 ahead of
+  // its loads.
+  auto prefetch_first_passes = [&](int64_t po0, int64_t i0) {
+    const int64_t idx_first = (po0 + first.row) * pv.cols + (i0 + first.col);
+#pragma unroll
+    for (int j = 0; j < Piece::kEarlyPrefetchPasses; ++j)
+      prefetch_quad_lines<Rule, SF, WS>(pv, idx_first + j * int64_t(Piece::kQuadRowsPerPass) * pv.cols);
+  };
+  float acc[32][4];
+  int64_t seq = 0;  // the block-wide index of the tile's first chunk
+  for (int64_t u = blockIdx.x; u < tiles; u += gridDim.x, seq += nchunks) {
+    const int64_t o0 = (u / tiles_x) * Cfg::TR, i0 = (u % tiles_x) * Cfg::TC;
+    // Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
+    const bool shift_state = a.planted_defect == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
+    bool whole[Cfg::kPieces];
+#pragma unroll
+    for (int p = 0; p < Cfg::kPieces; ++p)
+      whole[p] = vec && !short_edge && !shift_state && o0 + Piece::TR * (p + 1) <= pv.rows && i0 + Piece::TC <= pv.cols;
+#pragma unroll
+    for (int j = 0; j < 32; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[j][i] = 0.0f;  // +0: the chain's start
+    for (int64_t c = 0; c < nchunks; ++c) {
+      const int64_t n = seq + c;
+      const int slot = int(n % S);
+      mbar_wait(full + slot, uint32_t(n / S) & 1u);
+      if (whole[0] && c == (nchunks > kFusedEarlyPrefetchChunks ? nchunks - kFusedEarlyPrefetchChunks : 0))
+        prefetch_first_passes(o0, i0);
+      const unsigned char* sA = ring + size_t(slot) * Cfg::kSlotBytes;
+      const unsigned char* sB = sA + Cfg::kABytes;
+      const int ksteps = chunk_ksteps(a.T, c * Cfg::TK, Cfg::kKSteps);
+      wgmma_fence_operands<32>(acc);
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < Cfg::kKSteps; ++ks)
+        if (ksteps == Cfg::kKSteps || ks < ksteps)  // the ragged last chunk: k-steps wholly past T are not issued
+          wgmma_m64n256k16_ss(acc, tma_operand_desc(sA, ks, consumer), tma_operand_desc(sB, ks, 0));
+      wgmma_commit();
+      wgmma_wait<1>();  // chunk c - 1's instructions are done: its slot may be refilled
+      wgmma_fence_operands<32>(acc);
+      if (c > 0 && lane == 0) mbar_arrive(empty + int((n - 1) % S));
+    }
+    wgmma_wait<0>();
+    wgmma_fence_operands<32>(acc);
+    if (nchunks > 0 && lane == 0) mbar_arrive(empty + int((seq + nchunks - 1) % S));
+    // The epilogue: piece p is rows 32 p .. 32 p + 31 of the tile, parked by consumer p / 2 and
+    // updated by both.
+#pragma unroll
+    for (int p = 0; p < Cfg::kPieces; ++p) {
+      const int64_t po0 = o0 + int64_t(p) * Piece::TR;
+      if (p + 1 < Cfg::kPieces && whole[p + 1]) prefetch_first_passes(po0 + Piece::TR, i0);
+      if (consumer == p * Piece::TR / 64) coop_park_piece(sG, acc, cwarp, lane, p * Piece::TR - 64 * consumer);
+      coop_consumers_barrier();
+      if (whole[p])
+        fused_epilogue_quads<Piece, Rule, SF, WS, true>(s, pv, sG, po0, i0, vec, short_edge, shift_state,
+                                                        a.planted_defect, first, ctid);
+      else
+        fused_epilogue_quads<Piece, Rule, SF, WS, false>(s, pv, sG, po0, i0, vec, short_edge, shift_state,
+                                                         a.planted_defect, first, ctid);
+      coop_consumers_barrier();  // every read of the buffer done before the next park
+    }
+  }
+}
+
+template <class Rule, StateFormat SF, WeightStore WS>
+void launch_fused_coop(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
+                       cudaStream_t stream) {
+  auto kernel = fused_wgrad_coop_kernel<Rule, SF, WS>;
+  static const bool attributes_set = set_smem_limit(kernel, CoopCfg::kSmemBytes, "fused_wgrad_coop: cudaFuncSetAttribute");
+  (void)attributes_set;
+  int device = 0, sms = 0;
+  cuda_check(cudaGetDevice(&device), "fused_wgrad_coop: cudaGetDevice");
+  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused_wgrad_coop: SM count");
+  // Persistent: one block per SM (or per tile, when there are fewer tiles).
+  const int64_t tiles = ((a.in + CoopCfg::TC - 1) / CoopCfg::TC) * ((a.out + CoopCfg::TR - 1) / CoopCfg::TR);
+  const int64_t blocks = tiles < sms ? tiles : sms;
+  const WgradTmaMaps maps = make_wgrad_tma_maps(a);
+  const bool vec = fused_params_vec4<SF>(pv);
+  kernel<<<unsigned(blocks), CoopCfg::kThreads, CoopCfg::kSmemBytes, stream>>>(a, s, pv, vec, maps);
+  cuda_check(cudaGetLastError(), "fused_wgrad_coop: launch");
+}
+
+}  // namespace fh::gpu
