@@ -65,10 +65,16 @@ RmsnormFwdOut rmsnorm_fwd(const std::vector<float>& x, const std::vector<uint16_
 // rmsnorm_bwd_dx_kernel: per token, partial = sum of fmul(fmul(fmul(dh, g), x), rstd), the block
 // tree, mean = fdiv(sum, float(H)); dx = fadd(dx, fmul(rstd, fsub(fmul(dh, g), fmul(fmul(x, rstd),
 // mean)))). No approximate function: bitwise. dx is read and updated (the kernel accumulates).
-// kPlantedProjectionWithoutRstd is a planted defect (suites/cpu/test_model_kernels_host.cpp):
-// the projection term uses x where the device uses y = x rstd, a gradient that is wrong by
-// (1 - rstd) x mean yet still consistent between any two paths that share it.
-template <bool kPlantedProjectionWithoutRstd = false>
+// kPlantedProjectionWithoutRstd is a planted defect: the projection term uses x where the device
+// uses y = x rstd, a gradient that is wrong by rstd (1 - rstd) x mean yet still consistent between
+// any two paths that share it. The suites instantiate it explicitly to show it caught
+// (test_model_kernels_host: against the double gradient; test_gpu_model_kernels: against the
+// kernel). Building with -DFH_PLANT_RMSNORM_BWD_REFERENCE=1 makes it the default instead, so that
+// the ordinary checks of the reference fail (off by default; never set in the project's build).
+#ifndef FH_PLANT_RMSNORM_BWD_REFERENCE
+#define FH_PLANT_RMSNORM_BWD_REFERENCE 0
+#endif
+template <bool kPlantedProjectionWithoutRstd = (FH_PLANT_RMSNORM_BWD_REFERENCE != 0)>
 void rmsnorm_bwd_dx(const std::vector<float>& x, const std::vector<uint16_t>& g, const std::vector<float>& rstd,
                     const std::vector<float>& dh, std::vector<float>& dx, int64_t T, int64_t H);
 

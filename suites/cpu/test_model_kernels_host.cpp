@@ -153,13 +153,14 @@ TEST(ModelKernelsHost, RmsnormDoubleGradientMatchesFiniteDifferences) {
 // The fp32 reference against the double gradient at the same (fp32) rstd; the bound follows the
 // reference's operations with absolute values: the block sum's error, then dh g, y = x rstd,
 // y mean, the difference, the product with rstd and the accumulation into dx.
-template <bool kPlanted>
-BoundCheck check_rmsnorm_bwd_dx(int64_t T, int64_t H) {
+using RmsnormBwdDx = void (*)(const std::vector<float>&, const std::vector<uint16_t>&, const std::vector<float>&,
+                              const std::vector<float>&, std::vector<float>&, int64_t, int64_t);
+BoundCheck check_rmsnorm_bwd_dx(RmsnormBwdDx reference, const std::string& label, int64_t T, int64_t H) {
   const NormCase c = make_norm_case(seed_for(3), T, H);
   const std::vector<float> rstd = rmsnorm_fwd(c.x, c.g, T, H, kFns).rstd;
   std::vector<float> dx = c.dx0;
-  rmsnorm_bwd_dx<kPlanted>(c.x, c.g, rstd, c.dh, dx, T, H);
-  BoundCheck chk{std::string(kPlanted ? "PLANTED " : "") + "rmsnorm_bwd_dx H=" + std::to_string(H)};
+  reference(c.x, c.g, rstd, c.dh, dx, T, H);
+  BoundCheck chk{label + " H=" + std::to_string(H)};
   for (int64_t t = 0; t < T; ++t) {
     const float* x = c.x.data() + t * H;
     const float* dh = c.dh.data() + t * H;
@@ -185,7 +186,8 @@ BoundCheck check_rmsnorm_bwd_dx(int64_t T, int64_t H) {
 
 TEST(ModelKernelsHost, RmsnormBackwardDxAgainstDouble) {
   for (auto [T, H] : kNormShapes) {
-    const BoundCheck chk = check_rmsnorm_bwd_dx<false>(T, H);
+    // The default instantiation: the planted one when built with FH_PLANT_RMSNORM_BWD_REFERENCE=1.
+    const BoundCheck chk = check_rmsnorm_bwd_dx(&rmsnorm_bwd_dx<>, "rmsnorm_bwd_dx", T, H);
     EXPECT_WITHIN_BOUND(chk);
   }
 }
@@ -196,7 +198,7 @@ TEST(ModelKernelsHost, RmsnormBackwardDxAgainstDouble) {
 // the bound, the worst by a factor of 10^4 or more.
 TEST(ModelKernelsHost, PlantedRmsnormBackwardIsCaught) {
   for (auto [T, H] : kNormShapes) {
-    const BoundCheck chk = check_rmsnorm_bwd_dx<true>(T, H);
+    const BoundCheck chk = check_rmsnorm_bwd_dx(&rmsnorm_bwd_dx<true>, "PLANTED rmsnorm_bwd_dx", T, H);
     std::printf("  %s\n", chk.str().c_str());
     EXPECT_GT(chk.bad, chk.n / 2) << "the planted RMSNorm backward was not caught: " << chk.str();
     EXPECT_GT(chk.worst, 1e3) << chk.str();
