@@ -86,8 +86,8 @@ std::vector<float> rmsnorm_bwd_dg(const std::vector<float>& x, const std::vector
 // causal_softmax_kernel: rows of T scores (rows = heads * T, query i = row % T). m = block max of
 // s[0..i], z = block sum of exp(fsub(s, m)) over j <= i, p = bf16(fdiv(exp(fsub(s, m)), z)) for
 // j <= i and +0 above. Bitwise given the device's expf. With a correctly rounded exp each term is
-// within 2.5 ulp of the device's, so z and every quotient within a relative 2^-21 for the shapes
-// used here (tree depth <= 12) and each p within one bf16 ulp.
+// within 2.5 ulp (relative) of the device's, z within 2.5 + (chain length, ceil(n / 256) + 8) ulp
+// and each quotient one more: far below a bf16 ulp (2^16 fp32 ulp), so each p within one bf16 ulp.
 std::vector<uint16_t> causal_softmax(const std::vector<float>& s, int64_t rows, int64_t T, const ElementaryFns& fns);
 
 // softmax_bwd_kernel: per row, s = block sum of fmul(dp, p); ds = bf16(fmul(fmul(p, fsub(dp, s)),
@@ -111,8 +111,9 @@ struct GateBwdOut {
 };
 // gate_bwd_kernel: sg = fdiv(1, fadd(1, exp(-z))); dgate = bf16(fmul(fmul(dm, up), fmul(sg, fadd(1,
 // fmul(z, fsub(1, sg)))))); dup = bf16(fmul(fmul(dm, z), sg)). Bitwise given the device's expf.
-// With a correctly rounded exp, sg is within 3 ulp; 1 + z (1 - sg) cancels near z = -1.28, so
-// there dgate may differ by more than one bf16 ulp (the GPU suite's verdict is the bitwise one).
+// With a correctly rounded exp, sg is within 5 ulp (exp's 2.5, then 1 + e and 1 / .), so dup is
+// within one bf16 ulp; 1 + z (1 - sg) cancels near z = -1.28, where dgate may differ by more, so
+// no bound is stated for dgate (the GPU suite's verdict there is the bitwise one).
 GateBwdOut gate_bwd(const std::vector<float>& gate, const std::vector<float>& up, const std::vector<float>& dm,
                     const ElementaryFns& fns);
 
@@ -122,9 +123,10 @@ struct CrossEntropyOut {
 };
 // cross_entropy_kernel: per token, m = block max of the row, z = block sum of exp(fsub(l, m)),
 // loss = fsub(fadd(log(z), m), l[label]); dlogits = bf16(fdiv(fsub(fdiv(exp(fsub(l, m)), z),
-// onehot), float(T))). Bitwise given the device's expf and logf. With correctly rounded ones, loss
-// is within (1.5 ulp of log z) + the rounding of the two additions of the device's, and each
-// dlogit within one bf16 ulp (away from the label's cancellation 1 - p, where p near 1 loses bits).
+// onehot), float(T))). Bitwise given the device's expf and logf. With correctly rounded ones, z
+// moves as in causal_softmax and log z by that relative amount plus 1.5 ulp, absolutely, before
+// the two roundings of + m and - l[label]; each dlogit off the label is within one bf16 ulp, the
+// label's p - 1 cancels when p is near 1, so no bf16 bound is stated for dlogits as a whole.
 CrossEntropyOut cross_entropy(const std::vector<float>& logits, const std::vector<int32_t>& labels, int64_t T,
                               int64_t V, const ElementaryFns& fns);
 
