@@ -11,9 +11,11 @@
 // roundings has relative error at most about n u on a sum of same-signed terms and n u times the
 // sum of magnitudes otherwise; a block sum over H elements is a chain of ceil(H / 256) + 8
 // additions per term; a bf16 output rounds an fp32 value v' = v (1 + d) to within ub |v'| + |d v|
-// of v. Each bound below is twice that estimate, so a pass is not a near miss of rounding but
-// every real defect in an operation (a dropped factor, a wrong index, a wrong mask) exceeds it by
-// orders of magnitude; the planted RMSNorm backward shows one being caught.
+// of v. Each bound below is the bf16 term (itself a worst case) plus twice the fp32 estimate, so a
+// pass is not a near miss of rounding, while a real defect in an operation (a dropped factor, a
+// wrong index, a wrong mask, a wrong sign) exceeds it by orders of magnitude; the planted RMSNorm
+// backward shows one being caught. What these checks cannot see is a change of summation order
+// alone (a different tree stays within the bounds): that is the GPU suite's bitwise verdict.
 #include <gtest/gtest.h>
 
 #include <algorithm>
