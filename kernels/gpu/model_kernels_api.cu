@@ -77,7 +77,8 @@ void rmsnorm_bwd_dx(const std::vector<float>& x, const std::vector<uint16_t>& g,
   DeviceBuffer<float> d_x(x), d_r(rstd), d_dh(dh), d_dx(dx);
   DeviceBuffer<uint16_t> d_g(g);
   if (T > 0)
-    mk::rmsnorm_bwd_dx_kernel<<<int(T), mk::kThreads>>>(d_x.data(), d_g.data(), d_r.data(), d_dh.data(), d_dx.data(), H);
+    mk::rmsnorm_bwd_dx_kernel<<<int(T), mk::kThreads>>>(d_x.data(), d_g.data(), d_r.data(), d_dh.data(), d_dx.data(),
+                                                        H);
   finish("model_api::rmsnorm_bwd_dx");
   d_dx.download(dx);
 }
@@ -153,7 +154,8 @@ void gate_bwd(const std::vector<float>& gate, const std::vector<float>& up, cons
   DeviceBuffer<float> d_g(gate), d_u(up), d_dm(dm);
   DeviceBuffer<uint16_t> d_dg(gate.size()), d_du(gate.size());
   if (n > 0)
-    mk::gate_bwd_kernel<<<stride_grid(n), mk::kThreads>>>(d_g.data(), d_u.data(), d_dm.data(), d_dg.data(), d_du.data(), n);
+    mk::gate_bwd_kernel<<<stride_grid(n), mk::kThreads>>>(d_g.data(), d_u.data(), d_dm.data(), d_dg.data(), d_du.data(),
+                                                          n);
   finish("model_api::gate_bwd");
   d_dg.download(dgate);
   d_du.download(dup);
@@ -167,7 +169,8 @@ void cross_entropy(const std::vector<float>& logits, const std::vector<int32_t>&
   DeviceBuffer<float> d_l(logits), d_loss{size_t(T)};
   DeviceBuffer<int32_t> d_y(labels);
   DeviceBuffer<uint16_t> d_d(size_t(T * V));
-  if (T > 0) mk::cross_entropy_kernel<<<int(T), mk::kThreads>>>(d_l.data(), d_y.data(), d_loss.data(), d_d.data(), V, T);
+  if (T > 0)
+    mk::cross_entropy_kernel<<<int(T), mk::kThreads>>>(d_l.data(), d_y.data(), d_loss.data(), d_d.data(), V, T);
   finish("model_api::cross_entropy");
   d_loss.download(loss);
   d_d.download(dlogits);

@@ -178,7 +178,8 @@ BoundCheck check_rmsnorm_bwd_dx(RmsnormBwdDx reference, const std::string& label
     for (int64_t k = 0; k < H; ++k) {
       const double dyg = std::fabs(double(dh[k]) * bf(c.g[size_t(k)])), y = std::fabs(double(x[k]) * r);
       const double want = double(c.dx0[size_t(t * H + k)]) + d[size_t(k)];
-      const double e = r * (2 * kU * dyg + y * (3 * kU * std::fabs(mean) + e_mean) + 2 * kU * std::fabs(d[size_t(k)] / r)) +
+      const double e =
+          r * (2 * kU * dyg + y * (3 * kU * std::fabs(mean) + e_mean) + 2 * kU * std::fabs(d[size_t(k)] / r)) +
                        kU * std::fabs(want);
       chk.add(t * H + k, dx[size_t(t * H + k)], want, 2 * e);
     }
@@ -311,7 +312,8 @@ TEST(ModelKernelsHost, ExpandKvCopiesEachKvHeadToItsGroup) {
   for (int64_t t = 0; t < T; ++t)
     for (int64_t g = 0; g < kvh; ++g)
       for (int64_t k = 0; k < group; ++k)
-        for (int64_t c = 0; c < d; ++c) faults += x[size_t(t * heads * d + (g * group + k) * d + c)] != kv[size_t(t * kvh * d + g * d + c)];
+        for (int64_t c = 0; c < d; ++c)
+          faults += x[size_t(t * heads * d + (g * group + k) * d + c)] != kv[size_t(t * kvh * d + g * d + c)];
   EXPECT_EQ(faults, 0);
 }
 

@@ -148,8 +148,8 @@ void expect_bf16_within(const std::string& what, const std::vector<uint16_t>& de
     differ += d != 0;
     worst = std::max(worst, d);
   }
-  std::printf("  %s, correctly rounded functions: %" PRId64 " of %zu differ, max %" PRIu64 " bf16 ulp%s\n", what.c_str(),
-              differ, device.size(), worst, bound < 0 ? " (no bound stated)" : "");
+  std::printf("  %s, correctly rounded functions: %" PRId64 " of %zu differ, max %" PRIu64 " bf16 ulp%s\n",
+              what.c_str(), differ, device.size(), worst, bound < 0 ? " (no bound stated)" : "");
   if (bound >= 0) EXPECT_LE(worst, uint64_t(bound)) << what;
 }
 
@@ -222,7 +222,8 @@ TEST(GpuModelKernels, CausalSoftmaxAndBackwardBitwise) {
     CaseRng r(seed_for(5));
     const std::vector<float> dp = ref::uniform_f32(r, size_t(rows * T), -2, 2);
     const float scale = 1.0f / std::sqrt(48.0f);
-    expect_bitwise("softmax_bwd" + at, api::softmax_bwd(p, dp, rows, T, scale), ref::softmax_bwd(p, dp, rows, T, scale));
+    expect_bitwise("softmax_bwd" + at, api::softmax_bwd(p, dp, rows, T, scale),
+                   ref::softmax_bwd(p, dp, rows, T, scale));
   }
 }
 
@@ -245,7 +246,8 @@ TEST(GpuModelKernels, GateBitwise) {
   const std::vector<float> z = ref::make_gate_inputs(r, 5000);
   const std::vector<float> up = ref::uniform_f32(r, z.size(), -2, 2), dm = ref::uniform_f32(r, z.size(), -1, 1);
   const std::vector<uint16_t> m = api::gate_fwd(z, up);
-  expect_bitwise("gate_fwd", m, host_with_device_fns([&](const ref::ElementaryFns& f) { return ref::gate_fwd(z, up, f); }));
+  expect_bitwise("gate_fwd", m,
+                 host_with_device_fns([&](const ref::ElementaryFns& f) { return ref::gate_fwd(z, up, f); }));
   expect_bf16_within("gate_fwd", m, ref::gate_fwd(z, up, kCorrectlyRounded), 1);
   std::vector<uint16_t> dgate, dup;
   api::gate_bwd(z, up, dm, dgate, dup);
