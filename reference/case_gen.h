@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/seed_stream.h"
 #include "kernels/common/splitmix64.h"
 
 namespace fh {
@@ -61,12 +62,6 @@ struct WgradCase {
 };
 WgradCase make_wgrad_case(uint64_t seed, int64_t T, int64_t in, int64_t out, CaseDistribution dist,
                           const CaseDistParams& x_params = {}, const CaseDistParams& dy_params = {});
-
-// A seed for sub-stream (a, b) of `seed`: a splitmix64 finalizer over the mixed words, so that
-// neighbouring (a, b) give unrelated streams.
-inline uint64_t mix_seed(uint64_t seed, uint64_t a, uint64_t b = 0) {
-  return splitmix64_mix(seed ^ (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full));
-}
 
 // The suite seed: FH_SEED from the environment (decimal or 0x-hex) when set, else `fallback`.
 // Throws std::invalid_argument on an unparsable FH_SEED.

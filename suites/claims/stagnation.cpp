@@ -27,7 +27,7 @@ StagnationResult run_stagnation(const StagnationConfig& cfg) {
   StagnationResult res;
   const int64_t O = cfg.out, I = cfg.in, T = cfg.T;
   const LeastSquaresProblem prob =
-      LeastSquaresProblem::make(cfg.seed, O, I, cfg.eval_T, cfg.w_star_scale, cfg.target_noise);
+      LeastSquaresProblem::make(stream_seed(cfg.seed, "stagnation/problem"), O, I, cfg.eval_T, cfg.w_star_scale, cfg.target_noise);
   AdamW::Hyper h;
   h.lr = cfg.lr;
   h.weight_decay = 0;
@@ -57,7 +57,7 @@ StagnationResult run_stagnation(const StagnationConfig& cfg) {
       run.run_seed = rs;
       const bool planted_rne = cfg.defect == StagnationDefect::sr_is_rne && v.ws == WeightStore::bf16_sr;
       HostParam w = HostParam::make(rule, v.sf, planted_rne ? WeightStore::bf16_rne : v.ws, O, I, prob.w0, rs, 1);
-      CaseRng data(cfg.seed ^ (rs * 0x9E3779B97F4A7C15ull));  // same data stream for every variant
+      CaseRng data(stream_seed(cfg.seed, "stagnation/data", rs));  // same data stream for every variant
       for (int s = 1; s <= cfg.steps; ++s) {
         const std::vector<uint16_t> X = gen_bf16(data, T * I, CaseDistribution::normal);
         const std::vector<double> Y = prob.targets(X, T, data);
