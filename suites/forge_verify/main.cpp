@@ -695,6 +695,9 @@ int run(int argc, char** argv) {
   for (const ClaimInfo* c : selected) kinds.push_back({.gpu_lane = c->needs_gpu && cfg.gpu_available, .exclusive = c->exclusive});
   std::vector<std::unique_ptr<Report>> parts(selected.size());
   const auto t0 = std::chrono::steady_clock::now();
+  // The run's one seed, said once before any claim draws from it: every claim's random streams
+  // derive from it (kernels/common/seed_stream.h), and /meta keeps it.
+  if (!cfg.quiet) std::fprintf(stderr, "seed: 0x%016llx (--seed N to change)\n", (unsigned long long)cfg.seed);
   g_run_started = true;
   {
     Heartbeat heartbeat(cfg.quiet, workers);
