@@ -1,5 +1,6 @@
 #include "reference/case_gen.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <cerrno>
@@ -185,7 +186,7 @@ uint64_t case_seed(uint64_t fallback) {
   uint64_t seed = fallback;
   run_seed_given(&seed);
   std::lock_guard<std::mutex> lock(g_seed_mutex);
-  g_seeds_drawn.push_back(seed);
+  if (std::find(g_seeds_drawn.begin(), g_seeds_drawn.end(), seed) == g_seeds_drawn.end()) g_seeds_drawn.push_back(seed);
   return seed;
 }
 

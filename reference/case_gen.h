@@ -76,7 +76,7 @@ void set_run_seed(uint64_t seed);
 // The run seed when one was given (set_run_seed or FH_SEED), else nothing: each caller then
 // uses its own fixed seed.
 bool run_seed_given(uint64_t* seed);
-// The seeds case_seed returned since the last clear, in order (thread-safe).
+// The distinct seeds case_seed returned since the last clear, in order (thread-safe).
 std::vector<uint64_t> seeds_drawn();
 void clear_seeds_drawn();
 // case_seed, printed once as "<suite>: seed 0x... (set FH_SEED to change)" so a failure can be

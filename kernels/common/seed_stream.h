@@ -23,13 +23,22 @@ constexpr uint64_t stream_name_hash(std::string_view name) {
   return h;
 }
 
-// The seed of draw `index` of stream `name` under `run_seed`: the stream's state is the
-// splitmix64 finalizer of the run seed and the name's hash, and index i is the (i+1)-th
-// splitmix64 output from that state, so distinct indexes of one stream give distinct seeds and
-// neighbouring run seeds or names give unrelated streams.
-constexpr uint64_t stream_seed(uint64_t run_seed, std::string_view name, uint64_t index = 0) {
-  const uint64_t state = splitmix64_mix(run_seed ^ splitmix64_mix(stream_name_hash(name)));
+// The state of stream `name` under `run_seed`: the splitmix64 finalizer of the run seed and the
+// name's hash, so neighbouring run seeds or names give unrelated streams.
+constexpr uint64_t stream_state(uint64_t run_seed, std::string_view name) {
+  return splitmix64_mix(run_seed ^ splitmix64_mix(stream_name_hash(name)));
+}
+
+// Draw `index` of the stream whose state is `state`: the (index+1)-th splitmix64 output from it,
+// so distinct indexes give distinct draws. Also on the device, for kernels that draw per element
+// from a state the host computed.
+FH_SPLITMIX_HD constexpr uint64_t stream_draw(uint64_t state, uint64_t index) {
   return splitmix64_mix(state + (index + 1) * 0x9E3779B97F4A7C15ull);
+}
+
+// The seed of draw `index` of stream `name` under `run_seed`.
+constexpr uint64_t stream_seed(uint64_t run_seed, std::string_view name, uint64_t index = 0) {
+  return stream_draw(stream_state(run_seed, name), index);
 }
 
 }  // namespace fh
