@@ -238,7 +238,7 @@ TEST_P(rules_vs_mpfr, EveryRuleSampleWithinItsBound) {
   Stats s;
   int ci = 0;
   for (const NamedConfig& nc : configs_of(id)) {
-    CaseRng rng(seed ^ (uint64_t(id) << 40) ^ (uint64_t(ci++) << 32));
+    CaseRng rng(stream_seed(seed, "test_rules_vs_mpfr/rule_samples", uint64_t(id) << 32 | uint64_t(ci++)));
     run_config(nc, make_rule_samples(rng, nc.config, 6000), s);
   }
   std::printf("[rules_vs_mpfr] %-12s elements %6" PRId64 ", judged outputs %6" PRId64 ", flagged %4" PRId64
