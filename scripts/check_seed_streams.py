@@ -31,8 +31,8 @@ SOURCE_EXT = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh", ".py")
 LEGACY = {"suites/claims/external_common.cpp": "external_cases_v1_seed"}
 # Lines that xor a key on purpose: a test of the generator itself, not a draw.
 KEY_TESTS = {"suites/cpu/test_bf16_philox.cpp": "base.seed ^"}  # one key bit flipped: Philox's avalanche
-# Files that define the discipline rather than use it.
-DEFINITIONS = {"scripts/seed_stream.py", "scripts/check_seed_streams.py"}
+# Files that define or test the discipline itself rather than draw from it.
+DEFINITIONS = {"scripts/seed_stream.py", "scripts/check_seed_streams.py", "suites/cpu/test_seed_streams.cpp"}
 
 IDIOMS = [
     ("a hand-picked sub-seed tag", re.compile(r"\bmix_seed\s*\(")),
