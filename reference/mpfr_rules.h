@@ -1,4 +1,4 @@
-// MPFR-precision twins of the eight element-wise rules.
+// MPFR-precision twins of the element-wise rules (kernels/rules/rule_list.h).
 //
 // Each twin takes the same inputs as the fp32 rule (fp32 p, g and state, the rule's double
 // hyperparameters and the 1-based step t) and returns the exact new p and states together with
@@ -35,12 +35,21 @@ struct SGD { TrackedF32 lr, wd; };
 struct SGDMomentum { TrackedF32 lr, wd, momentum, one_minus_dampening; };
 }  // namespace mpfr_scalars
 
+// The MPFR scalars type of each rule: a rule in rule_list.h without its mpfr_scalars struct
+// does not compile.
+template <class Rule> struct MpfrScalarsOf;
+#define FH_MPFR_SCALARS_OF(name, Type) \
+  template <>                          \
+  struct MpfrScalarsOf<::fh::Type> { using type = mpfr_scalars::Type; };
+FH_RULES(FH_MPFR_SCALARS_OF)
+#undef FH_MPFR_SCALARS_OF
+template <class Rule>
+using MpfrScalarsOfRule = typename MpfrScalarsOf<Rule>::type;
+
 struct MpfrStepScalars {
   RuleConfig config;
   int64_t t = 1;
-  std::variant<mpfr_scalars::AdamW, mpfr_scalars::NAdam, mpfr_scalars::RAdam, mpfr_scalars::Lion,
-               mpfr_scalars::RMSprop, mpfr_scalars::Adagrad, mpfr_scalars::SGD,
-               mpfr_scalars::SGDMomentum> s;
+  RuleVariant<MpfrScalarsOfRule> s;
 };
 
 // Once per (config, step): validates the hyperparameters (std::invalid_argument), t >= 1.

@@ -94,4 +94,104 @@ Fp32Step fp32_step(const RuleConfig& c, int64_t t) {
   });
 }
 
+// ---- hyperparameter sets ----
+
+namespace {
+template <class Rule>
+NamedRuleConfig cfg(const char* name, typename Rule::Hyper h, RuleId id) {
+  return {name, RuleConfig{id, AnyHyper{h}}};
+}
+}  // namespace
+
+std::vector<NamedRuleConfig> rule_hyper_sets(RuleId id) {
+  std::vector<NamedRuleConfig> out;
+  switch (id) {
+    case RuleId::adamw: {
+      AdamW::Hyper h;
+      out.push_back(cfg<AdamW>("defaults", h, id));
+      h.lr = 1e-2; h.weight_decay = 0.1;
+      out.push_back(cfg<AdamW>("lr1e-2_wd0.1", h, id));
+      h = {}; h.maximize = true;
+      out.push_back(cfg<AdamW>("maximize", h, id));
+      h = {}; h.beta1 = 0.8; h.beta2 = 0.9999; h.eps = 1e-6; h.weight_decay = 0.0;
+      out.push_back(cfg<AdamW>("b0.8_0.9999_eps1e-6_wd0", h, id));
+      break;
+    }
+    case RuleId::nadam: {
+      NAdam::Hyper h;
+      out.push_back(cfg<NAdam>("defaults", h, id));
+      h.weight_decay = 0.01;
+      out.push_back(cfg<NAdam>("l2_wd0.01", h, id));
+      h.weight_decay = 0.1; h.decoupled_weight_decay = true;
+      out.push_back(cfg<NAdam>("decoupled_wd0.1", h, id));
+      h = {}; h.maximize = true; h.momentum_decay = 0.01;
+      out.push_back(cfg<NAdam>("maximize_psi0.01", h, id));
+      break;
+    }
+    case RuleId::radam: {
+      RAdam::Hyper h;
+      out.push_back(cfg<RAdam>("defaults", h, id));
+      h.weight_decay = 0.01;
+      out.push_back(cfg<RAdam>("l2_wd0.01", h, id));
+      h.weight_decay = 0.1; h.decoupled_weight_decay = true;
+      out.push_back(cfg<RAdam>("decoupled_wd0.1", h, id));
+      h = {}; h.maximize = true; h.beta2 = 0.99;
+      out.push_back(cfg<RAdam>("maximize_b2_0.99", h, id));
+      break;
+    }
+    case RuleId::lion: {
+      Lion::Hyper h;
+      out.push_back(cfg<Lion>("defaults", h, id));
+      h.lr = 3e-4; h.weight_decay = 0.1;
+      out.push_back(cfg<Lion>("lr3e-4_wd0.1", h, id));
+      h = {}; h.maximize = true;
+      out.push_back(cfg<Lion>("maximize", h, id));
+      break;
+    }
+    case RuleId::rmsprop: {
+      RMSprop::Hyper h;
+      out.push_back(cfg<RMSprop>("defaults", h, id));
+      h.weight_decay = 0.01;
+      out.push_back(cfg<RMSprop>("wd0.01", h, id));
+      h = {}; h.centered = true;
+      out.push_back(cfg<RMSprop>("centered", h, id));
+      h = {}; h.momentum = 0.9;
+      out.push_back(cfg<RMSprop>("momentum0.9", h, id));
+      h = {}; h.centered = true; h.momentum = 0.5; h.weight_decay = 0.01; h.maximize = true;
+      out.push_back(cfg<RMSprop>("centered_momentum_wd_maximize", h, id));
+      break;
+    }
+    case RuleId::adagrad: {
+      Adagrad::Hyper h;
+      out.push_back(cfg<Adagrad>("defaults", h, id));
+      h.lr_decay = 0.01; h.initial_accumulator_value = 0.1;
+      out.push_back(cfg<Adagrad>("lr_decay0.01_init0.1", h, id));
+      h = {}; h.weight_decay = 0.01; h.maximize = true;
+      out.push_back(cfg<Adagrad>("wd0.01_maximize", h, id));
+      break;
+    }
+    case RuleId::sgd: {
+      SGD::Hyper h;
+      out.push_back(cfg<SGD>("defaults", h, id));
+      h.weight_decay = 0.01; h.lr = 0.1;
+      out.push_back(cfg<SGD>("lr0.1_wd0.01", h, id));
+      h = {}; h.maximize = true;
+      out.push_back(cfg<SGD>("maximize", h, id));
+      break;
+    }
+    case RuleId::sgd_momentum: {
+      SGDMomentum::Hyper h;
+      out.push_back(cfg<SGDMomentum>("defaults", h, id));
+      h.dampening = 0.1;
+      out.push_back(cfg<SGDMomentum>("dampening0.1", h, id));
+      h = {}; h.nesterov = true;
+      out.push_back(cfg<SGDMomentum>("nesterov", h, id));
+      h = {}; h.weight_decay = 0.01; h.maximize = true; h.momentum = 0.5;
+      out.push_back(cfg<SGDMomentum>("wd0.01_maximize_mu0.5", h, id));
+      break;
+    }
+  }
+  return out;
+}
+
 }  // namespace fh

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 #include "kernels/rules/all_rules.h"
 #include "reference/case_gen.h"
@@ -30,5 +31,12 @@ Fp32Step fp32_step(const RuleConfig& c, int64_t t);
 
 // n_random random elements followed by the fixed adversarial grid.
 std::vector<RuleSample> make_rule_samples(CaseRng& rng, const RuleConfig& c, int n_random);
+
+// The hyperparameter sets each rule is judged under against its MPFR twin
+// (suites/cpu/test_rules_vs_mpfr.cpp): its defaults, then its options (weight decay, maximize,
+// its own switches). A rule with none here would be judged on no sample at all, so
+// test_rule_registry fails for it.
+struct NamedRuleConfig { std::string name; RuleConfig config; };
+std::vector<NamedRuleConfig> rule_hyper_sets(RuleId id);
 
 }  // namespace fh

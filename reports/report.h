@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "inputs/benchmark_json.h"
 #include "oracles/evidence.h"
 
 namespace fh {
@@ -75,23 +76,6 @@ struct ClaimData {
   int64_t n_cases = 0;
   std::vector<CaseData> cases;
 };
-// One benchmark's timings, as Google Benchmark reported them (reports/bench_import.h imports
-// its JSON): the real time of every repetition, in ns, and their median. The repetitions are
-// kept, not only the median, so that a diff can test whether a slowdown is significant.
-struct BenchmarkData {
-  std::string name;                    // Google Benchmark's run name, e.g. "adamw_.../manual_time"
-  std::vector<double> repetitions_ns;  // real time per repetition; empty when the JSON kept only aggregates
-  double median_ns = std::numeric_limits<double>::quiet_NaN();  // median of repetitions_ns (else Google Benchmark's median)
-  std::string unit = "ns";             // the unit of repetitions_ns and median_ns; always "ns"
-  friend bool operator==(const BenchmarkData&, const BenchmarkData&) = default;
-};
-
-// The median of `values` (the mean of the two middle ones for an even count); NaN when empty.
-double median_of(std::vector<double> values);
-// The /benchmarks member that holds benchmark `name`: the name with '%' and '/' percent-encoded
-// (a benchmark name contains '/', an HDF5 link name cannot), so the mapping is one to one.
-std::string benchmark_key(const std::string& name);
-
 struct ReportData {
   int64_t schema_version = 0;
   Verdict verdict = Verdict::not_run;

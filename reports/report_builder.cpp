@@ -23,30 +23,6 @@ namespace fh {
 
 namespace {
 
-bool valid_utf8(std::string_view s) {
-  static const uint32_t kMinForLength[5] = {0, 0, 0x80, 0x800, 0x10000};  // reject overlongs
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) { ++i; continue; }
-    int len;
-    uint32_t cp;
-    if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; }
-    else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; }
-    else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; }
-    else return false;
-    if (i + len > s.size()) return false;
-    for (int k = 1; k < len; ++k) {
-      const unsigned char cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    if (cp < kMinForLength[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += len;
-  }
-  return true;
-}
-
 void require_valid_text(const std::string& text, const std::string& what) {
   if (auto p = report_detail::text_problem(text); !p.empty())
     throw std::invalid_argument(what + ": " + p);
@@ -55,22 +31,6 @@ void require_valid_text(const std::string& text, const std::string& what) {
 }  // namespace
 
 namespace report_detail {
-
-std::string name_problem(const std::string& name) {
-  if (name.empty()) return "empty name";
-  if (name.find('/') != std::string::npos) return "name '" + name + "' contains '/'";
-  if (name.find_first_not_of('.') == std::string::npos)
-    return "name '" + name + "' is made only of '.'";
-  if (name.find('\0') != std::string::npos) return "name contains a NUL character";
-  if (!valid_utf8(name)) return "name is not valid UTF-8";
-  return {};
-}
-
-std::string text_problem(const std::string& text) {
-  if (text.find('\0') != std::string::npos) return "text contains a NUL character";
-  if (!valid_utf8(text)) return "text is not valid UTF-8";
-  return {};
-}
 
 std::string evidence_problem(const Check& c) {
   if (auto p = name_problem(c.name); !p.empty()) return "check name: " + p;
@@ -391,32 +351,6 @@ void Report::add_benchmark(BenchmarkData b) {
   for (const auto& o : benchmarks_)
     if (o.name == b.name) throw std::invalid_argument("duplicate " + what);
   benchmarks_.push_back(std::move(b));
-}
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + mid, v.end());
-  const double upper = v[mid];
-  if (v.size() % 2 == 1) return upper;
-  const double lower = *std::max_element(v.begin(), v.begin() + mid);
-  return lower + (upper - lower) / 2;
-}
-
-std::string benchmark_key(const std::string& name) {
-  std::string key;
-  for (char ch : name) {
-    if (ch == '%') key += "%25";
-    else if (ch == '/') key += "%2F";
-    else key += ch;
-  }
-  // "." and ".." cannot be link names: encode a name made only of dots.
-  if (!key.empty() && key.find_first_not_of('.') == std::string::npos) {
-    std::string dots;
-    for (size_t i = 0; i < key.size(); ++i) dots += "%2E";
-    key = dots;
-  }
-  return key;
 }
 
 const BenchmarkData* ReportData::find_benchmark(std::string_view name) const {

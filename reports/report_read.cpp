@@ -1,5 +1,5 @@
 // The HDF5 reader and schema checker: read_report and validate_report_schema, one walk over
-// the file (reports/SCHEMA.md). Shared HDF5 plumbing: hdf5_util.h; name and evidence rules:
+// the file (reports/SCHEMA.md). Shared HDF5 plumbing: inputs/hdf5_util.h; name and evidence rules:
 // report_rules.h.
 #include "reports/report.h"
 
@@ -14,22 +14,22 @@
 #include <string>
 #include <vector>
 
-#include "reports/hdf5_util.h"
-#include "reports/input_file.h"
+#include "inputs/hdf5_util.h"
+#include "inputs/input_file.h"
 #include "reports/report_rules.h"
 
 namespace fh {
 
 using report_detail::aggregate_attr_names;
 using report_detail::direction_problem;
-using report_detail::foreign_data_problem;
+using hdf5_detail::foreign_data_problem;
 using report_detail::evidence_problem;
-using report_detail::Handle;
-using report_detail::h5_mutex;
-using report_detail::hdf5_error_text;
-using report_detail::make_fapl;
+using hdf5_detail::Handle;
+using hdf5_detail::h5_mutex;
+using hdf5_detail::hdf5_error_text;
+using hdf5_detail::make_fapl;
 using report_detail::name_problem;
-using report_detail::QuietHdf5;
+using hdf5_detail::QuietHdf5;
 using report_detail::text_problem;
 
 // ---------------------------------------------------------------------------------------------

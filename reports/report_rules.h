@@ -5,14 +5,15 @@
 #include <set>
 #include <string>
 
+#include "inputs/text_rules.h"
 #include "oracles/evidence.h"
 
 namespace fh::report_detail {
 
-// A link or attribute name: not empty, no '/', not made only of '.', no NUL, valid UTF-8.
-std::string name_problem(const std::string& name);
-// HDF5 strings are C strings declared UTF-8: an embedded NUL would silently truncate.
-std::string text_problem(const std::string& text);
+// The name and text rules are the input layer's (inputs/text_rules.h): what an input may hold
+// is what the report can take.
+using ::fh::name_problem;
+using ::fh::text_problem;
 // Contract 7: a verdict carries its evidence.
 std::string evidence_problem(const Check& c);
 // A pass whose measured metric lies on the failing side of its bound (pass_if), e.g. a power

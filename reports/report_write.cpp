@@ -1,6 +1,6 @@
 // The HDF5 writer: Report::write lays a snapshot out as reports/SCHEMA.md says, in a temporary
 // file that is fsynced and renamed over the final name; every step can be made to fail through
-// testing_hooks. Shared HDF5 plumbing: hdf5_util.h.
+// testing_hooks. Shared HDF5 plumbing: inputs/hdf5_util.h.
 //
 // HDF5 never touches the disk here: the file is built in memory (the core driver, no backing
 // store) and its image is written out by write_file() with plain write() calls. The reason is
@@ -28,16 +28,16 @@
 #include <string>
 #include <vector>
 
-#include "reports/hdf5_util.h"
+#include "inputs/hdf5_util.h"
 #include "reports/report_path.h"
 
 namespace fh {
 
-using report_detail::Handle;
-using report_detail::h5_mutex;
-using report_detail::hdf5_error_text;
-using report_detail::make_fapl;
-using report_detail::QuietHdf5;
+using hdf5_detail::Handle;
+using hdf5_detail::h5_mutex;
+using hdf5_detail::hdf5_error_text;
+using hdf5_detail::make_fapl;
+using hdf5_detail::QuietHdf5;
 
 namespace {
 

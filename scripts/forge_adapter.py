@@ -717,7 +717,7 @@ def as_float(bits, dtype_name):
 
 
 # ---------------------------------------------------------------------------
-# Timing (Google-Benchmark-shaped JSON, read by reports/bench_import.cpp)
+# Timing (Google-Benchmark-shaped JSON, read by inputs/benchmark_json.cpp)
 # ---------------------------------------------------------------------------
 
 def make_timed_call(env, out, inp, T):

@@ -7,8 +7,8 @@
 #   model_step_json   --model-step                                    read_model_step_json
 #   model_bench_json  --external-model                                read_model_bench_json
 #   rename_map        forge-verify diff --rename-map                  parse_rename_map, apply_renames
-# with libFuzzer (clang-14, -fsanitize=fuzzer,address,undefined). Only the reports/ sources the
-# readers need are built (no CUDA, no MPFR), into build-fuzz/ (or $FH_FUZZ_DIR), incrementally.
+# with libFuzzer (clang-14, -fsanitize=fuzzer,address,undefined). Only the inputs/ and reports/
+# sources the readers need are built (no CUDA, no MPFR), into build-fuzz/ (or $FH_FUZZ_DIR), incrementally.
 # Each target first replays its regressions (suites/fuzz/regressions/<target>/: every crash or
 # hang found so far, fixed), then fuzzes for SECONDS from its corpus (build-fuzz/corpus/<target>,
 # kept between runs) and its seeds: the files the target generates (valid base files, recipes
@@ -50,8 +50,8 @@ HDF5_CFLAGS="$(pkg-config --cflags hdf5 2>/dev/null)" && HDF5_LIBS="$(pkg-config
 
 # ---- build (ninja: only what changed) ----
 mkdir -p "$OUT" || exit 2
-DEPS=(reports/input_file reports/bench_import reports/external_bench reports/external_io reports/hdf5_util
-      reports/report_builder reports/report_read reports/report_write reports/report_path reports/report_diff
+DEPS=(inputs/input_file inputs/text_rules inputs/benchmark_json inputs/external_bench inputs/external_io
+      inputs/hdf5_util reports/report_builder reports/report_read reports/report_write reports/report_path reports/report_diff
       oracles/evidence suites/fuzz/fuzz_inputs)
 {
   echo "# Written by scripts/fuzz.sh; do not edit."

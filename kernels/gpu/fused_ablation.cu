@@ -7,14 +7,14 @@
 namespace fh::gpu {
 
 namespace {
-template <bool kGRoundTrip, int kPrefetch, int kCm = 1, int kCn = 1>
+template <bool kGRoundTrip, int kPrefetch, class Ring = PingpongCfg>
 void launch_variant(StateFormat sf, WeightStore ws, const WgradTileArgs& a, const AdamW::Scalars& s,
                     const ParamView& pv, cudaStream_t stream, float* g) {
   if (sf == StateFormat::fp32 && ws == WeightStore::fp32_master)
-    return launch_fused_pingpong<AdamW, StateFormat::fp32, WeightStore::fp32_master, kGRoundTrip, kPrefetch, kCm, kCn>(a, s, pv,
+    return launch_fused_pingpong<AdamW, StateFormat::fp32, WeightStore::fp32_master, kGRoundTrip, kPrefetch, Ring>(a, s, pv,
                                                                                                           stream, g);
   if (sf == StateFormat::bf16 && ws == WeightStore::bf16_rne)
-    return launch_fused_pingpong<AdamW, StateFormat::bf16, WeightStore::bf16_rne, kGRoundTrip, kPrefetch, kCm, kCn>(a, s, pv,
+    return launch_fused_pingpong<AdamW, StateFormat::bf16, WeightStore::bf16_rne, kGRoundTrip, kPrefetch, Ring>(a, s, pv,
                                                                                                        stream, g);
   throw std::invalid_argument("fused_wgrad_update_variant: fp32/fp32_master or bf16/bf16_rne only");
 }
@@ -37,8 +37,9 @@ void fused_wgrad_update_variant(const WgradProblem& p, const RuleConfig& rule, S
       if (!g) throw std::invalid_argument("fused_wgrad_update_variant: g_roundtrip needs g, out x in floats on the device");
       return launch_variant<true, 4>(sf, ws, a, s, pv, stream, g);
     case FusedVariant::epilogue_prefetch8: return launch_variant<false, 8>(sf, ws, a, s, pv, stream, nullptr);
-    case FusedVariant::cluster_pairs: return launch_variant<false, 4, 2, 1>(sf, ws, a, s, pv, stream, nullptr);
-    case FusedVariant::cluster_quads: return launch_variant<false, 4, 2, 2>(sf, ws, a, s, pv, stream, nullptr);
+    case FusedVariant::deep_ring: return launch_variant<false, 4, PingpongDeepRing>(sf, ws, a, s, pv, stream, nullptr);
+    case FusedVariant::deep_ring_wait2:
+      return launch_variant<false, 4, PingpongDeepRing2>(sf, ws, a, s, pv, stream, nullptr);
   }
   throw std::invalid_argument("fused_wgrad_update_variant: unknown variant");
 }

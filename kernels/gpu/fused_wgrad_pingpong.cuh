@@ -1,6 +1,5 @@
 // The warp-specialized fused kernel for the 128 x 128 tile ("pingpong"; kernels/gpu/NOTES.md, v23).
-// One persistent block per SM (or clusters of 2 or 4 blocks sharing operands: kCm x kCn), three
-// warpgroups:
+// One persistent block per SM, three warpgroups:
 //   - the producer (warpgroup 0, one thread) loads each 64-token chunk of dY and X with TMA into a
 //     ring of kStages slots (full / empty mbarriers), for the block's tiles in turn;
 //   - two consumers (warpgroups 1, 2) take the block's tiles alternately. A consumer multiplies its
@@ -11,18 +10,21 @@
 // tokens in token order, k-steps wholly past T not issued (TMA zero fills the rest of the last
 // chunk), so the bits are the same; the GPU fused suite compares both kernels bit for bit.
 // The epilogue is the block-per-tile kernel's (fused_epilogue_quads / fused_epilogue_int8), run by
-// one warpgroup on a 64-row half tile at a time, parked in the consumer's own G buffer.
+// one warpgroup on a 64-row half tile (a 32-row quarter in the deep ring) at a time, parked in the
+// consumer's own G buffer. (Clusters sharing dY and X by TMA multicast were measured and removed:
+// no faster, NOTES v24.)
 // Included by fused_wgrad_update.cuh after the epilogue it uses.
 #pragma once
 #include "kernels/gpu/wgrad_tma.h"
 
 namespace fh::gpu {
 
-// The epilogue's geometry for one half tile: 64 rows x 128 columns, one consumer warpgroup (the
-// names epilogue_quad / epilogue_int8_block and the epilogue functions read).
-template <int kPrefetch = 4>
+// The epilogue's geometry for one parked piece of a tile: kRows rows (a 64-row half, or a 32-row
+// quarter in the deep ring) x 128 columns, one consumer warpgroup (the names epilogue_quad /
+// epilogue_int8_block and the epilogue functions read).
+template <int kPrefetch = 4, int kRows = 64>
 struct PingpongHalfTile {
-  static constexpr int TR = 64, TC = 128, kThreads = 128, kWarps = 4;
+  static constexpr int TR = kRows, TC = 128, kThreads = 128, kWarps = 4;
   // Quads per thread and batch (fused_epilogue_quads): two, as the block-per-tile kernel; four
   // spilled ~1-2 KB even at the consumers' raised register count (the other half's accumulators
   // are live meanwhile).
@@ -36,23 +38,33 @@ struct PingpongHalfTile {
   static constexpr int kBlockPasses = kSegments / kWarps;
 };
 
-struct PingpongCfg {
+// kStages_ slots of 32 KB in the ring and each consumer's G buffer of kParkRows_ rows share the
+// 227 KB an SM gives one block: 4 slots with 64-row buffers (2 x 34 KB), or the deep ring's 5
+// slots with 32-row buffers (2 x 17 KB: a tile parked and updated a quarter at a time), so that
+// one more chunk is in flight while a consumer waits (NOTES, v25: latency, not L2 bandwidth).
+// kInFlight_: the chunks whose wgmma groups a consumer leaves outstanding before it waits (1: chunk
+// c - 1 is waited for once chunk c is issued; 2: chunk c - 2, the deep ring only).
+template <int kStages_ = 4, int kParkRows_ = 64, int kInFlight_ = 1>
+struct PingpongRing {
   static constexpr int TR = 128, TC = 128, TK = kTmaBoxTokens, kKSteps = TK / 16;
   static constexpr int kConsumers = 2, kThreads = 128 * (1 + kConsumers);
-  // Ring depth: 4 slots of 32 KB plus the consumers' two 34 KB G buffers fill the 227 KB an SM
-  // gives one block (5 slots would not fit).
-  static constexpr int kStages = 4;
+  static constexpr int kStages = kStages_, kParkRows = kParkRows_, kInFlight = kInFlight_;
+  static_assert(kParkRows == 64 || kParkRows == 32, "a half or a quarter of the tile parked at a time");
+  static_assert(kInFlight >= 1 && kInFlight < kStages, "a consumer must free a slot the producer can refill");
   static constexpr int kABytes = TR * TK * 2, kSlotBytes = (TR + TC) * TK * 2;
   // setmaxnreg: the producer gives registers up so that each consumer thread holds its tile's 128
   // accumulators and the epilogue's values (40 x 128 + 232 x 256 <= 64 K).
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
-  static constexpr size_t kGBufFloats = size_t(PingpongHalfTile<>::TR) * PingpongHalfTile<>::kLdG;
+  static constexpr size_t kGBufFloats = size_t(kParkRows) * PingpongHalfTile<>::kLdG;
   static constexpr size_t kRingBytes = size_t(kStages) * kSlotBytes;
   static constexpr size_t kBarrierOffset = kRingBytes + kConsumers * kGBufFloats * 4;
   static constexpr size_t kSmemBytes = kBarrierOffset + (2 * kStages + kConsumers) * sizeof(uint64_t) + kWgmmaAtomBytes;
   static_assert(TR == 2 * kTmaBoxCols && TC == 2 * kTmaBoxCols, "two TMA boxes per operand and chunk");
   static_assert(kSmemBytes <= 232448, "one block's shared memory on sm_90");
 };
+using PingpongCfg = PingpongRing<>;
+using PingpongDeepRing = PingpongRing<5, 32, 1>;
+using PingpongDeepRing2 = PingpongRing<5, 32, 2>;
 
 __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count) : "memory");
@@ -77,8 +89,7 @@ __device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
   return done != 0;
 }
 // A phase that never completes (a TMA that never lands) traps after 20 s instead of hanging the
-// suite (the sanitizer passes are slow; a normal wait is microseconds). Also the producer's wait
-// for slots that peers' consumers release (CTA-scope acquire, as CUTLASS's cluster barrier).
+// suite (the sanitizer passes are slow; a normal wait is microseconds).
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   const uint32_t addr = smem_u32(bar);
   if (mbar_try_wait(addr, parity)) return;
@@ -86,38 +97,6 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   while (!mbar_try_wait(addr, parity))
     if (global_timer_ns() - t0 > 20000000000ull) __trap();
 }
-// Clusters (kClusterM x kClusterN blocks on a square of tiles, sharing dY rows and X columns).
-__device__ __forceinline__ uint32_t cluster_ctarank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-// Every thread of both blocks; release / acquire, so that barrier inits and arrivals are seen
-// cluster-wide.
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-// One arrival on the barrier at bar's offset in block `cta` of the cluster (this one or a peer).
-// Release at CTA scope, as CUTLASS's cluster barrier arrives: what it orders is this warp's wgmma
-// reads of the slot, already complete; a cluster-scope release costs a fence per arrival (v24's
-// first run: a pair 2x and a square 3.4x slower than one block).
-__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
-  asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-               "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_u32(bar)),
-               "r"(cta)
-               : "memory");
-}
-// The same box into the blocks of the cluster whose rank bits are set in `ctas`, at dst's and bar's
-// offsets in each.
-__device__ __forceinline__ void tma_load_box_multicast(void* dst, const CUtensorMap& map, int c, int t, uint64_t* bar,
-                                                       uint16_t ctas) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
-      "[%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(smem_u32(dst)),
-      "l"(reinterpret_cast<uint64_t>(&map)), "r"(c), "r"(t), "r"(smem_u32(bar)), "h"(ctas)
-      : "memory");
-}
-
 // A 64 x 64 box at (column c, token t) into this block's shared memory; its bytes complete on bar.
 __device__ __forceinline__ void tma_load_box(void* dst, const CUtensorMap& map, int c, int t, uint64_t* bar) {
   asm volatile(
@@ -152,29 +131,27 @@ __device__ __forceinline__ uint64_t tma_operand_desc(const unsigned char* operan
   return wgmma_desc_sw128(operand + 2 * ks * kWgmmaAtomBytes + box * kTmaBoxBytes, kTmaBoxBytes, kWgmmaAtomBytes);
 }
 
-// The tiles of the launch in units of kCm x kCn tiles (one tile alone, or a cluster's square:
-// kCm along out, kCn along in), the units row-major over the grid of units; group g (block, or
-// cluster) takes units g, g + groups, g + 2 groups, ... and its k-th unit goes to consumer k % 2;
-// block rank = m + kCm n of a cluster takes the unit's tile (m, n).
-template <int kCm, int kCn>
+// The tiles of the launch, row-major; block b takes tiles b, b + blocks, b + 2 blocks, ... and its
+// k-th tile goes to consumer k % 2.
 struct PingpongTiles {
-  int64_t units_x, units, nchunks;
-  __device__ __forceinline__ void origin(int64_t u, uint32_t rank, int64_t& o0, int64_t& i0) const {
-    o0 = ((u / units_x) * kCm + rank % kCm) * PingpongCfg::TR;
-    i0 = ((u % units_x) * kCn + rank / kCm) * PingpongCfg::TC;
+  int64_t tiles_x, tiles, nchunks;
+  __device__ __forceinline__ void origin(int64_t u, int64_t& o0, int64_t& i0) const {
+    o0 = (u / tiles_x) * PingpongCfg::TR;
+    i0 = (u % tiles_x) * PingpongCfg::TC;
   }
 };
 
 // One consumer's mainloop over one tile: acc[h] (rows 64 h .. 64 h + 63 of the tile, this warp's
 // 16 of them) accumulates the tile's G. seq: the block-wide index of the tile's first chunk (slot
 // seq % kStages, phase seq / kStages). Each chunk's 2 x 4 wgmma are committed as one group and
-// chunk c - 1's group is waited for after chunk c's is issued; then its slot is released (every
-// lane calls release(slot); the lambda picks the lanes that arrive).
-template <class Hook, class Release>
+// chunk c - kInFlight's group is waited for after chunk c's is issued; then its slot is released
+// (every lane calls release(slot); the lambda picks the lanes that arrive). The groups complete in
+// order and each accumulator's chain is the same whatever the wait depth: the same bits.
+template <class Cfg, class Hook, class Release>
 __device__ __forceinline__ void pingpong_tile_mainloop(unsigned char* ring, uint64_t* full, int64_t seq,
                                                        int64_t nchunks, int64_t T, float (&acc)[2][16][4],
                                                        const Hook& hook, const Release& release) {
-  constexpr int S = PingpongCfg::kStages;
+  constexpr int S = Cfg::kStages, F = Cfg::kInFlight;
   const int lane = threadIdx.x & 31;
 #pragma unroll
   for (int h = 0; h < 2; ++h)
@@ -187,22 +164,22 @@ __device__ __forceinline__ void pingpong_tile_mainloop(unsigned char* ring, uint
     const int slot = int(n % S);
     mbar_wait(full + slot, uint32_t(n / S) & 1u);
     hook(c, nchunks);
-    const unsigned char* sA = ring + size_t(slot) * PingpongCfg::kSlotBytes;
-    const unsigned char* sB = sA + PingpongCfg::kABytes;
-    const int ksteps = chunk_ksteps(T, c * PingpongCfg::TK, PingpongCfg::kKSteps);
+    const unsigned char* sA = ring + size_t(slot) * Cfg::kSlotBytes;
+    const unsigned char* sB = sA + Cfg::kABytes;
+    const int ksteps = chunk_ksteps(T, c * Cfg::TK, Cfg::kKSteps);
     wgmma_fence_operands<16>(acc[0]);
     wgmma_fence_operands<16>(acc[1]);
     wgmma_fence();
-    if (ksteps == PingpongCfg::kKSteps) {
+    if (ksteps == Cfg::kKSteps) {
 #pragma unroll
-      for (int ks = 0; ks < PingpongCfg::kKSteps; ++ks) {
+      for (int ks = 0; ks < Cfg::kKSteps; ++ks) {
         const uint64_t db = tma_operand_desc(sB, ks, 0);
         wgmma_m64n128k16_ss(acc[0], tma_operand_desc(sA, ks, 0), db);
         wgmma_m64n128k16_ss(acc[1], tma_operand_desc(sA, ks, 1), db);
       }
     } else {  // the ragged last chunk: k-steps wholly past T are not issued
 #pragma unroll
-      for (int ks = 0; ks < PingpongCfg::kKSteps; ++ks) {
+      for (int ks = 0; ks < Cfg::kKSteps; ++ks) {
         if (ks < ksteps) {
           const uint64_t db = tma_operand_desc(sB, ks, 0);
           wgmma_m64n128k16_ss(acc[0], tma_operand_desc(sA, ks, 0), db);
@@ -211,27 +188,30 @@ __device__ __forceinline__ void pingpong_tile_mainloop(unsigned char* ring, uint
       }
     }
     wgmma_commit();
-    wgmma_wait<1>();  // chunk c - 1's instructions are done: its slot may be refilled
+    wgmma_wait<F>();  // chunk c - F's instructions are done: its slot may be refilled
     wgmma_fence_operands<16>(acc[0]);
     wgmma_fence_operands<16>(acc[1]);
-    if (c > 0) release(int((n - 1) % S));
+    if (c >= F) release(int((n - F) % S));
   }
   wgmma_wait<0>();
   wgmma_fence_operands<16>(acc[0]);
   wgmma_fence_operands<16>(acc[1]);
-  if (nchunks > 0) release(int((seq + nchunks - 1) % S));
+  for (int64_t c = nchunks > F ? nchunks - F : 0; c < nchunks; ++c) release(int((seq + c) % S));
 }
 
-// Half h of the tile's accumulators into the consumer's G buffer, one 8-byte store per pair (the
-// block-per-tile kernel's park with this warp's index inside its warpgroup).
-__device__ __forceinline__ void park_half_tile(float* sG, const float (&acc)[16][4], int warp, int lane) {
+// Rows row0 .. row0 + kRows - 1 of half h of the tile's accumulators into the consumer's G buffer,
+// one 8-byte store per pair (the block-per-tile kernel's park with this warp's index inside its
+// warpgroup). Warp w holds rows 16 w .. 16 w + 15 of the half: a quarter is two warps' rows.
+template <int kRows>
+__device__ __forceinline__ void park_rows(float* sG, const float (&acc)[16][4], int warp, int lane, int row0) {
   using Cfg = WgradTileCfg<128, 128>;  // warps 0..3 of its layout hold rows 0..63
+  if (16 * warp < row0 || 16 * warp >= row0 + kRows) return;  // uniform across the warp
 #pragma unroll
   for (int nt = 0; nt < 16; ++nt)
 #pragma unroll
     for (int pair = 0; pair < 2; ++pair) {
       const FragCoord c = acc_pair_tile_coord<Cfg>(warp, lane, 0, nt, pair);
-      *reinterpret_cast<float2*>(sG + c.row * PingpongHalfTile<>::kLdG + c.col) =
+      *reinterpret_cast<float2*>(sG + (c.row - row0) * PingpongHalfTile<>::kLdG + c.col) =
           make_float2(acc[nt][2 * pair], acc[nt][2 * pair + 1]);
     }
 }
@@ -271,25 +251,20 @@ __device__ __forceinline__ void g_round_trip(float* g, int64_t out, int64_t in, 
 }
 
 // kPrefetch: the epilogue's L2 prefetch distance in passes (4; a bench variant tries 8).
-// kCm x kCn > 1 (bench variants): clusters whose blocks hold a kCm x kCn square of tiles. In a
-// cluster the blocks of one tile row share dY and those of one tile column share X, so each block
-// loads one box of each shared operand and multicasts it: kCm = 2 halves X's bytes from L2, kCn = 2
-// halves dY's. (Measured, NOTES v24: no faster than one block, so L2 bandwidth is not what bounds
-// the 128 x 128 mainloop.) A slot is refilled once every consumer of the cluster released it.
-// Needs whole squares (launch_fused_pingpong checks).
-template <class Rule, StateFormat SF, WeightStore WS, bool kGRoundTrip = false, int kPrefetch = 4, int kCm = 1,
-          int kCn = 1>
-__global__ void __launch_bounds__(PingpongCfg::kThreads, 1)
+// Ring: PingpongCfg, or a deep ring (PingpongDeepRing*: five slots, the tile parked and updated a
+// quarter at a time; bench variants).
+template <class Rule, StateFormat SF, WeightStore WS, bool kGRoundTrip = false, int kPrefetch = 4,
+          class Ring = PingpongCfg>
+__global__ void __launch_bounds__(Ring::kThreads, 1)
     fused_wgrad_pingpong_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec,
                                 const __grid_constant__ WgradTmaMaps maps, float* g_trip) {
-  static_assert((kCm == 1 || kCm == 2) && (kCn == 1 || kCn == 2), "a block alone, a pair or a square of four");
-  constexpr int kCtas = kCm * kCn;
-  using Half = PingpongHalfTile<kPrefetch>;
-  constexpr int S = PingpongCfg::kStages;
+  using Half = PingpongHalfTile<kPrefetch, Ring::kParkRows>;
+  constexpr int S = Ring::kStages;
+  constexpr int kPieces = 128 / Ring::kParkRows;  // parked pieces per tile
   extern __shared__ __align__(16) unsigned char pingpong_smem[];
   unsigned char* ring = align_to_atom(pingpong_smem);
-  float* gbuf = reinterpret_cast<float*>(ring + PingpongCfg::kRingBytes);
-  uint64_t* full = reinterpret_cast<uint64_t*>(ring + PingpongCfg::kBarrierOffset);
+  float* gbuf = reinterpret_cast<float*>(ring + Ring::kRingBytes);
+  uint64_t* full = reinterpret_cast<uint64_t*>(ring + Ring::kBarrierOffset);
   uint64_t* empty = full + S;
   // handoff[c]: consumer c may start waiting on its next tile's chunks (completed by the four warps
   // of the other consumer when their mainloop of the previous tile is done). Without it a consumer
@@ -299,71 +274,49 @@ __global__ void __launch_bounds__(PingpongCfg::kThreads, 1)
   // The warpgroup index from lane 0, so that ptxas sees the role branch as warp-uniform (else it
   // serializes the wgmma behind it, C7520).
   const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0), lane = threadIdx.x & 31;
-  const uint32_t rank = kCtas > 1 ? cluster_ctarank() : 0;
-  const int64_t group = blockIdx.x / kCtas, groups = gridDim.x / kCtas;
-  const int64_t tiles_x = (a.in + PingpongCfg::TC - 1) / PingpongCfg::TC;
-  const PingpongTiles<kCm, kCn> tiles{tiles_x / kCn,
-                                      tiles_x / kCn * ((a.out + PingpongCfg::TR - 1) / PingpongCfg::TR / kCm),
-                                      (a.T + PingpongCfg::TK - 1) / PingpongCfg::TK};
+  const int64_t block = blockIdx.x, blocks = gridDim.x;
+  const int64_t tiles_x = (a.in + Ring::TC - 1) / Ring::TC;
+  const PingpongTiles tiles{tiles_x, tiles_x * ((a.out + Ring::TR - 1) / Ring::TR), (a.T + Ring::TK - 1) / Ring::TK};
   if (threadIdx.x == 0) {
     for (int i = 0; i < S; ++i) {
       mbar_init(full + i, 1);
-      mbar_init(empty + i, 4 * kCtas);  // the four warps of the consumer reading the slot, in every block
+      mbar_init(empty + i, 4);  // the four warps of the consumer reading the slot
     }
-    for (int c = 0; c < PingpongCfg::kConsumers; ++c) mbar_init(handoff + c, 4);
+    for (int c = 0; c < Ring::kConsumers; ++c) mbar_init(handoff + c, 4);
     fence_mbarrier_init();
   }
-  if constexpr (kCtas > 1)
-    cluster_sync();  // every block's barriers exist before any block multicasts into it
-  else
-    __syncthreads();
+  __syncthreads();
 
-  if (wg == 0) {  // producer: one thread; the others wait at the end (a cluster's final barrier)
-    setmaxnreg_dec<PingpongCfg::kProducerRegs>();
+  if (wg == 0) {  // producer: one thread
+    setmaxnreg_dec<Ring::kProducerRegs>();
     if (threadIdx.x == 0) {
       int64_t n = 0;  // the block's chunk index
-      for (int64_t u = group; u < tiles.units; u += groups) {
+      for (int64_t u = block; u < tiles.tiles; u += blocks) {
         int64_t o0, i0;
-        tiles.origin(u, rank, o0, i0);
+        tiles.origin(u, o0, i0);
         // Boxes wholly past W's edge are not loaded: they only feed G rows or columns outside W,
         // which no epilogue stores.
         const bool a_box1 = o0 + kTmaBoxCols < a.out, b_box1 = i0 + kTmaBoxCols < a.in;
         const uint32_t tx_bytes = uint32_t(kTmaBoxBytes) * (2 + int(a_box1) + int(b_box1));
-        // In a cluster, block (m, n) sends dY box n of its tile row to the blocks of that row, and
-        // X box m of its tile column to the blocks of that column.
-        const uint32_t m = rank % kCm, cn = rank / kCm;
-        uint16_t row_ctas = 0, col_ctas = 0;
-        for (uint32_t j = 0; j < uint32_t(kCn); ++j) row_ctas |= uint16_t(1u << (m + kCm * j));
-        for (uint32_t j = 0; j < uint32_t(kCm); ++j) col_ctas |= uint16_t(1u << (j + kCm * cn));
         for (int64_t c = 0; c < tiles.nchunks; ++c, ++n) {
           const int slot = int(n % S);
           if (n >= S) mbar_wait(empty + slot, uint32_t(n / S - 1) & 1u);
-          unsigned char* sA = ring + size_t(slot) * PingpongCfg::kSlotBytes;
-          unsigned char* sB = sA + PingpongCfg::kABytes;
-          const int t0 = int(c * PingpongCfg::TK);
+          unsigned char* sA = ring + size_t(slot) * Ring::kSlotBytes;
+          unsigned char* sB = sA + Ring::kABytes;
+          const int t0 = int(c * Ring::TK);
           mbar_arrive_expect_tx(full + slot, tx_bytes);
-          if constexpr (kCn == 2) {  // whole squares: both boxes exist
-            tma_load_box_multicast(sA + cn * kTmaBoxBytes, maps.dy, int(o0) + int(cn) * kTmaBoxCols, t0, full + slot,
-                                   row_ctas);
-          } else {
-            tma_load_box(sA, maps.dy, int(o0), t0, full + slot);
-            if (a_box1) tma_load_box(sA + kTmaBoxBytes, maps.dy, int(o0) + kTmaBoxCols, t0, full + slot);
-          }
-          if constexpr (kCm == 2) {
-            tma_load_box_multicast(sB + m * kTmaBoxBytes, maps.x, int(i0) + int(m) * kTmaBoxCols, t0, full + slot,
-                                   col_ctas);
-          } else {
-            tma_load_box(sB, maps.x, int(i0), t0, full + slot);
-            if (b_box1) tma_load_box(sB + kTmaBoxBytes, maps.x, int(i0) + kTmaBoxCols, t0, full + slot);
-          }
+          tma_load_box(sA, maps.dy, int(o0), t0, full + slot);
+          if (a_box1) tma_load_box(sA + kTmaBoxBytes, maps.dy, int(o0) + kTmaBoxCols, t0, full + slot);
+          tma_load_box(sB, maps.x, int(i0), t0, full + slot);
+          if (b_box1) tma_load_box(sB + kTmaBoxBytes, maps.x, int(i0) + kTmaBoxCols, t0, full + slot);
         }
       }
     }
-    if constexpr (kCtas == 1) return;
+    return;
   } else {
-    setmaxnreg_inc<PingpongCfg::kConsumerRegs>();
+    setmaxnreg_inc<Ring::kConsumerRegs>();
     const int consumer = wg - 1, ctid = threadIdx.x - 128 * wg, cwarp = ctid >> 5;
-    float* sG = gbuf + consumer * PingpongCfg::kGBufFloats;
+    float* sG = gbuf + consumer * Ring::kGBufFloats;
     const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
     const FragCoord first = epilogue_quad<Half>(ctid, 0);
     // A whole half tile's first Half::kEarlyPrefetchPasses epilogue passes, prefetched into L2 ahead
@@ -374,46 +327,41 @@ __global__ void __launch_bounds__(PingpongCfg::kThreads, 1)
       for (int j = 0; j < Half::kEarlyPrefetchPasses; ++j)
         prefetch_quad_lines<Rule, SF, WS>(pv, idx_first + j * int64_t(Half::kQuadRowsPerPass) * pv.cols);
     };
-    // A slot is free once every consumer warp reading it, in every block of the group, is done:
-    // lane j of each warp arrives on block j's barrier (the arrivals in parallel, as CUTLASS
-    // spreads them).
+    // A slot is free once the four consumer warps reading it are done.
     auto release = [&](int slot) {
-      if constexpr (kCtas > 1) {
-        if (lane < kCtas) mbar_arrive_cluster(empty + slot, uint32_t(lane));
-      } else {
-        if (lane == 0) mbar_arrive(empty + slot);
-      }
+      if (lane == 0) mbar_arrive(empty + slot);
     };
     float acc[2][16][4];
-    for (int64_t k = consumer, u = group + consumer * groups; u < tiles.units; k += 2, u += 2 * groups) {
+    for (int64_t k = consumer, u = block + consumer * blocks; u < tiles.tiles; k += 2, u += 2 * blocks) {
       int64_t o0, i0;
-      tiles.origin(u, rank, o0, i0);
+      tiles.origin(u, o0, i0);
       // Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
       const bool shift_state = a.planted_defect == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
-      bool whole[2];
+      bool whole[kPieces];
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
-        whole[h] = SF != StateFormat::int8 && vec && !short_edge && !shift_state && o0 + 64 * (h + 1) <= pv.rows &&
-                   i0 + Half::TC <= pv.cols;
+      for (int p = 0; p < kPieces; ++p)
+        whole[p] = SF != StateFormat::int8 && vec && !short_edge && !shift_state &&
+                   o0 + Ring::kParkRows * (p + 1) <= pv.rows && i0 + Half::TC <= pv.cols;
       auto early_prefetch = [&](int64_t c, int64_t nchunks) {
         if (whole[0] && c == (nchunks > kFusedEarlyPrefetchChunks ? nchunks - kFusedEarlyPrefetchChunks : 0))
           prefetch_first_passes(o0, i0);
       };
       // Tile k's chunks are waited on only after tile k - 1's mainloop is done (phase (k - 1) / 2).
       if (k > 0) mbar_wait(handoff + consumer, uint32_t((k - 1) / 2) & 1u);
-      pingpong_tile_mainloop(ring, full, k * tiles.nchunks, tiles.nchunks, a.T, acc, early_prefetch, release);
+      pingpong_tile_mainloop<Ring>(ring, full, k * tiles.nchunks, tiles.nchunks, a.T, acc, early_prefetch, release);
       if (lane == 0) mbar_arrive(handoff + (1 - consumer));
       if constexpr (kGRoundTrip) g_round_trip(g_trip, a.out, a.in, o0, i0, acc, cwarp, lane);
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int64_t ho0 = o0 + 64 * h;
-        if (h == 0 && whole[1]) prefetch_first_passes(o0 + 64, i0);
-        park_half_tile(sG, acc[h], cwarp, lane);
+      for (int p = 0; p < kPieces; ++p) {
+        const int h = p * Ring::kParkRows / 64, row0 = p * Ring::kParkRows - 64 * h;  // piece p: half h, rows row0..
+        const int64_t ho0 = o0 + p * Ring::kParkRows;
+        if (p + 1 < kPieces && whole[p + 1]) prefetch_first_passes(ho0 + Ring::kParkRows, i0);
+        park_rows<Ring::kParkRows>(sG, acc[h], cwarp, lane, row0);
         consumer_barrier(consumer);
         if constexpr (SF == StateFormat::int8) {
           fused_epilogue_int8<Half, Rule, WS>(s, pv, sG, ho0, i0, short_edge, shift_state, cwarp);
         } else {
-          if (whole[h])
+          if (whole[p])
             fused_epilogue_quads<Half, Rule, SF, WS, true>(s, pv, sG, ho0, i0, vec, short_edge, shift_state,
                                                            a.planted_defect, first, ctid);
           else
@@ -424,9 +372,6 @@ __global__ void __launch_bounds__(PingpongCfg::kThreads, 1)
       }
     }
   }
-  // A cluster's block may not leave while a peer can still multicast into it or arrive on its
-  // barriers.
-  if constexpr (kCtas > 1) cluster_sync();
 }
 
 // Can the pingpong kernel run this problem? TMA needs 16-byte aligned operand rows; the planted
@@ -435,53 +380,23 @@ inline bool pingpong_usable(const WgradTileArgs& a) {
   return wgrad_tma_usable(a) && a.planted_defect != int(FusedPlantedDefect::late_blocks_skip_update);
 }
 
-template <class Rule, StateFormat SF, WeightStore WS, bool kGRoundTrip = false, int kPrefetch = 4, int kCm = 1,
-          int kCn = 1>
+template <class Rule, StateFormat SF, WeightStore WS, bool kGRoundTrip = false, int kPrefetch = 4,
+          class Ring = PingpongCfg>
 void launch_fused_pingpong(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                            cudaStream_t stream, float* g_trip = nullptr) {
-  constexpr int kCtas = kCm * kCn;
-  auto kernel = fused_wgrad_pingpong_kernel<Rule, SF, WS, kGRoundTrip, kPrefetch, kCm, kCn>;
-  static const bool attributes_set = set_smem_limit(kernel, PingpongCfg::kSmemBytes, "fused_wgrad_pingpong: cudaFuncSetAttribute");
+  auto kernel = fused_wgrad_pingpong_kernel<Rule, SF, WS, kGRoundTrip, kPrefetch, Ring>;
+  static const bool attributes_set = set_smem_limit(kernel, Ring::kSmemBytes, "fused_wgrad_pingpong: cudaFuncSetAttribute");
   (void)attributes_set;
-  if (kCtas > 1 && (a.out % (kCm * PingpongCfg::TR) != 0 || a.in % (kCn * PingpongCfg::TC) != 0))
-    throw std::invalid_argument("fused_wgrad_pingpong: a cluster of " + std::to_string(kCm) + " x " +
-                                std::to_string(kCn) + " tiles needs out a multiple of " +
-                                std::to_string(kCm * PingpongCfg::TR) + " and in of " +
-                                std::to_string(kCn * PingpongCfg::TC));
   int device = 0, sms = 0;
   cuda_check(cudaGetDevice(&device), "fused_wgrad_pingpong: cudaGetDevice");
   cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused_wgrad_pingpong: SM count");
-  const int64_t units = ((a.in + PingpongCfg::TC - 1) / PingpongCfg::TC / kCn) *
-                        ((a.out + PingpongCfg::TR - 1) / PingpongCfg::TR / kCm);
+  // Persistent: one block per SM (or per tile, when there are fewer tiles).
+  const int64_t tiles = ((a.in + Ring::TC - 1) / Ring::TC) * ((a.out + Ring::TR - 1) / Ring::TR);
+  const int64_t blocks = tiles < sms ? tiles : sms;
   const WgradTmaMaps maps = make_wgrad_tma_maps(a);
   const bool vec = SF != StateFormat::int8 && fused_params_vec4<SF>(pv);
-  cudaLaunchConfig_t cfg{};
-  cfg.blockDim = dim3(PingpongCfg::kThreads);
-  cfg.dynamicSmemBytes = PingpongCfg::kSmemBytes;
-  cfg.stream = stream;
-  cudaLaunchAttribute cluster{};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = kCtas;
-  cluster.val.clusterDim.y = cluster.val.clusterDim.z = 1;
-  cfg.attrs = &cluster;
-  cfg.numAttrs = 1;
-  // Persistent groups: as many as can be resident at once. For clusters that is fewer than SMs /
-  // size (a cluster's blocks share a GPC); a group past it would wait for a whole first wave (the
-  // v23 pairs took 2x the time of single blocks with SMs / 2 clusters launched).
-  int resident = sms;
-  if constexpr (kCtas > 1) {
-    cfg.gridDim = dim3(unsigned(sms / kCtas * kCtas));
-    static const int max_clusters = [&] {
-      int n = 0;
-      cuda_check(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg), "fused_wgrad_pingpong: cudaOccupancyMaxActiveClusters");
-      return n;
-    }();
-    resident = max_clusters;
-  }
-  if (resident < 1) throw std::runtime_error("fused_wgrad_pingpong: no cluster fits on this GPU");
-  const int64_t groups = units < resident ? units : resident;
-  cfg.gridDim = dim3(unsigned(groups * kCtas));
-  cuda_check(cudaLaunchKernelEx(&cfg, kernel, a, s, pv, vec, maps, g_trip), "fused_wgrad_pingpong: launch");
+  kernel<<<unsigned(blocks), Ring::kThreads, Ring::kSmemBytes, stream>>>(a, s, pv, vec, maps, g_trip);
+  cuda_check(cudaGetLastError(), "fused_wgrad_pingpong: launch");
 }
 
 }  // namespace fh::gpu

@@ -158,11 +158,12 @@ const char* fused_kernel_for(const WgradProblem& p, TileShape tile);
 //     update in the same launch (the decomposition's middle step); the fused kernel's bits.
 //   epilogue_prefetch8: the epilogue's lines prefetched into L2 eight passes ahead instead of four
 //     (a tuning candidate); the same bits.
-//   cluster_pairs: clusters of two blocks (tiles stacked along out) sharing the X panel by TMA
-//     multicast (out a multiple of 256, in of 128); the same bits.
-//   cluster_quads: clusters of four blocks on a 2 x 2 square of tiles, sharing X along columns
-//     and dY along rows (out and in multiples of 256); the same bits.
-enum class FusedVariant : int { g_roundtrip = 0, epilogue_prefetch8 = 1, cluster_pairs = 2, cluster_quads = 3 };
+//   deep_ring: five ring slots instead of four, each consumer's tile parked and updated a 32-row
+//     quarter at a time (two 17 KB G buffers instead of 34 KB) so that one more 32 KB chunk is in
+//     flight (NOTES v25); the same bits.
+//   deep_ring_wait2: deep_ring, and a consumer leaves two chunks' wgmma groups outstanding
+//     instead of one before it waits (the slot of chunk c - 2 is released); the same bits.
+enum class FusedVariant : int { g_roundtrip = 0, epilogue_prefetch8 = 1, deep_ring = 2, deep_ring_wait2 = 3 };
 void fused_wgrad_update_variant(const WgradProblem& p, const RuleConfig& rule, StateFormat sf, WeightStore ws,
                                 const ParamView& pv, int64_t step, FusedVariant v, float* g = nullptr,
                                 cudaStream_t stream = 0);

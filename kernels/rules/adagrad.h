@@ -15,6 +15,12 @@ struct Adagrad {
     double lr = 1e-2, lr_decay = 0.0, weight_decay = 0.0, initial_accumulator_value = 0.0;
     double eps = 1e-10;
     bool maximize = false;
+    // Each hyperparameter by torch.optim's name, in the order reports print them (hyper_fields.h).
+    template <class F>
+    void fields(F&& f) {
+      f("lr", lr); f("lr_decay", lr_decay); f("weight_decay", weight_decay);
+      f("initial_accumulator_value", initial_accumulator_value); f("eps", eps); f("maximize", maximize);
+    }
   };
   struct Scalars { float l2, clr, eps; bool maximize; };
   static void validate(const Hyper& h) {

@@ -1,35 +1,51 @@
-// The eight element-wise rules and their runtime registry.
+// The element-wise rules (kernels/rules/rule_list.h) and their runtime registry, derived from
+// that one list.
 #pragma once
+#include <cstddef>
 #include <optional>
+#include <stdexcept>
 #include <string_view>
+#include <utility>
 #include <variant>
-#include "kernels/rules/adagrad.h"
-#include "kernels/rules/adamw.h"
-#include "kernels/rules/lion.h"
-#include "kernels/rules/nadam.h"
-#include "kernels/rules/radam.h"
-#include "kernels/rules/rmsprop.h"
-#include "kernels/rules/sgd.h"
-#include "kernels/rules/sgd_momentum.h"
+#include "kernels/rules/rule_list.h"
 
 namespace fh {
 
-enum class RuleId : uint8_t { adamw, nadam, radam, lion, rmsprop, adagrad, sgd, sgd_momentum };
-constexpr RuleId kAllRules[] = {RuleId::adamw, RuleId::nadam, RuleId::radam, RuleId::lion,
-                                RuleId::rmsprop, RuleId::adagrad, RuleId::sgd, RuleId::sgd_momentum};
+#define FH_RULE_ENUMERATOR(name, Type) name,
+enum class RuleId : uint8_t { FH_RULES(FH_RULE_ENUMERATOR) };
+#undef FH_RULE_ENUMERATOR
+#define FH_RULE_ID(name, Type) RuleId::name,
+constexpr RuleId kAllRules[] = {FH_RULES(FH_RULE_ID)};
+#undef FH_RULE_ID
+
+// The list's name is the rule's own kName, so parse_rule, file stems and RuleId agree.
+#define FH_RULE_NAME_MATCHES(name, Type) \
+  static_assert(std::string_view(Type::kName) == #name, #Type "::kName differs from its name in rule_list.h");
+FH_RULES(FH_RULE_NAME_MATCHES)
+#undef FH_RULE_NAME_MATCHES
+
+// The rule type of a RuleId.
+template <RuleId> struct RuleOf;
+#define FH_RULE_OF(name, Type) \
+  template <>                  \
+  struct RuleOf<RuleId::name> { using type = Type; };
+FH_RULES(FH_RULE_OF)
+#undef FH_RULE_OF
+
+// std::variant<Of<Rule>...> over every rule in RuleId's order (RuleId counts from 0 in list order).
+template <template <class> class Of, std::size_t... I>
+std::variant<Of<typename RuleOf<RuleId(I)>::type>...> rule_variant_of(std::index_sequence<I...>);
+template <template <class> class Of>
+using RuleVariant = decltype(rule_variant_of<Of>(std::make_index_sequence<std::size(kAllRules)>{}));
 
 // Calls f(Rule{}) with the rule type for a runtime id; every producer dispatches through here.
 template <class F>
 decltype(auto) visit_rule(RuleId id, F&& f) {
   switch (id) {
-    case RuleId::adamw: return f(AdamW{});
-    case RuleId::nadam: return f(NAdam{});
-    case RuleId::radam: return f(RAdam{});
-    case RuleId::lion: return f(Lion{});
-    case RuleId::rmsprop: return f(RMSprop{});
-    case RuleId::adagrad: return f(Adagrad{});
-    case RuleId::sgd: return f(SGD{});
-    case RuleId::sgd_momentum: return f(SGDMomentum{});
+#define FH_VISIT_RULE_CASE(name, Type) \
+  case RuleId::name: return f(Type{});
+    FH_RULES(FH_VISIT_RULE_CASE)
+#undef FH_VISIT_RULE_CASE
   }
   throw std::invalid_argument("unknown rule id");
 }
@@ -44,8 +60,9 @@ inline std::optional<RuleId> parse_rule(std::string_view name) {
 }
 
 // One rule with its hyperparameters, as the harness passes it around.
-using AnyHyper = std::variant<AdamW::Hyper, NAdam::Hyper, RAdam::Hyper, Lion::Hyper,
-                              RMSprop::Hyper, Adagrad::Hyper, SGD::Hyper, SGDMomentum::Hyper>;
+template <class Rule>
+using HyperOf = typename Rule::Hyper;
+using AnyHyper = RuleVariant<HyperOf>;
 struct RuleConfig {
   RuleId id = RuleId::adamw;
   AnyHyper hyper = AdamW::Hyper{};

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 #include <vector>
 #include "kernels/rules/all_rules.h"
 
@@ -16,40 +17,17 @@ struct HyperField {
   bool* flag = nullptr;
 };
 
-inline std::vector<HyperField> hyper_fields(AdamW::Hyper& h) {
-  return {{"lr", &h.lr}, {"beta1", &h.beta1}, {"beta2", &h.beta2}, {"eps", &h.eps},
-          {"weight_decay", &h.weight_decay}, {"maximize", nullptr, &h.maximize}};
-}
-inline std::vector<HyperField> hyper_fields(NAdam::Hyper& h) {
-  return {{"lr", &h.lr}, {"beta1", &h.beta1}, {"beta2", &h.beta2}, {"eps", &h.eps},
-          {"weight_decay", &h.weight_decay}, {"momentum_decay", &h.momentum_decay},
-          {"decoupled_weight_decay", nullptr, &h.decoupled_weight_decay}, {"maximize", nullptr, &h.maximize}};
-}
-inline std::vector<HyperField> hyper_fields(RAdam::Hyper& h) {
-  return {{"lr", &h.lr}, {"beta1", &h.beta1}, {"beta2", &h.beta2}, {"eps", &h.eps},
-          {"weight_decay", &h.weight_decay},
-          {"decoupled_weight_decay", nullptr, &h.decoupled_weight_decay}, {"maximize", nullptr, &h.maximize}};
-}
-inline std::vector<HyperField> hyper_fields(Lion::Hyper& h) {
-  return {{"lr", &h.lr}, {"beta1", &h.beta1}, {"beta2", &h.beta2},
-          {"weight_decay", &h.weight_decay}, {"maximize", nullptr, &h.maximize}};
-}
-inline std::vector<HyperField> hyper_fields(RMSprop::Hyper& h) {
-  return {{"lr", &h.lr}, {"alpha", &h.alpha}, {"eps", &h.eps}, {"weight_decay", &h.weight_decay},
-          {"momentum", &h.momentum}, {"centered", nullptr, &h.centered}, {"maximize", nullptr, &h.maximize}};
-}
-inline std::vector<HyperField> hyper_fields(Adagrad::Hyper& h) {
-  return {{"lr", &h.lr}, {"lr_decay", &h.lr_decay}, {"weight_decay", &h.weight_decay},
-          {"initial_accumulator_value", &h.initial_accumulator_value}, {"eps", &h.eps},
-          {"maximize", nullptr, &h.maximize}};
-}
-inline std::vector<HyperField> hyper_fields(SGD::Hyper& h) {
-  return {{"lr", &h.lr}, {"weight_decay", &h.weight_decay}, {"maximize", nullptr, &h.maximize}};
-}
-inline std::vector<HyperField> hyper_fields(SGDMomentum::Hyper& h) {
-  return {{"lr", &h.lr}, {"momentum", &h.momentum}, {"dampening", &h.dampening},
-          {"weight_decay", &h.weight_decay}, {"nesterov", nullptr, &h.nesterov},
-          {"maximize", nullptr, &h.maximize}};
+// The named fields of any rule's Hyper, from its fields() list (a number is a double, a flag a bool).
+template <class Hyper>
+std::vector<HyperField> hyper_fields(Hyper& h) {
+  std::vector<HyperField> out;
+  h.fields([&](const char* name, auto& value) {
+    using T = std::remove_reference_t<decltype(value)>;
+    static_assert(std::is_same_v<T, double> || std::is_same_v<T, bool>, "a hyperparameter is a double or a bool");
+    if constexpr (std::is_same_v<T, bool>) out.push_back({name, nullptr, &value});
+    else out.push_back({name, &value});
+  });
+  return out;
 }
 
 // Sets `key` to `value` if the rule has such a hyperparameter; returns whether it has one.

@@ -15,6 +15,12 @@ struct Lion {
   struct Hyper {
     double lr = 1e-4, beta1 = 0.9, beta2 = 0.99, weight_decay = 0.0;
     bool maximize = false;
+    // Each hyperparameter by torch.optim's name, in the order reports print them (hyper_fields.h).
+    template <class F>
+    void fields(F&& f) {
+      f("lr", lr); f("beta1", beta1); f("beta2", beta2); f("weight_decay", weight_decay);
+      f("maximize", maximize);
+    }
   };
   struct Scalars {
     float decay, lr;

@@ -16,6 +16,13 @@ struct NAdam {
     double lr = 2e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
     double momentum_decay = 4e-3;
     bool decoupled_weight_decay = false, maximize = false;
+    // Each hyperparameter by torch.optim's name, in the order reports print them (hyper_fields.h).
+    template <class F>
+    void fields(F&& f) {
+      f("lr", lr); f("beta1", beta1); f("beta2", beta2); f("eps", eps); f("weight_decay", weight_decay);
+      f("momentum_decay", momentum_decay); f("decoupled_weight_decay", decoupled_weight_decay);
+      f("maximize", maximize);
+    }
   };
   struct Scalars {
     float decay, l2;        // decoupled: decay = 1 - lr*wd, l2 = 0; else decay = 1, l2 = wd

@@ -16,6 +16,12 @@ struct RMSprop {
   struct Hyper {
     double lr = 1e-2, alpha = 0.99, eps = 1e-8, weight_decay = 0.0, momentum = 0.0;
     bool centered = false, maximize = false;
+    // Each hyperparameter by torch.optim's name, in the order reports print them (hyper_fields.h).
+    template <class F>
+    void fields(F&& f) {
+      f("lr", lr); f("alpha", alpha); f("eps", eps); f("weight_decay", weight_decay);
+      f("momentum", momentum); f("centered", centered); f("maximize", maximize);
+    }
   };
   struct Scalars {
     float l2, alpha, one_minus_alpha, eps, momentum, lr;

@@ -8,7 +8,15 @@ namespace fh {
 struct SGD {
   static constexpr const char* kName = "sgd";
   static constexpr int kStateSlots = 0;
-  struct Hyper { double lr = 1e-3, weight_decay = 0.0; bool maximize = false; };
+  struct Hyper {
+    double lr = 1e-3, weight_decay = 0.0;
+    bool maximize = false;
+    // Each hyperparameter by torch.optim's name, in the order reports print them (hyper_fields.h).
+    template <class F>
+    void fields(F&& f) {
+      f("lr", lr); f("weight_decay", weight_decay); f("maximize", maximize);
+    }
+  };
   struct Scalars { float lr, l2; bool maximize; };
   static void validate(const Hyper& h) {
     require_hyper(finite_nonneg(h.lr), kName, "lr must be finite and >= 0");

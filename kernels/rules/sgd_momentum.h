@@ -14,6 +14,12 @@ struct SGDMomentum {
   struct Hyper {
     double lr = 1e-3, momentum = 0.9, dampening = 0.0, weight_decay = 0.0;
     bool nesterov = false, maximize = false;
+    // Each hyperparameter by torch.optim's name, in the order reports print them (hyper_fields.h).
+    template <class F>
+    void fields(F&& f) {
+      f("lr", lr); f("momentum", momentum); f("dampening", dampening); f("weight_decay", weight_decay);
+      f("nesterov", nesterov); f("maximize", maximize);
+    }
   };
   struct Scalars { float lr, l2, momentum, one_minus_dampening; bool first_step, nesterov, maximize; };
   static void validate(const Hyper& h) {

@@ -31,18 +31,19 @@ constexpr double kCopyRateBytesPerS = 4.2e12;  // GPU_RUNNER.md, device-to-devic
 // fused_block: the block-per-tile kernel forced (the previous version, for side-by-side timing);
 // fused_g_roundtrip: the pingpong kernel storing each G tile and loading it back in the same
 // launch (the decomposition's middle step); fused_prefetch8: the pingpong kernel prefetching its
-// epilogue's lines eight passes ahead instead of four, fused_pairs: clusters of two blocks sharing
-// the X panel, fused_quads: clusters of four on a 2 x 2 square sharing X and dY (tuning candidates); gemm_cublas: cuBLAS's
-// wgrad GEMM alone (no update), the large-T yardstick.
-enum class Path { fused, fused_block, fused_g_roundtrip, fused_prefetch8, fused_pairs, fused_quads, order_matched, cublas, gemm_cublas };
+// epilogue's lines eight passes ahead instead of four, fused_deep_ring: five ring slots with the
+// tile updated a quarter at a time, fused_deep_ring2: the same with two chunks' wgmma outstanding
+// (tuning candidates, gpu_api.h FusedVariant); gemm_cublas: cuBLAS's wgrad GEMM alone (no
+// update), the large-T yardstick.
+enum class Path { fused, fused_block, fused_g_roundtrip, fused_prefetch8, fused_deep_ring, fused_deep_ring2, order_matched, cublas, gemm_cublas };
 const char* path_name(Path p) {
   switch (p) {
     case Path::fused: return "fused";
     case Path::fused_block: return "fused_block";
     case Path::fused_g_roundtrip: return "fused_g_roundtrip";
     case Path::fused_prefetch8: return "fused_prefetch8";
-    case Path::fused_pairs: return "fused_pairs";
-    case Path::fused_quads: return "fused_quads";
+    case Path::fused_deep_ring: return "fused_deep_ring";
+    case Path::fused_deep_ring2: return "fused_deep_ring2";
     case Path::order_matched: return "order_matched";
     case Path::cublas: return "cublas";
     case Path::gemm_cublas: return "gemm_cublas";
@@ -133,8 +134,10 @@ void run_path(Setup& su, Path path) {
       fused_wgrad_update_variant(p, su.rule, su.sf, su.ws, pv, 1, FusedVariant::g_roundtrip, su.g.data());
       break;
     case Path::fused_prefetch8: fused_wgrad_update_variant(p, su.rule, su.sf, su.ws, pv, 1, FusedVariant::epilogue_prefetch8); break;
-    case Path::fused_pairs: fused_wgrad_update_variant(p, su.rule, su.sf, su.ws, pv, 1, FusedVariant::cluster_pairs); break;
-    case Path::fused_quads: fused_wgrad_update_variant(p, su.rule, su.sf, su.ws, pv, 1, FusedVariant::cluster_quads); break;
+    case Path::fused_deep_ring: fused_wgrad_update_variant(p, su.rule, su.sf, su.ws, pv, 1, FusedVariant::deep_ring); break;
+    case Path::fused_deep_ring2:
+      fused_wgrad_update_variant(p, su.rule, su.sf, su.ws, pv, 1, FusedVariant::deep_ring_wait2);
+      break;
     case Path::gemm_cublas: cublas_wgrad(su.cublas.get(), p, su.g.data()); break;
     case Path::order_matched:
       wgrad_materialize(p, su.g.data());
@@ -252,10 +255,10 @@ int main(int argc, char** argv) {
   for (const auto& [sf, ws] : configs)
     for (const Layer& l : layers)
       for (int64_t T : tokens)
-        for (Path p : {Path::fused, Path::fused_block, Path::fused_g_roundtrip, Path::fused_prefetch8, Path::fused_pairs,
-                       Path::fused_quads, Path::order_matched, Path::cublas, Path::gemm_cublas}) {
-          const bool variant = p == Path::fused_g_roundtrip || p == Path::fused_prefetch8 || p == Path::fused_pairs ||
-                               p == Path::fused_quads;
+        for (Path p : {Path::fused, Path::fused_block, Path::fused_g_roundtrip, Path::fused_prefetch8,
+                       Path::fused_deep_ring, Path::fused_deep_ring2, Path::order_matched, Path::cublas, Path::gemm_cublas}) {
+          const bool variant = p == Path::fused_g_roundtrip || p == Path::fused_prefetch8 ||
+                               p == Path::fused_deep_ring || p == Path::fused_deep_ring2;
           if (variant && (id != RuleId::adamw || sf == StateFormat::int8)) continue;  // AdamW fp32 / bf16 only
           const std::string name = std::string(rule_name(id)) + "_" + state_format_name(sf) + "_" + weight_store_name(ws) + "/" +
                                    path_name(p) + "/out" + std::to_string(l.out) + "_in" + std::to_string(l.in) +

@@ -1,6 +1,7 @@
 #include "suites/claims/claim_common.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -40,6 +41,23 @@ std::string case_name(RuleId r, StateFormat f, WeightStore w) {
 }
 std::string case_name(RuleId r, StateFormat f) {
   return std::string(rule_name(r)) + "." + state_format_name(f);
+}
+
+RunInputPaths input_paths_of(const VerifyConfig& cfg) {
+  return {.external_cases = cfg.external_cases, .external_results = cfg.external_results,
+          .external_model = cfg.external_model, .model_step = cfg.model_step,
+          .external_timing = cfg.external_timing, .bench_json = {}};
+}
+
+const RunInputs& claim_inputs(const VerifyConfig& cfg) {
+  if (const char* planted = std::getenv("FH_PLANT_INPUT_ACCESS_THROW"); planted && std::string(planted) == "1")
+    throw std::invalid_argument("planted defect: FH_PLANT_INPUT_ACCESS_THROW=1 (a claim's input access failed)");
+  if (cfg.inputs) return *cfg.inputs;
+  if (!cfg.external_cases.empty() || !cfg.external_results.empty() || !cfg.external_model.empty() ||
+      !cfg.model_step.empty() || !cfg.external_timing.empty())
+    throw std::logic_error("claim_inputs: the configuration names input files that were not parsed (set VerifyConfig::inputs)");
+  static const RunInputs none;
+  return none;
 }
 
 std::vector<Combo> combos_of(const VerifyConfig& cfg) {

@@ -7,6 +7,7 @@
 #include <vector>
 #include "kernels/formats/formats.h"
 #include "kernels/rules/all_rules.h"
+#include "inputs/run_inputs.h"
 #include "reports/report.h"
 
 namespace fh {
@@ -33,7 +34,19 @@ struct VerifyConfig {
   std::vector<std::string> external_model, external_timing;
   // forge-model-step's JSON files (issue 18): the model_step_figures claim; empty: not run.
   std::vector<std::string> model_step;
+  // The files above, parsed and validated by forge-verify before any claim starts (owned by the
+  // run). Claims reach them through claim_inputs(), never through the paths.
+  const RunInputs* inputs = nullptr;
 };
+
+// The paths of the files a configuration names (--bench-json is forge-verify's own: empty).
+RunInputPaths input_paths_of(const VerifyConfig& cfg);
+// The parsed files of the run. Throws std::logic_error when the configuration names files that
+// were not parsed (cfg.inputs unset): a claim never reads a file itself. A planted defect for the
+// internal-error test (off unless set): FH_PLANT_INPUT_ACCESS_THROW=1 makes it throw
+// std::invalid_argument, the exception a bad input gives before the run, to show that once the
+// claims started any failure is an internal error (exit 3), never bad input.
+const RunInputs& claim_inputs(const VerifyConfig& cfg);
 
 // Progress on stderr, so stdout keeps only the verdict table.
 struct Progress {

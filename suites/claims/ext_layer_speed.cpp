@@ -4,7 +4,6 @@
 #include <map>
 #include <regex>
 
-#include "reports/bench_import.h"
 #include "suites/claims/ext_model_common.h"
 
 namespace fh {
@@ -16,15 +15,15 @@ void claim_ext_layer_speed(const VerifyConfig& cfg, Report& report, const Progre
   const std::regex bench_name(R"(^adamw_bf16_bf16_rne/(fused|cublas)/out(\d+)_in(\d+)_T(\d+)/)");
   std::map<std::string, std::map<std::string, double>> median_us;  // shape -> producer -> median
   std::map<std::string, std::map<std::string, std::string>> failed;  // shape -> path -> error
-  for (const std::string& f : cfg.external_timing) {
-    for (const BenchmarkData& b : read_benchmark_json(f)) {
+  for (const TimingFile& f : claim_inputs(cfg).timings) {
+    for (const BenchmarkData& b : f.benchmarks) {
       std::smatch m;
       if (std::regex_search(b.name, m, forge_name)) median_us[m[2]][m[1]] = b.median_ns / 1e3;
       else if (std::regex_search(b.name, m, bench_name))
         median_us[std::string(m[2]) + "x" + std::string(m[3]) + "x" + std::string(m[4])]["harness_" + std::string(m[1])] =
             b.median_ns / 1e3;
     }
-    for (const auto& [name, error] : read_benchmark_errors(f)) {
+    for (const auto& [name, error] : f.errors) {
       std::smatch m;
       if (std::regex_search(name, m, forge_name)) failed[m[2]][m[1]] = error;
     }

@@ -18,12 +18,6 @@ bool measurements_absent(const std::vector<std::string>& files, Report& report, 
                        "no measurements given: run forge-verify " + option + " FILE.json (scripts/forge_audit.sh)");
 }
 
-std::vector<ModelBenchResult> read_model_runs(const std::vector<std::string>& files) {
-  std::vector<ModelBenchResult> out;
-  for (const auto& f : files) out.push_back(read_model_bench_json(f));
-  return out;
-}
-
 CaseRecord& model_case(Report& report, const std::string& claim, const ModelBenchResult& r) {
   CaseRecord& cs = report.add_case(claim, r.config + "." + r.model);
   cs.set_attr("file", r.path).set_attr("config", r.config).set_attr("model", r.model).set_attr("status", r.status)

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "reports/external_bench.h"
+#include "inputs/external_bench.h"
 #include "suites/claims/claim_entries.h"
 
 namespace fh {
@@ -40,7 +40,6 @@ constexpr double kPeakTolerance = 0.05;
 // No files given: one not-run case naming the option; true when absent.
 bool measurements_absent(const std::vector<std::string>& files, Report& report, const std::string& claim,
                          const std::string& option);
-std::vector<ModelBenchResult> read_model_runs(const std::vector<std::string>& files);
 CaseRecord& model_case(Report& report, const std::string& claim, const ModelBenchResult& r);
 // "ran" and "losses_finite"; true when the configuration did not finish (nothing more to judge).
 bool record_failed_run(CaseRecord& cs, const ModelBenchResult& r);

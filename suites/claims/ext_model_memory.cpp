@@ -8,7 +8,7 @@ namespace fh {
 
 void claim_ext_model_memory(const VerifyConfig& cfg, Report& report, const Progress& progress) {
   if (measurements_absent(cfg.external_model, report, "ext_model_memory", "--external-model")) return;
-  const std::vector<ModelBenchResult> runs = read_model_runs(cfg.external_model);
+  const std::vector<ModelBenchResult>& runs = claim_inputs(cfg).model_runs;
   for (const ModelBenchResult& r : runs) {
     CaseRecord& cs = model_case(report, "ext_model_memory", r);
     if (record_failed_run(cs, r)) continue;

@@ -2,7 +2,7 @@
 #include "suites/claims/external_common.h"
 
 #include <map>
-#include <mutex>
+#include <stdexcept>
 
 #include "kernels/common/bf16.h"
 #include "kernels/common/host_parallel.h"
@@ -178,19 +178,9 @@ void write_external_cases(const std::string& path, const std::string& set, uint6
 }
 
 const ExternalRun& external_run(const VerifyConfig& cfg) {
-  static std::mutex mu;
-  static std::map<std::string, ExternalRun> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  std::string key = cfg.external_cases;
-  for (const auto& r : cfg.external_results) key += "\n" + r;
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  if (cfg.external_cases.empty() || cfg.external_results.empty())
-    throw ext::ExternalFileError("external results need both --external RESULTS.h5 and --external-cases CASES.h5");
-  ExternalRun run;
-  run.cases = std::make_unique<ext::CasesFile>(cfg.external_cases);
-  for (const auto& p : cfg.external_results) run.results.push_back(std::make_unique<ext::ResultsFile>(p, *run.cases));
-  return cache.emplace(key, std::move(run)).first->second;
+  const ExternalRun& run = claim_inputs(cfg).external;
+  if (!run.cases) throw std::logic_error("external_run: the run has no external files (ask external_absent first)");
+  return run;
 }
 
 bool inputs_absent(const std::vector<std::string>& files, Report& report, const std::string& claim,

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "kernels/common/reduction_order.h"
-#include "reports/external_io.h"
+#include "inputs/external_io.h"
 #include "reports/report.h"
 #include "suites/claims/claim_config.h"
 
@@ -24,13 +24,8 @@ std::map<std::string, ext::Tensor> external_case_inputs(const ext::CaseSpec& c, 
 // unknown set.
 void write_external_cases(const std::string& path, const std::string& set, uint64_t seed, const std::string& revision);
 
-// The files of one forge-verify run, opened (and validated) once.
-struct ExternalRun {
-  std::unique_ptr<ext::CasesFile> cases;
-  std::vector<std::unique_ptr<ext::ResultsFile>> results;
-};
-// Opens cfg.external_cases and every cfg.external_results; throws ext::ExternalFileError on a
-// bad file. Cached per configuration (forge-verify validates before it runs any claim).
+// The run's external files, parsed before the claims started (claim_inputs). Throws
+// std::logic_error when the run has none (claims ask external_absent first).
 const ExternalRun& external_run(const VerifyConfig& cfg);
 // True (and one not-run case recorded under `claim`) when the run has no external files.
 bool external_absent(const VerifyConfig& cfg, Report& report, const std::string& claim);

@@ -24,7 +24,7 @@
 #include <cmath>
 #include <map>
 
-#include "reports/external_bench.h"
+#include "inputs/external_bench.h"
 #include "suites/claims/claim_entries.h"
 #include "suites/claims/external_common.h"
 
@@ -181,10 +181,8 @@ void claim_model_step_figures(const VerifyConfig& cfg, Report& report, const Pro
   if (inputs_absent(cfg.model_step, report, kClaim,
                     "no measurements given: run forge-verify --model-step FILE.json (forge-model-step on the runner)"))
     return;
-  std::vector<ModelStepRun> runs;
-  for (const auto& f : cfg.model_step) runs.push_back(read_model_step_json(f));
-  std::vector<ModelBenchResult> torch;
-  for (const auto& f : cfg.external_model) torch.push_back(read_model_bench_json(f));
+  const std::vector<ModelStepRun>& runs = claim_inputs(cfg).model_steps;
+  const std::vector<ModelBenchResult>& torch = claim_inputs(cfg).model_runs;
   for (const ModelStepRun& r : runs) {
     CaseRecord& cs = report.add_case(kClaim, r.common.config + "." + r.common.model + ".L" + std::to_string(r.layers));
     cs.set_attr("file", r.common.path).set_attr("config", r.common.config).set_attr("model", r.common.model)

@@ -12,7 +12,6 @@
 #include <map>
 #include <regex>
 
-#include "reports/bench_import.h"
 #include "suites/claims/ext_model_common.h"
 
 namespace fh {
@@ -43,8 +42,8 @@ void claim_speed_decomposition(const VerifyConfig& cfg, Report& report, const Pr
     std::map<std::string, double> us;  // variant -> median
   };
   std::map<std::string, Row> rows;  // config.outxinxT -> row
-  for (const std::string& f : cfg.external_timing)
-    for (const BenchmarkData& b : read_benchmark_json(f)) {
+  for (const TimingFile& f : claim_inputs(cfg).timings)
+    for (const BenchmarkData& b : f.benchmarks) {
       std::smatch m;
       if (!std::regex_search(b.name, m, bench_name)) continue;
       const std::string key = std::string(m[1]) + "." + std::string(m[3]) + "x" + std::string(m[4]) + "x" + std::string(m[5]);

@@ -15,7 +15,7 @@
 #include <fstream>
 
 #include "kernels/rules/adamw_torch_fused.h"
-#include "reports/external_io.h"
+#include "inputs/external_io.h"
 #include "suites/claims/claim_entries.h"
 #include "suites/claims/external_common.h"
 
@@ -153,6 +153,8 @@ fh::ReportData judge(void (*claim)(const fh::VerifyConfig&, fh::Report&, const f
   fh::VerifyConfig cfg;
   cfg.external_cases = cases_path();
   cfg.external_results = results;
+  const fh::RunInputs inputs = fh::read_run_inputs(fh::input_paths_of(cfg));  // as forge-verify does, before the claim
+  cfg.inputs = &inputs;
   fh::Report report(fh::Meta::unknown());
   claim(cfg, report, fh::Progress{true});
   return report.snapshot();

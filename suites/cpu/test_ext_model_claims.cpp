@@ -12,8 +12,8 @@
 #include <map>
 #include <string>
 
-#include "reports/bench_import.h"
-#include "reports/external_bench.h"
+#include "inputs/benchmark_json.h"
+#include "inputs/external_bench.h"
 #include "suites/claims/claim_entries.h"
 #include "suites/claims/ext_model_common.h"
 #include "suites/cpu/claim_test_util.h"
@@ -49,6 +49,8 @@ fh::ReportData judge(void (*claim)(const fh::VerifyConfig&, fh::Report&, const f
   fh::VerifyConfig cfg;
   cfg.external_model = model;
   cfg.external_timing = timing;
+  const fh::RunInputs inputs = fh::read_run_inputs(fh::input_paths_of(cfg));  // as forge-verify does, before the claim
+  cfg.inputs = &inputs;
   fh::Report report(fh::Meta::unknown());
   claim(cfg, report, fh::Progress{true});
   return report.snapshot();

@@ -30,7 +30,7 @@
 #include <thread>
 #include <vector>
 
-#include "reports/external_io.h"
+#include "inputs/external_io.h"
 #include "reports/report.h"
 #include "suites/claims/external_common.h"
 
@@ -410,6 +410,29 @@ TEST_F(ForgeVerifyPaths, DeclaredOrderOutOfRangeIsBadInput) {
   expect_refused(r, "order_k_group 2^62", "'" + results + "'");
   EXPECT_NE(r.err.find("order_k_group"), std::string::npos) << r.err;
   EXPECT_EQ(names(), (std::set<std::string>{"ci.h5", "res.h5"}));
+}
+
+// Once every input is parsed and the claims started, a failure while a claim uses its inputs is
+// an internal error by definition, never bad input: the planted switch makes the claims' input
+// accessor (claim_inputs) throw std::invalid_argument, the very exception a bad file gives at the
+// door. Exit 3, "internal error" naming the claim, and the claim's own error verdict in the
+// report (a claim that throws is recorded and the run goes on, as --help says); exit 2 here
+// would mean a late failure passed for a bad input.
+TEST_F(ForgeVerifyPaths, AFailureWhileAClaimUsesItsParsedInputsIsAnInternalError) {
+  { std::ofstream(dir_ / "m.json") << kModelJson; }
+  const std::string args = "--external-model m.json --claim ext_model_memory --report r.h5";
+  const RunResult healthy = verify(args);
+  EXPECT_TRUE(healthy.status == 0 || healthy.status == 1) << "without the switch: " << healthy.err;
+  fs::remove(dir_ / "r.h5");
+  const RunResult r = verify(args, "env FH_PLANT_INPUT_ACCESS_THROW=1");
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("internal error: claim ext_model_memory threw: planted defect: FH_PLANT_INPUT_ACCESS_THROW=1"),
+            std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("invalid input"), std::string::npos) << r.err;
+  EXPECT_EQ(names(), (std::set<std::string>{"m.json", "r.h5"}));
+  const fh::ReportData data = fh::read_report((dir_ / "r.h5").string());
+  ASSERT_NE(data.find_claim("ext_model_memory"), nullptr);
+  EXPECT_EQ(data.find_claim("ext_model_memory")->verdict, fh::Verdict::error);
 }
 
 // Every input is a regular file within its size limit, checked before a byte is read: a FIFO

@@ -9,7 +9,7 @@
 #include <string>
 #include <unistd.h>
 
-#include "reports/external_bench.h"
+#include "inputs/external_bench.h"
 #include "suites/claims/claim_entries.h"
 #include "suites/cpu/claim_test_util.h"
 
@@ -57,6 +57,8 @@ fh::ReportData judge(const std::vector<std::string>& steps, const std::vector<st
   fh::VerifyConfig cfg;
   cfg.model_step = steps;
   cfg.external_model = torch;
+  const fh::RunInputs inputs = fh::read_run_inputs(fh::input_paths_of(cfg));  // as forge-verify does, before the claim
+  cfg.inputs = &inputs;
   fh::Report report(fh::Meta::unknown());
   fh::claim_model_step_figures(cfg, report, fh::Progress{true});
   return report.snapshot();

@@ -25,13 +25,15 @@
 // - Function-local statics (exact/tracked.cpp consts<F>, reference/exact_gradient.cpp
 //   pow2_table, reference/mpfr_rules.cpp one64, twin_step_backend, the registry, Eigen's cache
 //   sizes) are const after C++11's thread-safe initialisation, and only read.
-// - Locked already: external_run's cache (suites/claims/external_common.cpp), every HDF5 call
-//   in reports/ (one mutex: Debian's serial HDF5 is not thread-safe; a claim that reads an
-//   external file goes through it, and the report is written after the workers have ended).
+// - Locked already: every HDF5 call in inputs/ and reports/ (one mutex, inputs/hdf5_util.h:
+//   Debian's serial HDF5 is not thread-safe; a claim that reads an external file's tensors goes
+//   through it, and the report is written after the workers have ended).
 // - Per thread now: progress_set_case (the heartbeat's "case"), the running-claim slots that
 //   the heartbeat and the SIGINT/SIGTERM message name.
-// - Read only: the VerifyConfig, the registry, getenv (FH_SEED, FH_PLANT_THROWING_CLAIM; nothing
-//   calls setenv), query_device_info() (probed once before the claims start).
+// - Read only: the VerifyConfig and the inputs it points to (inputs/run_inputs.h, parsed before
+//   the claims start), the registry, getenv (FH_SEED, FH_PLANT_THROWING_CLAIM,
+//   FH_PLANT_INPUT_ACCESS_THROW; nothing calls setenv), query_device_info() (probed once before
+//   the claims start).
 // - GPU state a CPU claim touched: sr_statistics (twin) cleared the kernel's planted defect,
 //   which sr_statistics_gpu sets for its planted run; now only the GPU run sets and clears it.
 // - No claim prints: they report through Progress::note, which the scheduler buffers per claim.

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "reports/input_file.h"
+#include "inputs/input_file.h"
 #include "reports/report.h"
 #include "reports/report_diff.h"
 

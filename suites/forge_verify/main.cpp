@@ -24,7 +24,7 @@
 #include "kernels/gpu/device_info.h"
 #include "kernels/rules/hyper_fields.h"
 #include "suites/forge_verify/git_revision.h"
-#include "reports/bench_import.h"
+#include "inputs/run_inputs.h"
 #include "reports/summary_export.h"
 #include "suites/claims/registry.h"
 #include "suites/claims/external_common.h"
@@ -32,7 +32,6 @@
 #include "suites/forge_verify/console_table.h"
 #include "suites/forge_verify/diff_main.h"
 #include "suites/forge_verify/external_cases_main.h"
-#include "reports/external_bench.h"
 
 namespace fh {
 namespace {
@@ -339,15 +338,6 @@ VerifyConfig parse_args(int argc, char** argv, RunOptions& run) {
     if (!find_claim(c)) throw UsageError("unknown claim '" + c + "' (see --list-claims)");
   if (cfg.external_results.empty() != cfg.external_cases.empty())
     throw UsageError("--external and --external-cases go together (docs/EXTERNAL_PRODUCER.md)");
-  // The audit's measurements are read in full now: a bad file is bad input.
-  try {
-    for (const auto& f : cfg.external_model) read_model_bench_json(f);
-    for (const auto& f : cfg.model_step) read_model_step_json(f);
-    for (const auto& f : cfg.external_timing) {
-      read_benchmark_json(f);
-      read_benchmark_errors(f);
-    }
-  } catch (const std::invalid_argument& e) { throw UsageError(e.what()); }
   // Judging external files: by default only the claims that read them.
   const bool any_external = !cfg.external_results.empty() || !cfg.external_model.empty() ||
                             !cfg.external_timing.empty() || !cfg.model_step.empty();
@@ -590,7 +580,7 @@ std::unique_ptr<Report> run_claim(const ClaimInfo& c, int index, int count, cons
   heartbeat.claim_ended(worker);
   std::string said;
   if (!error.empty()) {
-    said = "forge-verify: claim " + c.id + " threw: " + error + " (recorded as its error verdict; going on)\n";
+    said = "forge-verify: internal error: claim " + c.id + " threw: " + error + " (recorded as its error verdict; going on)\n";
     part->add_case(c.id, "claim threw").add_check(Check::errored(c.id, error));
   }
   if (!cfg.quiet) {
@@ -624,24 +614,18 @@ int run(int argc, char** argv) {
       throw UsageError(e.what());
     }
   }
-  // The benchmarks are read now: a bad file is bad input, refused before the run.
-  std::vector<BenchmarkData> benchmarks;
-  if (!opts.bench_json.empty()) {
-    try {
-      benchmarks = read_benchmark_json(opts.bench_json);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(std::string("--bench-json: ") + e.what());
-    }
+  // Every input is parsed and validated in full now, once: a bad one is bad input, refused
+  // before the run. The claims judge these values and never open the files.
+  RunInputs inputs;
+  try {
+    RunInputPaths paths = input_paths_of(cfg);
+    paths.bench_json = opts.bench_json;
+    inputs = read_run_inputs(paths);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
   }
-  // External files are validated in full now: a bad one is bad input, refused before the run.
-  const ExternalRun* external = nullptr;
-  if (!cfg.external_results.empty()) {
-    try {
-      external = &external_run(cfg);
-    } catch (const ext::ExternalFileError& e) {
-      throw UsageError(std::string("external producer: ") + e.what());
-    }
-  }
+  cfg.inputs = &inputs;
+  const ExternalRun* external = inputs.external.cases ? &inputs.external : nullptr;
   install_interrupt_handlers(outputs);
   const DeviceInfo dev = query_device_info();
   cfg.gpu_available = dev.available;
@@ -707,7 +691,7 @@ int run(int argc, char** argv) {
   }
   for (auto& part : parts) report.absorb(std::move(*part));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  for (BenchmarkData& b : benchmarks) report.add_benchmark(std::move(b));
+  for (BenchmarkData& b : inputs.benchmarks) report.add_benchmark(std::move(b));
   const ReportData data = report.snapshot();
   print_table(data);
 

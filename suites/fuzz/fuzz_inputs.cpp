@@ -20,9 +20,9 @@
 #include <regex>
 #include <set>
 
-#include "reports/bench_import.h"
-#include "reports/external_bench.h"
-#include "reports/external_io.h"
+#include "inputs/benchmark_json.h"
+#include "inputs/external_bench.h"
+#include "inputs/external_io.h"
 #include "reports/report.h"
 #include "reports/report_diff.h"
 #include "reports/report_rules.h"

@@ -425,21 +425,19 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
               (long long)differing, (long long)e.differing, (long long)e.values);
 }
 
-// The pingpong kernel's variants (the decomposition's G round trip, the longer prefetch, the
-// cluster pairs) keep the fused kernel's bits, and the round trip's G lands in its buffer (so it
-// really happened). 2048 x 1024 at T = 1000: 128 tiles, several per pair of blocks.
+// The pingpong kernel's variants (the decomposition's G round trip, the longer prefetch, the deep
+// rings) keep the fused kernel's bits, and the round trip's G lands in its buffer (so it really
+// happened). 2048 x 1024 at T = 1000 and 4096 x 2048: several tiles per block, so both consumers
+// alternate and the ring wraps many times; 1000^2 and 512 x 768: ragged edges and quarters.
 TEST(GpuFused, PingpongVariantsKeepTheBits) {
   FH_REQUIRE_GPU();
   int64_t compared = 0, differing = 0;
-  // 4096 x 2048: each cluster of four holds several squares, so both consumers alternate.
   for (const Shape& s : {Shape{1000, 1000, 500}, Shape{512, 768, 192}, Shape{2048, 1024, 1000}, Shape{4096, 2048, 700}}) {
     StepData d(s, uint64_t(s.out + 3 * s.T));
     for (auto [sf, ws] : {std::pair{StateFormat::fp32, WeightStore::fp32_master},
                           std::pair{StateFormat::bf16, WeightStore::bf16_rne}})
-      for (FusedVariant v : {FusedVariant::g_roundtrip, FusedVariant::epilogue_prefetch8, FusedVariant::cluster_pairs,
-                             FusedVariant::cluster_quads}) {
-        if (v == FusedVariant::cluster_pairs && (s.out % 256 != 0 || s.in % 128 != 0)) continue;  // whole pairs only
-        if (v == FusedVariant::cluster_quads && (s.out % 256 != 0 || s.in % 256 != 0)) continue;  // whole squares only
+      for (FusedVariant v : {FusedVariant::g_roundtrip, FusedVariant::epilogue_prefetch8, FusedVariant::deep_ring,
+                             FusedVariant::deep_ring_wait2}) {
         const HostParam hp0 = make_param(RuleId::adamw, sf, ws, s, 77);
         HostParam want = hp0, got = hp0;
         DeviceParam fused(hp0), variant(hp0);

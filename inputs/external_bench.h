@@ -1,7 +1,7 @@
 // What the FORGE audit's benchmark scripts write, read for the ext_model_* and ext_layer_speed
 // claims (issue 16): scripts/forge_model_bench.py's JSON (one model configuration per file) and
 // the error entries of a Google Benchmark JSON (scripts/forge_adapter.py --timing), which
-// read_benchmark_json (reports/bench_import.h) leaves out.
+// read_benchmark_json (inputs/benchmark_json.h) leaves out.
 #pragma once
 #include <map>
 #include <string>
@@ -23,7 +23,7 @@ struct ModelBenchResult {
 };
 
 // Throws std::invalid_argument naming the file and the field when it is not a regular JSON file
-// within the input limit (reports/input_file.h: duplicate keys and overflowing numbers refused),
+// within the input limit (inputs/input_file.h: duplicate keys and overflowing numbers refused),
 // lacks config, model or status (or status ok without peak_bytes and median_ms), names a model
 // other than llama8b, qwen14b or tiny, holds a count that is not an integer in its range
 // (layers 1..1000), holds text the report cannot take (a NUL; a config that cannot name the

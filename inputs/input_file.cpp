@@ -1,5 +1,5 @@
-// reports/input_file.h.
-#include "reports/input_file.h"
+// inputs/input_file.h.
+#include "inputs/input_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

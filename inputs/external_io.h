@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -15,6 +16,9 @@
 namespace fh::ext {
 
 inline constexpr int64_t kInterfaceVersion = 1;
+
+// A validated interface file, held open (defined in external_io.cpp).
+struct OpenHdf5File;
 
 // Ranges checked when a file is opened (docs/EXTERNAL_PRODUCER.md), so that every size, divisor
 // and loop count a claim derives from a file is known to be sane before any claim runs.
@@ -56,7 +60,8 @@ struct Tensor {
   static Tensor from_i64(const std::vector<int64_t>& v);
 };
 
-// One case's attributes (the tensors are read on demand: a probe case can be hundreds of MB).
+// One case's attributes (the tensors are read on demand, from the file held open since it was
+// validated: a probe case can be hundreds of MB).
 struct CaseSpec {
   std::string id, kind;  // kind: order_probe, adamw, adamw_int8
   int64_t out = 0, in = 0, tokens = 0, steps = 1;
@@ -88,7 +93,8 @@ std::vector<ResultDatasetSpec> case_outputs(const CaseSpec& c);
 class CasesFile {
  public:
   // Opens and validates the file: interface version, kind, every case's attributes and every
-  // input dataset's type and shape. Throws ExternalFileError naming the file and object.
+  // input dataset's type and shape. Throws ExternalFileError naming the file and object. The
+  // file stays open: load() reads through that handle, never through the path again.
   explicit CasesFile(std::string path);
   const std::string& path() const { return path_; }
   const CasesHeader& header() const { return header_; }
@@ -100,6 +106,7 @@ class CasesFile {
   std::string path_;
   CasesHeader header_;
   std::vector<CaseSpec> cases_;
+  std::shared_ptr<const OpenHdf5File> file_;
 };
 
 struct ResultCase {
@@ -116,7 +123,8 @@ class ResultsFile {
  public:
   // Opens and validates the results against `cases`: interface version, cases_id, required
   // root attributes, every case's status, and for every "ok" case every required dataset's
-  // type and shape, each read in full (so a truncated file is refused here, not mid-claim).
+  // type and shape, each read in full (so a truncated file is refused here, not mid-claim). The
+  // file stays open: has() and load() read through that handle, never through the path again.
   ResultsFile(std::string path, const CasesFile& cases);
   const std::string& path() const { return path_; }
   const std::string& producer() const { return producer_; }
@@ -134,6 +142,7 @@ class ResultsFile {
   DeclaredOrder order_;
   std::map<std::string, std::string> meta_;
   std::vector<ResultCase> cases_;
+  std::shared_ptr<const OpenHdf5File> file_;
 };
 
 // Writes a cases file through a temporary file in the same folder (renamed at the end; removed

@@ -1,10 +1,10 @@
-// The HDF5 plumbing shared by the report writer and reader (declared in hdf5_util.h).
-#include "reports/hdf5_util.h"
+// The HDF5 plumbing shared by every HDF5 reader and writer (declared in hdf5_util.h).
+#include "inputs/hdf5_util.h"
 
 #include <string>
 #include <vector>
 
-namespace fh::report_detail {
+namespace fh::hdf5_detail {
 
 std::mutex& h5_mutex() {
   static std::mutex m;
@@ -98,4 +98,4 @@ std::string foreign_data_problem(hid_t file) {
   return {};
 }
 
-}  // namespace fh::report_detail
+}  // namespace fh::hdf5_detail

@@ -1,7 +1,7 @@
-// Internal to reports/: the HDF5 plumbing the writer (report_write.cpp) and the reader and
-// checker (report_read.cpp) share, defined once in hdf5_util.cpp: the one mutex that serialises
-// all HDF5 use in the module, the scope that silences HDF5's error printing, the RAII handle,
-// the error-stack text and the file access properties.
+// The HDF5 plumbing every HDF5 reader and writer of the process shares (the input layer's
+// producer files, the report's writer and reader), defined once in hdf5_util.cpp: the one mutex
+// that serialises all HDF5 use, the scope that silences HDF5's error printing, the RAII handle,
+// the error-stack text, the file access properties and the foreign-data check of an input.
 #pragma once
 #include <hdf5.h>
 
@@ -9,9 +9,9 @@
 #include <string>
 #include <utility>
 
-namespace fh::report_detail {
+namespace fh::hdf5_detail {
 
-// Every HDF5 call in this module runs under this lock: the serial HDF5 library is not
+// Every HDF5 call in the process runs under this lock: the serial HDF5 library is not
 // thread-safe.
 std::mutex& h5_mutex();
 
@@ -83,4 +83,4 @@ Handle make_fapl();
 // creation properties only, so nothing is followed; call right after opening, under QuietHdf5.
 std::string foreign_data_problem(hid_t file);
 
-}  // namespace fh::report_detail
+}  // namespace fh::hdf5_detail

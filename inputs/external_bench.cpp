@@ -1,12 +1,12 @@
-// reports/external_bench.h, with nlohmann-json.
-#include "reports/external_bench.h"
+// inputs/external_bench.h, with nlohmann-json.
+#include "inputs/external_bench.h"
 
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "reports/input_file.h"
-#include "reports/report_rules.h"
+#include "inputs/input_file.h"
+#include "inputs/text_rules.h"
 
 namespace fh {
 
@@ -87,9 +87,9 @@ ModelBenchResult model_bench_fields(const nlohmann::json& doc, const std::string
                                      {"triton", &r.triton}, {"transformers", &r.transformers},
                                      {"forge_commit", &r.forge_commit}, {"switches", &r.switches},
                                      {"state_mode", &r.state_mode}})
-    if (const std::string why = report_detail::text_problem(*value); !why.empty())
+    if (const std::string why = text_problem(*value); !why.empty())
       throw std::invalid_argument(who + ": \"" + field + "\": " + why);
-  if (const std::string why = report_detail::name_problem(r.config); !why.empty())
+  if (const std::string why = name_problem(r.config); !why.empty())
     throw std::invalid_argument(who + ": \"config\" names the report's case (config.model): " + why);
   r.batch = count("batch", 0, 0, kMaxCount);
   r.seq = count("seq", 0, 0, kMaxCount);
@@ -158,7 +158,7 @@ ModelStepRun read_model_step_json(const std::string& path) {
       throw std::invalid_argument(who + ": status ok but no peak_bytes or median_ms");
     // Tag, phase and term names are listed in the report's descriptions and attributes.
     const auto text = [&](const std::string& s, const std::string& field) -> const std::string& {
-      if (const std::string why = report_detail::text_problem(s); !why.empty())
+      if (const std::string why = text_problem(s); !why.empty())
         throw std::invalid_argument(who + ": " + field + ": " + why);
       return s;
     };

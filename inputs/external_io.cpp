@@ -1,5 +1,5 @@
 // The external-producer interface files (external_io.h, docs/EXTERNAL_PRODUCER.md).
-#include "reports/external_io.h"
+#include "inputs/external_io.h"
 
 #include <hdf5.h>
 #include <unistd.h>
@@ -7,21 +7,23 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <cstdio>
 #include <functional>
 
 #include "kernels/common/bf16.h"
 #include "kernels/common/mma_params.h"
-#include "reports/hdf5_util.h"
-#include "reports/input_file.h"
-#include "reports/report_rules.h"
+#include "inputs/hdf5_util.h"
+#include "inputs/input_file.h"
+#include "inputs/text_rules.h"
 
 namespace fh::ext {
 
-using report_detail::Handle;
-using report_detail::h5_mutex;
-using report_detail::hdf5_error_text;
-using report_detail::QuietHdf5;
+using hdf5_detail::Handle;
+using hdf5_detail::h5_mutex;
+using hdf5_detail::hdf5_error_text;
+using hdf5_detail::QuietHdf5;
 
 const char* dtype_name(Dtype d) {
   switch (d) {
@@ -228,18 +230,36 @@ namespace {
   throw ExternalFileError("'" + file + "'" + (where.empty() ? "" : " " + where) + ": " + what);
 }
 
-struct H5File {
+}  // namespace
+
+// The file, opened once at validation and held open: every later read goes through this handle,
+// never through the path, so what the claims read is what was validated even if the path is
+// removed or replaced meanwhile.
+struct OpenHdf5File {
   Handle f;
   std::string path;
-  explicit H5File(const std::string& p) : path(p) {
+  explicit OpenHdf5File(const std::string& p) : path(p) {
     if (const std::string why = input_file_problem(p, kMaxHdf5InputBytes); !why.empty()) fail(p, "", why);
-    Handle fapl = report_detail::make_fapl();
+    Handle fapl = hdf5_detail::make_fapl();
     f = Handle(H5Fopen(p.c_str(), H5F_ACC_RDONLY, fapl), H5Fclose);
     if (!f.valid()) fail(p, "", "not a readable HDF5 file (truncated?): " + hdf5_error_text());
     // Before any object is opened by name: a link or a dataset may lead to another file.
-    if (const std::string why = report_detail::foreign_data_problem(f); !why.empty()) fail(p, "", why);
+    if (const std::string why = hdf5_detail::foreign_data_problem(f); !why.empty()) fail(p, "", why);
   }
 };
+
+namespace {
+
+using H5File = OpenHdf5File;
+
+// Keeps a validated file open for the object's lifetime; closed under the HDF5 lock.
+std::shared_ptr<const OpenHdf5File> keep_open(H5File&& f) {
+  return std::shared_ptr<const OpenHdf5File>(new OpenHdf5File(std::move(f)), [](const OpenHdf5File* p) {
+    std::lock_guard<std::mutex> lock(h5_mutex());
+    QuietHdf5 quiet;
+    delete p;
+  });
+}
 
 bool has_attr(hid_t obj, const std::string& name) { return H5Aexists(obj, name.c_str()) > 0; }
 
@@ -270,7 +290,7 @@ std::string attr_str(const std::string& file, hid_t obj, const std::string& wher
   }
   // The report's own text rule, here at the door: a producer's text that the report could not
   // hold would otherwise fail the run once the claims are under way.
-  if (const std::string why = report_detail::text_problem(out); !why.empty())
+  if (const std::string why = text_problem(out); !why.empty())
     fail(file, where, "attribute '" + name + "': " + why);
   return out;
 }
@@ -495,6 +515,7 @@ CasesFile::CasesFile(std::string path) : path_(std::move(path)) {
     cases_.push_back(c);
   }
   if (cases_.empty()) fail(path_, "/cases", "holds no case");
+  file_ = keep_open(std::move(f));
 }
 
 const CaseSpec* CasesFile::find(const std::string& id) const {
@@ -510,8 +531,7 @@ Tensor CasesFile::load(const std::string& case_id, const std::string& name) cons
     if (d.name != name) continue;
     std::lock_guard<std::mutex> lock(h5_mutex());
     QuietHdf5 quiet;
-    H5File f(path_);
-    Handle g(H5Gopen2(f.f, ("/cases/" + case_id).c_str(), H5P_DEFAULT), H5Gclose);
+    Handle g(H5Gopen2(file_->f, ("/cases/" + case_id).c_str(), H5P_DEFAULT), H5Gclose);
     return read_dataset(path_, g, "/cases/" + case_id, name, d.dtype, d.shape);
   }
   throw ExternalFileError("'" + path_ + "': case '" + case_id + "' has no input '" + name + "'");
@@ -580,6 +600,7 @@ ResultsFile::ResultsFile(std::string path, const CasesFile& cases) : path_(std::
     }
     cases_.push_back(rc);
   }
+  file_ = keep_open(std::move(f));
 }
 
 const ResultCase* ResultsFile::find(const std::string& id) const {
@@ -591,9 +612,9 @@ const ResultCase* ResultsFile::find(const std::string& id) const {
 bool ResultsFile::has(const std::string& case_id, const std::string& name) const {
   std::lock_guard<std::mutex> lock(h5_mutex());
   QuietHdf5 quiet;
-  H5File f(path_);
+  const hid_t f = file_->f;
   const std::string p = "/cases/" + case_id + "/" + name;
-  return H5Lexists(f.f, ("/cases/" + case_id).c_str(), H5P_DEFAULT) > 0 && H5Lexists(f.f, p.c_str(), H5P_DEFAULT) > 0;
+  return H5Lexists(f, ("/cases/" + case_id).c_str(), H5P_DEFAULT) > 0 && H5Lexists(f, p.c_str(), H5P_DEFAULT) > 0;
 }
 
 Tensor ResultsFile::load(const std::string& case_id, const std::string& name) const {
@@ -601,8 +622,7 @@ Tensor ResultsFile::load(const std::string& case_id, const std::string& name) co
   if (!rc || rc->status != "ok") throw ExternalFileError("'" + path_ + "': case '" + case_id + "' has no ok result");
   std::lock_guard<std::mutex> lock(h5_mutex());
   QuietHdf5 quiet;
-  H5File f(path_);
-  Handle g(H5Gopen2(f.f, ("/cases/" + case_id).c_str(), H5P_DEFAULT), H5Gclose);
+  Handle g(H5Gopen2(file_->f, ("/cases/" + case_id).c_str(), H5P_DEFAULT), H5Gclose);
   // The shape was validated at open; read whatever is there with its recorded type.
   Handle d(H5Dopen2(g, name.c_str(), H5P_DEFAULT), H5Dclose);
   if (!d.valid()) fail(path_, "/cases/" + case_id + "/" + name, "missing dataset");
@@ -655,7 +675,7 @@ void write_through_tmp(const std::string& path, const std::function<void(hid_t r
   try {
     std::lock_guard<std::mutex> lock(h5_mutex());
     QuietHdf5 quiet;
-    Handle fapl = report_detail::make_fapl();
+    Handle fapl = hdf5_detail::make_fapl();
     Handle f(H5Fcreate(tmp.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl), H5Fclose);
     if (!f.valid()) throw std::runtime_error("cannot create '" + tmp + "': " + hdf5_error_text());
     {
