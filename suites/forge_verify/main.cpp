@@ -80,8 +80,9 @@ Options:
                            IN in 1..2147483647 with OUT*IN <= 67108864 (2^26), T in
                            1..1048576 (2^20) (default: 192x256x100)
   --steps N                consecutive optimizer steps per case, 1..10000 (default: 5)
-  --seed N                 seed of every generated input, 0..18446744073709551615, decimal or
-                           0x hex (default: 20261202)
+  --seed N                 the run's one seed, 0..18446744073709551615, decimal or 0x hex
+                           (default: 20261202); printed at the start and kept in /meta; every
+                           generated input is a named stream of it ("<claim>/<purpose>")
   --samples N              elements per rule and input class for the MPFR check, 1..10000000
                            (default: 1000)
   --hyper KEY=VALUE        set a hyperparameter (torch.optim names; beta1/beta2 for betas;
