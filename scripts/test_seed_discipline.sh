@@ -23,21 +23,21 @@ fi
 [ ! -s "$T/q.err" ] || fail "--quiet still printed on stderr: $(cat "$T/q.err")"
 
 # A test binary: the run seed from --seed=N or FH_SEED, printed once as its first line.
-"$TS" --seed=0x10 --gtest_filter='SeedStreams.*' >"$T/ts.out" 2>&1 || fail "test_seed_streams --seed=0x10 failed: $(tail -5 "$T/ts.out")"
+env -u FH_SEED "$TS" --seed=0x10 --gtest_filter='SeedStreams.*' >"$T/ts.out" 2>&1 || fail "test_seed_streams --seed=0x10 failed: $(tail -5 "$T/ts.out")"
 [ "$(head -1 "$T/ts.out" | cut -c1-24)" = "seed: 0x0000000000000010" ] || fail "--seed=0x10: first line is '$(head -1 "$T/ts.out")'"
 FH_SEED=17 "$TS" --gtest_filter='SeedStreams.*' >"$T/env.out" 2>&1 || fail "FH_SEED=17 failed"
 [ "$(head -1 "$T/env.out" | cut -c1-24)" = "seed: 0x0000000000000011" ] || fail "FH_SEED=17: first line is '$(head -1 "$T/env.out")'"
-"$TS" --gtest_filter='SeedStreams.*' >"$T/def.out" 2>&1 || fail "no seed given: failed"
+env -u FH_SEED "$TS" --gtest_filter='SeedStreams.*' >"$T/def.out" 2>&1 || fail "no seed given: failed"
 head -1 "$T/def.out" | grep -q "^seed: each test's fixed seed" || fail "no seed given: first line is '$(head -1 "$T/def.out")'"
 for bad in --seed=12x --seed=-1; do
-  "$TS" "$bad" >"$T/bad.out" 2>&1; rc=$?
+  env -u FH_SEED "$TS" "$bad" >"$T/bad.out" 2>&1; rc=$?
   [ "$rc" = 2 ] && grep -q -- "--seed is not an unsigned integer" "$T/bad.out" || fail "$bad: rc $rc (want 2 and a message): $(cat "$T/bad.out")"
 done
 FH_SEED=zz "$TS" >"$T/bad.out" 2>&1; rc=$?
 [ "$rc" = 2 ] && grep -q "FH_SEED is not an unsigned integer" "$T/bad.out" || fail "FH_SEED=zz: rc $rc (want 2 and a message)"
 
 # A failure names its seed (the planted failing test, disabled in normal runs).
-"$TS" --gtest_also_run_disabled_tests --gtest_filter='SeedStreams.DISABLED_PlantedFailureNamesItsSeed' >"$T/pl.out" 2>&1 &&
+env -u FH_SEED "$TS" --gtest_also_run_disabled_tests --gtest_filter='SeedStreams.DISABLED_PlantedFailureNamesItsSeed' >"$T/pl.out" 2>&1 &&
   fail "the planted failure passed"
 grep -q "^seed: this test drew 0x000000000000007b; FH_SEED=0x000000000000007b" "$T/pl.out" ||
   fail "the planted failure does not name its seed: $(cat "$T/pl.out")"
