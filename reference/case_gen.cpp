@@ -1,9 +1,11 @@
 #include "reference/case_gen.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <cerrno>
 #include <cstdlib>
+#include <mutex>
 #include <stdexcept>
 
 #include "kernels/common/bf16.h"
@@ -142,15 +144,60 @@ WgradCase make_wgrad_case(uint64_t seed, int64_t T, int64_t in, int64_t out, Cas
   return c;
 }
 
-uint64_t case_seed(uint64_t fallback) {
-  const char* s = std::getenv("FH_SEED");
-  if (!s || !*s) return fallback;
+namespace {
+
+std::mutex g_seed_mutex;
+bool g_run_seed_set = false;
+uint64_t g_run_seed = 0;
+std::vector<uint64_t> g_seeds_drawn;
+
+}  // namespace
+
+uint64_t parse_seed(const char* text, const char* what) {
   char* end = nullptr;
   errno = 0;
-  const unsigned long long v = std::strtoull(s, &end, 0);
-  if (errno != 0 || !end || *end != '\0' || *s == '-')
-    throw std::invalid_argument(std::string("FH_SEED is not an unsigned integer: '") + s + "'");
+  const unsigned long long v = std::strtoull(text, &end, 0);
+  if (!*text || errno != 0 || !end || *end != '\0' || *text == '-' || *text == '+' || *text == ' ')
+    throw std::invalid_argument(std::string(what) + " is not an unsigned integer: '" + text + "'");
   return uint64_t(v);
+}
+
+void set_run_seed(uint64_t seed) {
+  std::lock_guard<std::mutex> lock(g_seed_mutex);
+  g_run_seed_set = true;
+  g_run_seed = seed;
+}
+
+bool run_seed_given(uint64_t* seed) {
+  {
+    std::lock_guard<std::mutex> lock(g_seed_mutex);
+    if (g_run_seed_set) {
+      *seed = g_run_seed;
+      return true;
+    }
+  }
+  const char* s = std::getenv("FH_SEED");
+  if (!s || !*s) return false;
+  *seed = parse_seed(s, "FH_SEED");
+  return true;
+}
+
+uint64_t case_seed(uint64_t fallback) {
+  uint64_t seed = fallback;
+  run_seed_given(&seed);
+  std::lock_guard<std::mutex> lock(g_seed_mutex);
+  if (std::find(g_seeds_drawn.begin(), g_seeds_drawn.end(), seed) == g_seeds_drawn.end()) g_seeds_drawn.push_back(seed);
+  return seed;
+}
+
+std::vector<uint64_t> seeds_drawn() {
+  std::lock_guard<std::mutex> lock(g_seed_mutex);
+  return g_seeds_drawn;
+}
+
+void clear_seeds_drawn() {
+  std::lock_guard<std::mutex> lock(g_seed_mutex);
+  g_seeds_drawn.clear();
 }
 
 uint64_t announce_seed(const char* suite, uint64_t fallback) {

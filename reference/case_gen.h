@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/seed_stream.h"
 #include "kernels/common/splitmix64.h"
 
 namespace fh {
@@ -62,15 +63,22 @@ struct WgradCase {
 WgradCase make_wgrad_case(uint64_t seed, int64_t T, int64_t in, int64_t out, CaseDistribution dist,
                           const CaseDistParams& x_params = {}, const CaseDistParams& dy_params = {});
 
-// A seed for sub-stream (a, b) of `seed`: a splitmix64 finalizer over the mixed words, so that
-// neighbouring (a, b) give unrelated streams.
-inline uint64_t mix_seed(uint64_t seed, uint64_t a, uint64_t b = 0) {
-  return splitmix64_mix(seed ^ (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full));
-}
-
-// The suite seed: FH_SEED from the environment (decimal or 0x-hex) when set, else `fallback`.
-// Throws std::invalid_argument on an unparsable FH_SEED.
+// The suite seed: the run seed when one was given (set_run_seed, else FH_SEED from the
+// environment, decimal or 0x-hex), else `fallback`, the caller's fixed seed. Throws
+// std::invalid_argument on an unparsable FH_SEED. Every value returned is kept for
+// seeds_drawn(), so a failure can name the seeds its test drew.
 uint64_t case_seed(uint64_t fallback);
+// Parses a seed as FH_SEED and --seed take it: decimal or 0x-hex, 0..2^64-1. Throws
+// std::invalid_argument naming `what` otherwise.
+uint64_t parse_seed(const char* text, const char* what);
+// The run seed given on a command line (a test binary's --seed=N); wins over FH_SEED.
+void set_run_seed(uint64_t seed);
+// The run seed when one was given (set_run_seed or FH_SEED), else nothing: each caller then
+// uses its own fixed seed.
+bool run_seed_given(uint64_t* seed);
+// The distinct seeds case_seed returned since the last clear, in order (thread-safe).
+std::vector<uint64_t> seeds_drawn();
+void clear_seeds_drawn();
 // case_seed, printed once as "<suite>: seed 0x... (set FH_SEED to change)" so a failure can be
 // reproduced (Eigen's habit). Call it once per suite and keep the value.
 uint64_t announce_seed(const char* suite, uint64_t fallback);

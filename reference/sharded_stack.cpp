@@ -264,11 +264,11 @@ StackParams StackParams::make(const StackShape& s, const RuleConfig& rule, State
   uint32_t id = 0;
   auto linear = [&](int64_t out, int64_t in) {
     ++id;
-    return HostParam::make(rule, sf, ws, out, in, seeded_normals(size_t(out * in), mix_seed(seed, id), 1.0f / std::sqrt(float(in))),
+    return HostParam::make(rule, sf, ws, out, in, seeded_normals(size_t(out * in), stream_seed(seed, "sharded_stack/linear_w0", id), 1.0f / std::sqrt(float(in))),
                            seed, id);
   };
   auto norm = [&]() {
-    std::vector<float> w0 = seeded_normals(size_t(s.hidden), mix_seed(seed, ++id), 0.1f);
+    std::vector<float> w0 = seeded_normals(size_t(s.hidden), stream_seed(seed, "sharded_stack/norm_w0", ++id), 0.1f);
     for (float& x : w0) x += 1.0f;
     return HostParam::make(rule, sf, ws, 1, s.hidden, w0, seed, id);
   };

@@ -34,6 +34,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from seed_stream import stream_seed  # noqa: E402  (scripts/seed_stream.py, beside this script)
+
 LOG = None
 
 
@@ -375,7 +378,7 @@ def main():
             for dtype in DTYPES:
                 label = "%s/%s" % (case[0], dtype)
                 t0 = time.time()
-                seed = args.seed * 1000 + ci * 10 + (1 if dtype == "bf16" else 0)
+                seed = stream_seed(args.seed, "torch_crosscheck/data", 2 * ci + (1 if dtype == "bf16" else 0))
                 p0, grads = make_data(np, torch, case, dtype, args.n, args.steps, seed)
                 snaps = torch_run(torch, case, p0, grads)
                 want = [tuple(to_bits(np, torch, t, dtype) for t in s) for s in snaps]

@@ -13,7 +13,7 @@ namespace fh {
 #endif
 
 // The output function: a bijective mix of the 64 bits of z.
-FH_SPLITMIX_HD inline uint64_t splitmix64_mix(uint64_t z) {
+FH_SPLITMIX_HD constexpr uint64_t splitmix64_mix(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);

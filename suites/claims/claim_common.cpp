@@ -78,14 +78,24 @@ LayerInputs make_layer_inputs(uint64_t seed, int64_t out, int64_t in, int64_t T,
                               CaseDistribution dist, const CaseDistParams& x_params,
                               const CaseDistParams& dy_params) {
   if (steps < 1) throw std::invalid_argument("layer inputs: steps must be >= 1");
+  std::vector<uint64_t> step_seeds;
+  for (int64_t k = 0; k < steps; ++k) step_seeds.push_back(stream_seed(seed, "layer_inputs/step", uint64_t(k)));
+  return make_layer_inputs_from_seeds(seed, step_seeds, stream_seed(seed, "layer_inputs/w0"), out, in, T, dist,
+                                      x_params, dy_params);
+}
+
+LayerInputs make_layer_inputs_from_seeds(uint64_t seed, const std::vector<uint64_t>& step_seeds, uint64_t w0_seed,
+                                         int64_t out, int64_t in, int64_t T, CaseDistribution dist,
+                                         const CaseDistParams& x_params, const CaseDistParams& dy_params) {
+  if (step_seeds.empty()) throw std::invalid_argument("layer inputs: steps must be >= 1");
   if (out <= 0 || in <= 0 || T < 0) throw std::invalid_argument("layer inputs: bad shape");
   LayerInputs li;
   li.out = out; li.in = in; li.T = T; li.seed = seed;
-  for (int64_t k = 0; k < steps; ++k) {
-    WgradCase c = make_wgrad_case(mix_seed(seed, 1, uint64_t(k)), T, in, out, dist, x_params, dy_params);
+  for (uint64_t step_seed : step_seeds) {
+    WgradCase c = make_wgrad_case(step_seed, T, in, out, dist, x_params, dy_params);
     li.steps.push_back({std::move(c.X), std::move(c.dY)});
   }
-  CaseRng rng(mix_seed(seed, 2));
+  CaseRng rng(w0_seed);
   li.w0 = gen_weights_f32(rng, out * in, 0.02);  // small enough that every rule moves bf16
   return li;
 }

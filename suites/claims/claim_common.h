@@ -39,9 +39,18 @@ struct LayerInputs {
   std::vector<StepInputs> steps;
   std::vector<float> w0;
 };
+// Step k's X and dY come from stream "layer_inputs/step" (index k) of `seed`, w0 from
+// "layer_inputs/w0".
 LayerInputs make_layer_inputs(uint64_t seed, int64_t out, int64_t in, int64_t T, int64_t steps,
                               CaseDistribution dist = CaseDistribution::normal,
                               const CaseDistParams& x_params = {}, const CaseDistParams& dy_params = {});
+// The same maker with each draw's seed given: step k's X and dY from step_seeds[k], w0 from
+// w0_seed; `seed` is only recorded. For inputs whose derivation is fixed elsewhere (the
+// external cases file's).
+LayerInputs make_layer_inputs_from_seeds(uint64_t seed, const std::vector<uint64_t>& step_seeds, uint64_t w0_seed,
+                                         int64_t out, int64_t in, int64_t T,
+                                         CaseDistribution dist = CaseDistribution::normal,
+                                         const CaseDistParams& x_params = {}, const CaseDistParams& dy_params = {});
 
 // ---- report ----
 

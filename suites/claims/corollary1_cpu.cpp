@@ -30,7 +30,7 @@ std::vector<ClaimCaseResult> run_corollary1_cases(const Corollary1Config& cfg) {
   for (size_t si = 0; si < shapes.size(); ++si) {
     const TwinShapeCase& shape = shapes[si];
     const int64_t T = shape.T, in = shape.in, out = shape.out;
-    const LayerInputs inp = make_shape_inputs(mix_seed(cfg.seed, 30, si), shape, cfg.steps);
+    const LayerInputs inp = make_shape_inputs(stream_seed(cfg.seed, "corollary1_cpu/inputs", si), shape, cfg.steps);
     const TwinSchedule sched = schedule_for(shape, TileVisitOrder::row_major, 0, cfg.defects);
     const TileShape tile{shape.tile_rows, shape.tile_cols};
 
@@ -94,7 +94,7 @@ std::vector<ClaimCaseResult> run_corollary1_cases(const Corollary1Config& cfg) {
       }
       const RuleConfig& rc = cb.rule;
       HostParam twin = HostParam::make(rc, cb.format, cb.store, out, in, inp.w0,
-                                       mix_seed(cfg.seed, 31, si), uint32_t(si + 1));
+                                       stream_seed(cfg.seed, "corollary1_cpu/sr_key_two_phase", si), uint32_t(si + 1));
       HostParam ref = twin;
       Evidence ev_twin, ev_ref, ev_dev;
       for (int k = 0; k < cfg.steps; ++k) {
@@ -162,7 +162,7 @@ std::vector<ClaimCaseResult> run_corollary1_cases(const Corollary1Config& cfg) {
       c.case_name = shape.label() + " | twin == standard step with cuBLAS-order G | adamw fp32 " +
                     weight_store_name(w);
       HostParam twin = HostParam::make(default_rule_config(RuleId::adamw), StateFormat::fp32, w, out,
-                                       in, inp.w0, mix_seed(cfg.seed, 32, si), 3);
+                                       in, inp.w0, stream_seed(cfg.seed, "corollary1_cpu/sr_key_cublas", si), 3);
       HostParam ref = twin;
       Evidence ev;
       for (int k = 0; k < cfg.steps; ++k) {

@@ -26,12 +26,12 @@ Eq6TwinRun run_eq6_twin_cases(const MemoryClaimConfig& cfg) {
   const RuleConfig adamw = config_for(RuleId::adamw, {});
   SimCollectives one;
   one.p = 1;
-  const std::vector<float> x0 = seeded_normals(size_t(s.T * s.hidden), mix_seed(cfg.seed, 90), 1.0f);
-  const std::vector<float> dout = seeded_normals(size_t(s.T * s.hidden), mix_seed(cfg.seed, 91), 1e-2f);
+  const std::vector<float> x0 = seeded_normals(size_t(s.T * s.hidden), stream_seed(cfg.seed, "eq6_memory_model/activations"), 1.0f);
+  const std::vector<float> dout = seeded_normals(size_t(s.T * s.hidden), stream_seed(cfg.seed, "eq6_memory_model/output_grads"), 1e-2f);
   Eq6TwinRun run;
   std::vector<ClaimCaseResult>& results = run.cases;
   for (StateFormat sf : {StateFormat::bf16, StateFormat::fp32, StateFormat::int8}) {
-    const StackParams init = StackParams::make(s, adamw, sf, WeightStore::bf16_rne, mix_seed(cfg.seed, 92));
+    const StackParams init = StackParams::make(s, adamw, sf, WeightStore::bf16_rne, stream_seed(cfg.seed, "eq6_memory_model/params"));
     StepLayout l;
     l.state = sf;
     l.grad_bytes = 4;  // the twin's G is fp32

@@ -94,13 +94,25 @@ std::vector<ext::CaseSpec> external_case_specs(const std::string& set) {
   throw std::invalid_argument("unknown case set '" + set + "' (ci or forge)");
 }
 
+namespace {
+
+// The external cases file keeps the derivation its case sets were published with, because
+// external producers answer those sets and a results file must keep meaning the same inputs:
+// the stream "external_cases/v1" of docs/EXTERNAL_PRODUCER.md ("How the inputs are drawn"),
+// seed(a, b) = splitmix64_mix(run seed ^ a * 0x9E3779B97F4A7C15 ^ b * 0xC2B2AE3D27D4EB4F).
+uint64_t external_cases_v1_seed(uint64_t seed, uint64_t a, uint64_t b = 0) {
+  return splitmix64_mix(seed ^ (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full));
+}
+
+}  // namespace
+
 std::map<std::string, ext::Tensor> external_case_inputs(const ext::CaseSpec& c, uint64_t seed) {
   using ext::Dtype;
   using ext::Tensor;
   std::map<std::string, Tensor> d;
   const int64_t O = c.out, I = c.in, T = c.tokens, S = c.steps;
   // The seed depends on the shape only, so the dtype variants of a shape share X, dY and W0.
-  const uint64_t s = mix_seed(seed, uint64_t(O) * 1000003u + uint64_t(I), uint64_t(T));
+  const uint64_t s = external_cases_v1_seed(seed, uint64_t(O) * 1000003u + uint64_t(I), uint64_t(T));
   if (c.kind == "order_probe") {
     const std::vector<gpu::OrderProbePair> pairs =
         gpu::order_probe_pairs(T, fused_kernel_order(), std::min<int64_t>(O, 512), s);
@@ -115,7 +127,9 @@ std::map<std::string, ext::Tensor> external_case_inputs(const ext::CaseSpec& c, 
     d["pair_j"] = Tensor::from_i64(pj);
     return d;
   }
-  const LayerInputs li = make_layer_inputs(s, O, I, T, S);
+  std::vector<uint64_t> step_seeds;
+  for (int64_t k = 0; k < S; ++k) step_seeds.push_back(external_cases_v1_seed(s, 1, uint64_t(k)));
+  const LayerInputs li = make_layer_inputs_from_seeds(s, step_seeds, external_cases_v1_seed(s, 2), O, I, T);
   std::vector<uint16_t> X, dY;
   std::vector<float> G;
   for (const StepInputs& st : li.steps) {
@@ -132,7 +146,7 @@ std::map<std::string, ext::Tensor> external_case_inputs(const ext::CaseSpec& c, 
     // Zero moments at step 1 (AdamW's start); a later step starts from moments of a plausible size.
     std::vector<float> m(size_t(O * I), 0.0f), v(size_t(O * I), 0.0f);
     if (c.first_step > 1) {
-      CaseRng rng(mix_seed(s, 3));
+      CaseRng rng(external_cases_v1_seed(s, 3));
       for (size_t k = 0; k < m.size(); ++k) {
         m[k] = float(0.01 * rng.normalish());
         const double r = 0.01 * rng.normalish();

@@ -33,7 +33,8 @@ struct DeviceSteps {
   }
 };
 
-// The parameter of combination `index` of a claim: w0, seeded per index.
+// The parameter of combination `index` of a claim: w0 from the layer inputs, its stochastic
+// rounding keyed by (seed, index) (Philox: seed and tensor id).
 HostParam make_param(const Combo& c, const LayerInputs& li, uint64_t seed, size_t index);
 
 // The twin's schedule on the kernel's 128 x 128 tile, in `order`.

@@ -26,7 +26,7 @@ void claim_gpu_cublas_order(const VerifyConfig& cfg, Report& report, const Progr
     const ReductionOrder corder = gpu::described_cublas_order(algo);
     const ReductionOrder forder = fused_kernel_order(64);
     const bool orders_match = corder.same_order(forder);
-    const LayerInputs li = make_layer_inputs(mix_seed(cfg.seed, 31, si), s.out, s.in, s.T, 1);
+    const LayerInputs li = make_layer_inputs(stream_seed(cfg.seed, "gpu_cublas_order/inputs", si), s.out, s.in, s.T, 1);
     const DeviceSteps dev(li);
     const gpu::WgradProblem& prob = dev.prob[0];
     const int64_t n = s.out * s.in;
@@ -57,7 +57,7 @@ void claim_gpu_cublas_order(const VerifyConfig& cfg, Report& report, const Progr
       const int64_t samples = std::min<int64_t>(n, 65536);
       std::vector<double> ratio(static_cast<size_t>(samples));
       parallel_for(samples, [&](int64_t k) {
-        const int64_t e = samples == n ? k : int64_t(mix_seed(cfg.seed, 33 + si, uint64_t(k)) % uint64_t(n));
+        const int64_t e = samples == n ? k : int64_t(stream_seed(cfg.seed, "gpu_cublas_order/sampled_elements", uint64_t(si) << 32 | uint64_t(k)) % uint64_t(n));
         const int64_t o = e / s.in, i = e % s.in;
         const double bound = order_dot_bound(li.steps[0].X.data(), li.steps[0].dY.data(), s.T, s.in, s.out, o, i, forder) +
                              order_dot_bound(li.steps[0].X.data(), li.steps[0].dY.data(), s.T, s.in, s.out, o, i, corder);
@@ -74,7 +74,7 @@ void claim_gpu_cublas_order(const VerifyConfig& cfg, Report& report, const Progr
     std::string rules;
     for (size_t ri = 0; ri < cfg.rules.size(); ++ri) {
       const Combo c{cfg.rules[ri], StateFormat::fp32, WeightStore::fp32_master};
-      const HostParam hp0 = make_param(c, li, cfg.seed, ri);
+      const HostParam hp0 = make_param(c, li, stream_seed(cfg.seed, "gpu_cublas_order/sr_key"), ri);
       HostParam fused_h = hp0, cub_h = hp0, host = hp0;
       gpu::DeviceParam fused(hp0), cub(hp0);
       gpu::fused_wgrad_update(prob, c.rule, c.format, c.store, fused.view(), 1, gpu::TileShape{128, 128});

@@ -16,13 +16,13 @@
 namespace fh {
 
 void claim_gpu_fused_vs_order_matched(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  const LayerInputs li = make_layer_inputs(mix_seed(cfg.seed, 21), cfg.out, cfg.in, cfg.tokens, cfg.steps);
+  const LayerInputs li = make_layer_inputs(stream_seed(cfg.seed, "gpu_fused_vs_order_matched/inputs"), cfg.out, cfg.in, cfg.tokens, cfg.steps);
   const DeviceSteps dev(li);
   const std::vector<Combo> combos = combos_of(cfg);
   int64_t failing = 0;
   for (size_t ci = 0; ci < combos.size(); ++ci) {
     const Combo& c = combos[ci];
-    const HostParam hp0 = make_param(c, li, cfg.seed, ci);
+    const HostParam hp0 = make_param(c, li, stream_seed(cfg.seed, "gpu_fused_vs_order_matched/sr_key"), ci);
     HostParam fused_h = hp0, om_h = hp0;
     gpu::DeviceParam fused(hp0), om(hp0);
     gpu::DeviceBuffer<float> g(size_t(li.out * li.in));

@@ -15,7 +15,7 @@
 namespace fh {
 
 void claim_gpu_fused_vs_twin(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  const LayerInputs li = make_layer_inputs(mix_seed(cfg.seed, 21), cfg.out, cfg.in, cfg.tokens, cfg.steps);
+  const LayerInputs li = make_layer_inputs(stream_seed(cfg.seed, "gpu_fused_vs_twin/inputs"), cfg.out, cfg.in, cfg.tokens, cfg.steps);
   const DeviceSteps dev(li);
   const std::vector<Combo> combos = combos_of(cfg);
   const TwinSchedule sched = twin_schedule();
@@ -24,7 +24,7 @@ void claim_gpu_fused_vs_twin(const VerifyConfig& cfg, Report& report, const Prog
   std::vector<ParamEvidence> evs(combos.size());
   parallel_for(int64_t(combos.size()), [&](int64_t ci) {
     const Combo& c = combos[size_t(ci)];
-    const HostParam hp0 = make_param(c, li, cfg.seed, size_t(ci));
+    const HostParam hp0 = make_param(c, li, stream_seed(cfg.seed, "gpu_fused_vs_twin/sr_key"), size_t(ci));
     HostParam fused_h = hp0, twin = hp0;
     gpu::DeviceParam fused(hp0);
     ParamEvidence& ev = evs[size_t(ci)];

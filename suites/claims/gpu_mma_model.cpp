@@ -43,14 +43,14 @@ void claim_gpu_mma_model(const VerifyConfig& cfg, Report& report, const Progress
     const ProbeCategory cat = ProbeCategory(ci);
     const int64_t n = kMmaInstancesPerCategory;
     record(probe_category_name(cat), cat, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", n,
-           probe_and_judge(cat, n, [&](int64_t i) { return mix_seed(cfg.seed, 11 + uint64_t(ci), uint64_t(i)); }));
+           probe_and_judge(cat, n, [&](int64_t i) { return stream_seed(cfg.seed, "gpu_mma_model/mma_sync_probes", uint64_t(ci) << 32 | uint64_t(i)); }));
   }
   for (int ci = 0; ci < kProbeCategories; ++ci) {
     const ProbeCategory cat = ProbeCategory(ci);
     const int64_t n = kWgmmaCasesPerCategory;
     record(std::string("wgmma.") + probe_category_name(cat), cat,
            "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 (both operands MN-major, 128-byte swizzle)", n / 16,
-           probe_and_judge_wgmma(cat, n, [&](int64_t i) { return mix_seed(cfg.seed, 31 + uint64_t(ci), uint64_t(i)); }));
+           probe_and_judge_wgmma(cat, n, [&](int64_t i) { return stream_seed(cfg.seed, "gpu_mma_model/wgmma_probes", uint64_t(ci) << 32 | uint64_t(i)); }));
   }
   CaseRecord& all = report.add_case("gpu_mma_model", "all");
   set_gpu_attrs(all);

@@ -35,7 +35,7 @@ void claim_gpu_order_guard(const VerifyConfig& cfg, Report& report, const Progre
     const gpu::CublasLtWgradAlgo algo = gpu::cublaslt_wgrad_algo(s.out, s.in, s.T);
     const ReductionOrder order = gpu::described_cublas_order(algo);
     const gpu::OrderProbeResult r =
-        gpu::run_cublas_order_probe(s.out, s.in, s.T, order, kProbePairsMax, mix_seed(cfg.seed, 41, si));
+        gpu::run_cublas_order_probe(s.out, s.in, s.T, order, kProbePairsMax, stream_seed(cfg.seed, "gpu_order_guard/probe_pairs", si));
     set_gpu_attrs(cs);
     cs.set_attr("cublaslt_heuristic", algo_text(algo)).set_attr("described_order", order.describe())
         .set_attr("pairs_probed", std::to_string(r.pairs));

@@ -34,7 +34,7 @@ GradFidelityResult run_gradient_fidelity(const GradFidelityConfig& cfg) {
                           " steps" +
                           (cfg.defect == GradFidelityDefect::none ? "" : std::string(" defect=") + grad_fidelity_defect_name(cfg.defect));
   auto inputs = [&](int64_t s) {
-    return make_wgrad_case(cfg.seed + uint64_t(s) * 0x9E3779B97F4A7C15ull, cfg.T, cfg.in, cfg.out, CaseDistribution::normal);
+    return make_wgrad_case(stream_seed(cfg.seed, "gradient_fidelity/step_inputs", uint64_t(s)), cfg.T, cfg.in, cfg.out, CaseDistribution::normal);
   };
   TwinSchedule sched;
   sched.tile_rows = cfg.tile_rows;
@@ -141,7 +141,7 @@ void run_grad_fidelity(const VerifyConfig& cfg, Report& report, const Progress& 
   for (RuleId rule : {RuleId::adamw, RuleId::sgd}) {
     progress_set_case(rule_name(rule));
     GradFidelityConfig gc;
-    gc.seed = cfg.seed ^ 0x6AD1F1DEULL;
+    gc.seed = stream_seed(cfg.seed, "gradient_fidelity/run");
     gc.rule = default_rule_config(rule);
     gc.backend = at.be;
     const GradFidelityResult r = run_gradient_fidelity(gc);

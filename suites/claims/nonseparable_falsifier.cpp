@@ -240,7 +240,7 @@ std::vector<ClaimCaseResult> run_nonseparable_cases(const NonseparableConfig& cf
   const int64_t T = shape.T, in = shape.in, out = shape.out;
   if (shape.tile_rows >= out && shape.tile_cols >= in)
     throw std::invalid_argument("run_nonseparable_cases: the shape must have more than one tile");
-  const LayerInputs inp = make_shape_inputs(mix_seed(cfg.seed, 40), shape, cfg.steps);
+  const LayerInputs inp = make_shape_inputs(stream_seed(cfg.seed, "nonseparable_falsifier/inputs"), shape, cfg.steps);
   const TwinSchedule sched = schedule_for(shape, TileVisitOrder::row_major, 0, {});
   TwinSchedule one_tile = sched;
   one_tile.tile_rows = out;

@@ -18,15 +18,15 @@ std::vector<ClaimCaseResult> run_prop1_cases(const Prop1Config& cfg) {
   const auto rules = or_default(cfg.rules, all_rules());
   const auto formats = or_default(cfg.formats, kAllFormats);
   const auto stores = or_default(cfg.stores, kAllStores);
-  const auto shapes = cfg.shapes.empty() ? default_prop1_shapes(cfg.seed) : cfg.shapes;
+  const auto shapes = cfg.shapes.empty() ? default_prop1_shapes(stream_seed(cfg.seed, "prop1_twin/random_shapes")) : cfg.shapes;
   std::vector<RuleConfig> rule_configs;  // each rule's configured hyperparameters, or defaults
   for (RuleId r : rules) rule_configs.push_back(config_for(r, cfg.rule_configs));
   std::vector<ClaimCaseResult> results;
 
   for (size_t si = 0; si < shapes.size(); ++si) {
     const TwinShapeCase& shape = shapes[si];
-    const LayerInputs inp = make_shape_inputs(mix_seed(cfg.seed, 10, si), shape, cfg.steps);
-    const TwinSchedule sched = schedule_for(shape, cfg.visit, mix_seed(cfg.seed, 11, si), cfg.defects);
+    const LayerInputs inp = make_shape_inputs(stream_seed(cfg.seed, "prop1_twin/inputs", si), shape, cfg.steps);
+    const TwinSchedule sched = schedule_for(shape, cfg.visit, stream_seed(cfg.seed, "prop1_twin/visit_order", si), cfg.defects);
     const TileShape tile{shape.tile_rows, shape.tile_cols};
     const int64_t T = shape.T, in = shape.in, out = shape.out;
 
@@ -63,7 +63,7 @@ std::vector<ClaimCaseResult> run_prop1_cases(const Prop1Config& cfg) {
       }
       const RuleConfig& rc = cb.rule;
       HostParam twin = HostParam::make(rc, cb.format, cb.store, out, in, inp.w0,
-                                       mix_seed(cfg.seed, 12, si), uint32_t(si + 1));
+                                       stream_seed(cfg.seed, "prop1_twin/sr_key", si), uint32_t(si + 1));
       HostParam two_phase = twin;  // each producer keeps its own W and state from here on
       Evidence ev;
       std::vector<float> dx_twin, dx_two;

@@ -36,8 +36,8 @@ StackRun run_stack(const StackParams& init, const StackShape& s, int p, Dataflow
   StackRun run;
   run.final_params = init;
   for (int k = 1; k <= steps; ++k) {
-    const std::vector<float> x0 = seeded_normals(size_t(s.T * s.hidden), mix_seed(seed, 2 * k), 1.0f);
-    const std::vector<float> dout = seeded_normals(size_t(s.T * s.hidden), mix_seed(seed, 2 * k + 1), 1e-2f);
+    const std::vector<float> x0 = seeded_normals(size_t(s.T * s.hidden), stream_seed(seed, "prop2_block_stack/activations", uint64_t(k)), 1.0f);
+    const std::vector<float> dout = seeded_normals(size_t(s.T * s.hidden), stream_seed(seed, "prop2_block_stack/output_grads", uint64_t(k)), 1e-2f);
     stack_train_step(run.final_params, s, x0, dout, k, p, flow, how, backend_or_twin(cfg.backend), sched, coll, d);
     if (k == 1) run.after1 = run.final_params;
   }
@@ -74,8 +74,8 @@ std::vector<ClaimCaseResult> run_prop2_block_stack_cases(const Prop2Config& cfg)
   for (int p : cfg.degrees) {
     for (const Combo& cb : prop2_combos(cfg, p, false)) {
       const std::string combo = combo_name(cb.rule.id, cb.format, cb.store);
-      const uint64_t seed = mix_seed(cfg.seed, 70);
-      const StackParams init = StackParams::make(s, cb.rule, cb.format, cb.store, mix_seed(cfg.seed, 71));
+      const uint64_t seed = stream_seed(cfg.seed, "prop2_block_stack/steps");
+      const StackParams init = StackParams::make(s, cb.rule, cb.format, cb.store, stream_seed(cfg.seed, "prop2_block_stack/params"));
       const std::string tag = "p=" + std::to_string(p) + " | " + combo;
       progress_set_case("stack " + tag);
       if (cb.format == StateFormat::int8 && (s.hidden / p) % kInt8Block != 0) {

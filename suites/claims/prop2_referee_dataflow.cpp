@@ -13,13 +13,13 @@
 namespace fh {
 
 std::vector<ClaimCaseResult> run_prop2_referee_cases(const Prop2Config& cfg) {
-  const LayerInputs inp = make_layer_inputs(mix_seed(cfg.seed, 50), cfg.out, cfg.in, cfg.T, cfg.steps);
+  const LayerInputs inp = make_layer_inputs(stream_seed(cfg.seed, "prop2_referee_dataflow/inputs"), cfg.out, cfg.in, cfg.T, cfg.steps);
   const TwinSchedule sched = prop2_schedule(cfg.out, cfg.in, cfg.T);
   const RuleConfig adamw = config_for(RuleId::adamw, cfg.rule_configs);
   std::vector<ClaimCaseResult> results;
   for (const Combo& cb : {Combo{adamw, StateFormat::fp32, WeightStore::fp32_master},
                           Combo{adamw, StateFormat::bf16, WeightStore::bf16_rne}}) {
-    const UnshardedRun u = run_unsharded(cb, inp, sched, 29, mix_seed(cfg.seed, 51), cfg.backend);
+    const UnshardedRun u = run_unsharded(cb, inp, sched, 29, stream_seed(cfg.seed, "prop2_referee_dataflow/sr_key"), cfg.backend);
     for (int p : cfg.degrees)
       for (TpKind kind : {TpKind::column, TpKind::row}) {
         const std::string name = std::string(tp_kind_name(kind)) + " p=" + std::to_string(p) + " | " +

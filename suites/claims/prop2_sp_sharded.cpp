@@ -11,12 +11,12 @@
 namespace fh {
 
 std::vector<ClaimCaseResult> run_prop2_sp_cases(const Prop2Config& cfg) {
-  const LayerInputs inp = make_layer_inputs(mix_seed(cfg.seed, 40), cfg.out, cfg.in, cfg.T, cfg.steps);
+  const LayerInputs inp = make_layer_inputs(stream_seed(cfg.seed, "prop2_sp_sharded/inputs"), cfg.out, cfg.in, cfg.T, cfg.steps);
   const TwinSchedule sched = prop2_schedule(cfg.out, cfg.in, cfg.T);
   std::vector<ClaimCaseResult> results;
   for (int p : cfg.degrees) {
     for (const Combo& cb : prop2_combos(cfg, 4)) {  // each rule once at every degree
-      const UnshardedRun u = run_unsharded(cb, inp, sched, 23, mix_seed(cfg.seed, 41), cfg.backend);
+      const UnshardedRun u = run_unsharded(cb, inp, sched, 23, stream_seed(cfg.seed, "prop2_sp_sharded/sr_key"), cfg.backend);
       for (TpKind kind : {TpKind::column, TpKind::row}) {
         const std::string name = std::string(tp_kind_name(kind)) + " p=" + std::to_string(p) + " | " +
                                  combo_name(cb.rule.id, cb.format, cb.store);

@@ -25,11 +25,11 @@ std::vector<ClaimCaseResult> run_prop2_token_partial_cases(const Prop2Config& cf
   struct Param { std::string what; int64_t out, in; bool ones_x; };
   for (const Param& prm : {Param{"weight under data parallelism", cfg.out, cfg.in, false},
                            Param{"row-parallel bias under sequence parallelism", cfg.out, 1, true}}) {
-    LayerInputs inp = make_layer_inputs(mix_seed(cfg.seed, 60), prm.out, prm.in, cfg.T, cfg.steps);
+    LayerInputs inp = make_layer_inputs(stream_seed(cfg.seed, "prop2_token_partial/inputs"), prm.out, prm.in, cfg.T, cfg.steps);
     if (prm.ones_x)
       for (auto& s : inp.steps) s.X.assign(s.X.size(), float_to_bf16_rne(1.0f));  // the bias's "input"
     const TwinSchedule sched = prop2_schedule(prm.out, prm.in, cfg.T);
-    const UnshardedRun u = run_unsharded(cb, inp, sched, 31, mix_seed(cfg.seed, 61), cfg.backend);
+    const UnshardedRun u = run_unsharded(cb, inp, sched, 31, stream_seed(cfg.seed, "prop2_token_partial/sr_key"), cfg.backend);
     const Dataflow flow = prm.ones_x ? Dataflow::sp_megatron : Dataflow::dp;
     for (int p : cfg.degrees) {
       const std::string name = prm.what + " p=" + std::to_string(p);

@@ -13,13 +13,13 @@
 namespace fh {
 
 std::vector<ClaimCaseResult> run_prop2_tp_cases(const Prop2Config& cfg) {
-  const LayerInputs inp = make_layer_inputs(mix_seed(cfg.seed, 30), cfg.out, cfg.in, cfg.T, cfg.steps);
+  const LayerInputs inp = make_layer_inputs(stream_seed(cfg.seed, "prop2_tp_sharded/inputs"), cfg.out, cfg.in, cfg.T, cfg.steps);
   const TwinSchedule sched = prop2_schedule(cfg.out, cfg.in, cfg.T);
   std::vector<ClaimCaseResult> results;
   for (int p : cfg.degrees) {
     for (const Combo& cb : prop2_combos(cfg, p)) {
       const std::string combo = combo_name(cb.rule.id, cb.format, cb.store);
-      const UnshardedRun u = run_unsharded(cb, inp, sched, 17, mix_seed(cfg.seed, 31), cfg.backend);
+      const UnshardedRun u = run_unsharded(cb, inp, sched, 17, stream_seed(cfg.seed, "prop2_tp_sharded/sr_key"), cfg.backend);
       for (TpKind kind : {TpKind::column, TpKind::row}) {
         const std::string name = std::string(tp_kind_name(kind)) + " p=" + std::to_string(p) + " | " + combo;
         progress_set_case(name);

@@ -27,8 +27,8 @@ std::vector<ClaimCaseResult> run_prop3_gradient_memory_cases(const MemoryClaimCo
       std::vector<std::vector<float>> held;  // the standard path's G, kept until every layer is done
       std::vector<HostParam> ws_std;
       for (int l = 0; l < L; ++l) {
-        const LayerInputs li = make_layer_inputs(mix_seed(cfg.seed, uint64_t(W), uint64_t(L * 16 + l)), W, W, T, 1);
-        const HostParam w0 = HostParam::make(adamw, StateFormat::bf16, WeightStore::bf16_rne, W, W, li.w0, cfg.seed, uint32_t(l));
+        const LayerInputs li = make_layer_inputs(stream_seed(cfg.seed, "prop3_gradient_memory/inputs", uint64_t(W) << 32 | uint64_t(L * 16 + l)), W, W, T, 1);
+        const HostParam w0 = HostParam::make(adamw, StateFormat::bf16, WeightStore::bf16_rne, W, W, li.w0, stream_seed(cfg.seed, "prop3_gradient_memory/sr_key"), uint32_t(l));
         HostParam w = w0, s = w0;
         const StepInputs& in = li.steps[0];
         if (cfg.materialize_one_layer && l == 0) {  // planted: this layer's G made whole and held

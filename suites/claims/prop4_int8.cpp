@@ -19,11 +19,6 @@ namespace fh {
 
 namespace {
 
-// The inputs of step s: X, dY drawn from their own seed per step; w0 from step 0's draw.
-WgradCase step_inputs(const Prop4Config& cfg, int64_t s) {
-  return make_wgrad_case(cfg.seed + uint64_t(s) * 0x9E3779B97F4A7C15ull, cfg.T, cfg.in, cfg.out,
-                         CaseDistribution::normal);
-}
 
 // The twin's schedule. Its INT8 tiles must be block aligned; a planted straddling tile width is
 // only for the defective copy, so the twin then takes whole rows.
@@ -95,17 +90,17 @@ Prop4OneStepResult run_prop4_one_step(const Prop4Config& cfg) {
                           std::to_string(cfg.in) + " T=" + std::to_string(cfg.T) +
                           (cfg.defect == Int8TileDefect::none ? "" : std::string(" defect=") + int8_tile_defect_name(cfg.defect));
   Prop4OneStepResult res;
-  const WgradCase c0 = step_inputs(cfg, 0);
+  const WgradCase c0 = prop4_step_inputs(cfg, 0);
   HostParam w8 = HostParam::make(cfg.rule, StateFormat::int8, WeightStore::fp32_master, cfg.out, cfg.in, c0.w0);
   for (int s = 1; s <= cfg.warmup_steps; ++s) {
-    const WgradCase c = step_inputs(cfg, s);
+    const WgradCase c = prop4_step_inputs(cfg, s);
     fused_step(w8, c, s, cfg);
   }
   HostParam wf = fp32_twin_of(w8);
 
   // Step A: same decoded start, one step each.
   const int64_t sA = cfg.warmup_steps + 1;
-  const WgradCase cA = step_inputs(cfg, sA);
+  const WgradCase cA = prop4_step_inputs(cfg, sA);
   int8_step(w8, cA, sA, cfg);
   fused_step(wf, cA, sA, cfg);
 
@@ -140,7 +135,7 @@ Prop4OneStepResult run_prop4_one_step(const Prop4Config& cfg) {
 
   // Step B: the INT8 path starts from moments within B of the fp32 path's.
   const int64_t sB = sA + 1;
-  const WgradCase cB = step_inputs(cfg, sB);
+  const WgradCase cB = prop4_step_inputs(cfg, sB);
   const std::vector<float> GB = backend_or_twin(cfg.backend).wgrad(cB.X.data(), cB.dY.data(), cfg.T, cfg.in, cfg.out, schedule_of(cfg));
   const WeightBoundScalars sc = weight_bound_scalars(mpfr_step_scalars(cfg.rule, sB));
   std::vector<double> bound(size_t(cfg.out * cfg.in));
@@ -186,12 +181,12 @@ Prop4OneStepResult run_prop4_one_step(const Prop4Config& cfg) {
 }
 
 ClaimCaseResult run_prop1_int8(const Prop4Config& cfg, int steps) {
-  const WgradCase c0 = step_inputs(cfg, 0);
+  const WgradCase c0 = prop4_step_inputs(cfg, 0);
   HostParam wt = HostParam::make(cfg.rule, StateFormat::int8, WeightStore::fp32_master, cfg.out, cfg.in, c0.w0);
   HostParam wp = wt;
   std::vector<BitwiseReport> reps;
   for (int s = 1; s <= steps; ++s) {
-    const WgradCase c = step_inputs(cfg, s);
+    const WgradCase c = prop4_step_inputs(cfg, s);
     int8_step(wt, c, s, cfg);
     two_phase_step_host(wp, c.X.data(), c.dY.data(), cfg.T, s, GradProducer::tensor_core_chain);
     BitwiseContext ctx{"W", {cfg.tile_rows, cfg.tile_cols}, s};
@@ -218,7 +213,7 @@ std::vector<ClaimCaseResult> run_int8_degenerate_blocks(const Prop4Config& cfg_i
   const Poison kinds[] = {{"nan", 70, 71}, {"inf", 70, 71}, {"huge_outlier", 70, 71},
                           {"subnormal_absmax", 128, 192}, {"all_zero", 128, 192}};
   std::vector<ClaimCaseResult> out;
-  const WgradCase c0 = step_inputs(cfg, 0);
+  const WgradCase c0 = prop4_step_inputs(cfg, 0);
   for (const Poison& pk : kinds) {
     const std::string kind = pk.name;
     auto poison = [&](WgradCase c) {
@@ -247,7 +242,7 @@ std::vector<ClaimCaseResult> run_int8_degenerate_blocks(const Prop4Config& cfg_i
     // the twin's bit for bit, tallied elsewhere; asking the twin keeps the tally's counts as they were).
     std::vector<float> g_poisoned;
     for (int s = 1; s <= 2; ++s) {
-      const WgradCase c = step_inputs(cfg, s);
+      const WgradCase c = prop4_step_inputs(cfg, s);
       const WgradCase cp = poison(c);
       g_poisoned.push_back(
           twin_step_backend().wgrad(cp.X.data(), cp.dY.data(), cp.T, cp.in, cp.out, schedule_of(cfg))[size_t(pk.c0)]);
@@ -318,7 +313,7 @@ std::vector<ClaimCaseResult> run_int8_degenerate_blocks(const Prop4Config& cfg_i
 
 TrajectoryResult run_int8_trajectory(const Prop4Config& cfg, int steps) {
   TrajectoryResult tr;
-  const WgradCase c0 = step_inputs(cfg, 0);
+  const WgradCase c0 = prop4_step_inputs(cfg, 0);
   HostParam w8 = HostParam::make(cfg.rule, StateFormat::int8, WeightStore::fp32_master, cfg.out, cfg.in, c0.w0);
   HostParam wf = HostParam::make(cfg.rule, StateFormat::fp32, WeightStore::fp32_master, cfg.out, cfg.in, c0.w0);
   double envelope = 0;
@@ -326,7 +321,7 @@ TrajectoryResult run_int8_trajectory(const Prop4Config& cfg, int steps) {
   const size_t n = size_t(cfg.out * cfg.in);
   std::vector<uint8_t> had_zero_v(n, 0);
   for (int s = 1; s <= steps; ++s) {
-    const WgradCase c = step_inputs(cfg, s);
+    const WgradCase c = prop4_step_inputs(cfg, s);
     const std::vector<float> p8 = w8.master, pf = wf.master;
     int64_t zero_v = 0;  // AdamW: second moment decodes to 0 while the first does not
     if (cfg.rule.id == RuleId::adamw)
@@ -407,7 +402,7 @@ void run_prop4(const VerifyConfig& cfg, Report& report, const Progress& progress
   for (RuleId rule : {RuleId::adamw, RuleId::sgd_momentum}) {
     progress_set_case(rule_name(rule));
     Prop4Config pc;
-    pc.seed = cfg.seed ^ 0x1A78B10CULL;
+    pc.seed = stream_seed(cfg.seed, "prop4_int8/one_step");
     pc.rule = default_rule_config(rule);
     pc.backend = at.be;
     const Prop4OneStepResult r = run_prop4_one_step(pc);
@@ -426,15 +421,12 @@ void run_prop4(const VerifyConfig& cfg, Report& report, const Progress& progress
     const ClaimCaseResult eq = run_prop1_int8(pc, 4);
     set_attrs(record_claim_cases(report, {eq}, at.group), "sizes", sizes);
   }
-  Prop4Config dc;
-  dc.seed = cfg.seed ^ 0xDE6E7ULL;
-  dc.in = 256;
-  dc.out = 16;
+  Prop4Config dc = int8_degenerate_blocks_config(cfg.seed);
   dc.backend = at.be;
   set_attrs(record_claim_cases(report, run_int8_degenerate_blocks(dc), at.group), "sizes", sizes);
 
   Prop4Config tc;
-  tc.seed = cfg.seed ^ 0x7A7EC7ULL;
+  tc.seed = stream_seed(cfg.seed, "prop4_int8/trajectory");
   tc.backend = at.be;
   const TrajectoryResult tr = run_int8_trajectory(tc, 100);
   CaseRecord* rec = record_claim_cases(report, {tr.verdict}, at.group)[0];
@@ -460,6 +452,19 @@ void claim_prop4_int8(const VerifyConfig& cfg, Report& report, const Progress& p
 
 void claim_prop4_int8_gpu(const VerifyConfig& cfg, Report& report, const Progress& progress) {
   run_fidelity_on_gpu(run_prop4, "prop4_int8_gpu", cfg, report, progress);
+}
+
+WgradCase prop4_step_inputs(const Prop4Config& cfg, int64_t s) {
+  return make_wgrad_case(stream_seed(cfg.seed, "prop4_int8/step_inputs", uint64_t(s)), cfg.T, cfg.in, cfg.out,
+                         CaseDistribution::normal);
+}
+
+Prop4Config int8_degenerate_blocks_config(uint64_t run_seed) {
+  Prop4Config dc;
+  dc.seed = stream_seed(run_seed, "prop4_int8/degenerate_blocks");
+  dc.in = 256;
+  dc.out = 16;
+  return dc;
 }
 
 }  // namespace fh

@@ -18,6 +18,7 @@
 #include "kernels/twin/step_backend.h"
 #include "oracles/evidence.h"
 #include "oracles/fidelity.h"
+#include "reference/case_gen.h"
 #include "reference/fidelity_producers.h"
 #include "reports/report.h"
 #include "suites/claims/claim_config.h"
@@ -52,6 +53,12 @@ ClaimCaseResult run_prop1_int8(const Prop4Config& cfg, int steps = 4);
 // bytes, absmax and weights equal the clean run bitwise after each of two steps, and the poisoned
 // block follows INT8_CODEC.md (judge_int8_moments against the fp32-state moments of step 1).
 std::vector<ClaimCaseResult> run_int8_degenerate_blocks(const Prop4Config& cfg);
+// The degenerate blocks' configuration as forge-verify's prop4_int8 claim builds it from the run
+// seed (16x256, stream "prop4_int8/degenerate_blocks").
+Prop4Config int8_degenerate_blocks_config(uint64_t run_seed);
+// The inputs of step s of a Prop4Config's problem: X and dY from stream "prop4_int8/step_inputs"
+// (index s) of cfg.seed; w0 is step 0's.
+WgradCase prop4_step_inputs(const Prop4Config& cfg, int64_t s);
 
 struct TrajectoryResult {
   std::vector<double> max_abs_dev;  // per step, max |W_int8 - W_fp32|

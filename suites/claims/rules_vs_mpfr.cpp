@@ -33,7 +33,7 @@ void claim_rules_vs_mpfr(const VerifyConfig& cfg, Report& report, const Progress
     // Two input classes: random elements in the rule's domain, and the adversarial grid.
     std::vector<double> class_ulps(2, 0.0), class_ratio(2, 0.0);
     const std::vector<std::string> class_names{"random", "adversarial"};
-    CaseRng rng(cfg.seed ^ (uint64_t(rc.id) << 32));
+    CaseRng rng(stream_seed(cfg.seed, "rules_vs_mpfr/samples", uint64_t(rc.id)));
     // Both sides' per-step scalars once per step, as the rule's users compute them.
     std::map<int64_t, std::pair<MpfrStepScalars, Fp32Step>> steps;
     for (const RuleSample& s : make_rule_samples(rng, rc, int(cfg.rule_samples))) {

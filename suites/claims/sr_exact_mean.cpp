@@ -25,7 +25,7 @@ bool sr_mean_is_exact(float x, uint32_t bit_mask) {
 }  // namespace
 
 void claim_sr_exact_mean(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  CaseRng rng(cfg.seed ^ 0x5eedu);
+  CaseRng rng(stream_seed(cfg.seed, "sr_exact_mean/values"));
   struct Class { const char* name; std::vector<float> xs; };
   std::vector<Class> classes(5);
   classes[0].name = "random";

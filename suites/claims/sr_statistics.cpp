@@ -90,7 +90,7 @@ SrStatsResult run_sr_statistics(const SrStatsConfig& cfg) {
   std::vector<uint8_t> prev;
   int64_t nb_pairs = 0, nb11 = 0, tl_pairs = 0, tl11 = 0, st_pairs = 0, st11 = 0;
   for (int s = 1; s <= cfg.steps; ++s) {
-    const std::vector<uint8_t> cur = sr_draws(cfg, half, sr_key{cfg.seed ^ 0xD1CEull, uint32_t(s), 100}, res);
+    const std::vector<uint8_t> cur = sr_draws(cfg, half, sr_key{stream_seed(cfg.seed, "sr_statistics/independence_key"), uint32_t(s), 100}, res);
     for (int64_t r = 0; r < cfg.rows; ++r)
       for (int64_t c = 0; c + 1 < cfg.cols; c += 2) {
         ++nb_pairs;
@@ -163,7 +163,7 @@ std::vector<ClaimCaseResult> run_sr_layout_invariance(uint64_t seed, SrVariant v
       sched.visit = sc.v;
       sched.visit_seed = seed;
       for (int s = 1; s <= 2; ++s) {
-        const WgradCase c = make_wgrad_case(seed + uint64_t(s), T, in, o, CaseDistribution::normal);
+        const WgradCase c = make_wgrad_case(stream_seed(seed, "sr_layout_invariance/step_inputs", uint64_t(s)), T, in, o, CaseDistribution::normal);
         be.step(w, c.X.data(), c.dY.data(), T, s, sched);
       }
       results.push_back(w.bf16);
@@ -198,7 +198,7 @@ namespace {
 void run_sr_stats(const VerifyConfig& cfg, Report& report, const Progress& progress, const Where& at) {
   const auto t0 = std::chrono::steady_clock::now();
   SrStatsConfig sc;
-  sc.seed = cfg.seed ^ 0x5EED0F5Eull;
+  sc.seed = stream_seed(cfg.seed, "sr_statistics/draws");
   sc.through_fused_step = true;  // every draw is a fused step's bf16_sr store
   sc.backend = at.be;
   const SrStatsResult r = run_sr_statistics(sc);
@@ -244,7 +244,7 @@ void run_sr_stats(const VerifyConfig& cfg, Report& report, const Progress& progr
   planted.set_attr("sizes", sizes).set_attr("note", "classes with low byte 0xff carry a 255/65536-ulp bias under 8-bit SR");
   planted.add_check(judge("bits8_rejected", "classes_rejected", double(rejected), 4, PassIf::at_least,
                           "the binomial tests miss a 1/256-ulp bias"));
-  set_attrs(record_claim_cases(report, run_sr_layout_invariance(cfg.seed ^ 0x1A70u, SrVariant::kernel, at.be), at.group),
+  set_attrs(record_claim_cases(report, run_sr_layout_invariance(stream_seed(cfg.seed, "sr_statistics/layout_invariance"), SrVariant::kernel, at.be), at.group),
             "sizes", at.be ? "96x160, the kernel's 2 tile shapes (grids 2x1, 3x2), 2 steps"
                            : "96x160, 6 tile shapes and visit orders, 2 steps");
   progress.note(at.group + ": " + num(fidelity_seconds_since(t0)) + " s");

@@ -23,6 +23,18 @@ const char* stagnation_defect_name(StagnationDefect d) {
   return "?";
 }
 
+namespace {
+
+// The experiment's verdicts are calibrated on its fixed problem and data (a noise band from three
+// run seeds is no 1e-9 test: other data can move it), so its draws keep the derivation they were
+// calibrated with, stream "stagnation/calibrated_v1": the problem from the config's seed itself,
+// run seed rs's data from seed ^ rs * 0x9E3779B97F4A7C15, and rs as its stochastic-rounding key.
+uint64_t stagnation_calibrated_v1_seed(uint64_t seed, uint64_t run_seed) {
+  return seed ^ (run_seed * 0x9E3779B97F4A7C15ull);
+}
+
+}  // namespace
+
 StagnationResult run_stagnation(const StagnationConfig& cfg) {
   StagnationResult res;
   const int64_t O = cfg.out, I = cfg.in, T = cfg.T;
@@ -57,7 +69,7 @@ StagnationResult run_stagnation(const StagnationConfig& cfg) {
       run.run_seed = rs;
       const bool planted_rne = cfg.defect == StagnationDefect::sr_is_rne && v.ws == WeightStore::bf16_sr;
       HostParam w = HostParam::make(rule, v.sf, planted_rne ? WeightStore::bf16_rne : v.ws, O, I, prob.w0, rs, 1);
-      CaseRng data(cfg.seed ^ (rs * 0x9E3779B97F4A7C15ull));  // same data stream for every variant
+      CaseRng data(stagnation_calibrated_v1_seed(cfg.seed, rs));  // same data stream for every variant
       for (int s = 1; s <= cfg.steps; ++s) {
         const std::vector<uint16_t> X = gen_bf16(data, T * I, CaseDistribution::normal);
         const std::vector<double> Y = prob.targets(X, T, data);

@@ -76,12 +76,12 @@ std::vector<ClaimCaseResult> run_tied_embedding_cases(const MemoryClaimConfig& c
   for (StateFormat sf : kAllFormats)
     for (WeightStore ws : kAllStores) {
       const std::string combo = combo_name(RuleId::adamw, sf, ws);
-      const std::vector<float> w0 = make_layer_inputs(mix_seed(cfg.seed, 80), kVocab, kHidden, 1, 1).w0;
-      const HostParam E0 = HostParam::make(adamw, sf, ws, kVocab, kHidden, w0, cfg.seed, 7);
+      const std::vector<float> w0 = make_layer_inputs(stream_seed(cfg.seed, "tied_embedding/w0"), kVocab, kHidden, 1, 1).w0;
+      const HostParam E0 = HostParam::make(adamw, sf, ws, kVocab, kHidden, w0, stream_seed(cfg.seed, "tied_embedding/sr_key"), 7);
       HostParam standard = E0, naive = E0;
       MemoryLedger ledger;
       for (int k = 1; k <= steps; ++k) {
-        const uint64_t seed = mix_seed(cfg.seed, 81, uint64_t(k));
+        const uint64_t seed = stream_seed(cfg.seed, "tied_embedding/step_inputs", uint64_t(k));
         {  // the exact route: the whole gradient (head part + embedding part), one standard step
           const TiedStep in = tied_step_inputs(standard, seed, sched);
           std::vector<float> G = twin_wgrad(in.h.data(), in.dY.data(), kTokens, kHidden, kVocab, sched);

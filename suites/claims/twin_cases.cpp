@@ -55,7 +55,7 @@ std::vector<TwinShapeCase> default_prop1_shapes(uint64_t seed, int n_random) {
   v.push_back(wide2);
   // No tokens at all: G = +0 everywhere.
   v.push_back({24, 64, 0, 16, 64});
-  CaseRng rng(mix_seed(seed, 3));
+  CaseRng rng(seed);
   const int64_t tr_choices[] = {16, 32, 64, 128};
   for (int k = 0; k < n_random; ++k) {
     TwinShapeCase s;

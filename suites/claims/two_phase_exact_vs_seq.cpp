@@ -23,8 +23,9 @@ namespace fh {
 
 void claim_two_phase_exact_vs_seq(const VerifyConfig& cfg, Report& report, const Progress& progress) {
   // G once per input distribution; the rule cases reuse it.
-  const WgradCase normal = make_wgrad_case(cfg.seed, cfg.tokens, cfg.in, cfg.out, CaseDistribution::normal);
-  const WgradCase ints = make_wgrad_case(cfg.seed + 1, cfg.tokens, cfg.in, cfg.out, CaseDistribution::small_integer);
+  const WgradCase normal = make_wgrad_case(stream_seed(cfg.seed, "two_phase_exact_vs_seq/normal_inputs"), cfg.tokens, cfg.in, cfg.out, CaseDistribution::normal);
+  const WgradCase ints = make_wgrad_case(stream_seed(cfg.seed, "two_phase_exact_vs_seq/integer_inputs"), cfg.tokens, cfg.in, cfg.out, CaseDistribution::small_integer);
+  const uint64_t sr_key = stream_seed(cfg.seed, "two_phase_exact_vs_seq/sr_key");
   std::vector<double> abs_sum;
   const auto g_exact = exact_wgrad(normal.X.data(), normal.dY.data(), cfg.tokens, cfg.in, cfg.out, &abs_sum);
   const auto g_seq = fp32_sequential_wgrad(normal.X.data(), normal.dY.data(), cfg.tokens, cfg.in, cfg.out);
@@ -53,7 +54,7 @@ void claim_two_phase_exact_vs_seq(const VerifyConfig& cfg, Report& report, const
         cs.add_check(judge_and("G_within_dot_bound", "max_err_over_bound", worst_ratio, 1.0, PassIf::at_most, outside == 0,
                                std::to_string(outside) + " elements of G outside the bound"));
         // W after cfg.steps steps from the two gradients, on normal data: the deviation is data.
-        HostParam w_exact = HostParam::make(rc, sf, ws, cfg.out, cfg.in, normal.w0, cfg.seed, 1);
+        HostParam w_exact = HostParam::make(rc, sf, ws, cfg.out, cfg.in, normal.w0, sr_key, 1);
         HostParam w_seq = w_exact;
         std::vector<double> w_dev_ulps;
         for (int64_t step = 1; step <= cfg.steps; ++step) {
@@ -68,7 +69,7 @@ void claim_two_phase_exact_vs_seq(const VerifyConfig& cfg, Report& report, const
         }
         cs.add_f64("w_max_dev_ulps_per_step", w_dev_ulps, "largest |W(exact G) - W(fp32 sequential G)| in ulps, per step");
         // Small-integer inputs: both G are exact, so both steps must agree bit for bit.
-        HostParam a = HostParam::make(rc, sf, ws, cfg.out, cfg.in, ints.w0, cfg.seed, 1);
+        HostParam a = HostParam::make(rc, sf, ws, cfg.out, cfg.in, ints.w0, sr_key, 1);
         HostParam b = a;
         apply_two_phase_update(a, gi_exact, 1);
         apply_two_phase_update(b, gi_seq, 1);

@@ -74,7 +74,7 @@ TEST(Philox, KnownAnswerVectors) {
 }
 
 TEST(Philox, MatchesTheSlowDefinitionOnRandomInputs) {
-  std::mt19937_64 rng(test_seed() ^ 1);
+  std::mt19937_64 rng(stream_seed(test_seed(), "test_bf16_philox/matches_the_slow_definition_on_random_inputs"));
   for (int i = 0; i < 200000; ++i) {
     const Words4 c = {uint32_t(rng()), uint32_t(rng()), uint32_t(rng()), uint32_t(rng())};
     const std::array<uint32_t, 2> k = {uint32_t(rng()), uint32_t(rng())};
@@ -100,7 +100,7 @@ uint32_t sr_bits_from_definition(uint64_t seed, uint32_t step, uint32_t tensor, 
 }
 
 TEST(SrBits, LayoutOfCounterAndKey) {
-  std::mt19937_64 rng(test_seed() ^ 2);
+  std::mt19937_64 rng(stream_seed(test_seed(), "test_bf16_philox/layout_of_counter_and_key"));
   for (int i = 0; i < 50000; ++i) {
     const sr_key key{rng(), uint32_t(rng()), uint32_t(rng())};
     const uint64_t index = rng() >> (rng() % 64);
@@ -189,7 +189,7 @@ TEST(SrBits, UniformOver65536BinsAtFalseAlarmRate1e9) {
 // sharding, because bits are keyed by the global element index.
 TEST(SrBits, WeightsIndependentOfTilingAndSharding) {
   const int64_t rows = 5, cols = 192;
-  std::mt19937_64 rng(test_seed() ^ 3);
+  std::mt19937_64 rng(stream_seed(test_seed(), "test_bf16_philox/weights_independent_of_tiling_and_sharding"));
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<float> w0(size_t(rows * cols)), g(size_t(rows * cols));
   for (float& w : w0) w = u(rng);

@@ -156,7 +156,7 @@ void expect_clean(const CodecStats& st, const char* what) {
 }
 
 TEST(int8_codec_bound, BoundHoldsExactlyOnRandomWideSpreadBlocks) {
-  std::mt19937_64 rng(test_seed() ^ 1);
+  std::mt19937_64 rng(stream_seed(test_seed(), "test_int8_codec/bound_holds_exactly_on_random_wide_spread_blocks"));
   for (bool nonneg : {false, true}) {
     CodecStats st;
     float x[kInt8Block];
@@ -170,7 +170,7 @@ TEST(int8_codec_bound, BoundHoldsExactlyOnRandomWideSpreadBlocks) {
 }
 
 TEST(int8_codec_bound, BoundHoldsAndIsNotVacuousOnUniformBlocks) {
-  std::mt19937_64 rng(test_seed() ^ 2);
+  std::mt19937_64 rng(stream_seed(test_seed(), "test_int8_codec/bound_holds_and_is_not_vacuous_on_uniform_blocks"));
   for (bool nonneg : {false, true}) {
     CodecStats st;
     float x[kInt8Block];
@@ -186,7 +186,7 @@ TEST(int8_codec_bound, BoundHoldsAndIsNotVacuousOnUniformBlocks) {
 }
 
 TEST(int8_codec_bound, BoundHoldsOnRoundingBoundariesAndSubnormalAbsmax) {
-  std::mt19937_64 rng(test_seed() ^ 3);
+  std::mt19937_64 rng(stream_seed(test_seed(), "test_int8_codec/bound_holds_on_rounding_boundaries_and_subnormal_absmax"));
   for (bool nonneg : {false, true}) {
     CodecStats st;
     float x[kInt8Block];
@@ -217,7 +217,7 @@ TEST(int8_codec_bound, BoundHoldsOnRoundingBoundariesAndSubnormalAbsmax) {
 }
 
 TEST(int8_codec_bound, BoundFunctionIsAnUpperBoundAndTight) {
-  std::mt19937_64 rng(test_seed() ^ 4);
+  std::mt19937_64 rng(stream_seed(test_seed(), "test_int8_codec/bound_function_is_an_upper_bound_and_tight"));
   for (bool nonneg : {false, true}) {
     const int L = int8_levels(nonneg);
     for (int i = 0; i < 100000; ++i) {
@@ -343,7 +343,7 @@ TEST(int8_codec_bound, SpecialBlocks) {
 }
 
 TEST(int8_codec_bound, EncodingIsDeterministicAndIdempotent) {
-  std::mt19937_64 rng(test_seed() ^ 5);
+  std::mt19937_64 rng(stream_seed(test_seed(), "test_int8_codec/encoding_is_deterministic_and_idempotent"));
   for (int b = 0; b < 200000; ++b) {
     const bool nonneg = b & 1;
     float x[kInt8Block], xd[kInt8Block];
@@ -411,7 +411,7 @@ struct Int8Run {
   HostParam hp;
   explicit Int8Run(int64_t rows, int64_t cols) {
     std::vector<float> w0(size_t(rows * cols));
-    std::mt19937_64 rng(test_seed() ^ 6);
+    std::mt19937_64 rng(stream_seed(test_seed(), "test_int8_codec/int8_run_weights"));
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     for (float& w : w0) w = u(rng);
     hp = HostParam::make(default_rule_config(RuleId::adamw), StateFormat::int8,
@@ -432,7 +432,7 @@ struct Int8Run {
 TEST(int8_codec_bound, PoisonedGradientStaysInItsBlock) {
   const int64_t rows = 3, cols = 200;  // blocks [0,64) [64,128) [128,192) [192,200)
   const int64_t bpr = (cols + kInt8Block - 1) / kInt8Block;
-  std::mt19937_64 rng(test_seed() ^ 7);
+  std::mt19937_64 rng(stream_seed(test_seed(), "test_int8_codec/poisoned_gradient_stays_in_its_block"));
   std::normal_distribution<float> nd(0.0f, 1e-2f);
   std::vector<std::vector<float>> grads(5, std::vector<float>(size_t(rows * cols)));
   for (auto& g : grads)

@@ -344,7 +344,7 @@ TEST(MmaModel, ChainMatchesComposedGroupsAndStrides) {
 }
 
 TEST(MmaModel, M16n8k16Layout) {
-  std::mt19937_64 rng(test_seed() + 1);
+  std::mt19937_64 rng(fh::stream_seed(test_seed(), "test_mma_model/layout"));
   std::vector<uint16_t> A(16 * 16), B(8 * 16);
   std::vector<int> Ai(16 * 16), Bi(8 * 16);
   std::vector<float> C(16 * 8), D(16 * 8);
@@ -372,7 +372,7 @@ TEST(MmaModel, RandomSmallIntegersAreExact) {
   // Integers |a|, |b| <= 16 and partial sums < 2^24: every product and sum is exact, every term
   // sits on the grid (E_max <= 20, grid <= 2^-5), so the model must equal integer arithmetic.
   // A common power-of-two scale (kept inside the normal range) must not change that.
-  std::mt19937_64 rng(test_seed() + 2);
+  std::mt19937_64 rng(fh::stream_seed(test_seed(), "test_mma_model/small_integers"));
   for (int rep = 0; rep < 20000; ++rep) {
     const int64_t K = 1 + int64_t(rng() % 100);
     const int sa = int(rng() % 41) - 20, sb = int(rng() % 41) - 20;
@@ -392,7 +392,7 @@ TEST(MmaModel, RandomSmallIntegersAreExact) {
 }
 
 TEST(MmaModel, RandomMatchesDoubleFormulation) {
-  std::mt19937_64 rng(test_seed() + 3);
+  std::mt19937_64 rng(fh::stream_seed(test_seed(), "test_mma_model/double_formulation"));
   std::vector<MmaModelParams> variants(7);
   variants[1].out_round = Round::nearest_even;
   variants[2].align_bits = 24;
@@ -459,7 +459,7 @@ TEST(MmaModel, RandomMatchesDoubleFormulation) {
 TEST(MmaModel, RandomNegationSymmetry) {
   // Sign-magnitude truncation and truncating output make the model odd: negating every a and C
   // negates the result (+0 stays +0, NaN stays 0x7FFFFFFF).
-  std::mt19937_64 rng(test_seed() + 4);
+  std::mt19937_64 rng(fh::stream_seed(test_seed(), "test_mma_model/negation_symmetry"));
   for (int rep = 0; rep < 100000; ++rep) {
     const int center = rand_center(rng);
     std::vector<uint16_t> a(16), na(16), b(16);
@@ -499,7 +499,7 @@ TEST(MmaModel, SpeedOfHostTwinShape) {
   // The host twin's shape: G = dY^T X with 256 x 256 outputs over T = 512 tokens, strided reads
   // (dY is [T][256], X is [T][256]): 65536 chained dots of 32 instructions each.
   constexpr int kOut = 256, kIn = 256, kT = 512;
-  std::mt19937_64 rng(test_seed() + 5);
+  std::mt19937_64 rng(fh::stream_seed(test_seed(), "test_mma_model/speed"));
   std::vector<uint16_t> dy(size_t(kT) * kOut), x(size_t(kT) * kIn);
   for (auto& v : dy) v = rand_bf16(rng, 120);
   for (auto& v : x) v = uint16_t((rng() & 0x8000u) | uint32_t(120 + rng() % 14) << 7 | (rng() & 0x7Fu));

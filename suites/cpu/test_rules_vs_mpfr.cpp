@@ -145,7 +145,7 @@ TEST_P(rules_vs_mpfr, EveryRuleSampleWithinItsBound) {
   Stats s;
   int ci = 0;
   for (const NamedConfig& nc : configs_of(id)) {
-    CaseRng rng(seed ^ (uint64_t(id) << 40) ^ (uint64_t(ci++) << 32));
+    CaseRng rng(stream_seed(seed, "test_rules_vs_mpfr/rule_samples", uint64_t(id) << 32 | uint64_t(ci++)));
     run_config(nc, make_rule_samples(rng, nc.config, 6000), s);
   }
   std::printf("[rules_vs_mpfr] %-12s elements %6" PRId64 ", judged outputs %6" PRId64 ", flagged %4" PRId64
@@ -204,7 +204,7 @@ TEST(TorchLiteral, ArrangedReferenceEqualsLiteralFormulas) {
   for (RuleId id : kAllRules) {
     int ci = 0;
     for (const NamedConfig& nc : configs_of(id)) {
-      CaseRng rng(seed ^ 0x11ull ^ (uint64_t(id) << 40) ^ (uint64_t(ci++) << 32));
+      CaseRng rng(stream_seed(seed, "test_rules_vs_mpfr/torch_literal", uint64_t(id) << 32 | uint64_t(ci++)));
       for (int64_t t : {int64_t(1), int64_t(2), int64_t(3), int64_t(7), int64_t(40)}) {
         std::vector<RuleElement> els(60);
         for (auto& e : els) {
@@ -236,7 +236,7 @@ TEST(TorchLiteral, ArrangedReferenceEqualsLiteralFormulas) {
 // ---- the running-error model itself, on single fp32 operations ----
 
 TEST(TrackedModel, SingleOperationsHoldAndAreTight) {
-  CaseRng rng(suite_seed() ^ 0x22ull);
+  CaseRng rng(stream_seed(suite_seed(), "test_rules_vs_mpfr/single_operations"));
   double max_ratio[5] = {};
   for (int i = 0; i < 20000; ++i) {
     const float a = rand_float(rng, -140, 60), b = rand_float(rng, -140, 60);
@@ -360,7 +360,7 @@ TEST(CenteredRmsprop, DomainEdgeIsBoundedOrNaN) {
   RMSprop::Hyper h;
   h.centered = true;
   const RuleConfig c{RuleId::rmsprop, AnyHyper{h}};
-  CaseRng rng(suite_seed() ^ 0x33ull);
+  CaseRng rng(stream_seed(suite_seed(), "test_rules_vs_mpfr/centered_rmsprop"));
   int nan_count = 0, nan_allowed = 0;
   for (int i = 0; i < 2000; ++i) {
     // 12 significant bits, so that grad_avg^2 is an fp32 number

@@ -120,7 +120,7 @@ TEST(sr_exact_mean, ExactSumHelperFallsBackWhenLongDoubleRounds) {
 }
 
 TEST(sr_exact_mean, MeanIsExactOverAllOffsetsForRandomFloats) {
-  std::mt19937_64 rng(test_seed() ^ 1);
+  std::mt19937_64 rng(stream_seed(test_seed(), "test_stochastic_rounding/mean_is_exact_over_all_offsets_for_random_floats"));
   for (int i = 0; i < 1500; ++i) {
     uint32_t u = uint32_t(rng());
     if ((u & 0x7fffffffu) > kMaxFiniteBf16Bits) u = (u & 0x80000000u) | (u & 0x7fffffffu) % kMaxFiniteBf16Bits;
@@ -130,7 +130,7 @@ TEST(sr_exact_mean, MeanIsExactOverAllOffsetsForRandomFloats) {
 }
 
 TEST(sr_exact_mean, MeanIsExactForSubnormalsAndEdges) {
-  std::mt19937_64 rng(test_seed() ^ 2);
+  std::mt19937_64 rng(stream_seed(test_seed(), "test_stochastic_rounding/mean_is_exact_for_subnormals_and_edges"));
   std::vector<uint32_t> cases = {
       0x00000001u, 0x80000001u,  // the smallest subnormal
       0x00000002u, 0x0000ffffu, 0x00008000u, 0x00010001u, 0x007fffffu, 0x807fffffu,
@@ -145,7 +145,7 @@ TEST(sr_exact_mean, MeanIsExactForSubnormalsAndEdges) {
 }
 
 TEST(sr_exact_mean, ExactBf16ValuesAndZerosAreFixedPoints) {
-  std::mt19937_64 rng(test_seed() ^ 3);
+  std::mt19937_64 rng(stream_seed(test_seed(), "test_stochastic_rounding/exact_bf16_values_and_zeros_are_fixed_points"));
   std::vector<uint32_t> cases = {kMaxFiniteBf16Bits, 0xff7f0000u, 0x00010000u, 0x80010000u,
                                  0x007f0000u, 0x3f800000u, 0xbf800000u, 0x00800000u};
   for (int i = 0; i < 400; ++i) {
@@ -167,7 +167,7 @@ TEST(sr_exact_mean, ExactBf16ValuesAndZerosAreFixedPoints) {
 TEST(sr_exact_mean, AboveLargestFiniteGivesMaxOrInfWithTheDroppedFraction) {
   // x in (max bf16, FLT_MAX]: the two candidates are max bf16 (0x7f7f) and inf (0x7f80); inf
   // comes out for exactly `dropped` of the 2^16 offsets, dropped = the low 16 bits of x.
-  std::mt19937_64 rng(test_seed() ^ 4);
+  std::mt19937_64 rng(stream_seed(test_seed(), "test_stochastic_rounding/above_largest_finite_gives_max_or_inf_with_the_dropped_fraction"));
   std::vector<uint32_t> cases = {0x7f7f0001u, 0x7f7f8000u, 0x7f7fffffu, 0x7f7f7fffu};
   for (int i = 0; i < 20; ++i) cases.push_back(0x7f7f0000u | uint32_t(1 + rng() % 0xffffu));
   for (uint32_t mag : cases)
@@ -184,7 +184,7 @@ TEST(sr_exact_mean, AboveLargestFiniteGivesMaxOrInfWithTheDroppedFraction) {
 }
 
 TEST(sr_exact_mean, NaNStaysQuietNaNWithSignAndInfStaysInf) {
-  std::mt19937_64 rng(test_seed() ^ 5);
+  std::mt19937_64 rng(stream_seed(test_seed(), "test_stochastic_rounding/nan_stays_quiet_nan_with_sign_and_inf_stays_inf"));
   std::vector<uint32_t> nans = {0x7fffffffu, 0xffffffffu, 0x7f800001u, 0xff800001u,
                                 0x7fc00000u, 0xffc00000u, 0x7f80ffffu, 0x7f810000u, 0x7fbfffffu};
   for (int i = 0; i < 64; ++i) nans.push_back(0x7f800000u | uint32_t(1 + rng() % 0x7fffffu) | (rng() & 1u) << 31);
@@ -208,7 +208,7 @@ TEST(sr_exact_mean, NaNStaysQuietNaNWithSignAndInfStaysInf) {
 }
 
 TEST(sr_exact_mean, UsesOnlyTheLow16BitsOfR) {
-  std::mt19937_64 rng(test_seed() ^ 6);
+  std::mt19937_64 rng(stream_seed(test_seed(), "test_stochastic_rounding/uses_only_the_low16_bits_of_r"));
   for (int i = 0; i < 100000; ++i) {
     const float x = u2f(uint32_t(rng()) & 0xbfffffffu);  // finite, |x| < 2
     const uint32_t r = uint32_t(rng());

@@ -187,7 +187,7 @@ TEST(ExactGradient, MatchesMpfrOnRandomCases) {
     fh::CaseDistParams p;
     p.exp_lo = s.lo;
     p.exp_hi = s.hi;
-    const fh::WgradCase c = fh::make_wgrad_case(seed + uint64_t(k++), s.T, s.in, s.out, s.dist, p, p);
+    const fh::WgradCase c = fh::make_wgrad_case(fh::stream_seed(seed, "test_two_phase/exact_vs_mpfr", uint64_t(k++)), s.T, s.in, s.out, s.dist, p, p);
     std::vector<double> abs_up;
     const std::vector<float> G = fh::exact_wgrad(c.X.data(), c.dY.data(), c.T, c.in, c.out, &abs_up);
     std::vector<float> ref(G.size());
@@ -255,7 +255,7 @@ TEST(Producers, WithinTheirBoundsOfTheExactSum) {
   for (const Shape& s : kShapes)
     for (auto dist : {fh::CaseDistribution::normal, fh::CaseDistribution::wide_exponent,
                       fh::CaseDistribution::sparse}) {
-      const fh::WgradCase c = fh::make_wgrad_case(seed + k++, s.T, s.in, s.out, dist, wide, wide);
+      const fh::WgradCase c = fh::make_wgrad_case(fh::stream_seed(seed, "test_two_phase/producer_bounds", k++), s.T, s.in, s.out, dist, wide, wide);
       for (fh::GradProducer p : fh::kAllGradProducers) {
         const std::vector<float> G = fh::produce_wgrad(p, c.X.data(), c.dY.data(), c.T, c.in, c.out);
         const double worst = check_within_bound(c, G, p);
@@ -348,7 +348,7 @@ TEST(two_phase_exact_vs_seq, EveryRuleFormatAndStore) {
       std::vector<double> abs_up[2];
       std::vector<float> g_exact[2];
       for (int st = 0; st < 2; ++st) {
-        cases[st] = fh::make_wgrad_case(seed + 100 * uint64_t(st) + uint64_t(s.T) + uint64_t(dist),
+        cases[st] = fh::make_wgrad_case(fh::stream_seed(seed, "test_two_phase/rule_cases", uint64_t(st) << 40 | uint64_t(s.T) << 8 | uint64_t(dist)),
                                         s.T, s.in, s.out, dist);
         g_exact[st] = fh::exact_wgrad(cases[st].X.data(), cases[st].dY.data(), s.T, s.in, s.out, &abs_up[st]);
       }

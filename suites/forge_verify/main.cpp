@@ -80,8 +80,9 @@ Options:
                            IN in 1..2147483647 with OUT*IN <= 67108864 (2^26), T in
                            1..1048576 (2^20) (default: 192x256x100)
   --steps N                consecutive optimizer steps per case, 1..10000 (default: 5)
-  --seed N                 seed of every generated input, 0..18446744073709551615, decimal or
-                           0x hex (default: 20261202)
+  --seed N                 the run's one seed, 0..18446744073709551615, decimal or 0x hex
+                           (default: 20261202); printed at the start and kept in /meta; every
+                           generated input is a named stream of it ("<claim>/<purpose>")
   --samples N              elements per rule and input class for the MPFR check, 1..10000000
                            (default: 1000)
   --hyper KEY=VALUE        set a hyperparameter (torch.optim names; beta1/beta2 for betas;
@@ -697,6 +698,9 @@ int run(int argc, char** argv) {
   for (const ClaimInfo* c : selected) kinds.push_back({.gpu_lane = c->needs_gpu && cfg.gpu_available, .exclusive = c->exclusive});
   std::vector<std::unique_ptr<Report>> parts(selected.size());
   const auto t0 = std::chrono::steady_clock::now();
+  // The run's one seed, said once before any claim draws from it: every claim's random streams
+  // derive from it (kernels/common/seed_stream.h), and /meta keeps it.
+  if (!cfg.quiet) std::fprintf(stderr, "seed: 0x%016llx (--seed N to change)\n", (unsigned long long)cfg.seed);
   g_run_started = true;
   {
     Heartbeat heartbeat(cfg.quiet, workers);

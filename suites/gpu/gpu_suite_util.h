@@ -19,6 +19,7 @@
 #include "kernels/common/host_parallel.h"
 #include "oracles/bitwise.h"
 #include "oracles/param_compare.h"
+#include "reference/case_gen.h"  // case_seed, stream_seed: the run seed and its named streams
 
 // Skips the current test (with the reason) on a machine without a usable GPU.
 #define FH_REQUIRE_GPU()                                                                 \

@@ -75,14 +75,14 @@ __device__ void crafted_pair(uint64_t i, float& a, float& b) {
 
 // mode 0: random pairs, 1: crafted pairs. ignore_range (planted): every pair counts as ok.
 template <bool kPlant>
-__global__ void div_sweep_kernel(Counts* out, int mode, uint64_t n, uint64_t seed, bool ignore_range) {
+__global__ void div_sweep_kernel(Counts* out, int mode, uint64_t n, uint64_t stream, bool ignore_range) {
   unsigned long long ok = 0, mis = 0;
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     float a, b;
     if (mode == 0) {
-      a = random_operand(splitmix64_mix(seed + 2 * i));
-      b = random_operand(splitmix64_mix(seed + 2 * i + 1));
+      a = random_operand(stream_draw(stream, 2 * i));
+      b = random_operand(stream_draw(stream, 2 * i + 1));
     } else {
       crafted_pair(i, a, b);
     }
@@ -122,10 +122,13 @@ TEST(GpuDivSqrt, FastSqrtEqualsIeeeOnEveryInput) {
 TEST(GpuDivSqrt, FastDivisionEqualsIeeeInItsRange) {
   FH_REQUIRE_GPU();
   const uint64_t kRandom = uint64_t(1) << 34, kCrafted = uint64_t(1) << 31;
-  const Counts r = run_counts([&](Counts* p) { div_sweep_kernel<false><<<kGrid, kBlock>>>(p, 0, kRandom, 12345, false); });
+  const uint64_t seed = case_seed(12345);
+  const uint64_t random_pairs = stream_state(seed, "test_gpu_divsqrt/random_pairs");
+  const uint64_t planted_pairs = stream_state(seed, "test_gpu_divsqrt/planted_pairs");
+  const Counts r = run_counts([&](Counts* p) { div_sweep_kernel<false><<<kGrid, kBlock>>>(p, 0, kRandom, random_pairs, false); });
   const Counts c = run_counts([&](Counts* p) { div_sweep_kernel<false><<<kGrid, kBlock>>>(p, 1, kCrafted, 0, false); });
-  const Counts p1 = run_counts([&](Counts* p) { div_sweep_kernel<true><<<kGrid, kBlock>>>(p, 0, uint64_t(1) << 26, 7, false); });
-  const Counts p2 = run_counts([&](Counts* p) { div_sweep_kernel<false><<<kGrid, kBlock>>>(p, 0, uint64_t(1) << 26, 7, true); });
+  const Counts p1 = run_counts([&](Counts* p) { div_sweep_kernel<true><<<kGrid, kBlock>>>(p, 0, uint64_t(1) << 26, planted_pairs, false); });
+  const Counts p2 = run_counts([&](Counts* p) { div_sweep_kernel<false><<<kGrid, kBlock>>>(p, 0, uint64_t(1) << 26, planted_pairs, true); });
   std::printf("[divsqrt] div: %llu random pairs, %llu in range, %llu differ from __fdiv_rn; %llu crafted pairs, "
               "%llu in range, %llu differ; planted no-correction %llu differ, planted range ignored %llu differ "
               "(both must be > 0)\n",
@@ -155,15 +158,17 @@ TEST(GpuDivSqrt, SpeculativeUpdateEqualsHostOnSpecialValues) {
     }
     return v;
   };
+  const uint64_t seed = case_seed(5);
   int64_t compared = 0, differing = 0;
   for (RuleId r : kAllRules)
     for (auto [sf, ws] : {std::pair{StateFormat::fp32, WeightStore::fp32_master},
                           std::pair{StateFormat::bf16, WeightStore::bf16_rne}}) {
-      HostParam host = HostParam::make(default_rule_config(r), sf, ws, rows, cols, crafted(uint64_t(r) + 1), 5, 1);
+      HostParam host = HostParam::make(default_rule_config(r), sf, ws, rows, cols,
+                                       crafted(stream_seed(seed, "test_gpu_divsqrt/special_weights", uint64_t(r))), 5, 1);
       HostParam dev_h = host;
       DeviceParam dev(host);
       for (int st = 1; st <= 3; ++st) {
-        const std::vector<float> g = crafted(uint64_t(100 * st + int(r)));
+        const std::vector<float> g = crafted(stream_seed(seed, "test_gpu_divsqrt/special_grads", uint64_t(st) << 32 | uint64_t(r)));
         DeviceBuffer<float> dg(g);
         rule_apply_device(host.rule, sf, ws, dev.view(), st, dg.data(), cols);
         apply_rule_region(host.rule, sf, ws, host.view(), st, g.data(), cols, 0, rows, 0, cols);

@@ -35,7 +35,7 @@ TEST(NcclCollectives, RefusesMoreRanksThanGpus) {
 TEST(NcclCollectives, EqualSimulatedRanksBitForBit) {
   FH_NEED_GPUS(2);
   const int visible = fh::nccl_visible_gpus();
-  std::mt19937 rng(20261204);
+  std::mt19937_64 rng(fh::stream_seed(fh::case_seed(20261204), "test_nccl_collectives/rank_data"));
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (int p = 2; p <= std::min(visible, 8); p *= 2) {
     fh::NcclCollectives nccl(p);
@@ -59,10 +59,11 @@ TEST(NcclCollectives, ShardedLayerOnNcclGathersToTheUnshardedUpdate) {
   FH_NEED_GPUS(2);
   fh::Prop2Config cfg;
   cfg.steps = 2;
-  const fh::LayerInputs inp = fh::make_layer_inputs(7, cfg.out, cfg.in, cfg.T, cfg.steps);
+  const uint64_t seed = fh::case_seed(7);
+  const fh::LayerInputs inp = fh::make_layer_inputs(fh::stream_seed(seed, "test_nccl_collectives/layer_inputs"), cfg.out, cfg.in, cfg.T, cfg.steps);
   const fh::TwinSchedule sched = fh::prop2_schedule(cfg.out, cfg.in, cfg.T);
   const fh::Combo cb{fh::config_for(fh::RuleId::adamw, {}), fh::StateFormat::fp32, fh::WeightStore::fp32_master};
-  const fh::UnshardedRun u = fh::run_unsharded(cb, inp, sched, 3, 11, nullptr);
+  const fh::UnshardedRun u = fh::run_unsharded(cb, inp, sched, 3, fh::stream_seed(seed, "test_nccl_collectives/sr_key"), nullptr);
   fh::NcclCollectives nccl(2);
   for (fh::TpKind kind : {fh::TpKind::column, fh::TpKind::row})
     for (fh::Dataflow flow : {fh::Dataflow::tp, fh::Dataflow::sp_megatron}) {
