@@ -306,8 +306,8 @@ def results_cases(s):
         Wshape, Wdt = f["cases/" + A]["W"].shape, f["cases/" + A]["W"].dtype
         Gshape = f["cases/" + K]["G"].shape
     e("W float32 instead of raw bits", ds(A, "W", shape=Wshape, dtype=np.float32), [A, "W"])
-    e("W uint32 for a bf16 case", ds(A, "W", shape=Wshape, dtype=np.uint32), [A, "W"]) if Wdt == np.uint16 else \
-        e("W uint16 for an fp32 case", ds(A, "W", shape=Wshape, dtype=np.uint16), [A, "W"])
+    other_width = np.uint32 if Wdt == np.uint16 else np.uint16  # the other weight dtype's raw bits
+    e("W in the other weight dtype's width", ds(A, "W", shape=Wshape, dtype=other_width), [A, "W"])
     e("W one step short", ds(A, "W", shape=(Wshape[0] - 1,) + Wshape[1:], dtype=Wdt), [A, "W"])
     e("W transposed", ds(A, "W", shape=(Wshape[0], Wshape[2], Wshape[1]), dtype=Wdt), [A, "W"])
     e("W two-dimensional", ds(A, "W", shape=Wshape[1:], dtype=Wdt), [A, "W"])
