@@ -405,6 +405,7 @@ def cases_file_cases(s):
         e("%s = %d" % (key, v), seta(key, i64(v), a), [A, key])
     e("out*in*steps overflowing int64", lambda f: [f[a].attrs.__setitem__(k, i64(v)) for k, v in
                                                    (("out", 2 ** 31 - 1), ("in", 2 ** 31 - 1), ("steps", 10000))], [A])
+    e("out = in = 65536 (W0 implies 8 GiB)", lambda f: [f[a].attrs.__setitem__(k, i64(65536)) for k in ("out", "in")], [A])
     e("weight_dtype fp16", seta("weight_dtype", "fp16", a), [A, "weight_dtype"])
     e("state_dtype bogus", seta("state_dtype", "bogus", a), [A, "state_dtype"])
     e("qblock 0", seta("qblock", i64(0), "/cases/" + Q), [Q, "qblock"])
@@ -754,6 +755,9 @@ def page_cases(s):
             if what in ("missing file", "empty file", "a directory"):
                 d = os.path.dirname(path) if what != "a directory" else s.folder()
                 s.add(sv, "%s %s" % (opt, what), run(R, os.path.join(d, "page"), opt, path), d, [os.path.basename(path)])
+    d = s.folder()
+    put(os.path.join(d, "notes.txt"), "the user's own file\n")
+    s.add(sv, "-o a folder it did not write, --force", run(R, d, "--force"), d, [os.path.basename(d)])
     d = s.folder()
     s.control(sv, "a valid report", run(R, os.path.join(d, "page")), d, rc=(0,))
     d = s.folder()
