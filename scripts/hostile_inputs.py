@@ -1027,9 +1027,9 @@ def main():
         failed = [c for c in cases if c.outcome not in ("ok", "not-run") or c.left]
         print("\n## Failing cases (%d)\n" % len(failed))
         for c in failed:
-            print("- **%s / %s**: %s%s  " % (c.surface, c.name, c.outcome,
-                                             (" (" + c.detail + ")") if c.detail else "") +
-                  ("; left behind: " + c.left if c.left else ""))
+            print("- **%s / %s**: %s%s%s  " % (c.surface, c.name, c.outcome,
+                                               (" (" + c.detail + ")") if c.detail else "",
+                                               "; left behind: " + c.left if c.left else ""))
             print("  `%s`  " % command_text(c).replace("`", "'").replace(tmp, "$T"))
             first = (c.stderr.strip().splitlines() or ["(nothing)"])[0][:300].replace(tmp, "$T")
             print("  stderr: `%s`" % first.replace("`", "'"))
