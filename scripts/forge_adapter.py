@@ -632,20 +632,35 @@ RUNNERS = {
 # Results file
 # ---------------------------------------------------------------------------
 
-def write_results(env, args, tmp_path):
+def open_cases_file(path):
+    """The cases file open for reading, once it is a regular file, HDF5 and of this interface;
+    else BadInput naming the file and the field."""
     try:
-        cf = h5py.File(args.cases, "r")
-    except (OSError, IOError) as e:
-        raise BadInput("cannot open cases file '%s' as HDF5: %s" % (args.cases, e))
+        atomic_file.check_input(path, "cases")
+    except atomic_file.BadInput as e:
+        raise BadInput(str(e))
+    try:
+        cf = h5py.File(path, "r")
+    except Exception as e:  # h5py raises OSError, and others on some damaged files
+        raise BadInput("cannot open cases file '%s' as HDF5: %s" % (path, str(e).splitlines()[0] if str(e) else e))
+    try:
+        ver = cf.attrs.get("fh_external_interface")
+        if not isinstance(ver, (int, np.integer)) or int(ver) != INTERFACE_VERSION:
+            raise BadInput("'%s': fh_external_interface is %r, this adapter implements %d"
+                           % (path, ver, INTERFACE_VERSION))
+        if as_str(cf.attrs.get("file_kind", "")) != "cases" or "cases_id" not in cf.attrs or "cases" not in cf:
+            raise BadInput("'%s' is not a cases file (file_kind, cases_id, /cases)" % path)
+    except BaseException:
+        cf.close()
+        raise
+    return cf
+
+
+def write_results(env, args, tmp_path):
+    cf = open_cases_file(args.cases)
     t = env.torch
     spec = env.spec
     with cf, h5py.File(tmp_path, "w") as rf:
-        ver = cf.attrs.get("fh_external_interface")
-        if ver is None or int(ver) != INTERFACE_VERSION:
-            raise BadInput("'%s': fh_external_interface is %r, this adapter implements %d"
-                           % (args.cases, ver, INTERFACE_VERSION))
-        if as_str(cf.attrs.get("file_kind", "")) != "cases" or "cases_id" not in cf.attrs or "cases" not in cf:
-            raise BadInput("'%s' is not a cases file (file_kind, cases_id, /cases)" % args.cases)
 
         is_torch = args.path == "torch_reference"
         rf.attrs["fh_external_interface"] = np.int64(INTERFACE_VERSION)
@@ -847,10 +862,10 @@ def run_timing(env, args, tmp_path, warmup=5, reps=30):
 
 # ---------------------------------------------------------------------------
 
-def replace_from_temp(final_path, work):
+def write_output(final_path, work, inputs, force):
     try:
-        atomic_file.replace_from_temp(final_path, work, prefix=".forge_adapter.")
-    except FileNotFoundError as e:
+        atomic_file.write_output(final_path, work, inputs, force, prefix=".forge_adapter.")
+    except atomic_file.BadInput as e:
         raise BadInput(str(e))
 
 
@@ -865,6 +880,7 @@ def main():
     ap.add_argument("--cases-filter", help="only case ids matching this regex (re.search)")
     ap.add_argument("--plant", choices=["one_ulp_w"])
     ap.add_argument("--timing", metavar="OUT.json")
+    ap.add_argument("--force", action="store_true", help="replace existing RESULTS.h5 and --timing files")
     ap.add_argument("--timing-shapes", default="4096x4096x512,14336x4096x512,4096x4096x2048",
                     help="comma-separated OUTxINxT")
     args = ap.parse_args()
@@ -872,22 +888,31 @@ def main():
         ap.error("give both CASES.h5 and RESULTS.h5, or neither (timing only)")
     if args.cases is None and not args.timing:
         ap.error("nothing to do: give CASES.h5 RESULTS.h5 and/or --timing OUT.json")
-    if args.cases is not None and not os.path.isfile(args.cases):
-        print("forge_adapter: cases file '%s' does not exist" % args.cases, file=sys.stderr)
-        return 2
-
+    inputs = [args.cases] if args.cases is not None else []
     try:
+        # Every file is checked before torch and the release are loaded and any kernel runs.
+        if args.cases is not None:
+            open_cases_file(args.cases).close()
+        for out in (args.results, args.timing):
+            if out is not None:
+                try:
+                    atomic_file.check_output(out, inputs, args.force)
+                except atomic_file.BadInput as e:
+                    raise BadInput(str(e))
         env = Env(args)
         print("forge_adapter: path %s (%s), role %s, switches %s" % (args.path, PATHS[args.path]["kernel"],
               PATHS[args.path]["role"], env.switches_json()), flush=True)
         if args.cases is not None:
-            replace_from_temp(args.results, lambda tmp: write_results(env, args, tmp))
+            write_output(args.results, lambda tmp: write_results(env, args, tmp), inputs, args.force)
             print("forge_adapter: wrote %s" % args.results, flush=True)
         if args.timing:
-            replace_from_temp(args.timing, lambda tmp: run_timing(env, args, tmp))
+            write_output(args.timing, lambda tmp: run_timing(env, args, tmp), inputs, args.force)
             print("forge_adapter: wrote %s" % args.timing, flush=True)
     except BadInput as e:
-        print("forge_adapter: %s" % e, file=sys.stderr)
+        print("forge_adapter: %s" % " ".join(str(e).split()), file=sys.stderr)
+        return 2
+    except ImportError as e:  # torch, triton or the release missing: this machine cannot run the path
+        print("forge_adapter: cannot load what path %s needs: %s" % (args.path, e), file=sys.stderr)
         return 2
     return 0
 

@@ -133,7 +133,7 @@ phase_timing() {
   fi
   for p in ${FH_TIMING_PATHS:-$ALL_PATHS}; do
     local t0=$(date +%s)
-    timeout "${FH_TIMING_TIMEOUT:-300}" $PY "$ROOT/scripts/forge_adapter.py" --timing "$OUT/timing_$p.json" \
+    timeout "${FH_TIMING_TIMEOUT:-300}" $PY "$ROOT/scripts/forge_adapter.py" --timing "$OUT/timing_$p.json" --force \
       --timing-shapes "$shapes" --path "$p" --forge-src "$FORGE_SRC" > "$OUT/logs/timing_$p.log" 2>&1
     say "timing $p: rc $? ($(( $(date +%s) - t0 )) s)"
   done

@@ -18,8 +18,10 @@
 # "not applicable: needs 2 GPUs, 1 visible" (the machine lacks what it needs) never fails the run.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-OUT="${1:?usage: gpu_runner.sh OUTDIR}"
-mkdir -p "$OUT"
+[ $# -eq 1 ] && [ -n "$1" ] || { echo "usage: gpu_runner.sh OUTDIR" >&2; exit 2; }
+OUT="$1"
+[ ! -e "$OUT" ] || [ -d "$OUT" ] || { echo "gpu_runner.sh: OUTDIR $OUT exists and is not a folder" >&2; exit 2; }
+mkdir -p "$OUT" || { echo "gpu_runner.sh: cannot make OUTDIR $OUT" >&2; exit 2; }
 OUT="$(cd "$OUT" && pwd)"
 SUMMARY="$OUT/SUMMARY.txt"
 : > "$SUMMARY"
@@ -30,6 +32,7 @@ TARBALL="${FH_BUNDLE:-$ROOT/bundle/fh_gpu_bundle.tar.xz}"
 [ -n "${FH_BUNDLE:-}" ] || [ -f "$TARBALL" ] || TARBALL="$ROOT/bundle/fh_gpu_bundle.tar.gz"
 if [ ! -f "$TARBALL" ]; then
   say "MISSING: bundle $TARBALL (build it with scripts/gpu_bundle.sh on the build machine)"
+  echo "gpu_runner.sh: no bundle at $TARBALL (scripts/gpu_bundle.sh makes it)" >&2
   exit 2
 fi
 WORK="$(mktemp -d)"

@@ -10,8 +10,10 @@
 #      a device call's 10 minutes still leave time to pack what ran).
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-OUT="${1:?usage: kernel_speed_runner.sh OUTDIR}"
-mkdir -p "$OUT"
+[ $# -eq 1 ] && [ -n "$1" ] || { echo "usage: kernel_speed_runner.sh OUTDIR" >&2; exit 2; }
+OUT="$1"
+[ ! -e "$OUT" ] || [ -d "$OUT" ] || { echo "kernel_speed_runner.sh: OUTDIR $OUT exists and is not a folder" >&2; exit 2; }
+mkdir -p "$OUT" || { echo "kernel_speed_runner.sh: cannot make OUTDIR $OUT" >&2; exit 2; }
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 skip_verify=1
