@@ -114,13 +114,13 @@ Options:
   --external-cases PATH    the cases file the results answer (written by
                            `forge-verify external-cases --set ci|forge [--seed N] [--force] OUT`)
   --external-model PATH    a model configuration measured by scripts/forge_model_bench.py
-                           (JSON; repeatable): the ext_model_memory and ext_model_time claims
-  --model-step PATH        a run of forge-model-step (JSON; repeatable): the model_step_figures
-                           claim, with --external-model's torch runs beside it. Bad JSON is bad
+                           (JSON; repeatable): @CLAIMS_MODEL_RUNS@
+  --model-step PATH        a run of forge-model-step (JSON; repeatable): @CLAIMS_MODEL_STEPS@,
+                           with --external-model's torch runs beside it. Bad JSON is bad
                            input (exit 2, no report)
   --external-timing PATH   per-layer timings, Google Benchmark JSON (forge_adapter.py --timing,
-                           forge-bench; repeatable): the ext_layer_speed and speed_decomposition
-                           claims. Bad JSON is bad input (exit 2, no report)
+                           forge-bench; repeatable): @CLAIMS_TIMINGS@.
+                           Bad JSON is bad input (exit 2, no report)
   --require-gpu            asserts a GPU is visible and every GPU claim this machine can run
                            ran; else the run fails (exit 4). A claim not applicable here (it
                            needs 2 GPUs, 1 visible) does not fail it. The GPU runner's entry
@@ -171,10 +171,23 @@ std::string rule_names() {
   return o;
 }
 
+// "the a and b claims": the claims that judge `input` (RunInput bits), named from their rows.
+std::string claims_judging(uint32_t input) {
+  std::vector<std::string> ids;
+  for (const ClaimInfo& c : claim_registry())
+    if (c.reads & input) ids.push_back(c.id);
+  std::string o = "the";
+  for (size_t i = 0; i < ids.size(); ++i) o += (i == 0 ? " " : i + 1 == ids.size() ? " and " : ", ") + ids[i];
+  return o + (ids.size() == 1 ? " claim" : " claims");
+}
+
 std::string help_text() {
   std::string h = kHelp;
-  const std::string key = "@RULES@";
-  h.replace(h.find(key), key.size(), rule_names());
+  const std::pair<std::string, std::string> keys[] = {{"@RULES@", rule_names()},
+                                                      {"@CLAIMS_MODEL_RUNS@", claims_judging(kInputModelRuns)},
+                                                      {"@CLAIMS_MODEL_STEPS@", claims_judging(kInputModelSteps)},
+                                                      {"@CLAIMS_TIMINGS@", claims_judging(kInputTimings)}};
+  for (const auto& [key, value] : keys) h.replace(h.find(key), key.size(), value);
   return h;
 }
 
