@@ -165,7 +165,8 @@ void run_grad_fidelity(const VerifyConfig& cfg, Report& report, const Progress& 
 
 }  // namespace
 
-void claim_gradient_fidelity(const VerifyConfig& cfg, Report& report, const Progress& progress, const ClaimVariant& variant) {
+void claim_gradient_fidelity(const VerifyConfig& cfg, Report& report, const Progress& progress,
+                             const ClaimVariant& variant) {
   run_fidelity(run_grad_fidelity, variant, cfg, report, progress);
 }
 

@@ -114,7 +114,8 @@ std::vector<ClaimCaseResult> run_prop2_block_stack_cases(const Prop2Config& cfg)
   return results;
 }
 
-void claim_prop2_block_stack(const VerifyConfig& cfg, Report& report, const Progress& progress, const ClaimVariant& variant) {
+void claim_prop2_block_stack(const VerifyConfig& cfg, Report& report, const Progress& progress,
+                             const ClaimVariant& variant) {
   record_prop2_claim(run_prop2_block_stack_cases, variant, cfg, report, progress);
 }
 

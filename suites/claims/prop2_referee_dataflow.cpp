@@ -39,7 +39,8 @@ std::vector<ClaimCaseResult> run_prop2_referee_cases(const Prop2Config& cfg) {
   return results;
 }
 
-void claim_prop2_referee_dataflow(const VerifyConfig& cfg, Report& report, const Progress& progress, const ClaimVariant& variant) {
+void claim_prop2_referee_dataflow(const VerifyConfig& cfg, Report& report, const Progress& progress,
+                                  const ClaimVariant& variant) {
   record_prop2_claim(run_prop2_referee_cases, variant, cfg, report, progress);
 }
 

@@ -72,7 +72,8 @@ std::vector<ClaimCaseResult> run_prop2_token_partial_cases(const Prop2Config& cf
   return results;
 }
 
-void claim_prop2_token_partial(const VerifyConfig& cfg, Report& report, const Progress& progress, const ClaimVariant& variant) {
+void claim_prop2_token_partial(const VerifyConfig& cfg, Report& report, const Progress& progress,
+                               const ClaimVariant& variant) {
   record_prop2_claim(run_prop2_token_partial_cases, variant, cfg, report, progress);
 }
 

@@ -47,7 +47,8 @@ std::vector<ClaimCaseResult> run_prop2_tp_cases(const Prop2Config& cfg) {
   return results;
 }
 
-void claim_prop2_tp_sharded(const VerifyConfig& cfg, Report& report, const Progress& progress, const ClaimVariant& variant) {
+void claim_prop2_tp_sharded(const VerifyConfig& cfg, Report& report, const Progress& progress,
+                            const ClaimVariant& variant) {
   record_prop2_claim(run_prop2_tp_cases, variant, cfg, report, progress);
 }
 

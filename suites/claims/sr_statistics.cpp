@@ -252,7 +252,8 @@ void run_sr_stats(const VerifyConfig& cfg, Report& report, const Progress& progr
 
 }  // namespace
 
-void claim_sr_statistics(const VerifyConfig& cfg, Report& report, const Progress& progress, const ClaimVariant& variant) {
+void claim_sr_statistics(const VerifyConfig& cfg, Report& report, const Progress& progress,
+                         const ClaimVariant& variant) {
   run_fidelity(run_sr_stats, variant, cfg, report, progress);
 }
 

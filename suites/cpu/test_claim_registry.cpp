@@ -107,7 +107,7 @@ TEST(claim_registry, RowsDeclareTheInputsTheirCodeReads) {
     const std::string code = slurp(kRoot / "suites/claims" / (c.id + ".cpp"));
     for (const auto& [member, bit] : members) {
       const bool read = code.find(std::string("claim_inputs(cfg).") + member) != std::string::npos;
-      EXPECT_TRUE(!read || ((c.reads | c.reads_beside) & bit)) << c.id << " reads " << member << ", its row does not say so";
+      EXPECT_TRUE(!read || ((c.reads | c.reads_beside) & bit)) << c.id << " reads " << member << ", its row not";
     }
   }
   auto judging = [](uint32_t bit) {

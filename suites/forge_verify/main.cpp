@@ -744,7 +744,8 @@ int run(int argc, char** argv) {
   // claim_scheduler.h). Each claim fills a Report of its own; they are absorbed here in registry
   // order after the last one ended, so the report does not depend on the number of workers.
   std::vector<JobKind> kinds;
-  for (const ClaimInfo* c : selected) kinds.push_back({.gpu_lane = c->needs_gpu() && cfg.gpu_available, .exclusive = c->exclusive});
+  for (const ClaimInfo* c : selected)
+    kinds.push_back({.gpu_lane = c->needs_gpu() && cfg.gpu_available, .exclusive = c->exclusive});
   std::vector<std::unique_ptr<Report>> parts(selected.size());
   const auto t0 = std::chrono::steady_clock::now();
   g_run_started = true;
@@ -781,10 +782,9 @@ int run(int argc, char** argv) {
     const std::string here = caps.gpus == 0 ? "no GPU visible: " + cfg.gpu_reason
                              : cfg.gpu_available ? "GPU present" : "no GPU: " + cfg.gpu_reason;
     const std::string what = gpu_not_run.empty() ? "no GPU visible" : n + " GPU claim(s) not run";
-    std::fputs(wrap_paragraph("--require-gpu: " + what + (names.empty() ? "" : ": " + names), kConsoleWidth, "  ").c_str(),
-               stdout);
-    std::fputs(wrap_paragraph("forge-verify: --require-gpu: " + what + " (" + here + ")" + (names.empty() ? "" : ": " + names),
-                              kConsoleWidth, "  ").c_str(),
+    const std::string listed = names.empty() ? "" : ": " + names;
+    std::fputs(wrap_paragraph("--require-gpu: " + what + listed, kConsoleWidth, "  ").c_str(), stdout);
+    std::fputs(wrap_paragraph("forge-verify: --require-gpu: " + what + " (" + here + ")" + listed, kConsoleWidth, "  ").c_str(),
                stderr);
   }
   std::fflush(stdout);  // the table is out before the report is written, whatever happens there
