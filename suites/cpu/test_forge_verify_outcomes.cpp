@@ -85,7 +85,7 @@ TEST_F(Outcomes, RequireGpuFailsWhenAGpuClaimDidNotRun) {
 // a claim made to need 2 GPUs), so these run on any machine. Planted defects in
 // suites/forge_verify/main.cpp: dropping `unmet_need(...).empty()` from gpu_not_run's filter fails
 // the first test (exit 4); dropping the "no GPU: " branch of cannot_run fails the second (the
-// claim runs with no GPU and errors, exit 3); dropping `caps.gpus == 0 ||` from require_failed
+// claim runs with no GPU and errors, exit 3); dropping `machine.caps.gpus == 0 ||` from require_failed
 // fails the third (exit 0).
 TEST_F(Outcomes, RequireGpuPassesWhenAClaimIsNotApplicable) {
   const RunResult r = run("--claim int8_codec_bound,gpu_mma_model --quiet --report r.h5 --require-gpu",

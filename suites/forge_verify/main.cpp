@@ -567,42 +567,53 @@ void maybe_plant_broken_contract(const std::string& id, Report& part) {
       .add_check(judge("planted_bitwise", "differing", 1, 0, PassIf::at_most, why).bitwise(1, 1, "planted"));
 }
 
-// Test hooks (off unless set), so that a test on any machine can show a claim the machine cannot
-// run and one it could run and did not: FH_VISIBLE_GPUS_FOR_TEST=N judges the claims' needs as if
-// N sm_90 GPUs were visible (the claims still see the real device), and
-// FH_NEEDS_GPUS_FOR_TEST=<claim id>:<n> declares that claim to need n GPUs.
-int test_hook_int(const char* name, const std::string& value) {
+// The machine as the claims' needs are judged against it. Test hooks (off unless set), so that a
+// test on any machine can show a claim the machine cannot run and one it could run and did not:
+// FH_VISIBLE_GPUS_FOR_TEST=N judges needs as if N sm_90 GPUs were visible (the claims still see
+// the real device), and FH_NEEDS_GPUS_FOR_TEST=<claim id>:<n> declares that claim to need n GPUs.
+struct Machine {
+  MachineCaps caps;
+  std::string hooked_claim;  // FH_NEEDS_GPUS_FOR_TEST's claim ("" when unset) and its GPUs
+  int hooked_gpus = 0;
+
+  ClaimNeeds needs_of(const ClaimInfo& c) const {
+    ClaimNeeds needs = c.needs;
+    if (c.id == hooked_claim) needs.gpus = hooked_gpus;
+    return needs;
+  }
+};
+
+int test_hook_count(const char* name, const std::string& value) {
   if (value.empty() || value.size() > 3 || value.find_first_not_of("0123456789") != std::string::npos)
     throw UsageError(std::string(name) + ": not a count: '" + value + "'");
   return std::stoi(value);
 }
 
-MachineCaps machine_caps(const DeviceInfo& dev) {
+// Throws UsageError for a bad hook value, before any claim runs.
+Machine machine_of(const DeviceInfo& dev) {
+  Machine m{.caps = {.gpus = dev.visible, .sm = dev.sm}};
   if (const char* n = std::getenv("FH_VISIBLE_GPUS_FOR_TEST")) {
-    const int gpus = test_hook_int("FH_VISIBLE_GPUS_FOR_TEST", n);
-    return {.gpus = gpus, .sm = gpus ? kNeedsSm90Gpu.sm : 0};
+    m.caps.gpus = test_hook_count("FH_VISIBLE_GPUS_FOR_TEST", n);
+    m.caps.sm = m.caps.gpus ? kNeedsSm90Gpu.sm : 0;
   }
-  return {.gpus = dev.visible, .sm = dev.sm};
-}
-
-ClaimNeeds needs_of(const ClaimInfo& c) {
-  ClaimNeeds needs = c.needs;
   if (const char* hook = std::getenv("FH_NEEDS_GPUS_FOR_TEST")) {
     const std::string h = hook;
     const size_t colon = h.rfind(':');
-    if (colon != std::string::npos && h.substr(0, colon) == c.id)
-      needs.gpus = test_hook_int("FH_NEEDS_GPUS_FOR_TEST", h.substr(colon + 1));
+    if (colon == std::string::npos || !find_claim(h.substr(0, colon)))
+      throw UsageError("FH_NEEDS_GPUS_FOR_TEST: want <claim id>:<GPUs>, got '" + h + "'");
+    m.hooked_claim = h.substr(0, colon);
+    m.hooked_gpus = test_hook_count("FH_NEEDS_GPUS_FOR_TEST", h.substr(colon + 1));
   }
-  return needs;
+  return m;
 }
 
 // Why claim `c` does not run here, as its not-run reason; "" when it runs. A machine that lacks
 // what the claim needs makes it not applicable (no failure, not even under --require-gpu); one
 // that has it but whose GPU does not work says why ("no GPU: ...").
-std::string cannot_run(const ClaimInfo& c, const MachineCaps& caps, const VerifyConfig& cfg) {
-  const ClaimNeeds needs = needs_of(c);
-  if (const std::string unmet = unmet_need(needs, caps); !unmet.empty())
-    return "not applicable: " + unmet + (caps.gpus == 0 && !cfg.gpu_reason.empty() ? "; " + cfg.gpu_reason : "");
+std::string cannot_run(const ClaimInfo& c, const Machine& machine, const VerifyConfig& cfg) {
+  const ClaimNeeds needs = machine.needs_of(c);
+  if (const std::string unmet = unmet_need(needs, machine.caps); !unmet.empty())
+    return "not applicable: " + unmet + (machine.caps.gpus == 0 && !cfg.gpu_reason.empty() ? "; " + cfg.gpu_reason : "");
   if (needs.gpus > 0 && !cfg.gpu_available) return "no GPU: " + cfg.gpu_reason;
   return "";
 }
@@ -611,7 +622,7 @@ std::string cannot_run(const ClaimInfo& c, const MachineCaps& caps, const Verify
 // the run's), then its finish line with its verdict, time and the notes it made, in one write.
 // Isolation: a claim that throws is that claim's error verdict; the others still run.
 std::unique_ptr<Report> run_claim(const ClaimInfo& c, int index, int count, const VerifyConfig& cfg, const Meta& meta,
-                                  const MachineCaps& caps, Heartbeat& heartbeat, int worker) {
+                                  const Machine& machine, Heartbeat& heartbeat, int worker) {
   auto part = std::make_unique<Report>(meta);
   for (const ClaimInfo& d : claim_registry()) part->declare_claim(d.id, d.datasets, d.findings);
   std::mutex notes_mutex;
@@ -629,7 +640,7 @@ std::unique_ptr<Report> run_claim(const ClaimInfo& c, int index, int count, cons
   progress_set_case("");
   const auto t0 = std::chrono::steady_clock::now();
   std::string error;
-  if (const std::string why = cannot_run(c, caps, cfg); !why.empty()) {
+  if (const std::string why = cannot_run(c, machine, cfg); !why.empty()) {
     part->add_case(c.id, "all").add_check(Check::not_run(c.id, why));
   } else {
     try {
@@ -697,7 +708,7 @@ int run(int argc, char** argv) {
   const DeviceInfo dev = query_device_info();
   cfg.gpu_available = dev.available;
   cfg.gpu_reason = dev.available ? "" : dev.reason;
-  const MachineCaps caps = machine_caps(dev);
+  const Machine machine = machine_of(dev);
 
   Meta meta = Meta::unknown();
   char host[256] = {0};
@@ -752,7 +763,7 @@ int run(int argc, char** argv) {
   {
     Heartbeat heartbeat(cfg.quiet, workers);
     run_claim_jobs(kinds, workers, [&](size_t i, int worker) {
-      parts[i] = run_claim(*selected[i], int(i) + 1, count, cfg, meta, caps, heartbeat, worker);
+      parts[i] = run_claim(*selected[i], int(i) + 1, count, cfg, meta, machine, heartbeat, worker);
     });
   }
   for (auto& part : parts) report.absorb(std::move(*part));
@@ -767,10 +778,11 @@ int run(int argc, char** argv) {
   // it: the flag's own assertion failed, whichever claims were selected.
   std::vector<std::string> gpu_not_run;
   for (const ClaimInfo* c : selected)
-    if (const ClaimData* cd = data.find_claim(c->id); c->needs_gpu() && cd && cd->verdict == Verdict::not_run &&
-                                                       (caps.gpus == 0 || unmet_need(needs_of(*c), caps).empty()))
+    if (const ClaimData* cd = data.find_claim(c->id);
+        c->needs_gpu() && cd && cd->verdict == Verdict::not_run &&
+        (machine.caps.gpus == 0 || unmet_need(machine.needs_of(*c), machine.caps).empty()))
       gpu_not_run.push_back(c->id);
-  const bool require_failed = opts.require_gpu && (caps.gpus == 0 || !gpu_not_run.empty());
+  const bool require_failed = opts.require_gpu && (machine.caps.gpus == 0 || !gpu_not_run.empty());
   int code = 0;
   if (data.counts.n_fail > 0) code = kExitFail;  // contracts only: a refuted finding never fails the run
   else if (data.counts.n_error > 0) code = kExitInternal;
@@ -779,8 +791,8 @@ int run(int argc, char** argv) {
     std::string names;
     for (const auto& n : gpu_not_run) names += (names.empty() ? "" : ", ") + n;
     const std::string n = std::to_string(gpu_not_run.size());
-    const std::string here = caps.gpus == 0 ? "no GPU visible: " + cfg.gpu_reason
-                             : cfg.gpu_available ? "GPU present" : "no GPU: " + cfg.gpu_reason;
+    const std::string here = machine.caps.gpus > 0 && cfg.gpu_available ? "GPU present"
+                             : "no GPU: " + (cfg.gpu_reason.empty() ? std::string("none visible") : cfg.gpu_reason);
     const std::string what = gpu_not_run.empty() ? "no GPU visible" : n + " GPU claim(s) not run";
     const std::string listed = names.empty() ? "" : ": " + names;
     std::fputs(wrap_paragraph("--require-gpu: " + what + listed, kConsoleWidth, "  ").c_str(), stdout);
