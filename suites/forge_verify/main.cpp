@@ -613,7 +613,8 @@ Machine machine_of(const DeviceInfo& dev) {
 std::string cannot_run(const ClaimInfo& c, const Machine& machine, const VerifyConfig& cfg) {
   const ClaimNeeds needs = machine.needs_of(c);
   if (const std::string unmet = unmet_need(needs, machine.caps); !unmet.empty())
-    return "not applicable: " + unmet + (machine.caps.gpus == 0 && !cfg.gpu_reason.empty() ? "; " + cfg.gpu_reason : "");
+    return "not applicable: " + unmet +
+           (machine.caps.gpus == 0 && !cfg.gpu_reason.empty() ? "; " + cfg.gpu_reason : "");
   if (needs.gpus > 0 && !cfg.gpu_available) return "no GPU: " + cfg.gpu_reason;
   return "";
 }
@@ -796,8 +797,8 @@ int run(int argc, char** argv) {
     const std::string what = gpu_not_run.empty() ? "no GPU visible" : n + " GPU claim(s) not run";
     const std::string listed = names.empty() ? "" : ": " + names;
     std::fputs(wrap_paragraph("--require-gpu: " + what + listed, kConsoleWidth, "  ").c_str(), stdout);
-    std::fputs(wrap_paragraph("forge-verify: --require-gpu: " + what + " (" + here + ")" + listed, kConsoleWidth, "  ").c_str(),
-               stderr);
+    const std::string said = "forge-verify: --require-gpu: " + what + " (" + here + ")" + listed;
+    std::fputs(wrap_paragraph(said, kConsoleWidth, "  ").c_str(), stderr);
   }
   std::fflush(stdout);  // the table is out before the report is written, whatever happens there
 
