@@ -1,5 +1,6 @@
 // The claim registry: the one table of every claim forge-verify judges. A new claim is one file
-// suites/claims/<id>.cpp with its claim_<id> function, and one row here; test_claim_registry
+// suites/claims/<id>.cpp with its claim_<id> function, and one row here (a row with a GPU variant
+// makes two claims, <id> and <id>_gpu, placed in the list where each runs); test_claim_registry
 // checks that each row has its file, its GoogleTest suite and its README row, and forge-verify
 // refuses a dataset that its row does not declare.
 #include "suites/claims/registry.h"
