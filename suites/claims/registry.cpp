@@ -76,6 +76,9 @@ Variants with_gpu_variant(ClaimInfo twin, VariantRun run, GpuVariant v) {
 // The claims in the order forge-verify runs them (and the report, the README and --list-claims
 // list them).
 std::vector<ClaimInfo> make_registry() {
+  // The rows with a GPU variant, each one row for two claims; the list below places the two, the
+  // GPU variants after the host claims of their group so that a run without a GPU reads its
+  // judged claims together.
   const Variants prop2_tp_sharded = with_gpu_variant(
       {"prop2_tp_sharded", "Proposition 2: exact under tensor parallelism",
        "column/row-parallel layer on 2, 4, 8 simulated ranks equals the unsharded fused update, bitwise; INT8 shard edges refused",
