@@ -128,6 +128,20 @@ TEST_F(Outcomes, RequireGpuWithNoGpuVisibleFailsWhateverWasSelected) {
             0);
 }
 
+// Given input files and no --claim, forge-verify runs the claims whose registry rows say they
+// judge those files, and no other (the driver names no claim). Planted defect: adding
+// `&& c.id != "speed_decomposition"` to parse_args' selection (what the old test by id did) fails it.
+TEST_F(Outcomes, InputFilesSelectTheClaimsThatJudgeThem) {
+  const std::string data = std::string(FH_SOURCE_DIR) + "/scripts/testdata/";
+  const RunResult r = run("--external-timing " + data + "timing_torch_reference.json --external-timing " + data +
+                          "timing_tma_slow.json --quiet --report r.h5");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const fh::ReportData report = fh::read_report((dir_ / "r.h5").string());
+  std::vector<std::string> ran;
+  for (const fh::ClaimData& c : report.claims) ran.push_back(c.name);
+  EXPECT_EQ(ran, (std::vector<std::string>{"ext_layer_speed", "speed_decomposition"}));
+}
+
 TEST_F(Outcomes, AClaimThatThrowsIsItsOwnErrorAndTheRunGoesOn) {
   // The planted throw hits the first claim; the second still runs; the report is complete.
   const RunResult r = run("--claim sr_exact_mean,int8_codec_bound --quiet --report r.h5 --json r.json",

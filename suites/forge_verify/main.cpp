@@ -115,12 +115,13 @@ Options:
                            `forge-verify external-cases --set ci|forge [--seed N] [--force] OUT`)
   --external-model PATH    a model configuration measured by scripts/forge_model_bench.py
                            (JSON; repeatable): @CLAIMS_MODEL_RUNS@
-  --model-step PATH        a run of forge-model-step (JSON; repeatable): @CLAIMS_MODEL_STEPS@,
-                           with --external-model's torch runs beside it. Bad JSON is bad
-                           input (exit 2, no report)
+  --model-step PATH        a run of forge-model-step (JSON; repeatable), judged by
+                           @CLAIMS_MODEL_STEPS@, with --external-model's torch runs
+                           beside it. Bad JSON is bad input (exit 2, no report)
   --external-timing PATH   per-layer timings, Google Benchmark JSON (forge_adapter.py --timing,
-                           forge-bench; repeatable): @CLAIMS_TIMINGS@.
-                           Bad JSON is bad input (exit 2, no report)
+                           forge-bench; repeatable), judged by
+                           @CLAIMS_TIMINGS@. Bad JSON is bad
+                           input (exit 2, no report)
   --require-gpu            asserts a GPU is visible and every GPU claim this machine can run
                            ran; else the run fails (exit 4). A claim not applicable here (it
                            needs 2 GPUs, 1 visible) does not fail it. The GPU runner's entry
