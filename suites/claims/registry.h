@@ -90,7 +90,7 @@ struct ClaimInfo {
   std::vector<std::string> findings;
   uint32_t reads = 0;         // RunInput bits: the input files it judges (given one, it runs by default)
   uint32_t reads_beside = 0;  // read when given, never alone a reason to run it (model_step_figures' torch)
-  std::string variant_of;   // a GPU variant: the id of the claim whose code it runs; "" otherwise
+  std::string variant_of;     // a GPU variant: the id of the claim whose code it runs; "" otherwise
 
   bool needs_gpu() const { return needs.gpus > 0; }
 };
