@@ -1,4 +1,4 @@
-// Fused wgrad-plus-update against the two-phase paths (issue 4 benchmarks), Google Benchmark with
+// Fused wgrad-plus-update against the two-phase paths, Google Benchmark with
 // CUDA-event manual time and the L2 flushed before every timed repetition:
 //   fused        : fused_wgrad_update (G never leaves the SM)
 //   order_matched: wgrad_materialize (fp32 G to memory) + rule_apply_device

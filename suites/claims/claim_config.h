@@ -29,10 +29,10 @@ struct VerifyConfig {
   // ext_* claims judge; empty: those claims are not run.
   std::string external_cases;
   std::vector<std::string> external_results;
-  // The audit's measurements (issue 16): scripts/forge_model_bench.py JSON files (ext_model_*)
+  // The audit's measurements: scripts/forge_model_bench.py JSON files (ext_model_*)
   // and Google Benchmark JSON timings (ext_layer_speed); empty: those claims are not run.
   std::vector<std::string> external_model, external_timing;
-  // forge-model-step's JSON files (issue 18): the model_step_figures claim; empty: not run.
+  // forge-model-step's JSON files: the model_step_figures claim; empty: not run.
   std::vector<std::string> model_step;
   // The files above, parsed and validated by forge-verify before any claim starts (owned by the
   // run). Claims reach them through claim_inputs(), never through the paths.

@@ -6,7 +6,7 @@
 // published 8,030,261,248 parameters (so the terms are computed over the right tensors). Recorded:
 // every term's bytes, and the share of P outside Eq. 6's zero-gradient scope (embedding, norms, a
 // tied head). Not run here, said so in the report: the measured peak against the model, which
-// needs the CUDA model-shaped step on the GPU runner (issue 18).
+// needs the CUDA model-shaped step on the GPU runner (model_step_figures judges it there).
 #include <cmath>
 
 #include "oracles/param_compare.h"

@@ -1,4 +1,4 @@
-// Shared by ext_model_memory, ext_model_time and ext_layer_speed (issue 16): the FORGE README's
+// Shared by ext_model_memory, ext_model_time and ext_layer_speed: the FORGE README's
 // model table and the paper's speed claim, judged on what the audit's benchmark scripts measured
 // on the runner (forge-verify --external-model F.json from scripts/forge_model_bench.py, one
 // configuration per process; --external-timing F.json from scripts/forge_adapter.py --timing and

@@ -1,4 +1,4 @@
-// What the low-precision fidelity claims (issue 5: prop4_int8, sr_statistics, stagnation,
+// What the low-precision fidelity claims (prop4_int8, sr_statistics, stagnation,
 // gradient_fidelity) share. Each runs twice: on the host twin (<id>) and, on a GPU machine, with
 // every fused step on the fused kernel (<id>_gpu), each GPU step then also checked bitwise against
 // the twin (suites/claims/twin_tally.h), the tally being one more case of <id>_gpu. A claim body

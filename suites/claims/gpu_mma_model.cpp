@@ -21,7 +21,7 @@ constexpr int64_t kMmaInstancesPerCategory = 656;  // 12 categories x 656 x 128 
 constexpr int64_t kWgmmaCasesPerCategory = 16 * 10;  // 12 categories x 10 x 8192 = 0.98e6 outputs
 
 // Both instructions the kernels use: mma.sync (the 64 x 64 tile) and wgmma m64n128k16 (the
-// 128 x 128 tile, v6+), each on every probe category, judged by the same model.
+// 128 x 128 tile), each on every probe category, judged by the same model.
 void claim_gpu_mma_model(const VerifyConfig& cfg, Report& report, const Progress& progress) {
   using namespace gpu;
   int64_t total = 0, total_mis = 0, total_fma = 0;

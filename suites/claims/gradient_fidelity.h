@@ -1,4 +1,4 @@
-// gradient_fidelity (issue 5): the fused path consumes G in fp32; a bf16-gradient optimizer
+// gradient_fidelity: the fused path consumes G in fp32; a bf16-gradient optimizer
 // rounds G to bf16 (RNE) first. On the host twin (gradient_fidelity) and on the fused kernel
 // (gradient_fidelity_gpu, every step also checked against the twin), over 50 steps (AdamW and
 // SGD, 64x128, T=32): the fp32-G two-phase step equals the fused step bitwise (it IS the fused

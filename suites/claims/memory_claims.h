@@ -1,4 +1,4 @@
-// The peak-memory claims that run on the host (issue 18, CPU part): eq6_memory_model (the model,
+// The peak-memory claims that run on the host: eq6_memory_model (the model,
 // term by term, for the named families), prop3_gradient_memory (the fused path's gradient storage
 // is one G tile at every P, measured on the twin's own accounting: TwinStats::g_buffer_floats) and
 // tied_embedding (naive fusion of a tied embedding / LM head is caught bitwise; the fallback keeps a

@@ -1,4 +1,4 @@
-// model_step_figures (issue 18): the paper's memory and speed figures judged on the harness's own
+// model_step_figures: the paper's memory and speed figures judged on the harness's own
 // model-shaped step (forge-model-step on the runner, --model-step F.json), side by side with torch
 // on the same model in the same runner call (scripts/forge_model_bench.py, --external-model F.json:
 // torch_fused and torch_hooks). Per harness run:
@@ -6,7 +6,7 @@
 //                              unfused gradients, or the standard path's equation) plus the
 //                              measured workspace peak (transients the model has no term for)
 //   eq6_within_3pct            fused: measured pool peak within 3% of Eq. 6 as written (2P + kP +
-//                              0 + activations the step held + tile), the issue's target
+//                              0 + activations the step held + tile), the target this claim sets
 //   linear_gradients_zero      fused: no linear weight's G in the pool (Eq. 6's zero term)
 //   below_torch_fused_by_gradient_pool  fused: torch fused AdamW's peak minus ours >= 2P (the
 //                              bf16 gradients torch holds)

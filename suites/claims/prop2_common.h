@@ -1,4 +1,4 @@
-// What the Proposition 2 claims on simulated ranks share (issue 17): prop2_tp_sharded,
+// What the Proposition 2 claims on simulated ranks share: prop2_tp_sharded,
 // prop2_sp_sharded, prop2_referee_dataflow and prop2_token_partial. Each runs one layer on p
 // simulated ranks of reference/sharding.h (the host twin as every rank's fused kernel) next to
 // the same layer unsharded, several steps, and compares W and state bit for bit.

@@ -1,4 +1,4 @@
-// prop4_int8 (Proposition 4, issue 5): INT8 block-64 state, on the host twin (prop4_int8) and on
+// prop4_int8 (Proposition 4): INT8 block-64 state, on the host twin (prop4_int8) and on
 // the fused kernel (prop4_int8_gpu, every step also checked against the twin):
 //   - one step from the same decoded state: INT8 moments within the codec bound of their block's
 //     absmax, the stored absmax the block's, weights identical, the next step's weight difference

@@ -1,4 +1,4 @@
-// sr_statistics (issue 5): stochastic rounding on the real Philox stream, on the host twin
+// sr_statistics: stochastic rounding on the real Philox stream, on the host twin
 // (sr_statistics) and on the fused kernel (sr_statistics_gpu, every step also checked against the
 // twin). Every draw is a fused step's bf16_sr store (an SGD step crafted so that each element's
 // fp32 result is an exact class value) or, for the planted variants, the copy sr_round:

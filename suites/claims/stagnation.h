@@ -1,4 +1,4 @@
-// stagnation (issue 5): least squares (W [32, 64] toward a fixed W*, noisy targets, a fresh bf16
+// stagnation: least squares (W [32, 64] toward a fixed W*, noisy targets, a fresh bf16
 // batch per step) trained with the fused AdamW step at a low learning rate under fp32 master
 // weights, bf16 round-to-nearest in place, bf16 stochastic rounding in place and INT8 state, for
 // three run seeds, on the host twin (stagnation) and on the fused kernel (stagnation_gpu, every

@@ -31,7 +31,7 @@ std::vector<TwinShapeCase> default_prop1_shapes(uint64_t seed, int n_random) {
   std::vector<TwinShapeCase> v;
   // Ragged everywhere: 72 = 2*32 + 8 rows, 136 = 2*64 + 8 cols, T = 40 = 2*16 + 8.
   v.push_back({72, 136, 40, 32, 64});
-  // The example: 200 x 192 with 128 x 128 tiles and T = 100 (each rule once).
+  // A mid-size example: 200 x 192 with 128 x 128 tiles and T = 100 (each rule once).
   TwinShapeCase big{200, 192, 100, 128, 128};
   big.coverage = ComboCoverage::rotate_both;
   v.push_back(big);

@@ -1,4 +1,4 @@
-// forge-verify --jobs (issue 31 item 1): the scheduler's rule on made-up jobs
+// forge-verify --jobs: the scheduler's rule on made-up jobs
 // (suites/forge_verify/claim_scheduler.h). Every job runs once; never more than N at a time and
 // never two on one worker; one GPU-lane job at a time while CPU jobs run beside it; an exclusive
 // job alone, and nothing after it started before it; a free GPU lane takes its job first; a

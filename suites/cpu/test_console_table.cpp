@@ -1,4 +1,4 @@
-// forge-verify's console output (issue 31 item 4, suites/forge_verify/console_table.cpp): no line
+// forge-verify's console output (suites/forge_verify/console_table.cpp): no line
 // wider than 120 columns whatever the names and reasons (an 88-character case name, a reason that
 // holds a whole traceback, bitwise evidence), every row's verdict in the header's column, no name
 // lost to the wrapping, a claim that judged nothing said in one line, and closing lines that say

@@ -1,4 +1,4 @@
-// The external-producer interface end to end on the CPU (issue 16): the harness writes the "ci"
+// The external-producer interface end to end on the CPU: the harness writes the "ci"
 // cases, producers that are not the project's kernel answer them (scripts/numpy_producer.py, a
 // plain numpy step, and a C++ producer here that steps with the host model of torch's fused
 // AdamW), and the ext_* claims judge the files. Each claim must pass on honest files and fail on

@@ -1,4 +1,4 @@
-// Honest outcomes (issue 19): forge-verify run as CI and the nightly job run it. A not-run GPU
+// Honest outcomes: forge-verify run as CI and the nightly job run it. A not-run GPU
 // claim fails a run that requires the GPU (exit 4, claims named); a claim that throws is its
 // own `error` verdict in a complete report while the other claims run (exit 3); the JSON and
 // JUnit summaries say what the report says, not-run as skipped; SIGINT/SIGTERM leave no file;
@@ -289,7 +289,7 @@ TEST_F(Outcomes, TheTableShowsWhichWayEachCheckPasses) {
   EXPECT_GE(rows, 5);
 }
 
-// Output a person can read (issue 31 item 4): no line of stdout or stderr wider than 120 columns,
+// Output a person can read: no line of stdout or stderr wider than 120 columns,
 // with the long lines of a CPU machine in the run (a GPU claim's "no GPU: ..." reason, a claim
 // that needs measurements, the progress line of a claim whose description is long), and the
 // closing lines say how many claims were judged and why the others judged nothing.
@@ -335,7 +335,7 @@ TEST_F(Outcomes, InterruptionLeavesNoFileAndNamesTheClaim) {
   }
 }
 
-// Claims in parallel (issue 31 item 1): --jobs 1 and --jobs 4 write the same report (forge-verify
+// Claims in parallel: --jobs 1 and --jobs 4 write the same report (forge-verify
 // diff --strict: nothing differs outside /meta, and there only the run's own provenance), print
 // the same tables, and say every claim's start and finish on stderr. The claims are fast ones
 // with cases, checks, attributes and datasets of every kind, a GPU claim (not run without a

@@ -1,4 +1,4 @@
-// The fuzzers' findings, kept (issue 30 item 3): every input under suites/fuzz/regressions/<target>/
+// The fuzzers' findings, kept: every input under suites/fuzz/regressions/<target>/
 // crashed, hung or was wrongly accepted by a reader before its fix. Each is replayed here, in the
 // harness's own build, through the function its fuzz target calls (suites/fuzz/fuzz_inputs.h,
 // which calls the real reader on a scratch file), and must end as suites/fuzz/regressions.txt
@@ -87,7 +87,7 @@ TEST(FuzzRegressions, EveryFindingStaysFixed) {
 }
 
 // The recipes each HDF5 target generates as seeds are the base files (accepted) and the planted
-// classes of issue 30 (refused): they still build what they say.
+// classes of hostile input (refused): they still build what they say.
 TEST(FuzzRegressions, GeneratedSeedsKeepTheirMeaning) {
   for (const char* target : {"results_file", "cases_file", "report"}) {
     const fs::path dir = fs::path(fh::fuzz::scratch_dir()) / (std::string("seeds_") + target);

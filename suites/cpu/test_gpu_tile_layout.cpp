@@ -479,7 +479,7 @@ struct SharedReadWavefront {
   }
 };
 
-// The v2 fused epilogue: the accumulators are parked in the shared G tile (row stride kLdG) by
+// The fused epilogue: the accumulators are parked in the shared G tile (row stride kLdG) by
 // 8-byte pair stores, then read back per four-column quad (fp32 / bf16 state) or per 64-column block and
 // lane (int8 state). Tags stand for the accumulator values: every tile element must be read back
 // exactly once, from the accumulator acc_tile_coord puts there; stores must be 8-byte aligned and
@@ -513,7 +513,7 @@ void check_fused_epilogue_layout() {
   EXPECT_EQ(misaligned, 0) << "pair stores must be 8-byte aligned";
   EXPECT_EQ(store_conflicts, 0) << "bank conflicts in the accumulator pair stores";
 
-  // fp32 / bf16 state (v13): thread tid's pass j reads the quad epilogue_quad(tid, j), a 16-byte
+  // fp32 / bf16 state: thread tid's pass j reads the quad epilogue_quad(tid, j), a 16-byte
   // G-tile read of four consecutive columns.
   std::vector<int> hits(size_t(Cfg::TR * Cfg::TC), 0);
   int read_conflicts = 0, wrong = 0, uncoalesced = 0, misaligned_quads = 0, unstepped = 0;
@@ -591,7 +591,7 @@ TEST(GpuTileLayout, FusedEpilogueParksAndReadsEachAccumulatorOnceWithoutBankConf
 namespace fh::gpu {
 namespace {
 
-// v14's fast staging path steps each thread's source and destination by constants
+// The fast staging path steps each thread's source and destination by constants
 // (Sw128StagingSteps): the groups and swizzled destinations it reaches must be exactly the
 // general path's (staging_group + wgmma_sw128_offset_bytes) for every thread and step.
 template <int kRows, int kWidth, int kThreads>
@@ -619,7 +619,7 @@ TEST(GpuTileLayout, WholeChunkStagingStepsMatchTheGeneralPath) {
   EXPECT_EQ((whole_chunk_staging_differences<64, 256, 256>()), 0);  // a wider operand: 2 rows per step
 }
 
-// v17: the stagger delays half of the first resident wave and nothing after it; with stride = the
+// The stagger delays half of the first resident wave and nothing after it; with stride = the
 // SM count (round-robin dispatch: block i on SM i mod SMs), one of the two blocks of every SM.
 TEST(GpuTileLayout, StaggerDelaysHalfTheFirstWaveOnly) {
   const int64_t sms = 132, wave = 2 * sms, grid = 1024;

@@ -1,4 +1,4 @@
-// Gradient fidelity on the CPU (issue 5, claim 3): the fused path consumes G in fp32 (the twin's
+// Gradient fidelity on the CPU: the fused path consumes G in fp32 (the twin's
 // G); a bf16-gradient optimizer rounds G to bf16 (RNE) first. Over 50 steps (AdamW and SGD,
 // 64x128, T=32) the runner checks that the fp32-G two-phase step equals the fused twin bitwise
 // (it IS the fused path), that the bf16 G is within half a bf16 ulp of G per element (exact),

@@ -1,4 +1,4 @@
-// prop4_int8 degenerate blocks over many seeds (issue 15, item 1).
+// prop4_int8 degenerate blocks over many seeds.
 //
 // `forge-verify --claim prop4_int8 --seed 1` used to fail its "adamw inf" degenerate case: the
 // poisoned block's stored absmax after step 2 was the canonical NaN, and the check expected +inf.
@@ -43,7 +43,7 @@ namespace {
 
 using namespace fh;
 
-constexpr int kSeeds = 200;                  // seeds 1 .. kSeeds, as the sweep in issue 15
+constexpr int kSeeds = 200;                  // seeds 1 .. kSeeds, the sweep described above
 constexpr uint32_t kPosInfBits = 0x7f800000u;
 
 TEST(prop4_int8, DegenerateBlocksPassOnEverySeed) {

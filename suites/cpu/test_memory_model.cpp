@@ -1,4 +1,4 @@
-// Issue 18's CPU part: the memory model (Eq. 6 and the standard path's, term by term), the
+// The peak-memory claims on the CPU: the memory model (Eq. 6 and the standard path's, term by term), the
 // ledger, Proposition 3 on the twin and the tied embedding; each claim fails on its planted defect
 // (a layer whose G is materialized and held; a tied weight's refusal skipped).
 #include <gtest/gtest.h>

@@ -134,7 +134,7 @@ TEST(prop1_twin, HoldsOneTileOfG) {
             2 * 128 * 128);
 }
 
-// The performance requirement: out = in = T = 256 well under a second.
+// The twin's performance requirement: out = in = T = 256 well under a second.
 TEST(prop1_twin, Wgrad256IsFast) {
   const auto c = fh::make_wgrad_case(3, 256, 256, 256, fh::CaseDistribution::normal);
   const auto t0 = std::chrono::steady_clock::now();

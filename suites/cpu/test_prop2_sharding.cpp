@@ -1,4 +1,4 @@
-// Proposition 2 on simulated ranks (issue 17): the four claims pass on the honest layer, and each
+// Proposition 2 on simulated ranks: the four claims pass on the honest layer, and each
 // fails on its planted defect (rank order swapped in the sequence all-gather, shard origins off
 // by a block, a token-partial parameter fused anyway); the layer's own pieces (slice/place,
 // collectives, refusals) are checked directly.

@@ -1,4 +1,4 @@
-// Proposition 4 on the CPU (issue 5, claim 1): INT8 block-64 moments after one fused twin step
+// Proposition 4 on the CPU: INT8 block-64 moments after one fused twin step
 // differ from the fp32-state moments of the same step (same decoded start) by at most the
 // codec's bound B(a_block) (int8_codec_bound, compared exactly in MPFR); the weights of that step
 // are identical (the update reads the moments before they are encoded), and the next step's

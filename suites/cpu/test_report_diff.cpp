@@ -1,4 +1,4 @@
-// forge-verify diff (issue 19 item 4) and the report's /benchmarks group: reports built in
+// forge-verify diff and the report's /benchmarks group: reports built in
 // memory and written to a scratch directory, diffed against themselves and doctored copies;
 // the Mann-Whitney U test against hand-computed values; the Google Benchmark JSON import.
 // run_diff is called in process (diff_main.cpp is compiled into this suite); the real command
@@ -200,7 +200,7 @@ TEST(BenchImport, BadFilesNameTheFile) {
   EXPECT_THROW(attach_benchmarks(r, s / "trunc.json"), std::invalid_argument);
 }
 
-// What the fuzzers found at this door (suites/fuzz/regressions/bench_json, issue 30 item 3): a
+// What the fuzzers found at this door (suites/fuzz/regressions/bench_json): a
 // run the report would refuse after every claim ran (a NUL in a name or an error message), a name
 // long enough to overflow the claims' std::regex, and nesting deep enough to overflow any
 // recursive walk. Each is refused here, naming the file and the field. A name made only of dots

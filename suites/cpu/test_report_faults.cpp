@@ -1,4 +1,4 @@
-// A report write that the file system refuses (issue 15 item 2). The file-size limit
+// A report write that the file system refuses. The file-size limit
 // (RLIMIT_FSIZE) stands in for a full disk: past it write() fails with EFBIG, and the kernel also
 // raises SIGXFSZ, whose default action kills the process. Whatever the parent did with SIGXFSZ,
 // forge-verify must print its verdict table, say that it could not write the report (naming the
@@ -186,7 +186,7 @@ TEST_F(ReportFaults, UnlimitedRunWritesTheReport) {
 
 // The path a full disk takes: write() fails with an error and nothing is signalled.
 TEST_F(ReportFaults, FileSizeLimitWithSigxfszIgnored) {
-  expect_clean_failure(10 * 1024, Xfsz::ignored);  // the issue's `ulimit -f 10; trap '' XFSZ`
+  expect_clean_failure(10 * 1024, Xfsz::ignored);  // the shell's `ulimit -f 10; trap '' XFSZ`
   expect_clean_failure(4096, Xfsz::ignored);
 }
 
@@ -242,7 +242,7 @@ TEST_F(ReportFaults, ReportWriteUnderFileSizeLimit) {
       }
       if (fh::read_report(p.string()).claims.size() != 1) ::_exit(17);
       fs::remove(p);
-      std::exit(0);  // runs HDF5's atexit shutdown: the crash of issue 15 item 2 was there
+      std::exit(0);  // runs HDF5's atexit shutdown, which must survive the failed write
     }
     int raw = 0;
     while (::waitpid(pid, &raw, 0) < 0 && errno == EINTR) {

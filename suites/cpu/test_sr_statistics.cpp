@@ -1,4 +1,4 @@
-// Stochastic rounding on the real random stream (issue 5, claim 2): the Philox bits exactly as
+// Stochastic rounding on the real random stream: the Philox bits exactly as
 // store_weight draws them (sr_bits keyed by seed, step, tensor id, global element index), judged
 // by Hoeffding-bounded tests at a false-alarm rate of 1e-9 with fixed seeds:
 //   - per value class (fixed dropped 16 bits), the round-up fraction against its exact

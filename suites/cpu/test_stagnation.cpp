@@ -1,4 +1,4 @@
-// The stagnation experiment on the CPU (issue 5, claim 4): least squares (W [32, 64] toward a
+// The stagnation experiment on the CPU: least squares (W [32, 64] toward a
 // fixed W*, noisy targets, a fresh bf16 batch of 64 tokens per step) trained with the twin's
 // fused AdamW step at a low learning rate, under fp32 master weights, bf16 round-to-nearest in
 // place, bf16 stochastic rounding in place and INT8 state, for 3 run seeds (data order and SR

@@ -16,7 +16,7 @@
 // - Start order: registry order, except that a waiting GPU claim goes first whenever the GPU lane
 //   is free (on a GPU machine the GPU claims are the longest chain).
 //
-// What the claims share, audited for --jobs (issue 31 item 1; nm of the libraries' writable
+// What the claims share, audited for --jobs (nm of the libraries' writable
 // data, and the sources):
 // - MPFR: Debian's libmpfr is built thread-safe (mpfr_buildopt_tls_p() = 1: flags, exponent
 //   range, default precision and constant caches are per thread), and no code sets a default

@@ -948,7 +948,7 @@ Outcome rename_map(const uint8_t* data, size_t size) {
   return {};
 }
 
-// ---- seeds: recipes that plant issue 30's classes ----
+// ---- seeds: recipes that plant the classes of hostile input (see fuzz_inputs.h) ----
 
 // Builds a recipe's bytes.
 struct Recipe {

@@ -1,5 +1,5 @@
-// The parsers the harness exposes to files, each as one function of the bytes of one input
-// (issue 30 item 3): libFuzzer's targets (suites/fuzz/fuzz_<target>.cpp, built by
+// The parsers the harness exposes to files, each as one function of the bytes of one input:
+// libFuzzer's targets (suites/fuzz/fuzz_<target>.cpp, built by
 // scripts/fuzz.sh) and the CPU suite that replays the regression corpus
 // (suites/cpu/test_fuzz_regressions.cpp) call the same functions, so a finding stays found.
 //
@@ -48,9 +48,11 @@ const std::vector<Target>& targets();
 const Target* find_target(const std::string& name);
 
 // Writes the seed corpus of target `name` into folder `dir` (which exists): the valid base
-// files as they are (HDF5 targets) and recipes that plant the classes of hostile input issue 30
-// lists (the JSON and rename-map targets' seeds are the project's own files, copied by
-// scripts/fuzz.sh, and files under suites/fuzz/seeds/). Returns the number of files written.
+// files as they are (HDF5 targets) and recipes that plant the classes of hostile input: sizes and
+// counts past 2^31, non-finite or out-of-range numbers, text holding a NUL or not UTF-8, links
+// and external storage, deep nesting (the JSON and rename-map targets' seeds are the project's own
+// files, copied by scripts/fuzz.sh, and files under suites/fuzz/seeds/). Returns the number of
+// files written.
 int write_seeds(const std::string& name, const std::string& dir);
 
 // The scratch folder of this process (created on first use under $TMPDIR, removed at exit).

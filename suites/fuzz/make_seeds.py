@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the hand-made hostile seeds of the JSON and rename-map fuzz targets
-(suites/fuzz/seeds/<target>/), one per class of bad input issue 30 lists. The HDF5 targets
+(suites/fuzz/seeds/<target>/), one per class of bad input: non-finite or out-of-range numbers,
+NUL or non-UTF-8 text, duplicate keys, wrong types, deep nesting, unknown names. The HDF5 targets
 generate theirs (suites/fuzz/fuzz_inputs.cpp, write_seeds); scripts/fuzz.sh adds the project's
 own valid files. Run from anywhere: python3 suites/fuzz/make_seeds.py"""
 import json

@@ -1,4 +1,4 @@
-// The order guard (issue 4, "Order guard"): an FPRev probe (arXiv 2411.00442) of cuBLAS's wgrad
+// The order guard: an FPRev probe (arXiv 2411.00442) of cuBLAS's wgrad
 // summation order against its description (kernels/common/reduction_order.h), for the benchmarked
 // shapes and for shapes where cuBLAS splits K. A mismatch means "order changed" (re-derive the
 // description), not a kernel bug.
@@ -110,7 +110,7 @@ TEST(gpu_order_guard, BenchmarkedShapesFollowTheirDescription) {
   }
 }
 
-// Small outputs with long T, where cuBLAS splits K given workspace (issue 4: 1024x1024 at
+// Small outputs with long T, where cuBLAS splits K given workspace (seen: 1024x1024 at
 // T = 32768 into 4, 256x256 at T = 65536 into 8): the split rule of the description must hold.
 TEST(gpu_order_guard, SplitShapesFollowTheSplitRule) {
   FH_REQUIRE_GPU();

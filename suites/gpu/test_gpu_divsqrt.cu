@@ -1,4 +1,4 @@
-// v22's fast division and square root (kernels/common/ieee_shim.h: fsqrt_fast, fdiv_fast, used by
+// The fast division and square root (kernels/common/ieee_shim.h: fsqrt_fast, fdiv_fast, used by
 // SpeculativeDivSqrt in kernels/gpu/speculative_update.cuh) proved on the GPU:
 //   sqrt: all 2^32 inputs; where `ok`, fast == __fsqrt_rn bit for bit, and `ok` holds on exactly
 //     the positive finite inputs >= 2^-101 (nvcc's own fast range);

@@ -1,4 +1,4 @@
-// Issue 5's fidelity claims on the H200: the runners of suites/claims/prop4_int8.h,
+// The low-precision fidelity claims on the H200: the runners of suites/claims/prop4_int8.h,
 // sr_statistics.h, stagnation.h and gradient_fidelity.h (the code the CPU suites run on the host
 // twin) with every fused step on the fused kernel (kernels/gpu/gpu_step_backend.h). Each GPU step
 // is also run by the twin and compared bit for bit (the tally, suites/claims/twin_tally.h), so

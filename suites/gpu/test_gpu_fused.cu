@@ -1,4 +1,4 @@
-// The fused kernel on the GPU against its references, bit for bit (issue 4):
+// The fused kernel on the GPU against its references, bit for bit:
 //   Proposition 1 on the GPU: fused == order-matched two-phase (materializer + rule kernel);
 //   Twin = GPU: fused == host twin (kernels/twin/fused_twin.h), and materialized G == the model
 //     chain, with the rule applied on the host (apply_rule_region) == fused;
@@ -358,7 +358,7 @@ TEST(GpuFused, LinearBackwardReadsOldWeightsAndRefusesSharedWeights) {
   EXPECT_EQ(test::compare_params(shared_after, hp0).differing, 0) << "a refused call changed W";
 }
 
-// v17: the launch schedule (the first wave's stagger) is timing only. 4096^2 at T = 512 (1024
+// The launch schedule (the first wave's stagger) is timing only. 4096^2 at T = 512 (1024
 // tiles: a first wave and three more, so late and on-time blocks both run) and a ragged shape,
 // every schedule against the defaults, bit for bit; with the default schedule, fused == cuBLAS +
 // rule and the ragged sweep above pin the bits themselves.

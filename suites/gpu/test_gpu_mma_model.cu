@@ -54,7 +54,7 @@ struct ProbeTotals {
   }
 };
 
-// The fused kernel's 128 x 128 tile multiplies with wgmma.mma_async m64n128k16 (v6+): the same
+// The fused kernel's 128 x 128 tile multiplies with wgmma.mma_async m64n128k16: the same
 // model, proved on that instruction with the kernel's own shared-memory layout and descriptors.
 TEST(gpu_mma_model, WgmmaModelEqualsHardwareOnTenMillionOutputs) {
   FH_REQUIRE_GPU();

@@ -1,4 +1,4 @@
-// The model-shaped step on the GPU (issue 18, kernels/gpu/model_step.h) at small shapes:
+// The model-shaped step on the GPU (kernels/gpu/model_step.h) at small shapes:
 //   - Remark 1 at model scale: the fused step and the standard step (G from the fused kernel's own
 //     mainloop, then the rule) give every linear's dX and every weight and state bit for bit the
 //     same, over two steps, for each state format and weight store; planted dX-after-update caught;

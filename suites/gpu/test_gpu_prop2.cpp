@@ -1,4 +1,4 @@
-// Proposition 2 on simulated ranks with the fused kernel (issue 17, on the H200 runner): the
+// Proposition 2 on simulated ranks with the fused kernel (on the H200 runner): the
 // runners of suites/claims/prop2_common.h (the code the CPU suite test_prop2_sharding runs on the
 // twin) with every fused step, unsharded and on each rank, on the GPU. Each GPU step is also run
 // by the twin and compared bit for bit (the tally, suites/claims/twin_tally.h): a shard's origin

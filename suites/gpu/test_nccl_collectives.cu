@@ -1,8 +1,8 @@
 // Real NCCL ranks (kernels/gpu/nccl/nccl_collectives.h) against the simulated ones
 // (reference/sharding.h), bit for bit: the all-gathers and the ordered all-reduce, and a
 // sharded layer whose collectives run on NCCL gathers to the unsharded fused update. Needs at
-// least 2 GPUs; with fewer every case but the refusal skips as not applicable (issue 17; the real
-// multi-GPU run is issue 20).
+// least 2 GPUs; with fewer every case but the refusal skips as not applicable (the real
+// multi-GPU run is not yet lent a machine).
 #include <gtest/gtest.h>
 
 #include <algorithm>
