@@ -162,7 +162,9 @@ const nlohmann::json& json_list(const nlohmann::json& v, const std::string& who,
                                 size_t min_items) {
   if (!v.is_array() || v.size() < min_items)
     throw std::invalid_argument(who + ": \"" + field + "\" must be a list" +
-                                (min_items ? " of at least " + std::to_string(min_items) + " values" : "") + ", got " +
+                                (min_items == 0   ? ""
+                                 : min_items == 1 ? " of at least one value"
+                                                  : " of at least " + std::to_string(min_items) + " values") + ", got " +
                                 v.dump());
   return v;
 }
