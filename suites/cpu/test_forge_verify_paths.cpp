@@ -598,7 +598,6 @@ TEST_F(ForgeVerifyPaths, ExternalCasesOutIsCheckedBeforeTheCasesAreBuilt) {
                                    fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
   std::vector<std::tuple<std::string, std::string, std::string>> bad = {
       {"no/new.h5", "", "OUT: report directory 'no' does not exist"},
-      {"kept.h5", "", "OUT: report path 'kept.h5' already exists"},
       {"ro", "", "OUT: report path 'ro' is a directory"},
   };
   // A read-only folder binds root only without CAP_DAC_OVERRIDE (as scripts/test_script_inputs.sh).
@@ -628,14 +627,18 @@ std::string bench_json(const std::string& repetitions, const std::string& cpu_ti
          "\"iterations\": 1, \"real_time\": 200.0, \"cpu_time\": " + cpu_time + ", \"time_unit\": \"us\"}]}";
 }
 
-// A finished forge-model-step run, complete enough to be judged; `step_ms` its step times.
+// A finished forge-model-step run as suites/cpu/test_model_step_figures.cpp judges it; `step_ms`
+// its step times.
 std::string model_step_json(const std::string& step_ms) {
-  return "{\"config\": \"harness_fused_bf16\", \"model\": \"tiny\", \"status\": \"ok\", \"update\": \"fused\", "
-         "\"state\": \"bf16\", \"store\": \"bf16_rne\", \"layers\": 2, \"seq\": 8, \"steps\": 1, \"params\": 1000, "
-         "\"peak_bytes\": 90, \"median_ms\": 1, "
-         "\"step_ms\": " + step_ms + ", \"losses\": [1.0], \"tag_peaks\": {\"gradients\": 0}, \"timeline\": [{\"name\": "
-         "\"start\", \"in_use\": 1, \"peak\": 1, \"outside_pool\": 0}], \"memory_model\": {\"terms\": [], \"total\": "
-         "100, \"activation_bytes\": 1}, \"dx_digests_step1\": [], \"weight_digests\": [], \"state_digests\": []}";
+  return "{\"config\": \"harness_fused_bf16\", \"model\": \"llama31_8b\", \"status\": \"ok\", \"batch\": 1, \"seq\": 512, "
+         "\"steps\": 4, \"warmup_steps\": 2, \"dtype\": \"bf16\", \"update\": \"fused\", \"state\": \"bf16\", \"store\": "
+         "\"bf16_rne\", \"layers\": 32, \"tied\": false, \"params\": 8030261248, \"fused_params\": 7000000000, "
+         "\"peak_bytes\": 54000000000, \"median_ms\": 100, \"step_ms\": " + step_ms + ", \"losses\": [11.9, 11.8, 11.7, "
+         "11.6], \"tag_peaks\": {\"weights\": 1, \"gradients\": 0}, \"timeline\": [{\"name\": \"start\", \"in_use\": 1, "
+         "\"peak\": 1, \"outside_pool\": 5}, {\"name\": \"step\", \"in_use\": 1, \"peak\": 2, \"outside_pool\": 5}], "
+         "\"memory_model\": {\"terms\": [{\"name\": \"weights\", \"bytes\": 53500000000}, {\"name\": "
+         "\"gradients_not_fusable\", \"bytes\": 1500000000}], \"total\": 55000000000, \"activation_bytes\": 7}, "
+         "\"dx_digests_step1\": [\"01\", \"02\"], \"weight_digests\": [\"00000000000000aa\"], \"state_digests\": [\"03\"]}";
 }
 
 // Values the measurement readers took (exit 0, a report written): a negative cpu_time or
@@ -652,7 +655,7 @@ TEST_F(ForgeVerifyPaths, MeasurementsOutOfRangeOrEmptyAreBadInput) {
       {"--bench-json", bench_json("-3", "180.0"), bench_json("1", "180.0"), bench + "\"repetitions\" must be an integer in [1, "},
       {"--external-timing", bench_json("1", "-1.0"), bench_json("1", "180.0"), bench + "\"cpu_time\" must be a finite number >= 0"},
       {"--external-timing", bench_json("-3", "180.0"), bench_json("1", "180.0"), bench + "\"repetitions\" must be an integer in [1, "},
-      {"--model-step", model_step_json("[]"), model_step_json("[1.5]"),
+      {"--model-step", model_step_json("[]"), model_step_json("[1, 1, 1, 1]"),
        "model step JSON 'in.json': \"step_ms\" must be a list of at least one value, got []"},
       {"--external-model", std::string(kModelJson).substr(0, sizeof kModelJson - 2) + ", \"step_ms\": []}",
        std::string(kModelJson).substr(0, sizeof kModelJson - 2) + ", \"step_ms\": [1.5]}",
