@@ -18,7 +18,9 @@ namespace fh {
 struct RunSummary {
   int exit_code = 0;
   bool require_gpu = false;
-  std::vector<std::string> gpu_claims_not_run;  // GPU claims with nothing run
+  // GPU claims with nothing run that the machine could run (every one when no GPU is visible);
+  // a claim not applicable here (it needs 2 GPUs, 1 visible) is not among them.
+  std::vector<std::string> gpu_claims_not_run;
   std::string report_path;
   double seconds = 0;
 };

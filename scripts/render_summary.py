@@ -478,13 +478,22 @@ def not_judged_why(c):
 
 
 def no_gpu_reason(rep):
-    """Why the run had no GPU, or "" when it had one: forge-verify's "no GPU: ..." reason of a GPU claim,
-    else /meta gpu_name "none" (what forge-verify records without a GPU)."""
+    """Why the run had no GPU, or "" when it had one: a GPU claim's not-run reason that says none is
+    visible (forge-verify's "not applicable: needs a GPU, 0 visible; <why>", or an older report's
+    "no GPU: <why>"), else /meta gpu_name "none" (what forge-verify records without a GPU)."""
     for c in rep["claims"]:
         for r in claim_reasons(c):
-            if r.startswith("no GPU"):
+            if ", 0 visible" in r or r.startswith("no GPU"):
                 return r
     return "no GPU (/meta gpu_name: none)" if rep["meta"].get("gpu_name") == "none" else ""
+
+
+def no_gpu_why(reason):
+    """The <why> of a no-GPU reason: what the CUDA runtime said, without the words around it."""
+    for lead in ("0 visible; ", "no GPU: "):
+        if lead in reason:
+            return reason[reason.index(lead) + len(lead):]
+    return reason
 
 
 def summary_lines(rep):
@@ -522,7 +531,7 @@ def summary_lines(rep):
                   "GPU here, not a driver to upgrade." if "insufficient" in why.lower() else "")
         out.append('<div class=nogpu id=no-gpu><b>This run had no GPU</b> (%s). %s The verdict covers only what '
                    'this machine could judge; the GPU runner (scripts/gpu_runner.sh) judges the rest.%s</div>'
-                   % (esc(why[len("no GPU: "):] if why.startswith("no GPU: ") else why), "%d GPU claim%s did not run." % (n_gpu, "" if n_gpu == 1 else "s") if n_gpu
+                   % (esc(no_gpu_why(why)), "%d GPU claim%s did not run." % (n_gpu, "" if n_gpu == 1 else "s") if n_gpu
                       else "No GPU claim was selected.", driver))
     return out
 

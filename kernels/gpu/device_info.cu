@@ -61,9 +61,11 @@ DeviceInfo probe() {
     cudaGetLastError();  // clear the sticky-free error so later calls start clean
     return info;
   }
+  info.visible = count;
   if (count == 0) { info.reason = "no CUDA device"; return info; }
   cudaDeviceProp prop{};
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) { info.reason = "cudaGetDeviceProperties failed"; return info; }
+  info.sm = prop.major * 10 + prop.minor;
   if (prop.major < 9) {
     info.reason = std::string("device ") + prop.name + " is not sm_90 (the kernels are built for sm_90a)";
     return info;

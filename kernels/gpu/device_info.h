@@ -16,6 +16,10 @@ struct DeviceInfo {
   std::string runtime = "unknown";
   std::string cublas = "unknown";
   int sm_count = 0;
+  // What a claim's needs are judged against (suites/claims/registry.h), set also when the device
+  // is not usable: CUDA devices visible, and device 0's compute capability as major * 10 + minor.
+  int visible = 0;
+  int sm = 0;
 };
 
 // Queried once and cached; device 0.

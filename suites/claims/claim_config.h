@@ -39,6 +39,15 @@ struct VerifyConfig {
   const RunInputs* inputs = nullptr;
 };
 
+// Which executor a claim with variants runs its fused steps on. The registry makes one claim of
+// each variant from one row: <id> on the host twin, <id>_gpu on the fused kernel with every step
+// also checked against the twin. Same code, datasets, options and findings; only the group differs.
+enum class ClaimBackend : uint8_t { twin, gpu };
+struct ClaimVariant {
+  ClaimBackend backend = ClaimBackend::twin;
+  std::string group;  // the variant's report group: its registry id
+};
+
 // The paths of the files a configuration names (--bench-json is forge-verify's own: empty).
 RunInputPaths input_paths_of(const VerifyConfig& cfg);
 // The parsed files of the run. Throws std::logic_error when the configuration names files that

@@ -7,6 +7,10 @@
 namespace fh {
 
 #define FH_CLAIM(id) void claim_##id(const VerifyConfig& cfg, Report& report, const Progress& progress)
+// A claim with variants (its row makes <id> on the twin and <id>_gpu on the fused kernel) is
+// told which one runs.
+#define FH_VARIANT_CLAIM(id) \
+  void claim_##id(const VerifyConfig& cfg, Report& report, const Progress& progress, const ClaimVariant& variant)
 FH_CLAIM(rules_vs_mpfr);
 FH_CLAIM(model_step_figures);
 FH_CLAIM(two_phase_exact_vs_seq);
@@ -17,31 +21,22 @@ FH_CLAIM(schedule_invariance);
 FH_CLAIM(corollary1_cpu);
 FH_CLAIM(nonseparable_falsifier);
 FH_CLAIM(suite_power_planted_defects);
-FH_CLAIM(prop4_int8);
-FH_CLAIM(sr_statistics);
-FH_CLAIM(stagnation);
-FH_CLAIM(gradient_fidelity);
-FH_CLAIM(prop4_int8_gpu);
-FH_CLAIM(sr_statistics_gpu);
-FH_CLAIM(stagnation_gpu);
-FH_CLAIM(gradient_fidelity_gpu);
+FH_VARIANT_CLAIM(prop4_int8);
+FH_VARIANT_CLAIM(sr_statistics);
+FH_VARIANT_CLAIM(stagnation);
+FH_VARIANT_CLAIM(gradient_fidelity);
 FH_CLAIM(gpu_mma_model);
 FH_CLAIM(gpu_fused_vs_order_matched);
 FH_CLAIM(gpu_fused_vs_twin);
 FH_CLAIM(gpu_cublas_order);
-FH_CLAIM(prop2_tp_sharded);
-FH_CLAIM(prop2_sp_sharded);
-FH_CLAIM(prop2_referee_dataflow);
-FH_CLAIM(prop2_token_partial);
-FH_CLAIM(prop2_block_stack);
-FH_CLAIM(prop2_block_stack_gpu);
+FH_VARIANT_CLAIM(prop2_tp_sharded);
+FH_VARIANT_CLAIM(prop2_sp_sharded);
+FH_VARIANT_CLAIM(prop2_referee_dataflow);
+FH_VARIANT_CLAIM(prop2_token_partial);
+FH_VARIANT_CLAIM(prop2_block_stack);
 FH_CLAIM(eq6_memory_model);
 FH_CLAIM(prop3_gradient_memory);
 FH_CLAIM(tied_embedding);
-FH_CLAIM(prop2_tp_sharded_gpu);
-FH_CLAIM(prop2_sp_sharded_gpu);
-FH_CLAIM(prop2_referee_dataflow_gpu);
-FH_CLAIM(prop2_token_partial_gpu);
 FH_CLAIM(ext_order_probe);
 FH_CLAIM(ext_prop1);
 FH_CLAIM(ext_corollary1);
@@ -52,5 +47,6 @@ FH_CLAIM(ext_layer_speed);
 FH_CLAIM(speed_decomposition);
 FH_CLAIM(gpu_order_guard);
 #undef FH_CLAIM
+#undef FH_VARIANT_CLAIM
 
 }  // namespace fh

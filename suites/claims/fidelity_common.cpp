@@ -7,17 +7,16 @@
 
 namespace fh {
 
-void run_fidelity_on_twin(FidelityBody body, const std::string& group, const VerifyConfig& cfg, Report& report,
-                          const Progress& progress) {
-  body(cfg, report, progress, Where{group, nullptr});
-}
-
-void run_fidelity_on_gpu(FidelityBody body, const std::string& group, const VerifyConfig& cfg, Report& report,
-                         const Progress& progress) {
+void run_fidelity(FidelityBody body, const ClaimVariant& variant, const VerifyConfig& cfg, Report& report,
+                  const Progress& progress) {
+  if (variant.backend == ClaimBackend::twin) {
+    body(cfg, report, progress, Where{variant.group, nullptr});
+    return;
+  }
   TwinTally tally;
   const FusedStepBackend be = gpu_backend_with_twin_tally(&tally);
-  body(cfg, report, progress, Where{group, &be});
-  record_twin_tally_case(report, group, tally, progress);
+  body(cfg, report, progress, Where{variant.group, &be});
+  record_twin_tally_case(report, variant.group, tally, progress);
 }
 
 void record_twin_tally_case(Report& report, const std::string& group, const TwinTally& tally,

@@ -3,7 +3,7 @@
 // every fused step on the fused kernel (<id>_gpu), each GPU step then also checked bitwise against
 // the twin (suites/claims/twin_tally.h), the tally being one more case of <id>_gpu. A claim body
 // is written once against Where (its report group and its fused-step backend) and run by
-// run_fidelity_on_twin / run_fidelity_on_gpu.
+// run_fidelity.
 #pragma once
 #include <chrono>
 #include <string>
@@ -26,15 +26,13 @@ struct Where {
 };
 using FidelityBody = void (*)(const VerifyConfig&, Report&, const Progress&, const Where&);
 
-// The claim on the twin: body at Where{group, nullptr}.
-void run_fidelity_on_twin(FidelityBody body, const std::string& group, const VerifyConfig& cfg, Report& report,
-                          const Progress& progress);
-// The claim with the fused kernel doing every step, each step checked against the twin; the
-// tally is its own case "fused kernel == host twin on every step" (check gpu_equals_twin,
-// attributes steps and values_compared).
-void run_fidelity_on_gpu(FidelityBody body, const std::string& group, const VerifyConfig& cfg, Report& report,
-                         const Progress& progress);
-// The tally's case of `group` (run_fidelity_on_gpu's last case; also the prop2 _gpu claims').
+// The claim as `variant` says: on the twin, body at Where{group, nullptr}; on the GPU, with the
+// fused kernel doing every step, each step checked against the twin, the tally being its own case
+// "fused kernel == host twin on every step" (check gpu_equals_twin, attributes steps and
+// values_compared).
+void run_fidelity(FidelityBody body, const ClaimVariant& variant, const VerifyConfig& cfg, Report& report,
+                  const Progress& progress);
+// The tally's case of `group` (run_fidelity's last case on the GPU; also the prop2 _gpu claims').
 void record_twin_tally_case(Report& report, const std::string& group, const TwinTally& tally,
                             const Progress& progress);
 

@@ -165,12 +165,9 @@ void run_grad_fidelity(const VerifyConfig& cfg, Report& report, const Progress& 
 
 }  // namespace
 
-void claim_gradient_fidelity(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  run_fidelity_on_twin(run_grad_fidelity, "gradient_fidelity", cfg, report, progress);
-}
-
-void claim_gradient_fidelity_gpu(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  run_fidelity_on_gpu(run_grad_fidelity, "gradient_fidelity_gpu", cfg, report, progress);
+void claim_gradient_fidelity(const VerifyConfig& cfg, Report& report, const Progress& progress,
+                             const ClaimVariant& variant) {
+  run_fidelity(run_grad_fidelity, variant, cfg, report, progress);
 }
 
 }  // namespace fh

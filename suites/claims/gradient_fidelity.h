@@ -62,8 +62,9 @@ struct GradFidelityResult {
 // (G rounded RNE, widened) from the fp32-G path's start; and one step of the free bf16-G run.
 GradFidelityResult run_gradient_fidelity(const GradFidelityConfig& cfg);
 
-// forge-verify's entries. Honour --seed only (fixed rules adamw and sgd, fixed sizes).
-void claim_gradient_fidelity(const VerifyConfig& cfg, Report& report, const Progress& progress);
-void claim_gradient_fidelity_gpu(const VerifyConfig& cfg, Report& report, const Progress& progress);
+// forge-verify's entry, one per variant (twin, GPU). Honour --seed only (fixed rules adamw and sgd,
+// fixed sizes).
+void claim_gradient_fidelity(const VerifyConfig& cfg, Report& report, const Progress& progress,
+                             const ClaimVariant& variant);
 
 }  // namespace fh

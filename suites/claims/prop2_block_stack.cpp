@@ -114,12 +114,9 @@ std::vector<ClaimCaseResult> run_prop2_block_stack_cases(const Prop2Config& cfg)
   return results;
 }
 
-void claim_prop2_block_stack(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  record_prop2_claim(run_prop2_block_stack_cases, "prop2_block_stack", false, cfg, report, progress);
-}
-
-void claim_prop2_block_stack_gpu(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  record_prop2_claim(run_prop2_block_stack_cases, "prop2_block_stack_gpu", true, cfg, report, progress);
+void claim_prop2_block_stack(const VerifyConfig& cfg, Report& report, const Progress& progress,
+                             const ClaimVariant& variant) {
+  record_prop2_claim(run_prop2_block_stack_cases, variant, cfg, report, progress);
 }
 
 }  // namespace fh

@@ -97,8 +97,9 @@ ClaimCaseResult differs_case(const std::string& claim, const std::string& name, 
   return c;
 }
 
-void record_prop2_claim(Prop2Runner run, const std::string& group, bool on_gpu, const VerifyConfig& cfg,
-                        Report& report, const Progress& progress) {
+void record_prop2_claim(Prop2Runner run, const ClaimVariant& variant, const VerifyConfig& cfg, Report& report,
+                        const Progress& progress) {
+  const bool on_gpu = variant.backend == ClaimBackend::gpu;
   Prop2Config pc = prop2_config(cfg);
   TwinTally tally;
   FusedStepBackend gpu;
@@ -107,9 +108,9 @@ void record_prop2_claim(Prop2Runner run, const std::string& group, bool on_gpu, 
     pc.backend = &gpu;
   }
   const auto results = run(pc);
-  record_claim_cases(report, results, group);
-  progress.note(group + ": " + std::to_string(results.size()) + " cases");
-  if (on_gpu) record_twin_tally_case(report, group, tally, progress);
+  record_claim_cases(report, results, variant.group);
+  progress.note(variant.group + ": " + std::to_string(results.size()) + " cases");
+  if (on_gpu) record_twin_tally_case(report, variant.group, tally, progress);
 }
 
 }  // namespace fh

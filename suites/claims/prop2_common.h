@@ -76,9 +76,10 @@ std::vector<ClaimCaseResult> run_prop2_referee_cases(const Prop2Config& cfg);
 std::vector<ClaimCaseResult> run_prop2_token_partial_cases(const Prop2Config& cfg);
 std::vector<ClaimCaseResult> run_prop2_block_stack_cases(const Prop2Config& cfg);
 using Prop2Runner = std::vector<ClaimCaseResult> (*)(const Prop2Config&);
-// forge-verify's entry of claim `group`: `run` on the twin, or on the GPU with the tally.
-void record_prop2_claim(Prop2Runner run, const std::string& group, bool on_gpu, const VerifyConfig& cfg,
-                        Report& report, const Progress& progress);
+// forge-verify's entry of a prop2 claim: `run` on the twin, or on the GPU with the tally, as
+// `variant` says.
+void record_prop2_claim(Prop2Runner run, const ClaimVariant& variant, const VerifyConfig& cfg, Report& report,
+                        const Progress& progress);
 
 // Folds W/state evidence of `a` against `b` after the last step (and `extra`, e.g. dX) into a
 // bitwise case.

@@ -39,12 +39,9 @@ std::vector<ClaimCaseResult> run_prop2_referee_cases(const Prop2Config& cfg) {
   return results;
 }
 
-void claim_prop2_referee_dataflow(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  record_prop2_claim(run_prop2_referee_cases, "prop2_referee_dataflow", false, cfg, report, progress);
-}
-
-void claim_prop2_referee_dataflow_gpu(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  record_prop2_claim(run_prop2_referee_cases, "prop2_referee_dataflow_gpu", true, cfg, report, progress);
+void claim_prop2_referee_dataflow(const VerifyConfig& cfg, Report& report, const Progress& progress,
+                                  const ClaimVariant& variant) {
+  record_prop2_claim(run_prop2_referee_cases, variant, cfg, report, progress);
 }
 
 }  // namespace fh

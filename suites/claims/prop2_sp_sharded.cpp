@@ -41,12 +41,9 @@ std::vector<ClaimCaseResult> run_prop2_sp_cases(const Prop2Config& cfg) {
   return results;
 }
 
-void claim_prop2_sp_sharded(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  record_prop2_claim(run_prop2_sp_cases, "prop2_sp_sharded", false, cfg, report, progress);
-}
-
-void claim_prop2_sp_sharded_gpu(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  record_prop2_claim(run_prop2_sp_cases, "prop2_sp_sharded_gpu", true, cfg, report, progress);
+void claim_prop2_sp_sharded(const VerifyConfig& cfg, Report& report, const Progress& progress,
+                            const ClaimVariant& variant) {
+  record_prop2_claim(run_prop2_sp_cases, variant, cfg, report, progress);
 }
 
 }  // namespace fh

@@ -72,12 +72,9 @@ std::vector<ClaimCaseResult> run_prop2_token_partial_cases(const Prop2Config& cf
   return results;
 }
 
-void claim_prop2_token_partial(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  record_prop2_claim(run_prop2_token_partial_cases, "prop2_token_partial", false, cfg, report, progress);
-}
-
-void claim_prop2_token_partial_gpu(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  record_prop2_claim(run_prop2_token_partial_cases, "prop2_token_partial_gpu", true, cfg, report, progress);
+void claim_prop2_token_partial(const VerifyConfig& cfg, Report& report, const Progress& progress,
+                               const ClaimVariant& variant) {
+  record_prop2_claim(run_prop2_token_partial_cases, variant, cfg, report, progress);
 }
 
 }  // namespace fh

@@ -47,12 +47,9 @@ std::vector<ClaimCaseResult> run_prop2_tp_cases(const Prop2Config& cfg) {
   return results;
 }
 
-void claim_prop2_tp_sharded(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  record_prop2_claim(run_prop2_tp_cases, "prop2_tp_sharded", false, cfg, report, progress);
-}
-
-void claim_prop2_tp_sharded_gpu(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  record_prop2_claim(run_prop2_tp_cases, "prop2_tp_sharded_gpu", true, cfg, report, progress);
+void claim_prop2_tp_sharded(const VerifyConfig& cfg, Report& report, const Progress& progress,
+                            const ClaimVariant& variant) {
+  record_prop2_claim(run_prop2_tp_cases, variant, cfg, report, progress);
 }
 
 }  // namespace fh

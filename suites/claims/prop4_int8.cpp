@@ -446,12 +446,8 @@ void run_prop4(const VerifyConfig& cfg, Report& report, const Progress& progress
 
 }  // namespace
 
-void claim_prop4_int8(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  run_fidelity_on_twin(run_prop4, "prop4_int8", cfg, report, progress);
-}
-
-void claim_prop4_int8_gpu(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  run_fidelity_on_gpu(run_prop4, "prop4_int8_gpu", cfg, report, progress);
+void claim_prop4_int8(const VerifyConfig& cfg, Report& report, const Progress& progress, const ClaimVariant& variant) {
+  run_fidelity(run_prop4, variant, cfg, report, progress);
 }
 
 WgradCase prop4_step_inputs(const Prop4Config& cfg, int64_t s) {

@@ -78,8 +78,9 @@ struct TrajectoryResult {
 };
 TrajectoryResult run_int8_trajectory(const Prop4Config& cfg, int steps = 100);
 
-// forge-verify's entries. Honour --seed only (fixed rules adamw and sgd_momentum, fixed sizes).
-void claim_prop4_int8(const VerifyConfig& cfg, Report& report, const Progress& progress);
-void claim_prop4_int8_gpu(const VerifyConfig& cfg, Report& report, const Progress& progress);
+// forge-verify's entry, one per variant (twin, GPU). Honour --seed only (fixed rules adamw and
+// sgd_momentum, fixed sizes).
+void claim_prop4_int8(const VerifyConfig& cfg, Report& report, const Progress& progress,
+                      const ClaimVariant& variant);
 
 }  // namespace fh

@@ -1,5 +1,6 @@
 // The claim registry: the one table of every claim forge-verify judges. A new claim is one file
-// suites/claims/<id>.cpp with its claim_<id> function, and one row here; test_claim_registry
+// suites/claims/<id>.cpp with its claim_<id> function, and one row here (a row with a GPU variant
+// makes two claims, <id> and <id>_gpu, placed in the list where each runs); test_claim_registry
 // checks that each row has its file, its GoogleTest suite and its README row, and forge-verify
 // refuses a dataset that its row does not declare.
 #include "suites/claims/registry.h"
@@ -33,173 +34,233 @@ ClaimInfo with_findings(ClaimInfo row, std::vector<std::string> findings) {
   return row;
 }
 
+// A row reading run inputs (RunInput bits): `judged` select it by default when given, `beside`
+// are read too when given.
+ClaimInfo reading(ClaimInfo row, uint32_t judged, uint32_t beside = 0) {
+  row.reads = judged;
+  row.reads_beside = beside;
+  return row;
+}
+
+// A claim with variants: one row, two claims, <id> on the host twin and <id>_gpu on the fused
+// kernel, each step checked against the twin. The GPU variant says its own statement, description,
+// producers and oracles; it keeps the twin's datasets, options and findings (the same code writes
+// them), and needs an sm_90 GPU.
+struct GpuVariant {
+  std::string statement, what;
+  std::vector<std::string> producers, oracles;
+};
+struct Variants {
+  ClaimInfo twin, gpu;
+};
+using VariantRun = void (*)(const VerifyConfig&, Report&, const Progress&, const ClaimVariant&);
+Variants with_gpu_variant(ClaimInfo twin, VariantRun run, GpuVariant v) {
+  ClaimInfo gpu = twin;
+  gpu.id = twin.id + "_gpu";
+  gpu.statement = std::move(v.statement);
+  gpu.what = std::move(v.what);
+  gpu.producers = std::move(v.producers);
+  gpu.oracles = std::move(v.oracles);
+  gpu.needs = kNeedsSm90Gpu;
+  gpu.variant_of = twin.id;
+  auto bind = [run](ClaimVariant variant) -> ClaimRun {
+    return [run, variant](const VerifyConfig& cfg, Report& report, const Progress& progress) {
+      run(cfg, report, progress, variant);
+    };
+  };
+  twin.run = bind({ClaimBackend::twin, twin.id});
+  gpu.run = bind({ClaimBackend::gpu, gpu.id});
+  return {std::move(twin), std::move(gpu)};
+}
+
+// The claims in the order forge-verify runs them (and the report, the README and --list-claims
+// list them).
 std::vector<ClaimInfo> make_registry() {
+  // The rows with a GPU variant, each one row for two claims; the list below places the two, the
+  // GPU variants after the host claims of their group so that a run without a GPU reads its
+  // judged claims together.
+  const Variants prop2_tp_sharded = with_gpu_variant(
+      {"prop2_tp_sharded", "Proposition 2: exact under tensor parallelism",
+       "column/row-parallel layer on 2, 4, 8 simulated ranks equals the unsharded fused update, bitwise; INT8 shard edges refused",
+       {"reference/sharding (simulated ranks)", "kernels/twin/fused_twin"}, {"oracles/param_compare"}, {},
+       kOptRule | kOptHyper | kOptFormat | kOptStore | kOptSteps | kOptSeed, kNeedsNothing},
+      claim_prop2_tp_sharded, {"Proposition 2: exact under tensor parallelism, on the fused kernel",
+       "prop2_tp_sharded with every rank's fused step on the fused kernel (simulated ranks, one GPU), checked against the twin",
+       {"reference/sharding (simulated ranks)", kGpuSteps}, {"oracles/param_compare"}});
+  const Variants prop2_sp_sharded = with_gpu_variant(
+      {"prop2_sp_sharded", "Proposition 2: exact under sequence parallelism (Megatron's dataflow)",
+       "SP with the backward all-gathers in rank order equals the unsharded update and TP-only dX, bitwise",
+       {"reference/sharding (simulated ranks)", "kernels/twin/fused_twin"}, {"oracles/param_compare"}, {},
+       kOptRule | kOptHyper | kOptFormat | kOptStore | kOptSteps | kOptSeed, kNeedsNothing},
+      claim_prop2_sp_sharded, {"Proposition 2: exact under sequence parallelism, on the fused kernel",
+       "prop2_sp_sharded with every rank's fused step on the fused kernel (simulated ranks, one GPU), checked against the twin",
+       {"reference/sharding (simulated ranks)", kGpuSteps}, {"oracles/param_compare"}});
+  const Variants prop2_referee_dataflow = with_gpu_variant(
+      {"prop2_referee_dataflow", "Proposition 2: the referee's sequence-parallel objection",
+       "dY token-sharded at the weight-gradient point: the per-rank update differs; gathering dY restores it",
+       {"reference/sharding (simulated ranks)", "kernels/twin/fused_twin"}, {"oracles/param_compare"}, {},
+       kOptHyper | kOptSteps | kOptSeed, kNeedsNothing},
+      claim_prop2_referee_dataflow, {"Proposition 2: the referee's objection, on the fused kernel",
+       "prop2_referee_dataflow with every rank's fused step on the fused kernel, checked against the twin",
+       {"reference/sharding (simulated ranks)", kGpuSteps}, {"oracles/param_compare"}});
+  const Variants prop2_token_partial = with_gpu_variant(
+      {"prop2_token_partial", "Proposition 2's scope: token-partial parameters",
+       "DP weights, SP norm weights and row-parallel bias: fused in place refused and wrong; the ordered fallback exact",
+       {"reference/sharding (simulated ranks)", "kernels/twin/fused_twin", "reference/two_phase_host"},
+       {"oracles/param_compare"}, {}, kOptHyper | kOptSteps | kOptSeed, kNeedsNothing},
+      claim_prop2_token_partial, {"Proposition 2's scope: token-partial parameters, on the fused kernel",
+       "prop2_token_partial with every fused step and each rank's G on the fused kernel, checked against the twin",
+       {"reference/sharding (simulated ranks)", kGpuSteps, "reference/two_phase_host"}, {"oracles/param_compare"}});
+  const Variants prop2_block_stack = with_gpu_variant(
+      {"prop2_block_stack", "Proposition 2 over a transformer-block stack (TP and SP)",
+       "two blocks on 2, 4, 8 simulated ranks: fused == unfused per dataflow, SP == TP linear weights, bitwise; TP vs unsharded measured",
+       {"reference/sharded_stack (simulated ranks)", "kernels/twin/fused_twin", "reference/two_phase_host"},
+       {"oracles/param_compare"}, {}, kOptRule | kOptHyper | kOptFormat | kOptStore | kOptSeed, kNeedsNothing},
+      claim_prop2_block_stack, {"Proposition 2 over a transformer-block stack, on the fused kernel",
+       "prop2_block_stack with every fused step and G on the fused kernel, checked against the twin",
+       {"reference/sharded_stack (simulated ranks)", kGpuSteps, "reference/two_phase_host"}, {"oracles/param_compare"}});
+  const Variants prop4_int8 = with_gpu_variant(
+      {"prop4_int8", "Proposition 4: INT8 block-quantized moments have bounded error",
+       "Proposition 4: INT8 moments within the codec bound, fused == two-phase INT8, degenerate blocks, trajectory",
+       {"kernels/twin/fused_twin", "kernels/formats/int8_block", "reference/mpfr_rules"}, {"oracles/fidelity", "oracles/param_compare"},
+       kProp4Datasets, kOptSeed, kNeedsNothing},
+      claim_prop4_int8, {"Proposition 4 on the fused kernel",
+       "prop4_int8 with every fused step on the fused kernel, checked against the twin",
+       {kGpuSteps}, {"oracles/fidelity", "oracles/param_compare"}});
+  const Variants sr_statistics = with_gpu_variant(
+      {"sr_statistics", "Stochastic rounding is unbiased (on the kernel's Philox stream)",
+       "stochastic rounding on the Philox stream through the fused bf16_sr store: binomial tests (with power), "
+       "independence, layout invariance",
+       {"kernels/twin/fused_twin", "kernels/common/philox"}, {"oracles/fidelity"}, kSrStatsDatasets, kOptSeed, kNeedsNothing},
+      claim_sr_statistics, {"Stochastic rounding is unbiased, on the fused kernel",
+       "sr_statistics with every draw a fused kernel's bf16_sr store, checked against the twin",
+       {kGpuSteps}, {"oracles/fidelity", "oracles/param_compare"}});
+  const Variants stagnation = with_gpu_variant(
+      with_findings(
+       {"stagnation", "bf16 round-to-nearest loses ~6% against fp32 master; stochastic rounding matches",
+       "least squares under fp32 master / bf16 RNE / bf16 SR / INT8 state: curves, vanished updates, gaps",
+       {"kernels/twin/fused_twin"}, {"oracles/fidelity"}, kStagnationDatasets, 0, kNeedsNothing},
+       {"rne_gap_beyond_noise", "sr_within_noise", "int8_gap_below_rne_gap"}),
+      claim_stagnation, {"The stagnation experiment on the fused kernel",
+       "stagnation with every fused step on the fused kernel, checked against the twin",
+       {kGpuSteps}, {"oracles/fidelity", "oracles/param_compare"}});
+  const Variants gradient_fidelity = with_gpu_variant(
+      {"gradient_fidelity", "FORGE keeps G in fp32 registers (no bf16 gradient tensor)",
+       "fp32 G (the fused path) vs G rounded to bf16: bitwise identity, half-ulp rounding, measured update bias and error",
+       {"kernels/twin/fused_twin", "reference/two_phase_host"}, {"oracles/fidelity", "oracles/param_compare"},
+       kGradFidelityDatasets, kOptSeed, kNeedsNothing},
+      claim_gradient_fidelity, {"Gradient fidelity on the fused kernel",
+       "gradient_fidelity with every fused step on the fused kernel, checked against the twin",
+       {kGpuSteps}, {"oracles/fidelity", "oracles/param_compare"}});
   return {
       {"rules_vs_mpfr", "Proposition 1 (premise): each fp32 rule as torch.optim documents it",
        "each fp32 rule within its stated bound of its MPFR twin",
        {"kernels/rules", "reference/mpfr_rules", "reference/rule_samples"}, {"oracles/rule_bounds"},
-       {"max_err_ulps", "max_err_over_bound", "counts"}, kOptRule | kOptHyper | kOptSeed | kOptSamples, false,
+       {"max_err_ulps", "max_err_over_bound", "counts"}, kOptRule | kOptHyper | kOptSeed | kOptSamples, kNeedsNothing,
        claim_rules_vs_mpfr},
        {"two_phase_exact_vs_seq", "Corollary 1 (baseline): the standard two-phase step",
        "two-phase step: exact G vs fp32 sequential G within the dot-product bound",
        {"reference/exact_gradient", "reference/two_phase_host"}, {"oracles/dot_bound", "oracles/bitwise", "oracles/param_compare"},
-       {"w_max_dev_ulps_per_step"}, kOptLayer, false, claim_two_phase_exact_vs_seq},
+       {"w_max_dev_ulps_per_step"}, kOptLayer, kNeedsNothing, claim_two_phase_exact_vs_seq},
        {"int8_codec_bound", "Proposition 4 (premise): the INT8 block-64 codec",
        "INT8 block-64 codec error within its derived bound (exact check)",
        {"kernels/formats/int8_block"}, {"MPFR exact error (in the claim)"},
-       {"counts", "worst_err_over_half_step"}, kOptSeed, false, claim_int8_codec_bound},
+       {"counts", "worst_err_over_half_step"}, kOptSeed, kNeedsNothing, claim_int8_codec_bound},
        {"sr_exact_mean", "Stochastic rounding is unbiased",
        "bf16 stochastic rounding: mean over all 2^16 offsets equals x exactly",
-       {"kernels/common/bf16"}, {"exact mean (in the claim)"}, {"counts"}, kOptSeed, false, claim_sr_exact_mean},
+       {"kernels/common/bf16"}, {"exact mean (in the claim)"}, {"counts"}, kOptSeed, kNeedsNothing, claim_sr_exact_mean},
        {"prop1_twin", "Proposition 1: the tiled update equals the standard update",
        "Proposition 1: fused twin equals the order-matched two-phase step, bitwise",
        {"kernels/twin/fused_twin", "reference/order_matched_host", "reference/two_phase_host"},
-       {"oracles/bitwise", "oracles/param_compare"}, {}, kOptLayer, false, claim_prop1_twin},
+       {"oracles/bitwise", "oracles/param_compare"}, {}, kOptLayer, kNeedsNothing, claim_prop1_twin},
        {"schedule_invariance", "Proposition 1 / Corollary 1: only the reduction order matters",
        "tile order/shape and TK change no bit; grouping or split-K moves the verdict to bounded",
        {"kernels/twin/fused_twin"}, {"oracles/bitwise", "oracles/param_compare", "oracles/dot_bound"}, {}, kOptSeed,
-       false, claim_schedule_invariance},
-       {"prop2_tp_sharded", "Proposition 2: exact under tensor parallelism",
-       "column/row-parallel layer on 2, 4, 8 simulated ranks equals the unsharded fused update, bitwise; INT8 shard edges refused",
-       {"reference/sharding (simulated ranks)", "kernels/twin/fused_twin"}, {"oracles/param_compare"}, {},
-       kOptRule | kOptHyper | kOptFormat | kOptStore | kOptSteps | kOptSeed, false, claim_prop2_tp_sharded},
-       {"prop2_sp_sharded", "Proposition 2: exact under sequence parallelism (Megatron's dataflow)",
-       "SP with the backward all-gathers in rank order equals the unsharded update and TP-only dX, bitwise",
-       {"reference/sharding (simulated ranks)", "kernels/twin/fused_twin"}, {"oracles/param_compare"}, {},
-       kOptRule | kOptHyper | kOptFormat | kOptStore | kOptSteps | kOptSeed, false, claim_prop2_sp_sharded},
-       {"prop2_referee_dataflow", "Proposition 2: the referee's sequence-parallel objection",
-       "dY token-sharded at the weight-gradient point: the per-rank update differs; gathering dY restores it",
-       {"reference/sharding (simulated ranks)", "kernels/twin/fused_twin"}, {"oracles/param_compare"}, {},
-       kOptHyper | kOptSteps | kOptSeed, false, claim_prop2_referee_dataflow},
-       {"prop2_token_partial", "Proposition 2's scope: token-partial parameters",
-       "DP weights, SP norm weights and row-parallel bias: fused in place refused and wrong; the ordered fallback exact",
-       {"reference/sharding (simulated ranks)", "kernels/twin/fused_twin", "reference/two_phase_host"},
-       {"oracles/param_compare"}, {}, kOptHyper | kOptSteps | kOptSeed, false, claim_prop2_token_partial},
-       {"prop2_block_stack", "Proposition 2 over a transformer-block stack (TP and SP)",
-       "two blocks on 2, 4, 8 simulated ranks: fused == unfused per dataflow, SP == TP linear weights, bitwise; TP vs unsharded measured",
-       {"reference/sharded_stack (simulated ranks)", "kernels/twin/fused_twin", "reference/two_phase_host"},
-       {"oracles/param_compare"}, {}, kOptRule | kOptHyper | kOptFormat | kOptStore | kOptSeed, false,
-       claim_prop2_block_stack},
+       kNeedsNothing, claim_schedule_invariance},
+      prop2_tp_sharded.twin,
+      prop2_sp_sharded.twin,
+      prop2_referee_dataflow.twin,
+      prop2_token_partial.twin,
+      prop2_block_stack.twin,
       with_findings(
       {"eq6_memory_model", "Eq. 6: M_FORGE = 2P + kP + 0 + sum |a_l| + O(TR TC)",
        "Eq. 6 term by term for Llama-3.1-8B and Qwen3-14B (P checked; the measured 8B peak: claim model_step_figures); on the twin a 2-block stack's ledger peaks vs the terms, Remark 1",
        {"reference/memory_model", "reference/sharded_stack (ledger)"}, {"parameter count, peaks vs terms (in the claim)", "oracles/param_compare"},
        {"fused_terms_bytes", "standard_terms_bytes", "timeline_fused_in_use", "timeline_fused_peak",
-        "timeline_standard_in_use", "timeline_standard_peak"}, kOptSeed, false,
+        "timeline_standard_in_use", "timeline_standard_peak"}, kOptSeed, kNeedsNothing,
        claim_eq6_memory_model},
        {"measured_peak_within_3pct"}),
       {"prop3_gradient_memory", "Proposition 3: O(tile) gradient memory",
        "fused path's gradient storage one G tile at every P (the twin's own accounting); the standard path's 4P beside it",
-       {"kernels/twin/fused_twin", "reference/memory_model (ledger)"}, {"bound (in the claim)"}, {}, kOptSeed, false,
+       {"kernels/twin/fused_twin", "reference/memory_model (ledger)"}, {"bound (in the claim)"}, {}, kOptSeed, kNeedsNothing,
        claim_prop3_gradient_memory},
        {"tied_embedding", "Eq. 6's scope: tied embedding and LM head",
        "naive fusion of a tied weight caught bitwise and refused; the exact route's P_tied gradient bytes measured",
        {"kernels/twin/fused_twin", "reference/two_phase_host", "reference/memory_model"}, {"oracles/param_compare"}, {},
-       kOptSeed, false, claim_tied_embedding},
-       {"prop2_tp_sharded_gpu", "Proposition 2: exact under tensor parallelism, on the fused kernel",
-       "prop2_tp_sharded with every rank's fused step on the fused kernel (simulated ranks, one GPU), checked against the twin",
-       {"reference/sharding (simulated ranks)", kGpuSteps}, {"oracles/param_compare"}, {},
-       kOptRule | kOptHyper | kOptFormat | kOptStore | kOptSteps | kOptSeed, true, claim_prop2_tp_sharded_gpu},
-       {"prop2_sp_sharded_gpu", "Proposition 2: exact under sequence parallelism, on the fused kernel",
-       "prop2_sp_sharded with every rank's fused step on the fused kernel (simulated ranks, one GPU), checked against the twin",
-       {"reference/sharding (simulated ranks)", kGpuSteps}, {"oracles/param_compare"}, {},
-       kOptRule | kOptHyper | kOptFormat | kOptStore | kOptSteps | kOptSeed, true, claim_prop2_sp_sharded_gpu},
-       {"prop2_referee_dataflow_gpu", "Proposition 2: the referee's objection, on the fused kernel",
-       "prop2_referee_dataflow with every rank's fused step on the fused kernel, checked against the twin",
-       {"reference/sharding (simulated ranks)", kGpuSteps}, {"oracles/param_compare"}, {},
-       kOptHyper | kOptSteps | kOptSeed, true, claim_prop2_referee_dataflow_gpu},
-       {"prop2_token_partial_gpu", "Proposition 2's scope: token-partial parameters, on the fused kernel",
-       "prop2_token_partial with every fused step and each rank's G on the fused kernel, checked against the twin",
-       {"reference/sharding (simulated ranks)", kGpuSteps, "reference/two_phase_host"}, {"oracles/param_compare"}, {},
-       kOptHyper | kOptSteps | kOptSeed, true, claim_prop2_token_partial_gpu},
-       {"prop2_block_stack_gpu", "Proposition 2 over a transformer-block stack, on the fused kernel",
-       "prop2_block_stack with every fused step and G on the fused kernel, checked against the twin",
-       {"reference/sharded_stack (simulated ranks)", kGpuSteps, "reference/two_phase_host"}, {"oracles/param_compare"}, {},
-       kOptRule | kOptHyper | kOptFormat | kOptStore | kOptSeed, true, claim_prop2_block_stack_gpu},
+       kOptSeed, kNeedsNothing, claim_tied_embedding},
+      prop2_tp_sharded.gpu,
+      prop2_sp_sharded.gpu,
+      prop2_referee_dataflow.gpu,
+      prop2_token_partial.gpu,
+      prop2_block_stack.gpu,
        {"corollary1_cpu", "Corollary 1: the only difference from a standard step is the GEMM's reduction order",
        "Corollary 1: twin vs exact-gradient step differs only through G",
        {"kernels/twin/fused_twin", "reference/exact_gradient", "reference/two_phase_host"},
        {"oracles/dot_bound", "oracles/bitwise", "oracles/param_compare"}, {},
-       kOptRule | kOptHyper | kOptStore | kOptSeed, false, claim_corollary1_cpu},
+       kOptRule | kOptHyper | kOptStore | kOptSeed, kNeedsNothing, claim_corollary1_cpu},
       {"nonseparable_falsifier", "Proposition 1's scope: element-wise separable rules only",
        "non-separable optimizers (LAMB, Adam-mini, Adafactor, SM3-I and II, LARS, Muon) must break under naive tiling; linear-fusion-only and the exact fused schedules match two-phase bitwise; GPU memory and time not run",
        {"kernels/twin/nonseparable", "kernels/twin/nonseparable_rules", "reference/two_phase_host",
         "reference/nonseparable_two_phase (MPFR sums)"},
-       {"oracles/bitwise", "oracles/param_compare"}, {"naive_error"}, kOptSeed, false, claim_nonseparable_falsifier},
+       {"oracles/bitwise", "oracles/param_compare"}, {"naive_error"}, kOptSeed, kNeedsNothing, claim_nonseparable_falsifier},
       {"suite_power_planted_defects", "The harness's power (no paper statement)",
        "each planted defect makes its claim fail",
        {"kernels/twin/fused_twin (planted defects)"}, {"the claims prop1_twin, schedule_invariance, corollary1_cpu"}, {},
-       kOptSeed, false, claim_suite_power_planted_defects},
-       {"prop4_int8", "Proposition 4: INT8 block-quantized moments have bounded error",
-       "Proposition 4: INT8 moments within the codec bound, fused == two-phase INT8, degenerate blocks, trajectory",
-       {"kernels/twin/fused_twin", "kernels/formats/int8_block", "reference/mpfr_rules"}, {"oracles/fidelity", "oracles/param_compare"},
-       kProp4Datasets, kOptSeed, false, claim_prop4_int8},
-       {"sr_statistics", "Stochastic rounding is unbiased (on the kernel's Philox stream)",
-       "stochastic rounding on the Philox stream through the fused bf16_sr store: binomial tests (with power), "
-       "independence, layout invariance",
-       {"kernels/twin/fused_twin", "kernels/common/philox"}, {"oracles/fidelity"}, kSrStatsDatasets, kOptSeed, false,
-       claim_sr_statistics},
-      with_findings(
-      {"stagnation", "bf16 round-to-nearest loses ~6% against fp32 master; stochastic rounding matches",
-       "least squares under fp32 master / bf16 RNE / bf16 SR / INT8 state: curves, vanished updates, gaps",
-       {"kernels/twin/fused_twin"}, {"oracles/fidelity"}, kStagnationDatasets, 0, false, claim_stagnation},
-       {"rne_gap_beyond_noise", "sr_within_noise", "int8_gap_below_rne_gap"}),
-      {"gradient_fidelity", "FORGE keeps G in fp32 registers (no bf16 gradient tensor)",
-       "fp32 G (the fused path) vs G rounded to bf16: bitwise identity, half-ulp rounding, measured update bias and error",
-       {"kernels/twin/fused_twin", "reference/two_phase_host"}, {"oracles/fidelity", "oracles/param_compare"},
-       kGradFidelityDatasets, kOptSeed, false, claim_gradient_fidelity},
-       {"prop4_int8_gpu", "Proposition 4 on the fused kernel",
-       "prop4_int8 with every fused step on the fused kernel, checked against the twin",
-       {kGpuSteps}, {"oracles/fidelity", "oracles/param_compare"}, kProp4Datasets, kOptSeed, true, claim_prop4_int8_gpu},
-       {"sr_statistics_gpu", "Stochastic rounding is unbiased, on the fused kernel",
-       "sr_statistics with every draw a fused kernel's bf16_sr store, checked against the twin",
-       {kGpuSteps}, {"oracles/fidelity", "oracles/param_compare"}, kSrStatsDatasets, kOptSeed, true,
-       claim_sr_statistics_gpu},
-      with_findings(
-      {"stagnation_gpu", "The stagnation experiment on the fused kernel",
-       "stagnation with every fused step on the fused kernel, checked against the twin",
-       {kGpuSteps}, {"oracles/fidelity", "oracles/param_compare"}, kStagnationDatasets, 0, true, claim_stagnation_gpu},
-       {"rne_gap_beyond_noise", "sr_within_noise", "int8_gap_below_rne_gap"}),
-      {"gradient_fidelity_gpu", "Gradient fidelity on the fused kernel",
-       "gradient_fidelity with every fused step on the fused kernel, checked against the twin",
-       {kGpuSteps}, {"oracles/fidelity", "oracles/param_compare"}, kGradFidelityDatasets, kOptSeed, true,
-       claim_gradient_fidelity_gpu},
+       kOptSeed, kNeedsNothing, claim_suite_power_planted_defects},
+      prop4_int8.twin,
+      sr_statistics.twin,
+      stagnation.twin,
+      gradient_fidelity.twin,
+      prop4_int8.gpu,
+      sr_statistics.gpu,
+      stagnation.gpu,
+      gradient_fidelity.gpu,
        {"gpu_mma_model", "DESIGN contract 2: the tensor-core instruction model",
        "the CPU instruction model equals the H200's mma.sync and wgmma bit for bit (~10^6 outputs each)",
        {"kernels/gpu/mma_probe", "kernels/twin/mma_model"},
        {"suites/claims/mma_probe_judge", "oracles/param_compare", "oracles/ulp"},
-       {"counts", "fp32_fma_loop_miss_fraction"}, kOptSeed, true, claim_gpu_mma_model},
+       {"counts", "fp32_fma_loop_miss_fraction"}, kOptSeed, kNeedsSm90Gpu, claim_gpu_mma_model},
        {"gpu_fused_vs_order_matched", "Proposition 1 on the GPU",
        "fused kernel equals materialize + rule kernel, bitwise",
        {"kernels/gpu/fused_wgrad_update", "kernels/gpu/wgrad_materialize", "kernels/gpu/rule_kernel"},
-       {"oracles/param_compare"}, {"evidence"}, kOptLayer, true, claim_gpu_fused_vs_order_matched},
+       {"oracles/param_compare"}, {"evidence"}, kOptLayer, kNeedsSm90Gpu, claim_gpu_fused_vs_order_matched},
        {"gpu_fused_vs_twin", "The host twin stands in for the GPU (DESIGN contract 1)",
        "GPU fused kernel equals the host twin, bitwise",
        {"kernels/gpu/fused_wgrad_update", "kernels/twin/fused_twin"}, {"oracles/param_compare"}, {"evidence"}, kOptLayer,
-       true, claim_gpu_fused_vs_twin},
+       kNeedsSm90Gpu, claim_gpu_fused_vs_twin},
        {"gpu_cublas_order", "Corollary 1 against cuBLAS",
        "Corollary 1, sharpened: cuBLAS G equals the twin in cuBLAS order; W equals fused where orders match",
        {"kernels/gpu/cublas_wgrad", "kernels/gpu/fused_wgrad_update", "kernels/gpu/rule_kernel", "kernels/twin/fused_twin"},
        {"oracles/bitwise", "oracles/param_compare", "oracles/dot_bound"}, {"w_max_ulp_per_rule", "w_differing_per_rule"},
-       kOptRule | kOptHyper | kOptShape | kOptSeed, true, claim_gpu_cublas_order},
+       kOptRule | kOptHyper | kOptShape | kOptSeed, kNeedsSm90Gpu, claim_gpu_cublas_order},
        {"gpu_order_guard", "DESIGN contract 3: cuBLAS's order is data",
        "FPRev probe: cuBLAS's wgrad summation order still equals its description",
        {"kernels/gpu/cublas_order_probe"}, {"suites/claims/order_probe_judge", "oracles/param_compare"}, {"pair_i", "pair_j", "observed", "predicted", "counts"},
-       kOptShape | kOptSeed, true, claim_gpu_order_guard},
-      with_findings(
+       kOptShape | kOptSeed, kNeedsSm90Gpu, claim_gpu_order_guard},
+      reading(with_findings(
       {"ext_order_probe", "Corollary 1 (premise) on an external kernel: its reduction order",
        "FPRev probe through an adapter: the path's G equals its declared order's prediction; the order every element matches",
        {"an external producer (docs/EXTERNAL_PRODUCER.md)", "kernels/gpu/cublas_order_probe (predictions)"},
-       {"suites/claims/ext_order_probe", "oracles/param_compare"}, {"elements_differing_per_candidate"}, 0, false,
+       {"suites/claims/ext_order_probe", "oracles/param_compare"}, {"elements_differing_per_candidate"}, 0, kNeedsNothing,
        claim_ext_order_probe},
-       {"ran", "g_matches_declared_order"}),
-      with_findings(
+       {"ran", "g_matches_declared_order"}), kInputExternal),
+      reading(with_findings(
       {"ext_prop1", "Proposition 1 on an external kernel, in its own terms",
        "an external fused path equals the same producer's two-phase path, bitwise (W and state, every step)",
-       {"an external producer's fused and two-phase paths"}, {"oracles/bitwise", "oracles/param_compare"}, {"differing_other_g_order"}, 0, false,
+       {"an external producer's fused and two-phase paths"}, {"oracles/bitwise", "oracles/param_compare"}, {"differing_other_g_order"}, 0, kNeedsNothing,
        claim_ext_prop1},
-       {"ran", "fused_equals_two_phase"}),
-      with_findings(
+       {"ran", "fused_equals_two_phase"}), kInputExternal),
+      reading(with_findings(
       {"ext_corollary1", "Corollary 1 as the FORGE README states it: only the summation order differs",
        "external path vs cuBLAS + torch fused AdamW: deviation per step; step 0 split into GEMM-order and arithmetic parts",
        {"an external producer", "its reference (cuBLAS + torch.optim.AdamW(fused=True))", "kernels/rules/adamw_torch_fused (host model)",
@@ -207,43 +268,43 @@ std::vector<ClaimInfo> make_registry() {
        {"oracles/bitwise", "oracles/param_compare"},
        {"w_differing_vs_reference", "w_max_ulp_vs_reference", "m_differing_vs_reference", "v_differing_vs_reference",
         "step0_order_part_differing", "step0_arithmetic_part_differing", "step0_arithmetic_part_by_tensor",
-        "step0_w_differing_from_release_model"}, 0, false, claim_ext_corollary1},
-       {"ran", "only_order_differs", "release_model_reproduces_m_v"}),
-      with_findings(
+        "step0_w_differing_from_release_model"}, 0, kNeedsNothing, claim_ext_corollary1},
+       {"ran", "only_order_differs", "release_model_reproduces_m_v"}), kInputExternal),
+      reading(with_findings(
       {"ext_int8", "Proposition 4 on an external kernel's INT8 state",
        "external INT8 state: every code within half a step of the true moment, scales = absmax/127, rounding mode reported",
        {"an external producer's INT8 path", "the twin's G in its declared order"}, {"suites/claims/ext_int8 (bound)"},
-       {"err_over_half_step_per_step", "codes_not_nearest"}, 0, false, claim_ext_int8},
-       {"ran", "codes_within_half_step", "scale_is_absmax_over_127"}),
-      with_findings(
+       {"err_over_half_step_per_step", "codes_not_nearest"}, 0, kNeedsNothing, claim_ext_int8},
+       {"ran", "codes_within_half_step", "scale_is_absmax_over_127"}), kInputExternal),
+      reading(with_findings(
       {"ext_model_memory", "The FORGE README's peak memory on Llama-3.1-8B (and the paper's memory saving)",
        "measured peak per configuration against torch fused AdamW and the README's figure",
        {"scripts/forge_model_bench.py on the runner (--external-model)"}, {"suites/claims/ext_model_memory (ratio, tolerance)"},
-       {"peak_gib", "peak_gb", "readme_peak", "torch_fused_peak_gib", "nonfinite_losses"}, 0, false, claim_ext_model_memory},
-       {"ran", "losses_finite", "matches_readme_peak", "below_torch_fused"}),
-      with_findings(
+       {"peak_gib", "peak_gb", "readme_peak", "torch_fused_peak_gib", "nonfinite_losses"}, 0, kNeedsNothing, claim_ext_model_memory},
+       {"ran", "losses_finite", "matches_readme_peak", "below_torch_fused"}), kInputModelRuns),
+      reading(with_findings(
       {"ext_model_time", "The FORGE README's step time on Llama-3.1-8B",
        "measured median step time per configuration against torch fused AdamW and the README's figure and spread",
        {"scripts/forge_model_bench.py on the runner (--external-model)"}, {"suites/claims/ext_model_time (ratio, spread)"},
-       {"median_ms", "step_ms", "readme_step_ms", "torch_fused_median_ms", "nonfinite_losses"}, 0, false, claim_ext_model_time},
-       {"ran", "losses_finite", "matches_readme_step_time", "faster_than_torch_fused"}),
-      with_findings(
+       {"median_ms", "step_ms", "readme_step_ms", "torch_fused_median_ms", "nonfinite_losses"}, 0, kNeedsNothing, claim_ext_model_time},
+       {"ran", "losses_finite", "matches_readme_step_time", "faster_than_torch_fused"}), kInputModelRuns),
+      reading(with_findings(
       {"ext_layer_speed", "The paper's speed claim, per layer",
        "each external path's time per layer against cuBLAS + torch fused AdamW; the harness's kernels beside it",
        {"scripts/forge_adapter.py --timing and forge-bench (--external-timing)"}, {"suites/claims/ext_layer_speed (ratio)"},
-       {"median_us", "torch_reference_median_us", "harness_fused_median_us", "harness_cublas_median_us"}, 0, false,
+       {"median_us", "torch_reference_median_us", "harness_fused_median_us", "harness_cublas_median_us"}, 0, kNeedsNothing,
        claim_ext_layer_speed},
-       {"ran", "faster_than_torch_fused"}),
-      with_findings(
+       {"ran", "faster_than_torch_fused"}), kInputTimings),
+      reading(with_findings(
       {"speed_decomposition", "The paper's speed figures (about 1.5x at small batch), decomposed",
        "per layer and T: fused, fused with a G round trip, our GEMM + rule kernel, cuBLAS + rule kernel; each step's "
        "part of the gap",
        {"kernels/gpu fused kernel, its G round-trip variant, order-matched and cuBLAS paths (forge-bench, "
         "--external-timing)"},
        {"suites/claims/speed_decomposition (differences, ratio)"},
-       {"median_us", "bytes", "parts_us", "share", "gemm_cublas_us"}, 0, false, claim_speed_decomposition},
-       {"roundtrip_costs_time"}),
-      with_findings(
+       {"median_us", "bytes", "parts_us", "share", "gemm_cublas_us"}, 0, kNeedsNothing, claim_speed_decomposition},
+       {"roundtrip_costs_time"}), kInputTimings),
+      reading(with_findings(
       {"model_step_figures", "Eq. 6, Remark 1 and the paper's memory and speed figures on a model-shaped step",
        "the harness's fused and standard model step (tagged pool) against Eq. 6, each other and torch in the same call",
        {"kernels/gpu/model_step (forge-model-step, --model-step)", "scripts/forge_model_bench.py (--external-model)"},
@@ -252,9 +313,10 @@ std::vector<ClaimInfo> make_registry() {
         "memory_model_bytes", "memory_model_residual_bytes", "eq6_bytes", "torch_fused_peak_bytes", "torch_fused_median_ms",
         "torch_hooks_peak_bytes", "torch_hooks_median_ms", "remark1_digests_differ", "max_layers_fit",
         "tied_gradient_bytes"},
-       0, false, claim_model_step_figures},
+       0, kNeedsNothing, claim_model_step_figures},
        {"more_than_halves", "fits_only_under_forge", "below_torch_fused_by_gradient_pool",
-        "below_torch_hooks", "speedup_about_1p5", "time_0p8_of_torch", "eq6_within_3pct"}),
+        "below_torch_hooks", "speedup_about_1p5", "time_0p8_of_torch", "eq6_within_3pct"}), kInputModelSteps, kInputModelRuns),
+
   };
 }
 
@@ -287,6 +349,22 @@ const ClaimInfo* find_claim(const std::string& id) {
   return nullptr;
 }
 
+uint32_t inputs_given(const RunInputPaths& paths) {
+  return (paths.external_results.empty() ? 0 : kInputExternal) | (paths.external_model.empty() ? 0 : kInputModelRuns) |
+         (paths.model_step.empty() ? 0 : kInputModelSteps) | (paths.external_timing.empty() ? 0 : kInputTimings);
+}
+
+std::string unmet_need(const ClaimNeeds& needs, const MachineCaps& caps) {
+  auto sm_text = [](int sm) { return std::to_string(sm / 10) + "." + std::to_string(sm % 10); };
+  if (caps.gpus < needs.gpus)
+    return (needs.gpus == 1 ? std::string("needs a GPU") : "needs " + std::to_string(needs.gpus) + " GPUs") + ", " +
+           std::to_string(caps.gpus) + " visible";
+  if (needs.gpus > 0 && needs.sm != 0 && caps.sm != needs.sm)
+    return "needs a GPU of compute capability " + sm_text(needs.sm) + ", " + (caps.sm ? sm_text(caps.sm) : "unknown") +
+           " here";
+  return "";
+}
+
 std::string option_flags(uint32_t options) {
   std::string o;
   for (const auto& n : kClaimOptionNames)
@@ -299,7 +377,7 @@ std::string registry_markdown() {
   o << "| claim | GPU | paper statement | what it judges | options honoured |\n"
     << "| --- | --- | --- | --- | --- |\n";
   for (const ClaimInfo& c : claim_registry())
-    o << "| `" << c.id << "` | " << (c.needs_gpu ? "yes" : "no") << " | " << c.statement << " | " << c.what << " | "
+    o << "| `" << c.id << "` | " << (c.needs_gpu() ? "yes" : "no") << " | " << c.statement << " | " << c.what << " | "
       << option_flags(c.options) << " |\n";
   return o.str();
 }
@@ -314,7 +392,7 @@ std::string registry_json() {
     for (const auto& n : kClaimOptionNames)
       if (c.options & n.bit) opts.push_back(n.flag);
     o << "  {\"id\": " << json_string(c.id) << ", \"statement\": " << json_string(c.statement)
-      << ", \"what\": " << json_string(c.what) << ", \"needs_gpu\": " << (c.needs_gpu ? "true" : "false")
+      << ", \"what\": " << json_string(c.what) << ", \"needs_gpu\": " << (c.needs_gpu() ? "true" : "false")
       << ", \"producers\": " << json_list(c.producers) << ", \"oracles\": " << json_list(c.oracles)
       << ", \"datasets\": " << json_list(c.datasets) << ", \"findings\": " << json_list(c.findings)
       << ", \"options\": " << json_list(opts) << "}"

@@ -1,11 +1,13 @@
 // The claim registry: one entry per claim, one table (suites/claims/registry.cpp). An entry says
 // which paper statement the claim judges, which producers make its values and which oracles
 // judge them, which per-case datasets it writes (the report refuses any other), which
-// forge-verify options reach it, and whether it needs a GPU. The id is used unchanged as the
-// report group, the GoogleTest suite name and the --claim name. Each claim's code lives in
-// suites/claims/<id>.cpp (a claim and its _gpu twin share one file).
+// forge-verify options reach it, which input files it reads and what it needs of the machine (a
+// GPU). The id is used unchanged as the report group, the GoogleTest suite name and the --claim
+// name. Each claim's code lives in suites/claims/<id>.cpp; a row may declare a GPU variant,
+// <id>_gpu, which runs the same code on the fused kernel (suites/claims/claim_config.h).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,7 +33,40 @@ inline constexpr ClaimOptionName kClaimOptionNames[] = {
     {kOptSteps, "--steps"}, {kOptSeed, "--seed"}, {kOptSamples, "--samples"}, {kOptHyper, "--hyper"}};
 std::string option_flags(uint32_t options);  // "--rule --seed", or "-" when none
 
-using ClaimRun = void (*)(const VerifyConfig&, Report&, const Progress&);
+// The run's input files a claim reads (inputs/run_inputs.h, named after RunInputs' members).
+// Given any of them and no --claim, forge-verify runs only the claims that judge a given one.
+enum RunInput : uint32_t {
+  kInputExternal = 1u << 0,     // RunInputs::external: --external-cases and --external
+  kInputModelRuns = 1u << 1,    // RunInputs::model_runs: --external-model
+  kInputModelSteps = 1u << 2,   // RunInputs::model_steps: --model-step
+  kInputTimings = 1u << 3,      // RunInputs::timings: --external-timing
+};
+// The RunInput bits of the files `paths` names (--bench-json is forge-verify's own: none).
+uint32_t inputs_given(const RunInputPaths& paths);
+
+// What a claim needs of the machine. A machine that lacks it cannot run the claim: the claim is
+// reported not-run "not applicable: needs ..." and is no failure, not even under --require-gpu.
+struct ClaimNeeds {
+  int gpus = 0;  // visible GPUs
+  int sm = 0;    // compute capability as major * 10 + minor (90: the build's sm_90a code); 0: any
+};
+inline constexpr ClaimNeeds kNeedsNothing{};
+// Every GPU claim: the kernels are built for sm_90a only (CMakeLists.txt), which no other
+// compute capability runs.
+inline constexpr ClaimNeeds kNeedsSm90Gpu{.gpus = 1, .sm = 90};
+
+// What the machine offers, as forge-verify sees it (kernels/gpu/device_info.h).
+struct MachineCaps {
+  int gpus = 0;  // visible GPUs, whether usable or not
+  int sm = 0;    // device 0's compute capability, major * 10 + minor; 0: no device
+};
+// What of `needs` the machine lacks, as the not-run reason says it after "not applicable: ":
+// "needs a GPU, 0 visible", "needs 2 GPUs, 1 visible", "needs a GPU of compute capability 9.0,
+// 8.9 here"; "" when the machine meets them all.
+std::string unmet_need(const ClaimNeeds& needs, const MachineCaps& caps);
+
+// A claim's entry as the driver calls it (the registry binds a claim with variants to one).
+using ClaimRun = std::function<void(const VerifyConfig&, Report&, const Progress&)>;
 
 struct ClaimInfo {
   std::string id;                      // report group == GoogleTest suite == --claim name
@@ -41,7 +76,7 @@ struct ClaimInfo {
   std::vector<std::string> oracles;    // what judges them (oracles/)
   std::vector<std::string> datasets;   // every per-case dataset name it may write
   uint32_t options = 0;                // ClaimOption bits it honours
-  bool needs_gpu = false;              // run only on a GPU; otherwise reported not-run
+  ClaimNeeds needs;                    // of the machine; without them the claim is not applicable
   ClaimRun run = nullptr;
   // forge-verify --jobs runs claims side by side (suites/forge_verify/claim_scheduler.h): a
   // claim that touches process-wide mutable state other claims also use (a global setting, a
@@ -53,6 +88,11 @@ struct ClaimInfo {
   // names, or prefixes written "name*". Every other check is a harness contract. The report
   // refuses a check made a finding that is not listed here.
   std::vector<std::string> findings;
+  uint32_t reads = 0;         // RunInput bits: the input files it judges (given one, it runs by default)
+  uint32_t reads_beside = 0;  // read when given, never alone a reason to run it (model_step_figures' torch)
+  std::string variant_of;     // a GPU variant: the id of the claim whose code it runs; "" otherwise
+
+  bool needs_gpu() const { return needs.gpus > 0; }
 };
 
 // Every claim, in the order forge-verify runs them.

@@ -252,12 +252,9 @@ void run_sr_stats(const VerifyConfig& cfg, Report& report, const Progress& progr
 
 }  // namespace
 
-void claim_sr_statistics(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  run_fidelity_on_twin(run_sr_stats, "sr_statistics", cfg, report, progress);
-}
-
-void claim_sr_statistics_gpu(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  run_fidelity_on_gpu(run_sr_stats, "sr_statistics_gpu", cfg, report, progress);
+void claim_sr_statistics(const VerifyConfig& cfg, Report& report, const Progress& progress,
+                         const ClaimVariant& variant) {
+  run_fidelity(run_sr_stats, variant, cfg, report, progress);
 }
 
 }  // namespace fh

@@ -54,8 +54,8 @@ SrStatsResult run_sr_statistics(const SrStatsConfig& cfg);
 std::vector<ClaimCaseResult> run_sr_layout_invariance(uint64_t seed, SrVariant variant,
                                                       const FusedStepBackend* backend = nullptr);
 
-// forge-verify's entries. Honour --seed only (fixed sizes).
-void claim_sr_statistics(const VerifyConfig& cfg, Report& report, const Progress& progress);
-void claim_sr_statistics_gpu(const VerifyConfig& cfg, Report& report, const Progress& progress);
+// forge-verify's entry, one per variant (twin, GPU). Honour --seed only (fixed sizes).
+void claim_sr_statistics(const VerifyConfig& cfg, Report& report, const Progress& progress,
+                         const ClaimVariant& variant);
 
 }  // namespace fh

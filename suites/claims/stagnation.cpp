@@ -260,12 +260,8 @@ void run_stagnation_claim(const VerifyConfig&, Report& report, const Progress& p
 
 }  // namespace
 
-void claim_stagnation(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  run_fidelity_on_twin(run_stagnation_claim, "stagnation", cfg, report, progress);
-}
-
-void claim_stagnation_gpu(const VerifyConfig& cfg, Report& report, const Progress& progress) {
-  run_fidelity_on_gpu(run_stagnation_claim, "stagnation_gpu", cfg, report, progress);
+void claim_stagnation(const VerifyConfig& cfg, Report& report, const Progress& progress, const ClaimVariant& variant) {
+  run_fidelity(run_stagnation_claim, variant, cfg, report, progress);
 }
 
 }  // namespace fh

@@ -59,9 +59,9 @@ struct StagnationResult {
 };
 StagnationResult run_stagnation(const StagnationConfig& cfg);
 
-// forge-verify's entries. Honour no option: the suite's fixed problem and seeds (its verdicts are
-// calibrated on them).
-void claim_stagnation(const VerifyConfig& cfg, Report& report, const Progress& progress);
-void claim_stagnation_gpu(const VerifyConfig& cfg, Report& report, const Progress& progress);
+// forge-verify's entry, one per variant (twin, GPU). Honour no option: the suite's fixed problem
+// and seeds (its verdicts are calibrated on them).
+void claim_stagnation(const VerifyConfig& cfg, Report& report, const Progress& progress,
+                      const ClaimVariant& variant);
 
 }  // namespace fh

@@ -34,7 +34,7 @@ TEST(claim_registry, IdsAreUniqueAndEntriesComplete) {
     EXPECT_FALSE(c.what.empty()) << c.id;
     EXPECT_FALSE(c.producers.empty()) << c.id;
     EXPECT_FALSE(c.oracles.empty()) << c.id;
-    EXPECT_NE(c.run, nullptr) << c.id;
+    EXPECT_TRUE(bool(c.run)) << c.id;
     std::set<std::string> ds(c.datasets.begin(), c.datasets.end());
     EXPECT_EQ(ds.size(), c.datasets.size()) << c.id << " declares a dataset twice";
     EXPECT_EQ(fh::find_claim(c.id), &c);
@@ -42,17 +42,90 @@ TEST(claim_registry, IdsAreUniqueAndEntriesComplete) {
   EXPECT_EQ(fh::find_claim("no_such_claim"), nullptr);
 }
 
-// suites/claims/<id>.cpp defines claim_<id>; a claim's _gpu twin shares its CPU claim's file.
+// suites/claims/<id>.cpp defines claim_<id>; a GPU variant runs the code of the claim it is a
+// variant of.
 TEST(claim_registry, EveryClaimHasItsFile) {
   for (const fh::ClaimInfo& c : fh::claim_registry()) {
-    std::string base = c.id;
-    fs::path file = kRoot / "suites/claims" / (base + ".cpp");
-    if (!fs::exists(file) && base.size() > 4 && base.ends_with("_gpu"))
-      file = kRoot / "suites/claims" / (base.substr(0, base.size() - 4) + ".cpp");
-    ASSERT_TRUE(fs::exists(file)) << c.id << ": no suites/claims/" << c.id << ".cpp";
-    EXPECT_NE(slurp(file).find("claim_" + c.id + "("), std::string::npos)
-        << file << " does not define claim_" << c.id;
+    const std::string home = c.variant_of.empty() ? c.id : c.variant_of;
+    const fs::path file = kRoot / "suites/claims" / (home + ".cpp");
+    ASSERT_TRUE(fs::exists(file)) << c.id << ": no suites/claims/" << home << ".cpp";
+    EXPECT_NE(slurp(file).find("claim_" + home + "("), std::string::npos)
+        << file << " does not define claim_" << home;
   }
+}
+
+// One row, two claims: each GPU variant is <twin>_gpu, needs an sm_90 GPU where its twin needs
+// none, and keeps the twin's datasets, options and findings (the same code writes them). Planted
+// defect: dropping `gpu.variant_of = twin.id` from with_gpu_variant (registry.cpp) leaves no
+// variant (and EveryClaimHasItsFile fails on claim_prop4_int8_gpu).
+TEST(claim_registry, GpuVariantsShareTheirTwinsRow) {
+  std::vector<std::string> variants;
+  for (const fh::ClaimInfo& c : fh::claim_registry()) {
+    if (c.variant_of.empty()) continue;
+    variants.push_back(c.id);
+    const fh::ClaimInfo* twin = fh::find_claim(c.variant_of);
+    ASSERT_NE(twin, nullptr) << c.id;
+    EXPECT_EQ(c.id, twin->id + "_gpu");
+    EXPECT_EQ(c.datasets, twin->datasets) << c.id;
+    EXPECT_EQ(c.options, twin->options) << c.id;
+    EXPECT_EQ(c.findings, twin->findings) << c.id;
+    EXPECT_EQ(c.needs.gpus, fh::kNeedsSm90Gpu.gpus) << c.id;
+    EXPECT_EQ(c.needs.sm, fh::kNeedsSm90Gpu.sm) << c.id;
+    EXPECT_FALSE(twin->needs_gpu()) << twin->id;
+    EXPECT_TRUE(twin->variant_of.empty()) << twin->id;
+  }
+  const std::vector<std::string> expected = {
+      "prop2_tp_sharded_gpu", "prop2_sp_sharded_gpu", "prop2_referee_dataflow_gpu", "prop2_token_partial_gpu",
+      "prop2_block_stack_gpu", "prop4_int8_gpu",      "sr_statistics_gpu",          "stagnation_gpu",
+      "gradient_fidelity_gpu"};
+  EXPECT_EQ(variants, expected);
+}
+
+// What a claim needs, said as its not-run reason. Planted defect: `caps.gpus < needs.gpus` made
+// `<=` in unmet_need (registry.cpp) fails the met cases.
+TEST(claim_registry, UnmetNeedsSayWhatIsMissing) {
+  using fh::unmet_need;
+  EXPECT_EQ(unmet_need(fh::kNeedsSm90Gpu, {.gpus = 0, .sm = 0}), "needs a GPU, 0 visible");
+  EXPECT_EQ(unmet_need({.gpus = 2, .sm = 90}, {.gpus = 1, .sm = 90}), "needs 2 GPUs, 1 visible");
+  EXPECT_EQ(unmet_need(fh::kNeedsSm90Gpu, {.gpus = 1, .sm = 89}), "needs a GPU of compute capability 9.0, 8.9 here");
+  EXPECT_EQ(unmet_need(fh::kNeedsSm90Gpu, {.gpus = 1, .sm = 90}), "");
+  EXPECT_EQ(unmet_need({.gpus = 2, .sm = 90}, {.gpus = 2, .sm = 90}), "");
+  EXPECT_EQ(unmet_need(fh::kNeedsNothing, {.gpus = 0, .sm = 0}), "");
+}
+
+// The inputs a row says its claim reads are the ones its code reads: a claim file that reads
+// claim_inputs(cfg).<member> declares that member's bit, and each input selects the claims that
+// judge it (forge-verify picks them by default from these bits alone). Planted defect: dropping
+// kInputTimings from speed_decomposition's row fails both halves.
+TEST(claim_registry, RowsDeclareTheInputsTheirCodeReads) {
+  const std::pair<const char*, uint32_t> members[] = {{"external", fh::kInputExternal},
+                                                      {"model_runs", fh::kInputModelRuns},
+                                                      {"model_steps", fh::kInputModelSteps},
+                                                      {"timings", fh::kInputTimings}};
+  for (const fh::ClaimInfo& c : fh::claim_registry()) {
+    if (!c.variant_of.empty()) continue;
+    const std::string code = slurp(kRoot / "suites/claims" / (c.id + ".cpp"));
+    for (const auto& [member, bit] : members) {
+      const bool read = code.find(std::string("claim_inputs(cfg).") + member) != std::string::npos;
+      EXPECT_TRUE(!read || ((c.reads | c.reads_beside) & bit)) << c.id << " reads " << member << ", its row not";
+    }
+  }
+  auto judging = [](uint32_t bit) {
+    std::vector<std::string> ids;
+    for (const fh::ClaimInfo& c : fh::claim_registry())
+      if (c.reads & bit) ids.push_back(c.id);
+    return ids;
+  };
+  EXPECT_EQ(judging(fh::kInputExternal),
+            (std::vector<std::string>{"ext_order_probe", "ext_prop1", "ext_corollary1", "ext_int8"}));
+  EXPECT_EQ(judging(fh::kInputModelRuns), (std::vector<std::string>{"ext_model_memory", "ext_model_time"}));
+  EXPECT_EQ(judging(fh::kInputModelSteps), (std::vector<std::string>{"model_step_figures"}));
+  EXPECT_EQ(judging(fh::kInputTimings), (std::vector<std::string>{"ext_layer_speed", "speed_decomposition"}));
+  fh::RunInputPaths paths;
+  EXPECT_EQ(fh::inputs_given(paths), 0u);
+  paths.external_timing = {"t.json"};
+  paths.model_step = {"m.json"};
+  EXPECT_EQ(fh::inputs_given(paths), fh::kInputTimings | fh::kInputModelSteps);
 }
 
 // A GoogleTest suite named by the claim id, in suites/cpu or suites/gpu.

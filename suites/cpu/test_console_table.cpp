@@ -220,6 +220,25 @@ TEST(ConsoleTable, ClosingSaysWhatWasJudged) {
             "  2 judged nothing: 1 needs a GPU (no usable GPU here), 1 threw an error\n");
 }
 
+// forge-verify's not-applicable reasons group as "need a GPU"; only "0 visible" (or an older
+// report's "no GPU: ...") says no usable GPU is here, since a claim that needs 2 GPUs on a
+// one-GPU machine had one. Planted defect: dropping the ", 0 visible" test from says_no_gpu_here
+// (console_table.cpp) loses "(no usable GPU here)" in the first run.
+TEST(ConsoleTable, NotApplicableClaimsNeedAGpu) {
+  ReportData none;
+  add_claim(none, "a", {make_case("x", {Check::passed("c", "m", 0, 1)})});
+  add_claim(none, "g", {make_case("all", {Check::not_run("g", "not applicable: needs a GPU, 0 visible; no driver")})});
+  EXPECT_EQ(console_closing(none),
+            "overall: pass: 1 of 2 claims judged; checks: 1 pass, 0 fail, 1 not-run, 0 error\n"
+            "  1 judged nothing: 1 needs a GPU (no usable GPU here)\n");
+  ReportData one;
+  add_claim(one, "a", {make_case("x", {Check::passed("c", "m", 0, 1)})});
+  add_claim(one, "g", {make_case("all", {Check::not_run("g", "not applicable: needs 2 GPUs, 1 visible")})});
+  EXPECT_EQ(console_closing(one),
+            "overall: pass: 1 of 2 claims judged; checks: 1 pass, 0 fail, 1 not-run, 0 error\n"
+            "  1 judged nothing: 1 needs a GPU\n");
+}
+
 // A finding in its own words (DESIGN contract 7): a refutation reads "refuted" in its row, its
 // claim's header counts it apart, the closing lines name it as not a failure and the verdict
 // stays pass; a run of contracts only keeps its old header. Planted defect: make_row's

@@ -211,11 +211,13 @@ TEST(ForgeVerifyCli, SmallRunWritesAValidReport) {
     ASSERT_NE(gpu, nullptr);
     ASSERT_EQ(gpu->checks.size(), 1u);
     EXPECT_EQ(gpu->checks[0].verdict, fh::Verdict::not_run);
-    EXPECT_EQ(gpu->checks[0].reason.rfind("no GPU", 0), 0u) << gpu->checks[0].reason;
+    EXPECT_EQ(gpu->checks[0].reason.rfind("not applicable: needs a GPU", 0), 0u) << gpu->checks[0].reason;
     // With no driver the reason says so, with the CUDA error's name: the runtime's own "driver
     // version is insufficient" sent newcomers to upgrade a driver that is not there.
     if (fh::query_device_info().driver == "none") {
-      EXPECT_EQ(gpu->checks[0].reason.rfind("no GPU: no NVIDIA driver or device on this machine (cudaError", 0), 0u)
+      EXPECT_EQ(gpu->checks[0].reason.rfind(
+                    "not applicable: needs a GPU, 0 visible; no NVIDIA driver or device on this machine (cudaError", 0),
+                0u)
           << gpu->checks[0].reason;
     }
   }

@@ -78,6 +78,70 @@ TEST_F(Outcomes, RequireGpuFailsWhenAGpuClaimDidNotRun) {
   EXPECT_EQ(data.meta.get("require_gpu"), "yes");
 }
 
+// Hardware-aware runs: a claim whose needs the machine lacks is not applicable (listed, no
+// failure, not even under --require-gpu), while one it could run and did not still fails
+// --require-gpu, and --require-gpu with no GPU visible fails whatever was selected. The machine
+// is simulated (FH_VISIBLE_GPUS_FOR_TEST: that many sm_90 GPUs visible; FH_NEEDS_GPUS_FOR_TEST:
+// a claim made to need 2 GPUs), so these run on any machine. Planted defects in
+// suites/forge_verify/main.cpp: dropping `unmet_need(...).empty()` from gpu_not_run's filter fails
+// the first test (exit 4); dropping the "no GPU: " branch of cannot_run fails the second (the
+// claim runs with no GPU and errors, exit 3); dropping `machine.caps.gpus == 0 ||` from require_failed
+// fails the third (exit 0).
+TEST_F(Outcomes, RequireGpuPassesWhenAClaimIsNotApplicable) {
+  const RunResult r = run("--claim int8_codec_bound,gpu_mma_model --quiet --report r.h5 --require-gpu",
+                          "FH_VISIBLE_GPUS_FOR_TEST=1 FH_NEEDS_GPUS_FOR_TEST=gpu_mma_model:2");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  const fh::ReportData data = fh::read_report((dir_ / "r.h5").string());
+  const fh::CaseData* all = data.find_case("gpu_mma_model", "all");
+  ASSERT_NE(all, nullptr);
+  ASSERT_EQ(all->checks.size(), 1u);
+  EXPECT_EQ(all->checks[0].verdict, fh::Verdict::not_run);
+  EXPECT_EQ(all->checks[0].reason, "not applicable: needs 2 GPUs, 1 visible");
+  EXPECT_EQ(data.find_claim("int8_codec_bound")->verdict, fh::Verdict::pass);
+  EXPECT_NE(r.out.find("1 needs a GPU"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("no usable GPU here"), std::string::npos) << "one GPU is visible\n" << r.out;
+}
+
+TEST_F(Outcomes, RequireGpuFailsWhenAGpuClaimThatCouldRunDidNot) {
+  if (fh::query_device_info().available) GTEST_SKIP() << "a GPU is present: the GPU claim runs here";
+  // One sm_90 GPU "visible" meets gpu_mma_model's needs, but no GPU works here: it is skipped.
+  const RunResult r = run("--claim int8_codec_bound,gpu_mma_model --quiet --report r.h5 --require-gpu",
+                          "FH_VISIBLE_GPUS_FOR_TEST=1");
+  EXPECT_EQ(r.status, 4) << r.out << r.err;
+  EXPECT_NE(r.err.find("--require-gpu: 1 GPU claim(s) not run"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("gpu_mma_model"), std::string::npos) << r.err;
+  const fh::ReportData data = fh::read_report((dir_ / "r.h5").string());
+  EXPECT_EQ(data.find_claim("gpu_mma_model")->verdict, fh::Verdict::not_run);
+  // Without --require-gpu the same run passes: not-run is allowed.
+  fs::remove(dir_ / "r.h5");
+  EXPECT_EQ(run("--claim int8_codec_bound,gpu_mma_model --quiet --report r.h5", "FH_VISIBLE_GPUS_FOR_TEST=1").status,
+            0);
+}
+
+TEST_F(Outcomes, RequireGpuWithNoGpuVisibleFailsWhateverWasSelected) {
+  const RunResult r =
+      run("--claim int8_codec_bound --quiet --report r.h5 --require-gpu", "FH_VISIBLE_GPUS_FOR_TEST=0");
+  EXPECT_EQ(r.status, 4) << r.out << r.err;
+  EXPECT_NE(r.err.find("--require-gpu: no GPU visible"), std::string::npos) << r.err;
+  fs::remove(dir_ / "r.h5");
+  EXPECT_EQ(run("--claim int8_codec_bound --quiet --report r.h5 --require-gpu", "FH_VISIBLE_GPUS_FOR_TEST=1").status,
+            0);
+}
+
+// Given input files and no --claim, forge-verify runs the claims whose registry rows say they
+// judge those files, and no other (the driver names no claim). Planted defect: adding
+// `&& c.id != "speed_decomposition"` to parse_args' selection (what the old test by id did) fails it.
+TEST_F(Outcomes, InputFilesSelectTheClaimsThatJudgeThem) {
+  const std::string data = std::string(FH_SOURCE_DIR) + "/scripts/testdata/";
+  const RunResult r = run("--external-timing " + data + "timing_torch_reference.json --external-timing " + data +
+                          "timing_tma_slow.json --quiet --report r.h5");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const fh::ReportData report = fh::read_report((dir_ / "r.h5").string());
+  std::vector<std::string> ran;
+  for (const fh::ClaimData& c : report.claims) ran.push_back(c.name);
+  EXPECT_EQ(ran, (std::vector<std::string>{"ext_layer_speed", "speed_decomposition"}));
+}
+
 TEST_F(Outcomes, AClaimThatThrowsIsItsOwnErrorAndTheRunGoesOn) {
   // The planted throw hits the first claim; the second still runs; the report is complete.
   const RunResult r = run("--claim sr_exact_mean,int8_codec_bound --quiet --report r.h5 --json r.json",
@@ -144,7 +208,7 @@ TEST_F(Outcomes, JsonAndJunitSayWhatTheReportSays) {
     ASSERT_TRUE(gpu);
     const pugi::xml_node skipped = gpu.child("testcase").child("skipped");
     ASSERT_TRUE(skipped);
-    EXPECT_NE(std::string(skipped.attribute("message").value()).find("no GPU"), std::string::npos);
+    EXPECT_NE(std::string(skipped.attribute("message").value()).find("needs a GPU"), std::string::npos);
   }
 }
 

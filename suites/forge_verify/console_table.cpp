@@ -216,11 +216,19 @@ std::string lower(std::string s) {
 
 bool contains(const std::string& s, std::string_view what) { return s.find(what) != std::string::npos; }
 
-// A not-run reason that says the machine lacks a GPU: forge-verify's own "no GPU: <why>", or a
-// claim's "needs a GPU" / "needs 2 GPUs".
+// A not-run reason that says the machine lacks a GPU: forge-verify's "not applicable: needs a
+// GPU, 0 visible", "needs 2 GPUs, 1 visible", "needs a GPU of compute capability 9.0, ...", or its
+// "no GPU: <why>" (a GPU that does not work, and older reports).
 bool wants_gpu(const std::string& reason) {
   const std::string r = lower(reason);
   return r.starts_with("no gpu") || (contains(r, "gpu") && contains(r, "need"));
+}
+
+// A not-run reason that says this machine has no GPU at all ("..., 0 visible; <why>" or "no GPU:
+// <why>"), rather than too few or the wrong kind.
+bool says_no_gpu_here(const std::string& reason) {
+  const std::string r = lower(reason);
+  return r.starts_with("no gpu") || contains(r, ", 0 visible");
 }
 
 // A not-run reason that says the run was given no measurement file (scripts/forge_audit.sh and
@@ -356,7 +364,7 @@ std::string console_closing(const ReportData& data, size_t width) {
   struct Group {
     std::string why;
     size_t count = 0;
-    bool no_gpu_here = true;            // every GPU reason is forge-verify's "no GPU: ..."
+    bool no_gpu_here = true;            // every GPU reason says no GPU is here (says_no_gpu_here)
     std::vector<std::string> options;   // what would give the measurements
   };
   std::vector<Group> groups;
@@ -372,7 +380,7 @@ std::string console_closing(const ReportData& data, size_t width) {
     ++g->count;
     for (const CaseData& cs : c.cases)
       for (const Check& ck : cs.checks) {
-        g->no_gpu_here = g->no_gpu_here && lower(ck.reason).starts_with("no gpu");
+        g->no_gpu_here = g->no_gpu_here && says_no_gpu_here(ck.reason);
         for (std::string o : options_in(ck.reason))
           if (std::find(g->options.begin(), g->options.end(), o) == g->options.end()) g->options.push_back(o);
       }

@@ -67,8 +67,9 @@ Subcommands (each has its own --help):
 With no options it runs every claim on the default configuration: every rule with
 torch.optim's default hyperparameters, state formats fp32, bf16, int8 (block 64), weight stores
 fp32_master, bf16_rne, bf16_sr, one layer of out=192, in=256, T=100 tokens, 5 steps, seed
-20261202. Claims that need a GPU are reported "not-run: no GPU" on a machine without one, and
-the claims that judge measurements or external results (--external*, --model-step) "not-run: no
+20261202. A claim whose needs the machine lacks (a GPU, 2 GPUs, an sm_90 GPU) is reported
+"not-run: not applicable: needs a GPU, 0 visible" (listed, never a failure), and the claims that
+judge measurements or external results (--external*, --model-step) "not-run: no
 measurements given" or "no external results" when none are given. The last lines say the overall
 verdict, how many claims were judged, and why the others judged nothing.
 
@@ -108,20 +109,24 @@ Options:
                            `forge-verify diff` can test a slowdown; read before any claim runs
   --external PATH          judge an external producer's results file (repeatable; one kernel
                            path per file; docs/EXTERNAL_PRODUCER.md). Needs --external-cases.
-                           Without --claim, only the ext_* claims run. A bad, truncated or
-                           mismatched file is bad input (exit 2, no report)
+                           Without --claim, only the claims that judge the given files run (for
+                           --external the ext_* claims). A bad, truncated or mismatched file is
+                           bad input (exit 2, no report)
   --external-cases PATH    the cases file the results answer (written by
                            `forge-verify external-cases --set ci|forge [--seed N] [--force] OUT`)
   --external-model PATH    a model configuration measured by scripts/forge_model_bench.py
-                           (JSON; repeatable): the ext_model_memory and ext_model_time claims
-  --model-step PATH        a run of forge-model-step (JSON; repeatable): the model_step_figures
-                           claim, with --external-model's torch runs beside it. Bad JSON is bad
-                           input (exit 2, no report)
+                           (JSON; repeatable): @CLAIMS_MODEL_RUNS@
+  --model-step PATH        a run of forge-model-step (JSON; repeatable), judged by
+                           @CLAIMS_MODEL_STEPS@, with --external-model's torch runs
+                           beside it. Bad JSON is bad input (exit 2, no report)
   --external-timing PATH   per-layer timings, Google Benchmark JSON (forge_adapter.py --timing,
-                           forge-bench; repeatable): the ext_layer_speed claim. Bad JSON is bad
+                           forge-bench; repeatable), judged by
+                           @CLAIMS_TIMINGS@. Bad JSON is bad
                            input (exit 2, no report)
-  --require-gpu            a GPU claim that did not run (no GPU) fails the run (exit 4); the
-                           GPU runner's entry point always passes it
+  --require-gpu            asserts a GPU is visible and every GPU claim this machine can run
+                           ran; else the run fails (exit 4). A claim not applicable here (it
+                           needs 2 GPUs, 1 visible) does not fail it. The GPU runner's entry
+                           point always passes it
   --force                  replace existing regular files at the report, JSON and JUnit paths
   --quiet                  no progress lines on stderr
   --help                   this text
@@ -157,8 +162,8 @@ Exit status (the first that applies):
   3  internal error: a claim threw (its verdict is `error`, the report is written), or the
      run itself failed after it started (the report could not be written); the verdict
      table, when reached, is printed before the report is written
-  4  --require-gpu and a GPU claim did not run (no check failed, none errored); the claims
-     are named on stderr
+  4  --require-gpu and no GPU is visible, or a GPU claim that this machine could run did not
+     (no check failed, none errored); the claims are named on stderr
 )";
 
 // The rule names of kAllRules, space separated: help and messages never list them by hand.
@@ -168,10 +173,23 @@ std::string rule_names() {
   return o;
 }
 
+// "the a and b claims": the claims that judge `input` (RunInput bits), named from their rows.
+std::string claims_judging(uint32_t input) {
+  std::vector<std::string> ids;
+  for (const ClaimInfo& c : claim_registry())
+    if (c.reads & input) ids.push_back(c.id);
+  std::string o = "the";
+  for (size_t i = 0; i < ids.size(); ++i) o += (i == 0 ? " " : i + 1 == ids.size() ? " and " : ", ") + ids[i];
+  return o + (ids.size() == 1 ? " claim" : " claims");
+}
+
 std::string help_text() {
   std::string h = kHelp;
-  const std::string key = "@RULES@";
-  h.replace(h.find(key), key.size(), rule_names());
+  const std::pair<std::string, std::string> keys[] = {{"@RULES@", rule_names()},
+                                                      {"@CLAIMS_MODEL_RUNS@", claims_judging(kInputModelRuns)},
+                                                      {"@CLAIMS_MODEL_STEPS@", claims_judging(kInputModelSteps)},
+                                                      {"@CLAIMS_TIMINGS@", claims_judging(kInputTimings)}};
+  for (const auto& [key, value] : keys) h.replace(h.find(key), key.size(), value);
   return h;
 }
 
@@ -354,18 +372,10 @@ VerifyConfig parse_args(int argc, char** argv, RunOptions& run) {
     if (!find_claim(c)) throw UsageError("unknown claim '" + c + "' (see --list-claims)");
   if (cfg.external_results.empty() != cfg.external_cases.empty())
     throw UsageError("--external and --external-cases go together (docs/EXTERNAL_PRODUCER.md)");
-  // Judging external files: by default only the claims that read them.
-  const bool any_external = !cfg.external_results.empty() || !cfg.external_model.empty() ||
-                            !cfg.external_timing.empty() || !cfg.model_step.empty();
-  if (any_external && cfg.claims.empty())
-    for (const ClaimInfo& c : claim_registry()) {
-      const bool model = c.id.starts_with("ext_model_"), timing = c.id == "ext_layer_speed";
-      if (c.id == "model_step_figures") {
-        if (!cfg.model_step.empty()) cfg.claims.push_back(c.id);
-      } else if (model ? !cfg.external_model.empty()
-                : timing ? !cfg.external_timing.empty() : c.id.starts_with("ext_") && !cfg.external_results.empty())
-        cfg.claims.push_back(c.id);
-    }
+  // Judging input files: by default only the claims that judge one of those given (their rows say which).
+  if (const uint32_t given = inputs_given(input_paths_of(cfg)); given && cfg.claims.empty())
+    for (const ClaimInfo& c : claim_registry())
+      if (c.reads & given) cfg.claims.push_back(c.id);
   if (cfg.report_path.empty()) {
     // Unique per run: two runs started in the same second in one folder differ by pid (and the
     // no-replace rename keeps either from ever replacing the other's report).
@@ -425,7 +435,7 @@ void print_registry() {
   }
   std::printf("%-*s  %-3s  %-*s  %s\n", int(w_id), "claim", "GPU", int(w_opt), "options", "paper statement / what it judges");
   for (const ClaimInfo& c : reg) {
-    std::printf("%-*s  %-3s  %-*s  %s\n", int(w_id), c.id.c_str(), c.needs_gpu ? "yes" : "no", int(w_opt),
+    std::printf("%-*s  %-3s  %-*s  %s\n", int(w_id), c.id.c_str(), c.needs_gpu() ? "yes" : "no", int(w_opt),
                 option_flags(c.options).c_str(), c.statement.c_str());
     std::printf("%-*s  %-3s  %-*s  %s\n", int(w_id), "", "", int(w_opt), "", c.what.c_str());
   }
@@ -567,11 +577,63 @@ void maybe_plant_broken_contract(const std::string& id, Report& part) {
       .add_check(judge("planted_bitwise", "differing", 1, 0, PassIf::at_most, why).bitwise(1, 1, "planted"));
 }
 
+// The machine as the claims' needs are judged against it. Test hooks (off unless set), so that a
+// test on any machine can show a claim the machine cannot run and one it could run and did not:
+// FH_VISIBLE_GPUS_FOR_TEST=N judges needs as if N sm_90 GPUs were visible (the claims still see
+// the real device), and FH_NEEDS_GPUS_FOR_TEST=<claim id>:<n> declares that claim to need n GPUs.
+struct Machine {
+  MachineCaps caps;
+  std::string hooked_claim;  // FH_NEEDS_GPUS_FOR_TEST's claim ("" when unset) and its GPUs
+  int hooked_gpus = 0;
+
+  ClaimNeeds needs_of(const ClaimInfo& c) const {
+    ClaimNeeds needs = c.needs;
+    if (c.id == hooked_claim) needs.gpus = hooked_gpus;
+    return needs;
+  }
+};
+
+int test_hook_count(const char* name, const std::string& value) {
+  if (value.empty() || value.size() > 3 || value.find_first_not_of("0123456789") != std::string::npos)
+    throw UsageError(std::string(name) + ": not a count: '" + value + "'");
+  return std::stoi(value);
+}
+
+// Throws UsageError for a bad hook value, before any claim runs.
+Machine machine_of(const DeviceInfo& dev) {
+  Machine m{.caps = {.gpus = dev.visible, .sm = dev.sm}};
+  if (const char* n = std::getenv("FH_VISIBLE_GPUS_FOR_TEST")) {
+    m.caps.gpus = test_hook_count("FH_VISIBLE_GPUS_FOR_TEST", n);
+    m.caps.sm = m.caps.gpus ? kNeedsSm90Gpu.sm : 0;
+  }
+  if (const char* hook = std::getenv("FH_NEEDS_GPUS_FOR_TEST")) {
+    const std::string h = hook;
+    const size_t colon = h.rfind(':');
+    if (colon == std::string::npos || !find_claim(h.substr(0, colon)))
+      throw UsageError("FH_NEEDS_GPUS_FOR_TEST: want <claim id>:<GPUs>, got '" + h + "'");
+    m.hooked_claim = h.substr(0, colon);
+    m.hooked_gpus = test_hook_count("FH_NEEDS_GPUS_FOR_TEST", h.substr(colon + 1));
+  }
+  return m;
+}
+
+// Why claim `c` does not run here, as its not-run reason; "" when it runs. A machine that lacks
+// what the claim needs makes it not applicable (no failure, not even under --require-gpu); one
+// that has it but whose GPU does not work says why ("no GPU: ...").
+std::string cannot_run(const ClaimInfo& c, const Machine& machine, const VerifyConfig& cfg) {
+  const ClaimNeeds needs = machine.needs_of(c);
+  if (const std::string unmet = unmet_need(needs, machine.caps); !unmet.empty())
+    return "not applicable: " + unmet +
+           (machine.caps.gpus == 0 && !cfg.gpu_reason.empty() ? "; " + cfg.gpu_reason : "");
+  if (needs.gpus > 0 && !cfg.gpu_available) return "no GPU: " + cfg.gpu_reason;
+  return "";
+}
+
 // One claim on a worker thread: its start line, its run into a Report of its own (declared like
 // the run's), then its finish line with its verdict, time and the notes it made, in one write.
 // Isolation: a claim that throws is that claim's error verdict; the others still run.
 std::unique_ptr<Report> run_claim(const ClaimInfo& c, int index, int count, const VerifyConfig& cfg, const Meta& meta,
-                                  Heartbeat& heartbeat, int worker) {
+                                  const Machine& machine, Heartbeat& heartbeat, int worker) {
   auto part = std::make_unique<Report>(meta);
   for (const ClaimInfo& d : claim_registry()) part->declare_claim(d.id, d.datasets, d.findings);
   std::mutex notes_mutex;
@@ -589,8 +651,8 @@ std::unique_ptr<Report> run_claim(const ClaimInfo& c, int index, int count, cons
   progress_set_case("");
   const auto t0 = std::chrono::steady_clock::now();
   std::string error;
-  if (c.needs_gpu && !cfg.gpu_available) {
-    part->add_case(c.id, "all").add_check(Check::not_run(c.id, "no GPU: " + cfg.gpu_reason));
+  if (const std::string why = cannot_run(c, machine, cfg); !why.empty()) {
+    part->add_case(c.id, "all").add_check(Check::not_run(c.id, why));
   } else {
     try {
       maybe_plant_throw(c.id);
@@ -657,6 +719,7 @@ int run(int argc, char** argv) {
   const DeviceInfo dev = query_device_info();
   cfg.gpu_available = dev.available;
   cfg.gpu_reason = dev.available ? "" : dev.reason;
+  const Machine machine = machine_of(dev);
 
   Meta meta = Meta::unknown();
   char host[256] = {0};
@@ -703,7 +766,8 @@ int run(int argc, char** argv) {
   // claim_scheduler.h). Each claim fills a Report of its own; they are absorbed here in registry
   // order after the last one ended, so the report does not depend on the number of workers.
   std::vector<JobKind> kinds;
-  for (const ClaimInfo* c : selected) kinds.push_back({.gpu_lane = c->needs_gpu && cfg.gpu_available, .exclusive = c->exclusive});
+  for (const ClaimInfo* c : selected)
+    kinds.push_back({.gpu_lane = c->needs_gpu() && cfg.gpu_available, .exclusive = c->exclusive});
   std::vector<std::unique_ptr<Report>> parts(selected.size());
   const auto t0 = std::chrono::steady_clock::now();
   // The run's one seed, said once before any claim draws from it: every claim's random streams
@@ -713,7 +777,7 @@ int run(int argc, char** argv) {
   {
     Heartbeat heartbeat(cfg.quiet, workers);
     run_claim_jobs(kinds, workers, [&](size_t i, int worker) {
-      parts[i] = run_claim(*selected[i], int(i) + 1, count, cfg, meta, heartbeat, worker);
+      parts[i] = run_claim(*selected[i], int(i) + 1, count, cfg, meta, machine, heartbeat, worker);
     });
   }
   for (auto& part : parts) report.absorb(std::move(*part));
@@ -722,25 +786,32 @@ int run(int argc, char** argv) {
   const ReportData data = report.snapshot();
   print_table(data);
 
-  // --require-gpu: a GPU claim with nothing run (no GPU) fails the run.
+  // --require-gpu asserts that a GPU is here and that every GPU claim the machine can run ran: a
+  // GPU claim that did not run fails the run (exit 4) unless it is not applicable here (it needs
+  // more than the machine has: 2 GPUs on a one-GPU runner). With no GPU visible nothing excuses
+  // it: the flag's own assertion failed, whichever claims were selected.
   std::vector<std::string> gpu_not_run;
   for (const ClaimInfo* c : selected)
-    if (const ClaimData* cd = data.find_claim(c->id); c->needs_gpu && cd && cd->verdict == Verdict::not_run)
+    if (const ClaimData* cd = data.find_claim(c->id);
+        c->needs_gpu() && cd && cd->verdict == Verdict::not_run &&
+        (machine.caps.gpus == 0 || unmet_need(machine.needs_of(*c), machine.caps).empty()))
       gpu_not_run.push_back(c->id);
+  const bool require_failed = opts.require_gpu && (machine.caps.gpus == 0 || !gpu_not_run.empty());
   int code = 0;
   if (data.counts.n_fail > 0) code = kExitFail;  // contracts only: a refuted finding never fails the run
   else if (data.counts.n_error > 0) code = kExitInternal;
-  else if (opts.require_gpu && !gpu_not_run.empty()) code = kExitNotRunRequired;
-  if (opts.require_gpu && !gpu_not_run.empty()) {
+  else if (require_failed) code = kExitNotRunRequired;
+  if (require_failed) {
     std::string names;
     for (const auto& n : gpu_not_run) names += (names.empty() ? "" : ", ") + n;
     const std::string n = std::to_string(gpu_not_run.size());
-    std::fputs(wrap_paragraph("--require-gpu: " + n + " GPU claim(s) not run: " + names, kConsoleWidth, "  ").c_str(),
-               stdout);
-    std::fputs(wrap_paragraph("forge-verify: --require-gpu: " + n + " GPU claim(s) not run (" +
-                                  (cfg.gpu_available ? "GPU present" : "no GPU: " + cfg.gpu_reason) + "): " + names,
-                              kConsoleWidth, "  ").c_str(),
-               stderr);
+    const std::string here = machine.caps.gpus > 0 && cfg.gpu_available ? "GPU present"
+                             : "no GPU: " + (cfg.gpu_reason.empty() ? std::string("none visible") : cfg.gpu_reason);
+    const std::string what = gpu_not_run.empty() ? "no GPU visible" : n + " GPU claim(s) not run";
+    const std::string listed = names.empty() ? "" : ": " + names;
+    std::fputs(wrap_paragraph("--require-gpu: " + what + listed, kConsoleWidth, "  ").c_str(), stdout);
+    const std::string said = "forge-verify: --require-gpu: " + what + " (" + here + ")" + listed;
+    std::fputs(wrap_paragraph(said, kConsoleWidth, "  ").c_str(), stderr);
   }
   std::fflush(stdout);  // the table is out before the report is written, whatever happens there
 
