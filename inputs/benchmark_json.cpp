@@ -82,6 +82,13 @@ std::vector<BenchmarkData> read_benchmark_json(const std::string& path) {
     const std::string name = str("name", true);
     if (const std::string why = run_name_problem(name); !why.empty())
       throw std::invalid_argument(where + ": \"name\" '" + shown(name) + "' " + why);
+    // Google Benchmark's own numbers, in every run that has them (the user's counters are free):
+    // counts and indices integers in range, cpu_time a time like real_time (checked below).
+    for (const auto& [key, lo] : {std::pair<const char*, int64_t>{"repetitions", 1}, {"repetition_index", 0},
+                                  {"threads", 1}, {"iterations", 0}, {"family_index", 0},
+                                  {"per_family_instance_index", 0}})
+      if (run.contains(key)) json_integer(run[key], where, key, lo, kMaxJsonCount);
+    if (run.contains("cpu_time")) json_number(run["cpu_time"], where, "cpu_time", 0, HUGE_VAL);
     if (run.contains("error_occurred") && !run["error_occurred"].is_boolean())
       throw std::invalid_argument(where + " ('" + name + "'): \"error_occurred\" is not true or false");
     if (run.value("error_occurred", false)) {

@@ -32,7 +32,9 @@ std::string benchmark_key(const std::string& name);
 // Other aggregates (mean, stddev, cv, BigO, RMS) and runs that reported an error are skipped.
 // Throws std::invalid_argument naming `path` when the file cannot be read, is not valid or
 // complete JSON (inputs/input_file.h: a regular file within the limit, no duplicate key), has
-// no "benchmarks" array, or a run lacks name, a finite real_time >= 0 or a known time_unit, or
+// no "benchmarks" array, or a run lacks name, a finite real_time >= 0 or a known time_unit, holds
+// a cpu_time that is not a finite number >= 0 or a count or index (repetitions, threads,
+// iterations, ...) that is not an integer in its range, or
 // a name or run_name that cannot name a benchmark in the report (empty, over 1024 characters, a
 // NUL) or an error_message that the report cannot hold.
 std::vector<BenchmarkData> read_benchmark_json(const std::string& path);

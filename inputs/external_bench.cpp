@@ -14,19 +14,6 @@ namespace {
 
 constexpr int64_t kMaxLayers = 1000;               // forge-model-step's --layers and --capacity limit
 constexpr int64_t kMaxBytes = int64_t(1) << 50;    // any byte count a measurement records
-constexpr int64_t kMaxCount = int64_t(1) << 50;    // parameters, tokens, steps
-
-// `v` as an integer in [lo, hi]; a float (1e300, 32.5), a string or a value out of range throws
-// naming the field.
-int64_t integer(const nlohmann::json& v, const std::string& who, const std::string& field, int64_t lo, int64_t hi) {
-  const bool in_range = v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(hi) && v.get<int64_t>() >= lo
-                        : v.is_number_integer() ? v.get<int64_t>() >= lo && v.get<int64_t>() <= hi
-                                                : false;
-  if (!in_range)
-    throw std::invalid_argument(who + ": \"" + field + "\" must be an integer in [" + std::to_string(lo) + ", " +
-                                std::to_string(hi) + "], got " + v.dump());
-  return v.get<int64_t>();
-}
 
 // `s` unless it is none of `known`.
 const std::string& one_of(const std::string& s, std::initializer_list<const char*> known, const std::string& who,
@@ -61,7 +48,7 @@ ModelBenchResult model_bench_fields(const nlohmann::json& doc, const std::string
   };
   auto count = [&](const char* key, int64_t fallback, int64_t lo, int64_t hi) -> int64_t {
     if (!doc.contains(key) || doc[key].is_null()) return fallback;
-    return integer(doc[key], who, key, lo, hi);
+    return json_integer(doc[key], who, key, lo, hi);
   };
   r.config = str("config", true);
   r.model = str("model", true);
@@ -91,23 +78,26 @@ ModelBenchResult model_bench_fields(const nlohmann::json& doc, const std::string
       throw std::invalid_argument(who + ": \"" + field + "\": " + why);
   if (const std::string why = name_problem(r.config); !why.empty())
     throw std::invalid_argument(who + ": \"config\" names the report's case (config.model): " + why);
-  r.batch = count("batch", 0, 0, kMaxCount);
-  r.seq = count("seq", 0, 0, kMaxCount);
-  r.steps = count("steps", 0, 0, kMaxCount);
-  r.warmup_steps = count("warmup_steps", 0, 0, kMaxCount);
-  r.params = count("params", 0, 0, kMaxCount);
-  r.fused_params = count("fused_params", 0, 0, kMaxCount);
+  r.batch = count("batch", 0, 0, kMaxJsonCount);
+  r.seq = count("seq", 0, 0, kMaxJsonCount);
+  r.steps = count("steps", 0, 0, kMaxJsonCount);
+  r.warmup_steps = count("warmup_steps", 0, 0, kMaxJsonCount);
+  r.params = count("params", 0, 0, kMaxJsonCount);
+  r.fused_params = count("fused_params", 0, 0, kMaxJsonCount);
   r.layers = count("layers", -1, 1, kMaxLayers);
   r.peak_bytes = num("peak_bytes", -1);
   r.median_ms = num("median_ms", -1);
-  if (doc.contains("step_ms") && doc["step_ms"].is_array())
-    for (const auto& v : doc["step_ms"]) {
-      if (!v.is_number() || v.get<double>() < 0)
-        throw std::invalid_argument(who + ": \"step_ms\" holds " + v.dump() + ", not a time >= 0");
-      r.step_ms.push_back(v.get<double>());
-    }
-  if (doc.contains("losses") && doc["losses"].is_array())
-    for (const auto& v : doc["losses"]) {
+  // Lists of measurements: a finished run's cannot be empty (it would pass for a run that timed
+  // nothing); a failed run keeps what it measured before it failed, maybe nothing.
+  const auto measured = [&](const char* key) -> const nlohmann::json* {
+    if (!doc.contains(key) || doc[key].is_null()) return nullptr;
+    return &json_list(doc[key], who, key, r.status == "ok" ? 1 : 0);
+  };
+  if (const nlohmann::json* times = measured("step_ms"))
+    for (size_t i = 0; i < times->size(); ++i)
+      r.step_ms.push_back(json_number((*times)[i], who, "step_ms[" + std::to_string(i) + "]", 0, HUGE_VAL));
+  if (const nlohmann::json* losses = measured("losses"))
+    for (const auto& v : *losses) {
       ++r.losses;
       r.nonfinite_losses += !(v.is_number() && std::isfinite(v.get<double>()));
     }
@@ -138,19 +128,19 @@ ModelStepRun read_model_step_json(const std::string& path) {
     if (!doc.contains(key) || doc[key].is_null()) throw std::invalid_argument(who + ": no \"" + key + "\"");
     return doc[key];
   };
-  const auto bytes = [&](const nlohmann::json& v, const std::string& field) { return integer(v, who, field, 0, kMaxBytes); };
+  const auto bytes = [&](const nlohmann::json& v, const std::string& field) { return json_integer(v, who, field, 0, kMaxBytes); };
   try {
     // Each of these picks which checks run: an unknown one would silently drop them.
     r.update = one_of(need("update").get<std::string>(), {"fused", "standard", "standard_cublas"}, who, "update");
     r.state = one_of(need("state").get<std::string>(), {"bf16", "fp32", "int8"}, who, "state");
     r.store = one_of(need("store").get<std::string>(), {"bf16_rne", "bf16_sr", "fp32_master"}, who, "store");
-    r.layers = integer(need("layers"), who, "layers", 1, kMaxLayers);
+    r.layers = json_integer(need("layers"), who, "layers", 1, kMaxLayers);
     r.common.layers = r.layers;
     r.tied = doc.value("tied", false);
     if (doc.contains("capacity_max_tried")) {
-      r.capacity_max_tried = integer(doc["capacity_max_tried"], who, "capacity_max_tried", 1, kMaxLayers);
+      r.capacity_max_tried = json_integer(doc["capacity_max_tried"], who, "capacity_max_tried", 1, kMaxLayers);
       if (r.common.status == "ok")
-        r.max_layers_fit = integer(need("max_layers_fit"), who, "max_layers_fit", 0, r.capacity_max_tried);
+        r.max_layers_fit = json_integer(need("max_layers_fit"), who, "max_layers_fit", 0, r.capacity_max_tried);
       return r;
     }
     if (r.common.status != "ok") return r;
@@ -167,7 +157,7 @@ ModelStepRun read_model_step_json(const std::string& path) {
       const std::string at = "timeline." + text(ph.at("name").get<std::string>(), "a timeline name") + ".";
       r.timeline.push_back({ph.at("name").get<std::string>(), bytes(ph.at("in_use"), at + "in_use"),
                             bytes(ph.at("peak"), at + "peak"),
-                            integer(ph.at("outside_pool"), who, at + "outside_pool", -kMaxBytes, kMaxBytes),
+                            json_integer(ph.at("outside_pool"), who, at + "outside_pool", -kMaxBytes, kMaxBytes),
                             ph.contains("tags") && ph["tags"].contains("gradients_unfused")
                                 ? bytes(ph["tags"]["gradients_unfused"], at + "tags.gradients_unfused")
                                 : 0});
@@ -179,7 +169,7 @@ ModelStepRun read_model_step_json(const std::string& path) {
     r.model_total = bytes(mm.at("total"), "memory_model.total");
     r.activation_bytes = bytes(mm.at("activation_bytes"), "memory_model.activation_bytes");
     if (doc.contains("outside_pool_bytes"))
-      r.outside_pool_bytes = integer(doc["outside_pool_bytes"], who, "outside_pool_bytes", -kMaxBytes, kMaxBytes);
+      r.outside_pool_bytes = json_integer(doc["outside_pool_bytes"], who, "outside_pool_bytes", -kMaxBytes, kMaxBytes);
     if (doc.contains("tied_gradient_bytes")) r.tied_gradient_bytes = bytes(doc["tied_gradient_bytes"], "tied_gradient_bytes");
     if (r.tied && r.tied_gradient_bytes < 0) throw std::invalid_argument(who + ": tied run without \"tied_gradient_bytes\"");
     for (const auto& d : need("dx_digests_step1")) r.dx_digests.push_back(d.get<std::string>());

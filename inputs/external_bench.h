@@ -26,7 +26,8 @@ struct ModelBenchResult {
 // within the input limit (inputs/input_file.h: duplicate keys and overflowing numbers refused),
 // lacks config, model or status (or status ok without peak_bytes and median_ms), names a model
 // other than llama8b, qwen14b or tiny, holds a count that is not an integer in its range
-// (layers 1..1000), holds text the report cannot take (a NUL; a config that cannot name the
+// (layers 1..1000), holds a step_ms that is not a list of times >= 0 (or an empty one in a run with
+// status ok), holds text the report cannot take (a NUL; a config that cannot name the
 // report's case config.model, e.g. with a '/'), or is forge-model-step's JSON (it has "update").
 ModelBenchResult read_model_bench_json(const std::string& path);
 

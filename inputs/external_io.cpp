@@ -484,6 +484,17 @@ CasesFile::CasesFile(std::string path) : path_(std::move(path)) {
     c.steps = attr_i64_in(path_, g, where, "steps", 1, kMaxCaseSteps);
     c.weight_dtype = attr_str(path_, g, where, "weight_dtype");
     c.state_dtype = attr_str(path_, g, where, "state_dtype");
+    // The storage types the case's datasets are read in, named here with their attribute:
+    // case_inputs would refuse them later without the file, the case or the attribute.
+    const auto storage = [&](const char* name, const std::string& value) {
+      try {
+        dtype_of_storage(value);
+      } catch (const ExternalFileError& e) {
+        fail(path_, where, std::string("attribute '") + name + "': " + e.what());
+      }
+    };
+    if (c.kind != "order_probe") storage("weight_dtype", c.weight_dtype);
+    if (c.kind == "adamw") storage("state_dtype", c.state_dtype);
     c.lr = attr_f64(path_, g, where, "lr");
     c.beta1 = attr_f64(path_, g, where, "beta1");
     c.beta2 = attr_f64(path_, g, where, "beta2");

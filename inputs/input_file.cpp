@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -53,6 +55,16 @@ std::string input_file_problem(const std::string& path, uint64_t max_bytes) {
   const int fd = open_checked(path, max_bytes, size, problem);
   if (fd >= 0) ::close(fd);
   return problem;
+}
+
+std::optional<InputFileId> input_file_id(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  const bool ok = ::fstat(fd, &st) == 0;
+  ::close(fd);
+  if (!ok) return std::nullopt;
+  return InputFileId{st.st_dev, st.st_ino};
 }
 
 std::string read_input_text(const std::string& path, const std::string& who, uint64_t max_bytes) {
@@ -113,6 +125,48 @@ nlohmann::json read_json_input(const std::string& path, const std::string& who) 
   if (!duplicate.empty())
     throw std::invalid_argument(who + ": key \"" + duplicate + "\" appears twice in one object (which one counts?)");
   return doc;
+}
+
+namespace {
+
+// A bound for a message: "1e+300", "-1", "0".
+std::string bound_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+}  // namespace
+
+int64_t json_integer(const nlohmann::json& v, const std::string& who, const std::string& field, int64_t lo,
+                     int64_t hi) {
+  const bool in_range = v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(hi) && v.get<int64_t>() >= lo
+                        : v.is_number_integer() ? v.get<int64_t>() >= lo && v.get<int64_t>() <= hi
+                                                : false;
+  if (!in_range)
+    throw std::invalid_argument(who + ": \"" + field + "\" must be an integer in [" + std::to_string(lo) + ", " +
+                                std::to_string(hi) + "], got " + v.dump());
+  return v.get<int64_t>();
+}
+
+double json_number(const nlohmann::json& v, const std::string& who, const std::string& field, double lo, double hi) {
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < lo || v.get<double>() > hi)
+    throw std::invalid_argument(who + ": \"" + field + "\" must be a finite number " +
+                                (std::isinf(hi) ? ">= " + bound_text(lo)
+                                                : "in [" + bound_text(lo) + ", " + bound_text(hi) + "]") +
+                                ", got " + v.dump());
+  return v.get<double>();
+}
+
+const nlohmann::json& json_list(const nlohmann::json& v, const std::string& who, const std::string& field,
+                                size_t min_items) {
+  if (!v.is_array() || v.size() < min_items)
+    throw std::invalid_argument(who + ": \"" + field + "\" must be a list" +
+                                (min_items == 0   ? ""
+                                 : min_items == 1 ? " of at least one value"
+                                                  : " of at least " + std::to_string(min_items) + " values") + ", got " +
+                                v.dump());
+  return v;
 }
 
 }  // namespace fh

@@ -1,11 +1,40 @@
 // inputs/run_inputs.h.
 #include "inputs/run_inputs.h"
 
+#include <optional>
 #include <stdexcept>
+
+#include "inputs/input_file.h"
 
 namespace fh {
 
+namespace {
+
+// Throws naming both spellings when two of `paths` lead to one file (device and inode of the
+// opened files, as the output path policy compares them): the same results file twice judged
+// every case twice, and the claim threw "duplicate case" after the run had started.
+void refuse_repeated(const std::string& option, const std::vector<std::string>& paths) {
+  std::vector<std::pair<InputFileId, const std::string*>> seen;
+  for (const std::string& p : paths) {
+    const std::optional<InputFileId> id = input_file_id(p);
+    if (!id) continue;  // its reader names why it cannot be opened
+    for (const auto& [other, spelling] : seen)
+      if (other == *id)
+        throw std::invalid_argument(option + " '" + *spelling + "' and " + option + " '" + p +
+                                    "' are the same file; give each file once");
+    seen.emplace_back(*id, &p);
+  }
+}
+
+}  // namespace
+
 RunInputs read_run_inputs(const RunInputPaths& paths) {
+  for (const auto& [option, files] : {std::pair<const char*, const std::vector<std::string>*>{
+                                          "--external", &paths.external_results},
+                                      {"--external-model", &paths.external_model},
+                                      {"--model-step", &paths.model_step},
+                                      {"--external-timing", &paths.external_timing}})
+    refuse_repeated(option, *files);
   RunInputs in;
   for (const auto& f : paths.external_model) in.model_runs.push_back(read_model_bench_json(f));
   for (const auto& f : paths.model_step) in.model_steps.push_back(read_model_step_json(f));

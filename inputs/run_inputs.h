@@ -45,7 +45,8 @@ struct RunInputs {
   std::vector<BenchmarkData> benchmarks;      // --bench-json; empty when not given
 };
 
-// Reads and validates every file `paths` names. Throws std::invalid_argument naming the file
+// Reads and validates every file `paths` names; one file given twice to the same option (by any
+// spelling or link: device and inode) is refused before any is read. Throws std::invalid_argument naming the file
 // and the field of the first bad one (the external producer's files prefixed "external
 // producer: ", the benchmarks "--bench-json: "); nothing is kept of a run with a bad input.
 RunInputs read_run_inputs(const RunInputPaths& paths);

@@ -121,11 +121,19 @@ TEST(ForgeVerifyCli, NumericOptionsAreRangeChecked) {
       {"--hyper eps=1e-400", "--hyper eps: '1e-400' is out of range (it underflows to 0"},
       {"--hyper lr=0.1x", "--hyper lr: not a number: '0.1x'"},
       {"--hyper lr=", "--hyper lr: not a number: ''"},
-      // An empty list names its option.
-      {"--rule ''", "--rule: empty list ''"},
+      // An empty list, or an empty element of one (dropped, it made the run audit less than the
+      // user typed), names its option.
       {"--format ,", "--format: empty list ','"},
-      {"--store ''", "--store: empty list ''"},
-      {"--claim ''", "--claim: empty list ''"},
+      {"--rule adamw,,lion", "--rule: empty element in list 'adamw,,lion'"},
+      {"--rule adamw,", "--rule: empty element in list 'adamw,'"},
+      {"--format fp32,,bf16", "--format: empty element in list 'fp32,,bf16'"},
+      {"--claim ,sr_exact_mean", "--claim: empty element in list ',sr_exact_mean'"},
+      // An empty value is no value: "--report ''" took the default name and wrote a report.
+      {"--rule ''", "--rule: empty value"},
+      {"--store ''", "--store: empty value"},
+      {"--claim ''", "--claim: empty value"},
+      {"--bench-json ''", "--bench-json: empty value"},
+      {"--report ''", "--report: empty value"},
   };
   for (const auto& c : cases) {
     // Each was refused at once; the time limit keeps one that runs on (as some did) from

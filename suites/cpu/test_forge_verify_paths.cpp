@@ -9,6 +9,7 @@
 // - item 7: an internal error (out of memory, a failed report write) exits 3, not 1.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <hdf5.h>
 
 #include <algorithm>
 #include <signal.h>
@@ -28,6 +29,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "inputs/external_io.h"
@@ -534,6 +536,151 @@ TEST_F(ForgeVerifyPaths, ModelStepOutIsCheckedBeforeAnyGpuWork) {
   EXPECT_EQ(help.out.rfind("usage: forge-model-step", 0), 0u) << help.out;
   EXPECT_NE(help.out.find("--force"), std::string::npos) << help.out;
   EXPECT_TRUE(help.err.empty()) << help.err;
+}
+
+// A cases file and a results file that answers it (the probe failed: enough to be judged).
+void write_cases_and_results(const std::string& cases, const std::string& results) {
+  fh::write_external_cases(cases, "ci", 1, "test");
+  const fh::ext::CasesFile cf(cases);
+  fh::ext::write_results_file(results, {cf.header().cases_id, "planted", "planted_path", "fused", {}, {}},
+                              {{cf.cases()[0].id, "failed", "launch failed", "", {}}});
+}
+
+// The same results file given twice to --external, also through a symlink or a hard link, judged
+// every case twice: the claim threw "duplicate case" after the run started (exit 3, a report
+// written). Refused at the door now, both spellings named, compared by device and inode.
+TEST_F(ForgeVerifyPaths, TheSameResultsFileTwiceIsBadInput) {
+  write_cases_and_results((dir_ / "ci.h5").string(), (dir_ / "res.h5").string());
+  fs::create_symlink(dir_ / "res.h5", dir_ / "link.h5");
+  fs::create_hard_link(dir_ / "res.h5", dir_ / "hard.h5");
+  for (const char* second : {"res.h5", "link.h5", "hard.h5", "./res.h5"}) {
+    const RunResult r = verify(std::string("--external res.h5 --external ") + second + " --external-cases ci.h5 --report r.h5");
+    expect_refused(r, second, std::string("--external 'res.h5' and --external '") + second + "' are the same file");
+  }
+  EXPECT_EQ(names(), (std::set<std::string>{"ci.h5", "res.h5", "link.h5", "hard.h5"}));
+}
+
+// An unknown storage dtype in the cases file was refused without the file, the case or the
+// attribute ("external producer: unknown storage dtype 'fp16'"). Now all three are named.
+TEST_F(ForgeVerifyPaths, AnUnknownStorageDtypeNamesTheFileTheCaseAndTheAttribute) {
+  const std::string results = (dir_ / "res.h5").string();
+  for (const auto& [attribute, value] : {std::pair<const char*, const char*>{"weight_dtype", "fp16"}, {"state_dtype", "bogus"}}) {
+    const std::string cases = (dir_ / "ci.h5").string();
+    fs::remove(cases);
+    fs::remove(results);
+    write_cases_and_results(cases, results);
+    std::string id;
+    for (const fh::ext::CaseSpec& c : fh::ext::CasesFile(cases).cases())
+      if (c.kind == "adamw") id = c.id;
+    ASSERT_FALSE(id.empty()) << "the ci set has no adamw case";
+    {  // the producer's edit: the attribute rewritten in place, with its own (string) type
+      const hid_t f = H5Fopen(cases.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+      const hid_t a = H5Aopen_by_name(f, ("/cases/" + id).c_str(), attribute, H5P_DEFAULT, H5P_DEFAULT);
+      const hid_t t = H5Aget_type(a);
+      ASSERT_GE(H5Awrite(a, t, &value), 0) << attribute;
+      H5Tclose(t);
+      H5Aclose(a);
+      H5Fclose(f);
+    }
+    const RunResult r = verify("--external " + results + " --external-cases " + cases + " --report r.h5");
+    expect_refused(r, attribute, "'" + cases + "' /cases/" + id + ": attribute '" + attribute +
+                                     "': unknown storage dtype '" + value + "'");
+    EXPECT_EQ(names(), (std::set<std::string>{"ci.h5", "res.h5"})) << attribute;
+  }
+}
+
+// external-cases checked its OUT only for an existing file, then built the cases and failed to
+// write them (exit 3). The report path policy now runs first: exit 2, nothing built or written.
+TEST_F(ForgeVerifyPaths, ExternalCasesOutIsCheckedBeforeTheCasesAreBuilt) {
+  { std::ofstream(dir_ / "kept.h5") << "a cases file the user keeps"; }
+  fs::create_directories(dir_ / "ro");
+  fs::permissions(dir_ / "ro", fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                                   fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  std::vector<std::tuple<std::string, std::string, std::string>> bad = {
+      {"no/new.h5", "", "OUT: report directory 'no' does not exist"},
+      {"ro", "", "OUT: report path 'ro' is a directory"},
+  };
+  // A read-only folder binds root only without CAP_DAC_OVERRIDE (as scripts/test_script_inputs.sh).
+  const std::string drop = "setpriv --bounding-set=-dac_override,-dac_read_search,-fowner";
+  if (::geteuid() != 0) bad.emplace_back("ro/new.h5", "", "OUT: report directory 'ro' does not take the report");
+  else if (std::system((drop + " true 2>/dev/null").c_str()) == 0)
+    bad.emplace_back("ro/new.h5", drop, "OUT: report directory 'ro' does not take the report");
+  else std::fprintf(stderr, "NOT RUN: the read-only folder (root, and setpriv cannot drop CAP_DAC_OVERRIDE)\n");
+  for (const auto& [out, prefix, message] : bad) {
+    const RunResult r = verify("external-cases --set ci --force " + out, prefix);
+    EXPECT_EQ(r.status, 2) << out << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("forge-verify external-cases: " + message, 0), 0u) << out << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << out << ": " << r.out;
+  }
+  const RunResult no_force = verify("external-cases --set ci kept.h5");
+  EXPECT_EQ(no_force.status, 2) << no_force.err;
+  EXPECT_NE(no_force.err.find("'kept.h5' already exists"), std::string::npos) << no_force.err;
+  EXPECT_EQ(slurp(dir_ / "kept.h5"), "a cases file the user keeps");
+  EXPECT_TRUE(fs::is_empty(dir_ / "ro"));
+  EXPECT_EQ(names(), (std::set<std::string>{"kept.h5", "ro"}));
+}
+
+// A Google Benchmark run as --bench-json and --external-timing read it.
+std::string bench_json(const std::string& repetitions, const std::string& cpu_time) {
+  return "{\"benchmarks\": [{\"name\": \"forge/torch_reference/64x64x16\", \"run_type\": "
+         "\"iteration\", \"repetitions\": " + repetitions + ", \"repetition_index\": 0, \"threads\": 1, "
+         "\"iterations\": 1, \"real_time\": 200.0, \"cpu_time\": " + cpu_time + ", \"time_unit\": \"us\"}]}";
+}
+
+// A finished forge-model-step run as suites/cpu/test_model_step_figures.cpp judges it; `step_ms`
+// its step times.
+std::string model_step_json(const std::string& step_ms) {
+  return "{\"config\": \"harness_fused_bf16\", \"model\": \"llama31_8b\", \"status\": \"ok\", \"batch\": 1, \"seq\": 512, "
+         "\"steps\": 4, \"warmup_steps\": 2, \"dtype\": \"bf16\", \"update\": \"fused\", \"state\": \"bf16\", \"store\": "
+         "\"bf16_rne\", \"layers\": 32, \"tied\": false, \"params\": 8030261248, \"fused_params\": 7000000000, "
+         "\"peak_bytes\": 54000000000, \"median_ms\": 100, \"step_ms\": " + step_ms + ", \"losses\": [11.9, 11.8, 11.7, "
+         "11.6], \"tag_peaks\": {\"weights\": 1, \"gradients\": 0}, \"timeline\": [{\"name\": \"start\", \"in_use\": 1, "
+         "\"peak\": 1, \"outside_pool\": 5}, {\"name\": \"step\", \"in_use\": 1, \"peak\": 2, \"outside_pool\": 5}], "
+         "\"memory_model\": {\"terms\": [{\"name\": \"weights\", \"bytes\": 53500000000}, {\"name\": "
+         "\"gradients_not_fusable\", \"bytes\": 1500000000}], \"total\": 55000000000, \"activation_bytes\": 7}, "
+         "\"dx_digests_step1\": [\"01\", \"02\"], \"weight_digests\": [\"00000000000000aa\"], \"state_digests\": [\"03\"]}";
+}
+
+// Values the measurement readers took (exit 0, a report written): a negative cpu_time or
+// repetitions in Google Benchmark's JSON, an empty step_ms of a finished run. Each is refused
+// naming the file and the field; the same file with valid values is judged (so each refusal is
+// the field's, not the file's).
+TEST_F(ForgeVerifyPaths, MeasurementsOutOfRangeOrEmptyAreBadInput) {
+  struct Case {
+    std::string option, bad, good, message;
+  };
+  const std::string bench = "benchmark JSON 'in.json': benchmarks[0]: ";
+  const Case cases[] = {
+      {"--bench-json", bench_json("1", "-1.0"), bench_json("1", "180.0"), bench + "\"cpu_time\" must be a finite number >= 0, got -1.0"},
+      {"--bench-json", bench_json("-3", "180.0"), bench_json("1", "180.0"), bench + "\"repetitions\" must be an integer in [1, "},
+      {"--external-timing", bench_json("1", "-1.0"), bench_json("1", "180.0"), bench + "\"cpu_time\" must be a finite number >= 0"},
+      {"--external-timing", bench_json("-3", "180.0"), bench_json("1", "180.0"), bench + "\"repetitions\" must be an integer in [1, "},
+      {"--model-step", model_step_json("[]"), model_step_json("[1, 1, 1, 1]"),
+       "model step JSON 'in.json': \"step_ms\" must be a list of at least one value, got []"},
+      {"--external-model", std::string(kModelJson).substr(0, sizeof kModelJson - 2) + ", \"step_ms\": []}",
+       std::string(kModelJson).substr(0, sizeof kModelJson - 2) + ", \"step_ms\": [1.5]}",
+       "model bench JSON 'in.json': \"step_ms\" must be a list of at least one value, got []"},
+  };
+  for (const Case& c : cases) {
+    // --bench-json is read by no claim: a quick one keeps the control short.
+    const std::string args = c.option + " in.json" + (c.option == "--bench-json" ? std::string(" ") + kQuick : "");
+    { std::ofstream(dir_ / "in.json") << c.bad; }
+    expect_refused(verify(args + " --report r.h5", "timeout 120"), c.option + " " + c.bad, c.message);
+    EXPECT_EQ(names(), (std::set<std::string>{"in.json"})) << c.option << " " << c.bad;
+    { std::ofstream(dir_ / "in.json") << c.good; }
+    const RunResult good = verify(args + " --quiet --report r.h5", "timeout 120");
+    EXPECT_TRUE(good.status == 0 || good.status == 1) << c.option << " " << c.good << ": " << good.err;
+    fs::remove(dir_ / "r.h5");
+  }
+}
+
+// "--report ''" ran and wrote a default-named report: an empty value is refused like a missing
+// one, before any work, for every option that takes a value.
+TEST_F(ForgeVerifyPaths, AnEmptyOptionValueWritesNothing) {
+  for (const char* option : {"--report", "--json", "--junit", "--bench-json", "--external-timing"}) {
+    expect_refused(verify(std::string(kQuick) + " " + option + " ''"), option, std::string(option) + ": empty value");
+    EXPECT_TRUE(names().empty()) << option;
+  }
 }
 
 }  // namespace

@@ -1,13 +1,13 @@
 // forge-verify external-cases (external_cases_main.h).
 #include "suites/forge_verify/external_cases_main.h"
 
-#include <sys/stat.h>
-
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
+#include "reports/report.h"
 #include "suites/claims/external_common.h"
 
 namespace fh {
@@ -57,10 +57,12 @@ int run_external_cases(int argc, char** argv, const std::string& revision) {
     std::fprintf(stderr, "forge-verify external-cases: no output file\n%s", kUsage);
     return 2;
   }
-  struct stat st;
-  if (::lstat(out.c_str(), &st) == 0 && (!force || !S_ISREG(st.st_mode))) {
-    std::fprintf(stderr, "forge-verify external-cases: '%s' exists%s\n", out.c_str(),
-                 S_ISREG(st.st_mode) ? " (--force replaces a regular file)" : " and is not a regular file");
+  // The shared output policy, before the cases are built (the forge set is about 1.2 GB): a
+  // missing or read-only folder is bad input, refused before the work instead of failing after it.
+  try {
+    check_output_path("forge-verify external-cases", out, WriteOptions{.replace_existing = force});
+  } catch (const ReportPathError& e) {
+    std::fprintf(stderr, "forge-verify external-cases: OUT: %s\n", e.what());
     return 2;
   }
   try {

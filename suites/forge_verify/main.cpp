@@ -193,12 +193,24 @@ std::string help_text() {
   return h;
 }
 
+// `s` cut at every `sep`, empty parts kept ("a,,b" is three parts, "a," two).
+std::vector<std::string> split_at(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  for (size_t start = 0;;) {
+    const size_t at = s.find(sep, start);
+    parts.push_back(s.substr(start, at == std::string::npos ? std::string::npos : at - start));
+    if (at == std::string::npos) return parts;
+    start = at + 1;
+  }
+}
+
+// A comma-separated option value. An empty element is a slip ("adamw,,lion", "adamw,"), refused
+// rather than dropped: the run would audit less than the user typed.
 std::vector<std::string> split_list(const std::string& s, const std::string& option) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  if (out.empty()) throw UsageError(option + ": empty list '" + s + "'");
+  const std::vector<std::string> out = split_at(s, ',');
+  const auto empty = [](const std::string& item) { return item.empty(); };
+  if (std::all_of(out.begin(), out.end(), empty)) throw UsageError(option + ": empty list '" + s + "'");
+  if (std::any_of(out.begin(), out.end(), empty)) throw UsageError(option + ": empty element in list '" + s + "'");
   return out;
 }
 
@@ -227,13 +239,7 @@ uint64_t parse_unsigned(const std::string& s, const std::string& what, uint64_t 
 // --shape OUTxINxT: exactly three parts, each a positive integer in range, the product checked
 // in 64 bits (OUT, IN < 2^31, so OUT*IN < 2^62 cannot overflow).
 void parse_shape(const std::string& v, VerifyConfig& cfg) {
-  std::vector<std::string> parts;
-  for (size_t start = 0;;) {
-    const size_t x = v.find('x', start);
-    parts.push_back(v.substr(start, x == std::string::npos ? std::string::npos : x - start));
-    if (x == std::string::npos) break;
-    start = x + 1;
-  }
+  const std::vector<std::string> parts = split_at(v, 'x');
   if (parts.size() != 3 || std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); }))
     throw UsageError("--shape wants OUTxINxT (three positive integers joined by 'x'), got '" + v + "'");
   const uint64_t out = parse_unsigned(parts[0], "--shape OUT", 1, kDimMax);
@@ -284,6 +290,8 @@ VerifyConfig parse_args(int argc, char** argv, RunOptions& run) {
     // A following option is not a value: "--steps --report x" is a missing value, not "--report".
     if (i + 1 >= argc || std::strncmp(argv[i + 1], "--", 2) == 0)
       throw UsageError(std::string(argv[i]) + " needs a value");
+    // Nor is an empty one: "--report ''" took the default name, "--bench-json ''" read nothing.
+    if (argv[i + 1][0] == '\0') throw UsageError(std::string(argv[i]) + ": empty value");
     return argv[++i];
   };
   for (int i = 1; i < argc; ++i) {
