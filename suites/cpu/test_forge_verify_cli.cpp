@@ -74,7 +74,7 @@ TEST(ForgeVerifyCli, BadInputIsRefusedWithoutAReport) {
   EXPECT_FALSE(fs::exists("/nonexistent_dir_fh"));
 }
 
-// Issue 15 item 4: every numeric option has a documented range, checked before any work with
+// Every numeric option has a documented range, checked before any work with
 // overflow-safe arithmetic, and a message that names the option, the value and the range. Each
 // of these was taken (a truncated or overflowed value), ran without end, or ended in bad_alloc.
 TEST(ForgeVerifyCli, NumericOptionsAreRangeChecked) {
@@ -195,7 +195,7 @@ TEST(ForgeVerifyCli, SmallRunWritesAValidReport) {
   EXPECT_EQ(two->cases.size(), 2u * 2u * 2u);
   EXPECT_NE(data.find_case("two_phase_exact_vs_seq", "lion.int8.bf16_sr"), nullptr);
   EXPECT_NE(data.find_claim("prop1_twin"), nullptr);
-  // Issue 5's low-precision fidelity claims, with their curves.
+  // The low-precision fidelity claims, with their curves.
   for (const char* claim : {"prop4_int8", "sr_statistics", "stagnation", "gradient_fidelity"}) {
     const fh::ClaimData* c = data.find_claim(claim);
     ASSERT_NE(c, nullptr) << claim;

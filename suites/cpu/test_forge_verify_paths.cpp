@@ -1,12 +1,12 @@
-// forge-verify's report path, concurrency and exit codes (issue 15 items 3, 5, 6, 7), through
+// forge-verify's report path, concurrency and exit codes, through
 // the real binary, and the report path policy of Report::write (reports/report.h) in-process:
-// - item 3: a report replaces nothing but a regular file (never a device node, FIFO, socket,
+// - a report replaces nothing but a regular file (never a device node, FIFO, socket,
 //   directory or symlink), and an existing regular file only with --force;
-// - item 5: two runs in one folder never lose a report (unique default names, and a rename that
+// - two runs in one folder never lose a report (unique default names, and a rename that
 //   never replaces a file that appeared meanwhile);
-// - item 6: everything about the report path is checked before the first claim runs, and stale
+// - everything about the report path is checked before the first claim runs, and stale
 //   temporary files are cleaned;
-// - item 7: an internal error (out of memory, a failed report write) exits 3, not 1.
+// - an internal error (out of memory, a failed report write) exits 3, not 1.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -108,7 +108,7 @@ void expect_refused(const RunResult& r, const std::string& what, const std::stri
   EXPECT_TRUE(r.out.empty()) << what << " printed a table: " << r.out;
 }
 
-// ---- item 3: what a report may replace -------------------------------------------------------
+// ---- what a report may replace --------------------------------------------------------------
 
 TEST_F(ForgeVerifyPaths, CharacterDeviceIsNeverReplaced) {
   if (::geteuid() != 0) GTEST_SKIP() << "mknod needs root; the device-node case is not checked here";
@@ -203,7 +203,7 @@ TEST_F(ForgeVerifyPaths, WriteRefusesNonRegularTargets) {
   EXPECT_EQ(names(), (std::set<std::string>{"fifo", "link"}));
 }
 
-// ---- item 5: concurrent runs -------------------------------------------------------------------
+// ---- concurrent runs --------------------------------------------------------------------------
 
 // Two runs started together in one folder with the default name (the same second, as a rule):
 // two reports, each under the name its run printed.
@@ -325,7 +325,7 @@ TEST_F(ForgeVerifyPaths, ReportAppearingDuringTheRunIsKept) {
   EXPECT_EQ(names(), (std::set<std::string>{"r.h5", "run.err", "run.out"})) << "temporary file left behind";
 }
 
-// ---- item 6: everything about the report path, before the first claim ------------------------
+// ---- everything about the report path, before the first claim -------------------------------
 
 TEST_F(ForgeVerifyPaths, LongNamesAreRefusedBeforeTheRun) {
   // 250 bytes fit NAME_MAX (255), but its temporary name (".tmp.<pid>" more) does not.
@@ -372,11 +372,12 @@ TEST_F(ForgeVerifyPaths, StaleTemporariesAreRemoved) {
   EXPECT_EQ(names(), (std::set<std::string>{"r.h5", live, other, not_pid, stale_link}));
 }
 
-// ---- item 7: exit codes ------------------------------------------------------------------------
+// ---- exit codes -------------------------------------------------------------------------------
 
 // Out of memory during the run (a shape inside the documented ranges, under an address-space
 // limit) is an internal error: exit 3, not 1 as a failed check. It happens inside a claim, so it
-// is that claim's `error` verdict (issue 19's isolation) and the report is still written.
+// is that claim's `error` verdict (one claim's failure never stops the others) and the report
+// is still written.
 TEST_F(ForgeVerifyPaths, OutOfMemoryIsAnInternalError) {
   const RunResult r = verify("--claim two_phase_exact_vs_seq --rule sgd --format fp32 --store fp32_master "
                              "--shape 8192x8192x1048576 --steps 1 --quiet --report r.h5",
