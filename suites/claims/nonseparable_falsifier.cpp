@@ -125,9 +125,10 @@ std::vector<NsMapCase> run_nonseparable_map_cases(const NonseparableMapConfig& c
     const TwinShapeCase& shape = cfg.shapes[si];
     if (shape.tile_rows >= shape.out && shape.tile_cols >= shape.in)
       throw std::invalid_argument("run_nonseparable_map_cases: each shape must have more than one tile");
-    const LayerInputs inp = make_shape_inputs(mix_seed(cfg.seed, 41, si), shape, cfg.steps);
+    const LayerInputs inp = make_shape_inputs(stream_seed(cfg.seed, "nonseparable_falsifier/map_inputs", si), shape, cfg.steps);
     const TwinSchedule sched = schedule_for(shape, TileVisitOrder::row_major, 0, cfg.twin_defects);
-    const TwinSchedule shuffled = schedule_for(shape, TileVisitOrder::random, mix_seed(cfg.seed, 42, si), cfg.twin_defects);
+    const TwinSchedule shuffled = schedule_for(shape, TileVisitOrder::random,
+                                                 stream_seed(cfg.seed, "nonseparable_falsifier/map_tile_order", si), cfg.twin_defects);
     const NsGrid grid = NsGrid::whole(shape.out, shape.in, shape.tile_rows, shape.tile_cols);
     const TileShape tile{shape.tile_rows, shape.tile_cols};
     const int64_t T = shape.T;

@@ -41,7 +41,7 @@ uint64_t suite_seed() {
   return seed;
 }
 // The seed of sub-stream k.
-uint64_t seed_for(uint64_t k) { return mix_seed(suite_seed(), k); }
+uint64_t seed_for(uint64_t k) { return stream_seed(suite_seed(), "test_model_kernels_host/cases", k); }
 
 // One tolerance rule for every comparison: got within bound of want; counts the elements that are
 // not, keeps the worst |got - want| / bound and the first fault, and prints itself.

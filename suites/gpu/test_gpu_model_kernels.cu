@@ -41,7 +41,7 @@ uint64_t suite_seed() {
   static const uint64_t seed = announce_seed("test_gpu_model_kernels", 0x6770756d6b65726eull);
   return seed;
 }
-uint64_t seed_for(uint64_t k) { return mix_seed(suite_seed(), k); }
+uint64_t seed_for(uint64_t k) { return stream_seed(suite_seed(), "test_gpu_model_kernels/cases", k); }
 
 const ref::CorrectlyRoundedFns kCorrectlyRounded;
 
