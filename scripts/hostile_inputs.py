@@ -731,7 +731,7 @@ def page_cases(s):
         s.add(sv, "not HDF5", run(bp(s, "text.h5"), os.path.join(d, "new." + ext[script])), d, ["text.h5"])
         d = s.folder()
         s.add(sv, "a cases file, not a report", run(bp(s, "cases.h5"), os.path.join(d, "new." + ext[script])), d, ["cases.h5"])
-        for label, val in (("schema 3", np.int64(3)), ("schema a string", "2"), ("schema -1", np.int64(-1))):
+        for label, val in (("schema 4 (newer)", np.int64(4)), ("schema a string", "2"), ("schema -1", np.int64(-1))):
             d = s.folder()
             p = h5copy_edit(R, os.path.join(d, "rep.h5"), lambda f, v=val: f.attrs.__setitem__("schema_version", v))
             s.add(sv, label, run(p, os.path.join(d, "new." + ext[script])), d, ["rep.h5"])

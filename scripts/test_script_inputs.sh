@@ -2,7 +2,7 @@
 # CTest script_inputs: the scripts' door, with no build and no GPU. Each of render_summary.py,
 # render_audit.py, render_memory_timeline.py and render_fidelity.py gets one case per class of bad
 # input (a missing file, a folder, a FIFO, not HDF5, an HDF5 file that is not a report, a report of
-# schema 3) and of refused output (a folder, a symlink, a FIFO, a device, an existing file without
+# schema 4, newer than the scripts read) and of refused output (a folder, a symlink, a FIFO, a device, an existing file without
 # --force, the same file as an input, a read-only folder); each must exit 2 with one line on
 # stderr naming the file, no traceback, and leave every file as it was (no output, no temporary,
 # nothing replaced). render_summary.py must keep a file it did not write in a page it wrote.
@@ -49,7 +49,7 @@ def report(path, schema):
         h.attrs["verdict"] = "pass"
         h.create_group("data")["err_over_bound_hist"] = np.arange(21, dtype=np.float64)
 report(d + "/good.h5", 2)
-report(d + "/schema3.h5", 3)
+report(d + "/schema4.h5", 4)
 with h5py.File(d + "/notreport.h5", "w") as f:
     f.create_group("something")
 EOF
@@ -98,7 +98,7 @@ for s in summary audit timeline fidelity; do
   refused "a FIFO" "$T/in/fifo.h5" "$s" "$T/in/fifo.h5" "$out"
   refused "not HDF5" "$T/in/text.h5" "$s" "$T/in/text.h5" "$out"
   refused "HDF5, not a report" "$T/in/notreport.h5" "$s" "$T/in/notreport.h5" "$out"
-  refused "schema 3" "$T/in/schema3.h5" "$s" "$T/in/schema3.h5" "$out"
+  refused "schema 4" "$T/in/schema4.h5" "$s" "$T/in/schema4.h5" "$out"
 done
 
 # ---- refused outputs ----

@@ -571,16 +571,26 @@ TEST_F(ForgeVerifyPaths, AnUnknownStorageDtypeNamesTheFileTheCaseAndTheAttribute
     fs::remove(results);
     write_cases_and_results(cases, results);
     std::string id;
-    for (const fh::ext::CaseSpec& c : fh::ext::CasesFile(cases).cases())
-      if (c.kind == "adamw") id = c.id;
+    {  // the file named, so that the cases it returns outlive the loop
+      const fh::ext::CasesFile file(cases);
+      for (const fh::ext::CaseSpec& c : file.cases())
+        if (c.kind == "adamw") id = c.id;
+    }
     ASSERT_FALSE(id.empty()) << "the ci set has no adamw case";
-    {  // the producer's edit: the attribute rewritten in place, with its own (string) type
+    {  // the producer's edit: the attribute replaced by another UTF-8 string
       const hid_t f = H5Fopen(cases.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-      const hid_t a = H5Aopen_by_name(f, ("/cases/" + id).c_str(), attribute, H5P_DEFAULT, H5P_DEFAULT);
-      const hid_t t = H5Aget_type(a);
+      const hid_t g = H5Gopen2(f, ("/cases/" + id).c_str(), H5P_DEFAULT);
+      ASSERT_GE(H5Adelete(g, attribute), 0) << attribute;
+      const hid_t t = H5Tcopy(H5T_C_S1);
+      H5Tset_size(t, H5T_VARIABLE);
+      H5Tset_cset(t, H5T_CSET_UTF8);
+      const hid_t sp = H5Screate(H5S_SCALAR);
+      const hid_t a = H5Acreate2(g, attribute, t, sp, H5P_DEFAULT, H5P_DEFAULT);
       ASSERT_GE(H5Awrite(a, t, &value), 0) << attribute;
-      H5Tclose(t);
       H5Aclose(a);
+      H5Sclose(sp);
+      H5Tclose(t);
+      H5Gclose(g);
       H5Fclose(f);
     }
     const RunResult r = verify("--external " + results + " --external-cases " + cases + " --report r.h5");
