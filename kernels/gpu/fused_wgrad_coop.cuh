@@ -165,14 +165,6 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   const int consumer = wg - 1, ctid = threadIdx.x - 128, cwarp = (ctid >> 5) & 3;
   const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
   const FragCoord first = epilogue_quad<Piece>(ctid, 0);
-  // A whole piece's first Piece::kEarlyPrefetchPasses epilogue passes, prefetched into L2 ahead of
-  // its loads.
-  auto prefetch_first_passes = [&](int64_t po0, int64_t i0) {
-    const int64_t idx_first = (po0 + first.row) * pv.cols + (i0 + first.col);
-#pragma unroll
-    for (int j = 0; j < Piece::kEarlyPrefetchPasses; ++j)
-      prefetch_quad_lines<Rule, SF, WS>(pv, idx_first + j * int64_t(Piece::kQuadRowsPerPass) * pv.cols);
-  };
   float acc[32][4];
   int64_t seq = 0;  // the block-wide index of the tile's first chunk
   for (int64_t u = blockIdx.x; u < tiles; u += gridDim.x, seq += nchunks) {
@@ -191,8 +183,8 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
       const int64_t n = seq + c;
       const int slot = int(n % S);
       mbar_wait(full + slot, uint32_t(n / S) & 1u);
-      if (whole[0] && c == (nchunks > kFusedEarlyPrefetchChunks ? nchunks - kFusedEarlyPrefetchChunks : 0))
-        prefetch_first_passes(o0, i0);
+      if (whole[0] && early_prefetch_chunk(c, nchunks))
+        prefetch_first_passes<Piece, Rule, SF, WS>(pv, first, o0, i0);
       const unsigned char* sA = ring + size_t(slot) * Cfg::kSlotBytes;
       const unsigned char* sB = sA + Cfg::kABytes;
       const int ksteps = chunk_ksteps(a.T, c * Cfg::TK, Cfg::kKSteps);
@@ -215,7 +207,8 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
 #pragma unroll
     for (int p = 0; p < Cfg::kPieces; ++p) {
       const int64_t po0 = o0 + int64_t(p) * Piece::TR;
-      if (p + 1 < Cfg::kPieces && whole[p + 1]) prefetch_first_passes(po0 + Piece::TR, i0);
+      if (p + 1 < Cfg::kPieces && whole[p + 1])
+        prefetch_first_passes<Piece, Rule, SF, WS>(pv, first, po0 + Piece::TR, i0);
       if (consumer == p * Piece::TR / 64) coop_park_piece(sG, acc, cwarp, lane, p * Piece::TR - 64 * consumer);
       coop_consumers_barrier();
       if (whole[p])

@@ -318,14 +318,6 @@ __global__ void __launch_bounds__(Ring::kThreads, 1)
     float* sG = gbuf + consumer * Ring::kGBufFloats;
     const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
     const FragCoord first = epilogue_quad<Half>(ctid, 0);
-    // A whole half tile's first Half::kEarlyPrefetchPasses epilogue passes, prefetched into L2 ahead
-    // of its loads (as the block-per-tile kernel's early prefetch).
-    auto prefetch_first_passes = [&](int64_t ho0, int64_t i0) {
-      const int64_t idx_first = (ho0 + first.row) * pv.cols + (i0 + first.col);
-#pragma unroll
-      for (int j = 0; j < Half::kEarlyPrefetchPasses; ++j)
-        prefetch_quad_lines<Rule, SF, WS>(pv, idx_first + j * int64_t(Half::kQuadRowsPerPass) * pv.cols);
-    };
     // A slot is free once the four consumer warps reading it are done.
     auto release = [&](int slot) {
       if (lane == 0) mbar_arrive(empty + slot);
@@ -342,8 +334,8 @@ __global__ void __launch_bounds__(Ring::kThreads, 1)
         whole[p] = SF != StateFormat::int8 && vec && !short_edge && !shift_state &&
                    o0 + Ring::kParkRows * (p + 1) <= pv.rows && i0 + Half::TC <= pv.cols;
       auto early_prefetch = [&](int64_t c, int64_t nchunks) {
-        if (whole[0] && c == (nchunks > kFusedEarlyPrefetchChunks ? nchunks - kFusedEarlyPrefetchChunks : 0))
-          prefetch_first_passes(o0, i0);
+        if (whole[0] && early_prefetch_chunk(c, nchunks))
+          prefetch_first_passes<Half, Rule, SF, WS>(pv, first, o0, i0);
       };
       // Tile k's chunks are waited on only after tile k - 1's mainloop is done (phase (k - 1) / 2).
       if (k > 0) mbar_wait(handoff + consumer, uint32_t((k - 1) / 2) & 1u);
@@ -354,7 +346,8 @@ __global__ void __launch_bounds__(Ring::kThreads, 1)
       for (int p = 0; p < kPieces; ++p) {
         const int h = p * Ring::kParkRows / 64, row0 = p * Ring::kParkRows - 64 * h;  // piece p: half h, rows row0..
         const int64_t ho0 = o0 + p * Ring::kParkRows;
-        if (p + 1 < kPieces && whole[p + 1]) prefetch_first_passes(ho0 + Ring::kParkRows, i0);
+        if (p + 1 < kPieces && whole[p + 1])
+          prefetch_first_passes<Half, Rule, SF, WS>(pv, first, ho0 + Ring::kParkRows, i0);
         park_rows<Ring::kParkRows>(sG, acc[h], cwarp, lane, row0);
         consumer_barrier(consumer);
         if constexpr (SF == StateFormat::int8) {

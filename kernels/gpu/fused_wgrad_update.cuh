@@ -27,6 +27,10 @@ constexpr int kFusedEpilogueQuads = 2;
 constexpr int kFusedPrefetchPasses = 2 * kFusedEpilogueQuads;
 constexpr int kFusedEarlyPrefetchPasses = 4;
 constexpr int kFusedEarlyPrefetchChunks = 2;
+// The mainloop chunk (of nchunks) during which a whole tile's early prefetch is issued.
+__device__ __forceinline__ bool early_prefetch_chunk(int64_t chunk, int64_t nchunks) {
+  return chunk == (nchunks > kFusedEarlyPrefetchChunks ? nchunks - kFusedEarlyPrefetchChunks : 0);
+}
 
 // The planted edge-mask defect (suite only): the last column of a row whose final 64-column
 // segment is short (2..63 columns) is left unupdated, as a segment loop with n - 1 would.
@@ -95,6 +99,17 @@ __device__ __forceinline__ void prefetch_quad_lines(const ParamView& pv, int64_t
     prefetch_l2(pv.master + idx);
   else
     prefetch_l2(pv.bf16 + idx);
+}
+// L2 prefetch of the first kPasses epilogue passes of a whole piece of a tile at (o0, i0), ahead
+// of its loads (the same lines the epilogue's own prefetch would take, earlier); first: this
+// thread's quad in pass 0 (epilogue_quad<Cfg>(tid, 0)).
+template <class Cfg, class Rule, StateFormat SF, WeightStore WS, int kPasses = Cfg::kEarlyPrefetchPasses>
+__device__ __forceinline__ void prefetch_first_passes(const ParamView& pv, FragCoord first, int64_t o0, int64_t i0) {
+  static_assert(kPasses <= Cfg::kQuadPasses, "early prefetch past the piece");
+  const int64_t idx_first = (o0 + first.row) * pv.cols + (i0 + first.col);
+#pragma unroll
+  for (int j = 0; j < kPasses; ++j)
+    prefetch_quad_lines<Rule, SF, WS>(pv, idx_first + j * int64_t(Cfg::kQuadRowsPerPass) * pv.cols);
 }
 
 template <class Rule, StateFormat SF, WeightStore WS>
@@ -324,13 +339,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   // last chunks (the same lines the epilogue's own prefetch would take, earlier).
   const FragCoord first = epilogue_quad<Cfg>(threadIdx.x, 0);
   auto early_prefetch = [&](int64_t chunk, int64_t nchunks) {
-    static_assert(kFusedEarlyPrefetchPasses <= Cfg::kQuadPasses, "early prefetch past the tile");
-    if (whole_tile && chunk == (nchunks > kFusedEarlyPrefetchChunks ? nchunks - kFusedEarlyPrefetchChunks : 0)) {
-      const int64_t idx_first = (o0 + first.row) * pv.cols + (i0 + first.col);
-#pragma unroll
-      for (int j = 0; j < kFusedEarlyPrefetchPasses; ++j)
-        prefetch_quad_lines<Rule, SF, WS>(pv, idx_first + j * int64_t(Cfg::kQuadRowsPerPass) * pv.cols);
-    }
+    if (whole_tile && early_prefetch_chunk(chunk, nchunks))
+      prefetch_first_passes<Cfg, Rule, SF, WS, kFusedEarlyPrefetchPasses>(pv, first, o0, i0);
   };
   float acc[Cfg::kMT][Cfg::kNT][4];
   wgrad_mainloop<Cfg>(a, o0, i0, reinterpret_cast<uint16_t*>(base), acc, early_prefetch);
