@@ -8,15 +8,16 @@
 namespace fh::gpu {
 
 namespace {
-// The pingpong kernel with a G round trip or another ring, or (kCoop) the cooperative 128 x 256 tile.
-template <bool kGRoundTrip, class Ring = PingpongCfg, bool kCoop = false>
+// The pingpong kernel with a G round trip, or (kCoopQuads > 0) the cooperative 128 x 256 tile with
+// kCoopQuads quads a thread in each epilogue batch.
+template <bool kGRoundTrip, int kCoopQuads = 0>
 void launch_variant(StateFormat sf, WeightStore ws, const WgradTileArgs& a, const AdamW::Scalars& s,
                     const ParamView& pv, cudaStream_t stream, float* g) {
   auto launch = [&]<StateFormat SF, WeightStore WS>() {
-    if constexpr (kCoop)
-      launch_fused_coop<AdamW, SF, WS>(a, s, pv, stream);
+    if constexpr (kCoopQuads > 0)
+      launch_fused_coop<AdamW, SF, WS, kCoopQuads>(a, s, pv, stream);
     else
-      launch_fused_pingpong<AdamW, SF, WS, kGRoundTrip, Ring>(a, s, pv, stream, g);
+      launch_fused_pingpong<AdamW, SF, WS, kGRoundTrip, PingpongCfg>(a, s, pv, stream, g);
   };
   if (sf == StateFormat::fp32 && ws == WeightStore::fp32_master)
     return launch.template operator()<StateFormat::fp32, WeightStore::fp32_master>();
@@ -42,9 +43,8 @@ void fused_wgrad_update_variant(const WgradProblem& p, const RuleConfig& rule, S
     case FusedVariant::g_roundtrip:
       if (!g) throw std::invalid_argument("fused_wgrad_update_variant: g_roundtrip needs g, out x in floats on the device");
       return launch_variant<true>(sf, ws, a, s, pv, stream, g);
-    case FusedVariant::deep_ring: return launch_variant<false, PingpongDeepRing>(sf, ws, a, s, pv, stream, nullptr);
-    case FusedVariant::deep_ring_wait2: return launch_variant<false, PingpongDeepRing2>(sf, ws, a, s, pv, stream, nullptr);
-    case FusedVariant::coop_128x256: return launch_variant<false, PingpongCfg, true>(sf, ws, a, s, pv, stream, nullptr);
+    case FusedVariant::coop_128x256: return launch_variant<false, 2>(sf, ws, a, s, pv, stream, nullptr);
+    case FusedVariant::coop_128x256_q4: return launch_variant<false, 4>(sf, ws, a, s, pv, stream, nullptr);
   }
   throw std::invalid_argument("fused_wgrad_update_variant: unknown variant");
 }

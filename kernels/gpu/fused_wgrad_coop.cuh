@@ -15,11 +15,13 @@
 
 namespace fh::gpu {
 
-// The epilogue's geometry for one parked piece: 32 rows x 256 columns, both consumer warpgroups.
-struct CoopPiece {
-  static constexpr int TR = 32, TC = 256, kThreads = 256, kWarps = 8;
-  static constexpr int kEpilogueQuads = 2;
-  static constexpr int kPrefetchPasses = 4, kEarlyPrefetchPasses = 4;
+// The epilogue's geometry: the whole 128 x 256 tile, both consumer warpgroups, kQuads quads a
+// thread in each of the two batches in flight.
+template <int kQuads>
+struct CoopTile {
+  static constexpr int TR = 128, TC = 256, kThreads = 256, kWarps = 8;
+  static constexpr int kEpilogueQuads = kQuads;
+  static constexpr int kPrefetchPasses = 2 * kQuads, kEarlyPrefetchPasses = 4;
   static constexpr int kLdG = TC + 8;  // = 8 (mod 32): the pair stores are conflict free
   static constexpr int kSegmentsPerRow = TC / 64, kSegments = TR * kSegmentsPerRow;
   static constexpr int kQuadPasses = TR * TC / (4 * kThreads);
@@ -29,15 +31,19 @@ struct CoopPiece {
 
 struct CoopCfg {
   static constexpr int TR = 128, TC = 256, TK = kTmaBoxTokens, kKSteps = TK / 16;
-  static constexpr int kThreads = 384, kStages = 4, kPieces = TR / CoopPiece::TR;
+  static constexpr int kThreads = 384, kStages = 4;
   static constexpr int kABoxes = TR / kTmaBoxCols, kBBoxes = TC / kTmaBoxCols;
   static constexpr int kABytes = kABoxes * kTmaBoxBytes, kSlotBytes = (kABoxes + kBBoxes) * kTmaBoxBytes;
-  // As the pingpong kernel: each consumer thread holds 128 accumulators and the epilogue's values.
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
-  static constexpr size_t kGBufFloats = size_t(CoopPiece::TR) * CoopPiece::kLdG;
+  // The G tile is parked over the ring (its first three slots) once the tile's last chunk is
+  // multiplied, so that no accumulator stays live through the epilogue: ptxas compiles the whole
+  // kernel for 65536 / 384 = 168 registers, and a piece-wise park through a separate buffer kept
+  // all 128 accumulators live and spilled (912 to 1412 bytes, measured with -Xptxas -v).
+  static constexpr size_t kGBufBytes = size_t(TR) * (TC + 8) * 4;
   static constexpr size_t kRingBytes = size_t(kStages) * kSlotBytes;
-  static constexpr size_t kBarrierOffset = kRingBytes + kGBufFloats * 4;
-  static constexpr size_t kSmemBytes = kBarrierOffset + 2 * kStages * sizeof(uint64_t) + kWgmmaAtomBytes;
+  static_assert(kGBufBytes <= kRingBytes, "the G tile fits over the ring");
+  static constexpr size_t kBarrierOffset = kRingBytes;
+  static constexpr size_t kSmemBytes = kBarrierOffset + (2 * kStages + 1) * sizeof(uint64_t) + kWgmmaAtomBytes;
   static_assert(kSmemBytes <= 232448, "one block's shared memory on sm_90");
 };
 
@@ -95,33 +101,34 @@ __device__ __forceinline__ void wgmma_m64n256k16_ss(float (&d)[32][4], uint64_t 
 // The 256 threads of both consumer warpgroups (named barrier 1).
 __device__ __forceinline__ void coop_consumers_barrier() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
 
-// Rows row0 .. row0 + 31 of a consumer's 64 into the G buffer, one 8-byte store per pair: warp w of
-// the consumer holds rows 16 w .. 16 w + 15, so two warps store a piece.
-__device__ __forceinline__ void coop_park_piece(float* sG, const float (&acc)[32][4], int warp, int lane, int row0) {
-  if (16 * warp < row0 || 16 * warp >= row0 + CoopPiece::TR) return;  // uniform across the warp
+// A consumer's 64 rows (64 c .. 64 c + 63) of the tile into G, one 8-byte store per pair: warp w
+// of the consumer holds rows 16 w .. 16 w + 15.
+template <class Tile>
+__device__ __forceinline__ void coop_park_rows(float* sG, const float (&acc)[32][4], int consumer, int warp, int lane) {
 #pragma unroll
   for (int nt = 0; nt < 32; ++nt)
 #pragma unroll
     for (int pair = 0; pair < 2; ++pair) {
       const FragCoord c = mma_c_coord(lane, 2 * pair);
-      *reinterpret_cast<float2*>(sG + (16 * warp + c.row - row0) * CoopPiece::kLdG + 8 * nt + c.col) =
+      *reinterpret_cast<float2*>(sG + (64 * consumer + 16 * warp + c.row) * Tile::kLdG + 8 * nt + c.col) =
           make_float2(acc[nt][2 * pair], acc[nt][2 * pair + 1]);
     }
 }
 
-template <class Rule, StateFormat SF, WeightStore WS>
+template <class Rule, StateFormat SF, WeightStore WS, int kQuads>
 __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     fused_wgrad_coop_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec,
                             const __grid_constant__ WgradTmaMaps maps) {
   static_assert(SF != StateFormat::int8, "a bench variant for fp32 / bf16 state");
   using Cfg = CoopCfg;
-  using Piece = CoopPiece;
+  using Tile = CoopTile<kQuads>;
   constexpr int S = Cfg::kStages;
   extern __shared__ __align__(16) unsigned char coop_smem[];
   unsigned char* ring = align_to_atom(coop_smem);
-  float* sG = reinterpret_cast<float*>(ring + Cfg::kRingBytes);
+  float* sG = reinterpret_cast<float*>(ring);  // over the ring, between a tile's last chunk and the next tile's first
   uint64_t* full = reinterpret_cast<uint64_t*>(ring + Cfg::kBarrierOffset);
   uint64_t* empty = full + S;
+  uint64_t* g_free = empty + S;  // the epilogue has read G: the ring may be refilled
   // The warpgroup index from lane 0, so that ptxas sees the role branch as warp-uniform.
   const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0), lane = threadIdx.x & 31;
   const int64_t tiles_x = (a.in + Cfg::TC - 1) / Cfg::TC, tiles = tiles_x * ((a.out + Cfg::TR - 1) / Cfg::TR);
@@ -131,6 +138,7 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
       mbar_init(full + i, 1);
       mbar_init(empty + i, 8);  // the four warps of each consumer
     }
+    mbar_init(g_free, 8);
     fence_mbarrier_init();
   }
   __syncthreads();
@@ -139,7 +147,8 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     setmaxnreg_dec<Cfg::kProducerRegs>();
     if (threadIdx.x == 0) {
       int64_t n = 0;  // the block's chunk index
-      for (int64_t u = blockIdx.x; u < tiles; u += gridDim.x) {
+      uint32_t tile_k = 0;  // the block's tile index
+      for (int64_t u = blockIdx.x; u < tiles; u += gridDim.x, ++tile_k) {
         const int64_t o0 = (u / tiles_x) * Cfg::TR, i0 = (u % tiles_x) * Cfg::TC;
         // Boxes wholly past W's edge are not loaded: they only feed G rows or columns outside W,
         // which no epilogue stores.
@@ -147,6 +156,7 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
         for (int j = 0; j < Cfg::kABoxes; ++j) a_boxes += o0 + j * kTmaBoxCols < a.out;
         for (int j = 0; j < Cfg::kBBoxes; ++j) b_boxes += i0 + j * kTmaBoxCols < a.in;
         const uint32_t tx_bytes = uint32_t(kTmaBoxBytes) * uint32_t(a_boxes + b_boxes);
+        if (tile_k > 0) mbar_wait(g_free, (tile_k - 1) & 1u);  // the previous tile's G is read
         for (int64_t c = 0; c < nchunks; ++c, ++n) {
           const int slot = int(n % S);
           if (n >= S) mbar_wait(empty + slot, uint32_t(n / S - 1) & 1u);
@@ -164,17 +174,14 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   setmaxnreg_inc<Cfg::kConsumerRegs>();
   const int consumer = wg - 1, ctid = threadIdx.x - 128, cwarp = (ctid >> 5) & 3;
   const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
-  const FragCoord first = epilogue_quad<Piece>(ctid, 0);
+  const FragCoord first = epilogue_quad<Tile>(ctid, 0);
   float acc[32][4];
   int64_t seq = 0;  // the block-wide index of the tile's first chunk
   for (int64_t u = blockIdx.x; u < tiles; u += gridDim.x, seq += nchunks) {
     const int64_t o0 = (u / tiles_x) * Cfg::TR, i0 = (u % tiles_x) * Cfg::TC;
     // Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
     const bool shift_state = a.planted_defect == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
-    bool whole[Cfg::kPieces];
-#pragma unroll
-    for (int p = 0; p < Cfg::kPieces; ++p)
-      whole[p] = vec && !short_edge && !shift_state && o0 + Piece::TR * (p + 1) <= pv.rows && i0 + Piece::TC <= pv.cols;
+    const bool whole = vec && !short_edge && !shift_state && o0 + Cfg::TR <= pv.rows && i0 + Cfg::TC <= pv.cols;
 #pragma unroll
     for (int j = 0; j < 32; ++j)
 #pragma unroll
@@ -183,8 +190,7 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
       const int64_t n = seq + c;
       const int slot = int(n % S);
       mbar_wait(full + slot, uint32_t(n / S) & 1u);
-      if (whole[0] && early_prefetch_chunk(c, nchunks))
-        prefetch_first_passes<Piece, Rule, SF, WS>(pv, first, o0, i0);
+      if (whole && early_prefetch_chunk(c, nchunks)) prefetch_first_passes<Tile, Rule, SF, WS>(pv, first, o0, i0);
       const unsigned char* sA = ring + size_t(slot) * Cfg::kSlotBytes;
       const unsigned char* sB = sA + Cfg::kABytes;
       const int ksteps = chunk_ksteps(a.T, c * Cfg::TK, Cfg::kKSteps);
@@ -202,30 +208,28 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     wgmma_wait<0>();
     wgmma_fence_operands<32>(acc);
     if (nchunks > 0 && lane == 0) mbar_arrive(empty + int((seq + nchunks - 1) % S));
-    // The epilogue: piece p is rows 32 p .. 32 p + 31 of the tile, parked by consumer p / 2 and
-    // updated by both.
-#pragma unroll
-    for (int p = 0; p < Cfg::kPieces; ++p) {
-      const int64_t po0 = o0 + int64_t(p) * Piece::TR;
-      if (p + 1 < Cfg::kPieces && whole[p + 1])
-        prefetch_first_passes<Piece, Rule, SF, WS>(pv, first, po0 + Piece::TR, i0);
-      if (consumer == p * Piece::TR / 64) coop_park_piece(sG, acc, cwarp, lane, p * Piece::TR - 64 * consumer);
-      coop_consumers_barrier();
-      if (whole[p])
-        fused_epilogue_quads<Piece, Rule, SF, WS, true>(s, pv, sG, po0, i0, vec, short_edge, shift_state,
-                                                        a.planted_defect, first, ctid);
-      else
-        fused_epilogue_quads<Piece, Rule, SF, WS, false>(s, pv, sG, po0, i0, vec, short_edge, shift_state,
-                                                         a.planted_defect, first, ctid);
-      coop_consumers_barrier();  // every read of the buffer done before the next park
-    }
+    // Every consumer's wgmma has read its operands (waited above); the producer loads nothing
+    // before g_free, so G may overwrite the ring once both consumers are here.
+    coop_consumers_barrier();
+    coop_park_rows<Tile>(sG, acc, consumer, cwarp, lane);
+    coop_consumers_barrier();
+    if (whole)
+      fused_epilogue_quads<Tile, Rule, SF, WS, true>(s, pv, sG, o0, i0, vec, short_edge, shift_state,
+                                                     a.planted_defect, first, ctid);
+    else
+      fused_epilogue_quads<Tile, Rule, SF, WS, false>(s, pv, sG, o0, i0, vec, short_edge, shift_state,
+                                                      a.planted_defect, first, ctid);
+    // G's generic-proxy reads are ordered before the producer's TMA writes into the same bytes.
+    fence_proxy_async_shared();
+    __syncwarp();
+    if (lane == 0) mbar_arrive(g_free);
   }
 }
 
-template <class Rule, StateFormat SF, WeightStore WS>
+template <class Rule, StateFormat SF, WeightStore WS, int kQuads>
 void launch_fused_coop(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                        cudaStream_t stream) {
-  auto kernel = fused_wgrad_coop_kernel<Rule, SF, WS>;
+  auto kernel = fused_wgrad_coop_kernel<Rule, SF, WS, kQuads>;
   static const bool attributes_set = set_smem_limit(kernel, CoopCfg::kSmemBytes, "fused_wgrad_coop: cudaFuncSetAttribute");
   (void)attributes_set;
   int device = 0, sms = 0;

@@ -65,8 +65,6 @@ struct PingpongRing {
   static_assert(kSmemBytes <= 232448, "one block's shared memory on sm_90");
 };
 using PingpongCfg = PingpongRing<>;
-using PingpongDeepRing = PingpongRing<5, 32, 1>;
-using PingpongDeepRing2 = PingpongRing<5, 32, 2>;
 
 __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count) : "memory");
@@ -251,8 +249,8 @@ __device__ __forceinline__ void g_round_trip(float* g, int64_t out, int64_t in, 
   }
 }
 
-// Ring: PingpongCfg, or a deep ring (PingpongDeepRing*: five slots, the tile parked and updated a
-// quarter at a time; bench variants).
+// Ring: PingpongCfg (PingpongRing's other configurations, five slots and quarter-tile parks, were
+// measured slower; kernels/gpu/NOTES.md v25).
 template <class Rule, StateFormat SF, WeightStore WS, bool kGRoundTrip = false, class Ring = PingpongCfg>
 __global__ void __launch_bounds__(Ring::kThreads, 1)
     fused_wgrad_pingpong_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec,

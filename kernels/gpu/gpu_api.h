@@ -157,14 +157,10 @@ const char* fused_kernel_for(const WgradProblem& p, TileShape tile);
 // master + fp32 state or bf16 weights + bf16 state, TMA-loadable operands; throws otherwise.
 //   g_roundtrip: each G tile stored to g ([out, in] fp32, row-major) and loaded back before the
 //     update in the same launch (the decomposition's middle step); the fused kernel's bits.
-//   deep_ring: five ring slots instead of four, each consumer's tile parked and updated a 32-row
-//     quarter at a time (two 17 KB G buffers instead of 34 KB) so that one more 32 KB chunk is in
-//     flight (the mainloop is latency bound); the same bits.
-//   deep_ring_wait2: deep_ring, and a consumer leaves two chunks' wgmma groups outstanding
-//     instead of one before it waits (the slot of chunk c - 2 is released); the same bits.
 //   coop_128x256: a 128 x 256 tile multiplied by both consumer warpgroups (wgmma m64n256k16), then
-//     updated by both, 32 rows at a time (kernels/gpu/fused_wgrad_coop.cuh); the same bits.
-enum class FusedVariant : int { g_roundtrip = 0, deep_ring = 1, deep_ring_wait2 = 2, coop_128x256 = 3 };
+//     parked whole over the operand ring and updated by both (kernels/gpu/fused_wgrad_coop.cuh);
+//     the same bits. coop_128x256_q4: the same with four quads a thread per epilogue batch, not two.
+enum class FusedVariant : int { g_roundtrip = 0, coop_128x256 = 1, coop_128x256_q4 = 2 };
 void fused_wgrad_update_variant(const WgradProblem& p, const RuleConfig& rule, StateFormat sf, WeightStore ws,
                                 const ParamView& pv, int64_t step, FusedVariant v, float* g = nullptr,
                                 cudaStream_t stream = 0);

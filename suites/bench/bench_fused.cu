@@ -30,19 +30,17 @@ constexpr double kCopyRateBytesPerS = 4.2e12;  // GPU_RUNNER.md, device-to-devic
 // fused: the kernel fused_wgrad_update picks (pingpong where TMA can load the operands);
 // fused_block: the block-per-tile kernel forced (the previous version, for side-by-side timing);
 // fused_g_roundtrip: the pingpong kernel storing each G tile and loading it back in the same
-// launch (the decomposition's middle step); fused_deep_ring: five ring slots with the tile updated
-// a quarter at a time, fused_deep_ring2: the same with two chunks' wgmma outstanding, fused_coop:
-// the cooperative 128 x 256 tile (tuning candidates, gpu_api.h FusedVariant); gemm_cublas: cuBLAS's wgrad GEMM alone (no
-// update), the large-T yardstick.
-enum class Path { fused, fused_block, fused_g_roundtrip, fused_deep_ring, fused_deep_ring2, fused_coop, order_matched, cublas, gemm_cublas };
+// launch (the decomposition's middle step); fused_coop, fused_coop_q4: the cooperative 128 x 256
+// tile with two or four quads a thread per epilogue batch (tuning candidates, gpu_api.h
+// FusedVariant); gemm_cublas: cuBLAS's wgrad GEMM alone (no update), the large-T yardstick.
+enum class Path { fused, fused_block, fused_g_roundtrip, fused_coop, fused_coop_q4, order_matched, cublas, gemm_cublas };
 const char* path_name(Path p) {
   switch (p) {
     case Path::fused: return "fused";
     case Path::fused_block: return "fused_block";
     case Path::fused_g_roundtrip: return "fused_g_roundtrip";
-    case Path::fused_deep_ring: return "fused_deep_ring";
-    case Path::fused_deep_ring2: return "fused_deep_ring2";
     case Path::fused_coop: return "fused_coop";
+    case Path::fused_coop_q4: return "fused_coop_q4";
     case Path::order_matched: return "order_matched";
     case Path::cublas: return "cublas";
     case Path::gemm_cublas: return "gemm_cublas";
@@ -132,11 +130,10 @@ void run_path(Setup& su, Path path) {
     case Path::fused_g_roundtrip:
       fused_wgrad_update_variant(p, su.rule, su.sf, su.ws, pv, 1, FusedVariant::g_roundtrip, su.g.data());
       break;
-    case Path::fused_deep_ring: fused_wgrad_update_variant(p, su.rule, su.sf, su.ws, pv, 1, FusedVariant::deep_ring); break;
-    case Path::fused_deep_ring2:
-      fused_wgrad_update_variant(p, su.rule, su.sf, su.ws, pv, 1, FusedVariant::deep_ring_wait2);
-      break;
     case Path::fused_coop: fused_wgrad_update_variant(p, su.rule, su.sf, su.ws, pv, 1, FusedVariant::coop_128x256); break;
+    case Path::fused_coop_q4:
+      fused_wgrad_update_variant(p, su.rule, su.sf, su.ws, pv, 1, FusedVariant::coop_128x256_q4);
+      break;
     case Path::gemm_cublas: cublas_wgrad(su.cublas.get(), p, su.g.data()); break;
     case Path::order_matched:
       wgrad_materialize(p, su.g.data());
@@ -254,10 +251,9 @@ int main(int argc, char** argv) {
   for (const auto& [sf, ws] : configs)
     for (const Layer& l : layers)
       for (int64_t T : tokens)
-        for (Path p : {Path::fused, Path::fused_block, Path::fused_g_roundtrip, Path::fused_deep_ring,
-                       Path::fused_deep_ring2, Path::fused_coop, Path::order_matched, Path::cublas, Path::gemm_cublas}) {
-          const bool variant = p == Path::fused_g_roundtrip || p == Path::fused_deep_ring ||
-                               p == Path::fused_deep_ring2 || p == Path::fused_coop;
+        for (Path p : {Path::fused, Path::fused_block, Path::fused_g_roundtrip, Path::fused_coop, Path::fused_coop_q4,
+                       Path::order_matched, Path::cublas, Path::gemm_cublas}) {
+          const bool variant = p == Path::fused_g_roundtrip || p == Path::fused_coop || p == Path::fused_coop_q4;
           if (variant && (id != RuleId::adamw || sf == StateFormat::int8)) continue;  // AdamW fp32 / bf16 only
           const std::string name = std::string(rule_name(id)) + "_" + state_format_name(sf) + "_" + weight_store_name(ws) + "/" +
                                    path_name(p) + "/out" + std::to_string(l.out) + "_in" + std::to_string(l.in) +

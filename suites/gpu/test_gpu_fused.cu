@@ -436,8 +436,7 @@ TEST(GpuFused, PingpongVariantsKeepTheBits) {
     StepData d(s, uint64_t(s.out + 3 * s.T));
     for (auto [sf, ws] : {std::pair{StateFormat::fp32, WeightStore::fp32_master},
                           std::pair{StateFormat::bf16, WeightStore::bf16_rne}})
-      for (FusedVariant v : {FusedVariant::g_roundtrip, FusedVariant::deep_ring, FusedVariant::deep_ring_wait2,
-                             FusedVariant::coop_128x256}) {
+      for (FusedVariant v : {FusedVariant::g_roundtrip, FusedVariant::coop_128x256, FusedVariant::coop_128x256_q4}) {
         const HostParam hp0 = make_param(RuleId::adamw, sf, ws, s, 77);
         HostParam want = hp0, got = hp0;
         DeviceParam fused(hp0), variant(hp0);
