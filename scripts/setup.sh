@@ -5,7 +5,8 @@ set -euo pipefail
 PKGS=(build-essential cmake ninja-build pkg-config libmpfr-dev libgmp-dev libmpfrc++-dev
       libeigen3-dev libhdf5-dev hdf5-tools libgtest-dev libbenchmark-dev zlib1g-dev
       python3 python3-h5py python3-numpy python3-matplotlib nlohmann-json3-dev libpugixml-dev chromium
-      clang-14 libclang-rt-14-dev)  # scripts/fuzz.sh: clang++-14 and libFuzzer
+      clang-14 libclang-rt-14-dev  # scripts/fuzz.sh: clang++-14 and libFuzzer
+      ccache)  # scripts/build.sh: the compile cache
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

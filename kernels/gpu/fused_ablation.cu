@@ -3,12 +3,13 @@
 #include <stdexcept>
 
 #include "kernels/gpu/fused_wgrad_update.cuh"
+#include "kernels/gpu/fused_wgrad_pingpong.cuh"
 #include "kernels/gpu/fused_wgrad_coop.cuh"
 
 namespace fh::gpu {
 
 namespace {
-// The pingpong kernel with a G round trip, or (kCoopQuads > 0) the cooperative 128 x 256 tile with
+// The pingpong kernel (with a G round trip where kGRoundTrip), or (kCoopQuads > 0) the cooperative 128 x 256 tile with
 // kCoopQuads quads a thread in each epilogue batch.
 template <bool kGRoundTrip, int kCoopQuads = 0>
 void launch_variant(StateFormat sf, WeightStore ws, const WgradTileArgs& a, const AdamW::Scalars& s,
@@ -43,6 +44,7 @@ void fused_wgrad_update_variant(const WgradProblem& p, const RuleConfig& rule, S
     case FusedVariant::g_roundtrip:
       if (!g) throw std::invalid_argument("fused_wgrad_update_variant: g_roundtrip needs g, out x in floats on the device");
       return launch_variant<true>(sf, ws, a, s, pv, stream, g);
+    case FusedVariant::pingpong_128x128: return launch_variant<false>(sf, ws, a, s, pv, stream, nullptr);
     case FusedVariant::coop_128x256: return launch_variant<false, 2>(sf, ws, a, s, pv, stream, nullptr);
     case FusedVariant::coop_128x256_q4: return launch_variant<false, 4>(sf, ws, a, s, pv, stream, nullptr);
   }

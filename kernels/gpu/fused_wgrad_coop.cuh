@@ -10,8 +10,8 @@
 // (kernels/gpu/NOTES.md). The epilogue no longer overlaps the block's own mainloop.
 // Per output element the chain is the other kernels': +0, one k16 instruction per 16 tokens in
 // token order, k-steps wholly past T not issued; the GPU fused suite compares the bits.
-// Included by fused_wgrad_update.cuh after fused_wgrad_pingpong.cuh (its barriers and TMA loads).
 #pragma once
+#include "kernels/gpu/fused_wgrad_pingpong.cuh"  // its barriers and TMA loads
 
 namespace fh::gpu {
 

@@ -1,5 +1,5 @@
 // The warp-specialized fused kernel for the 128 x 128 tile ("pingpong"; kernels/gpu/NOTES.md records the
-// measurements).
+// measurements), a variant beside the production block-per-tile kernel (gpu_api.h FusedVariant).
 // One persistent block per SM, three warpgroups:
 //   - the producer (warpgroup 0, one thread) loads each 64-token chunk of dY and X with TMA into a
 //     ring of kStages slots (full / empty mbarriers), for the block's tiles in turn;
@@ -14,8 +14,8 @@
 // one warpgroup on a 64-row half tile (a 32-row quarter in the deep ring) at a time, parked in the
 // consumer's own G buffer. No clusters: blocks sharing dY and X by TMA multicast halve the L2 -> SM
 // bytes but run no faster (the mainloop is bound by latency, not by L2 bandwidth).
-// Included by fused_wgrad_update.cuh after the epilogue it uses.
 #pragma once
+#include "kernels/gpu/fused_wgrad_update.cuh"
 #include "kernels/gpu/wgrad_tma.h"
 
 namespace fh::gpu {

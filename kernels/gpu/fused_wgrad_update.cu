@@ -60,14 +60,8 @@ void validate_param_view(const RuleConfig& rule, StateFormat sf, WeightStore ws,
 }
 
 const char* fused_kernel_for(const WgradProblem& p, TileShape tile) {
-  if (tile.rows == 64 && tile.cols == 64) return "mma_sync_64x64";
-  const bool usable = pingpong_usable(make_tile_args(p));
-  switch (fused_schedule().kernel) {
-    case FusedKernel::block_per_tile: return "block_per_tile";
-    case FusedKernel::pingpong: return usable ? "pingpong" : "refused (pingpong forced, rows not 16-byte aligned)";
-    case FusedKernel::automatic: break;
-  }
-  return usable ? "pingpong" : "block_per_tile";
+  (void)p;
+  return tile.rows == 64 && tile.cols == 64 ? "mma_sync_64x64" : "block_per_tile";
 }
 
 void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateFormat sf,

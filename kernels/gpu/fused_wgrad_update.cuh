@@ -442,26 +442,10 @@ void launch_fused_cfg(const WgradTileArgs& a, const typename Rule::Scalars& s, c
   cuda_check(cudaGetLastError(), "fused_wgrad_update: launch");
 }
 
-}  // namespace fh::gpu
-
-// The warp-specialized 128 x 128 kernel (uses the epilogue and launch helpers above).
-#include "kernels/gpu/fused_wgrad_pingpong.cuh"
-
-namespace fh::gpu {
-
-// 128 x 128: the pingpong kernel where it can run (FusedSchedule::kernel automatic or pingpong),
-// else the block-per-tile kernel.
 template <class Rule, StateFormat SF, WeightStore WS>
 void launch_fused_tile(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                        TileShape tile, cudaStream_t stream) {
-  if (tile.rows == 128 && tile.cols == 128) {
-    const FusedKernel k = fused_schedule().kernel;
-    if (k == FusedKernel::pingpong && !pingpong_usable(a))
-      throw std::invalid_argument("fused_wgrad_update: the pingpong kernel needs 16-byte aligned rows of X and dY "
-                                  "(row lengths a multiple of 8)");
-    if (k != FusedKernel::block_per_tile && pingpong_usable(a)) return launch_fused_pingpong<Rule, SF, WS>(a, s, pv, stream);
-    return launch_fused_cfg<WgradTileCfg<128, 128>, Rule, SF, WS>(a, s, pv, stream);
-  }
+  if (tile.rows == 128 && tile.cols == 128) return launch_fused_cfg<WgradTileCfg<128, 128>, Rule, SF, WS>(a, s, pv, stream);
   if (tile.rows == 64 && tile.cols == 64)
     return launch_fused_cfg<WgradTileCfg<64, 64>, Rule, SF, WS>(a, s, pv, stream);
   throw std::invalid_argument("fused_wgrad_update: unsupported tile " + std::to_string(tile.rows) +

@@ -35,29 +35,16 @@ FusedPlantedDefect fused_planted_defect() { return FusedPlantedDefect(g_fused_pl
 
 namespace {
 std::mutex g_schedule_mutex;
-// The process starts on block_per_tile: the pingpong kernel is bitwise on the runner but not
-// faster (slower at T = 512 and with INT8 state; kernels/gpu/NOTES.md records the measurements), so it stays
-// opt-in (FusedKernel::automatic or pingpong).
-FusedSchedule g_schedule{-1, 0, FusedKernel::block_per_tile};
+FusedSchedule g_schedule{-1, 0};
 }
 void set_fused_schedule(const FusedSchedule& s) {
   if (s.stagger_us < -1 || s.stagger_us > 1000000 || s.stagger_stride < 0)
     throw std::invalid_argument("set_fused_schedule: stagger_us must be -1 (auto) .. 10^6 and stride >= 0 (got " +
                                 std::to_string(s.stagger_us) + ", " + std::to_string(s.stagger_stride) + ")");
-  if (int(s.kernel) < int(FusedKernel::automatic) || int(s.kernel) > int(FusedKernel::pingpong))
-    throw std::invalid_argument("set_fused_schedule: unknown kernel " + std::to_string(int(s.kernel)));
   std::lock_guard<std::mutex> lock(g_schedule_mutex);
   g_schedule = s;
 }
 int auto_stagger_us(StateFormat sf) { return sf == StateFormat::fp32 ? 10 : 0; }
-const char* fused_kernel_name(FusedKernel k) {
-  switch (k) {
-    case FusedKernel::automatic: return "automatic";
-    case FusedKernel::block_per_tile: return "block_per_tile";
-    case FusedKernel::pingpong: return "pingpong";
-  }
-  return "unknown";
-}
 FusedSchedule fused_schedule() {
   std::lock_guard<std::mutex> lock(g_schedule_mutex);
   return g_schedule;

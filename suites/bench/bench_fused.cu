@@ -27,17 +27,16 @@ namespace {
 
 constexpr double kCopyRateBytesPerS = 4.2e12;  // GPU_RUNNER.md, device-to-device, read + write
 
-// fused: the kernel fused_wgrad_update picks (pingpong where TMA can load the operands);
-// fused_block: the block-per-tile kernel forced (the previous version, for side-by-side timing);
-// fused_g_roundtrip: the pingpong kernel storing each G tile and loading it back in the same
+// fused: the kernel fused_wgrad_update runs (block-per-tile); fused_pingpong: the warp-specialized
+// 128 x 128 kernel; fused_g_roundtrip: the pingpong kernel storing each G tile and loading it back in the same
 // launch (the decomposition's middle step); fused_coop, fused_coop_q4: the cooperative 128 x 256
 // tile with two or four quads a thread per epilogue batch (tuning candidates, gpu_api.h
 // FusedVariant); gemm_cublas: cuBLAS's wgrad GEMM alone (no update), the large-T yardstick.
-enum class Path { fused, fused_block, fused_g_roundtrip, fused_coop, fused_coop_q4, order_matched, cublas, gemm_cublas };
+enum class Path { fused, fused_pingpong, fused_g_roundtrip, fused_coop, fused_coop_q4, order_matched, cublas, gemm_cublas };
 const char* path_name(Path p) {
   switch (p) {
     case Path::fused: return "fused";
-    case Path::fused_block: return "fused_block";
+    case Path::fused_pingpong: return "fused_pingpong";
     case Path::fused_g_roundtrip: return "fused_g_roundtrip";
     case Path::fused_coop: return "fused_coop";
     case Path::fused_coop_q4: return "fused_coop_q4";
@@ -118,15 +117,9 @@ void run_path(Setup& su, Path path) {
   const ParamView pv = su.param->view();
   switch (path) {
     case Path::fused: fused_wgrad_update(p, su.rule, su.sf, su.ws, pv, 1); break;
-    case Path::fused_block: {
-      const FusedSchedule before = fused_schedule();
-      FusedSchedule block = before;
-      block.kernel = FusedKernel::block_per_tile;
-      set_fused_schedule(block);
-      fused_wgrad_update(p, su.rule, su.sf, su.ws, pv, 1);
-      set_fused_schedule(before);
+    case Path::fused_pingpong:
+      fused_wgrad_update_variant(p, su.rule, su.sf, su.ws, pv, 1, FusedVariant::pingpong_128x128);
       break;
-    }
     case Path::fused_g_roundtrip:
       fused_wgrad_update_variant(p, su.rule, su.sf, su.ws, pv, 1, FusedVariant::g_roundtrip, su.g.data());
       break;
@@ -177,14 +170,7 @@ void bench_step(benchmark::State& state, Path path, RuleId id, int64_t out, int6
   state.counters["floor_ratio"] = benchmark::Counter(
       floor_s, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   std::string kernel;
-  if (path == Path::fused || path == Path::fused_block) {
-    const FusedSchedule before = fused_schedule();
-    FusedSchedule k = before;
-    if (path == Path::fused_block) k.kernel = FusedKernel::block_per_tile;
-    set_fused_schedule(k);
-    kernel = std::string(" kernel=") + fused_kernel_for(su.problem(), TileShape{});
-    set_fused_schedule(before);
-  }
+  if (path == Path::fused) kernel = std::string(" kernel=") + fused_kernel_for(su.problem(), TileShape{});
   state.SetLabel(std::string(path_name(path)) + " " + rule_name(id) + "/" + state_format_name(sf) + "/" + weight_store_name(ws) + kernel);
 }
 
@@ -230,17 +216,14 @@ int main(int argc, char** argv) {
   };
   env_int("FH_FUSED_STAGGER_US", sched.stagger_us);
   env_int("FH_FUSED_STAGGER_STRIDE", sched.stagger_stride);
-  int kernel = int(sched.kernel);
-  env_int("FH_FUSED_KERNEL", kernel);  // 0 automatic, 1 block_per_tile, 2 pingpong
-  sched.kernel = FusedKernel(kernel);
   try {
     set_fused_schedule(sched);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "forge-bench: %s\n", e.what());
     return 2;
   }
-  std::printf("forge-bench: fused schedule: kernel %s, stagger %d us (-1: auto, %d us for fp32 state), stride %d (0: SM count)\n",
-              fused_kernel_name(sched.kernel), sched.stagger_us, auto_stagger_us(StateFormat::fp32), sched.stagger_stride);
+  std::printf("forge-bench: fused schedule: stagger %d us (-1: auto, %d us for fp32 state), stride %d (0: SM count)\n",
+              sched.stagger_us, auto_stagger_us(StateFormat::fp32), sched.stagger_stride);
   struct Layer { int64_t out, in; };
   const Layer layers[] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {1024, 4096}};
   const int64_t tokens[] = {512, 2048, 8192, 16384};
@@ -251,9 +234,10 @@ int main(int argc, char** argv) {
   for (const auto& [sf, ws] : configs)
     for (const Layer& l : layers)
       for (int64_t T : tokens)
-        for (Path p : {Path::fused, Path::fused_block, Path::fused_g_roundtrip, Path::fused_coop, Path::fused_coop_q4,
+        for (Path p : {Path::fused, Path::fused_pingpong, Path::fused_g_roundtrip, Path::fused_coop, Path::fused_coop_q4,
                        Path::order_matched, Path::cublas, Path::gemm_cublas}) {
-          const bool variant = p == Path::fused_g_roundtrip || p == Path::fused_coop || p == Path::fused_coop_q4;
+          const bool variant = p == Path::fused_pingpong || p == Path::fused_g_roundtrip || p == Path::fused_coop ||
+                               p == Path::fused_coop_q4;
           if (variant && (id != RuleId::adamw || sf == StateFormat::int8)) continue;  // AdamW fp32 / bf16 only
           const std::string name = std::string(rule_name(id)) + "_" + state_format_name(sf) + "_" + weight_store_name(ws) + "/" +
                                    path_name(p) + "/out" + std::to_string(l.out) + "_in" + std::to_string(l.in) +

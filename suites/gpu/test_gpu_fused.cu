@@ -84,14 +84,9 @@ TEST(gpu_fused_vs_twin, FusedEqualsOrderMatchedAndTwinOnRaggedShapes) {
     for (RuleId r : kAllRules)
       for (StateFormat sf : kFormats)
         for (WeightStore ws : kStores)
-          for (auto [tile, kernel] : {std::pair{TileShape{128, 128}, FusedKernel::automatic},
-                                      std::pair{TileShape{128, 128}, FusedKernel::block_per_tile},
-                                      std::pair{TileShape{64, 64}, FusedKernel::automatic}}) {
+          for (TileShape tile : {TileShape{128, 128}, TileShape{64, 64}}) {
             ++configs;
             const HostParam hp0 = make_param(r, sf, ws, s, uint64_t(configs));
-            const FusedSchedule defaults = fused_schedule();
-            FusedSchedule chosen = defaults;
-            chosen.kernel = kernel;
             HostParam twin = hp0, fused_h = hp0, om_h = hp0;
             DeviceParam fused(hp0), om(hp0);
             DeviceBuffer<float> g(size_t(s.out * s.in));
@@ -100,9 +95,7 @@ TEST(gpu_fused_vs_twin, FusedEqualsOrderMatchedAndTwinOnRaggedShapes) {
             sched.tile_cols = tile.cols;
             for (int st = 1; st <= kSteps; ++st) {
               const StepData& d = steps[size_t(st - 1)];
-              set_fused_schedule(chosen);
               fused_wgrad_update(d.prob, hp0.rule, sf, ws, fused.view(), st, tile);
-              set_fused_schedule(defaults);
               wgrad_materialize(d.prob, g.data(), tile);
               rule_apply_device(hp0.rule, sf, ws, om.view(), st, g.data(), s.in);
               fused_twin_step(twin, d.X.data(), d.dY.data(), s.T, st, sched);
@@ -367,11 +360,10 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
   const FusedSchedule defaults = fused_schedule();
   std::vector<FusedSchedule> variants;
   for (int stagger : {0, 10, 25})
-    for (int stride : {0, 1}) variants.push_back(FusedSchedule{stagger, stride, FusedKernel::block_per_tile});
-  variants.push_back(FusedSchedule{-1, 0, FusedKernel::pingpong});
+    for (int stride : {0, 1}) variants.push_back(FusedSchedule{stagger, stride});
   int64_t compared = 0, differing = 0, runs = 0;
-  // 4096^2: ~8 tiles per pingpong block (4 per consumer); 1000^2 and 2048 x 1000 at T = 77: ragged
-  // tiles, boxes past W's edge and a ragged last chunk.
+  // 4096^2: several waves of blocks; 1000^2 and 2048 x 1000 at T = 77: ragged tiles and a ragged
+  // last chunk.
   for (const Shape& s : {Shape{4096, 4096, 512}, Shape{1000, 1000, 500}, Shape{2048, 1000, 77}}) {
     StepData d(s, uint64_t(s.out + s.T));
     for (auto [sf, ws] : {std::pair{StateFormat::fp32, WeightStore::fp32_master},
@@ -394,7 +386,7 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
         ++runs;
         compared += e.values;
         differing += e.differing;
-        EXPECT_EQ(e.differing, 0) << "schedule " << fused_kernel_name(v.kernel) << " stagger " << v.stagger_us
+        EXPECT_EQ(e.differing, 0) << "schedule: stagger " << v.stagger_us
                                   << " us stride " << v.stagger_stride << ": "
                                   << config_name(RuleId::adamw, sf, ws) << " " << s.out << "x" << s.in
                                   << ", first " << e.first_diff;
@@ -409,7 +401,6 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
   DeviceParam on_time(hp0), planted(hp0);
   FusedSchedule late = defaults;
   late.stagger_us = 10;
-  late.kernel = FusedKernel::block_per_tile;  // the stagger's kernel
   set_fused_schedule(late);
   fused_wgrad_update(d.prob, hp0.rule, StateFormat::fp32, WeightStore::fp32_master, on_time.view(), 1);
   set_fused_planted_defect(FusedPlantedDefect::late_blocks_skip_update);
@@ -425,10 +416,11 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
               (long long)differing, (long long)e.differing, (long long)e.values);
 }
 
-// The fused kernel's variants (the decomposition's G round trip, the deep rings, the cooperative
-// 128 x 256 tile) keep the fused kernel's bits, and the round trip's G lands in its buffer (so it really
-// happened). 2048 x 1024 at T = 1000 and 4096 x 2048: several tiles per block, so both consumers
-// alternate and the ring wraps many times; 1000^2 and 512 x 768: ragged edges and quarters.
+// The fused kernel's variants (the warp-specialized 128 x 128 kernel, the decomposition's G round
+// trip, the cooperative 128 x 256 tile) keep the fused kernel's bits, and the round trip's G lands
+// in its buffer (so it really happened). 2048 x 1024 at T = 1000 and 4096 x 2048: several tiles per
+// block, so both consumers alternate, the ring wraps many times and the cooperative kernel's G
+// overwrites the ring between tiles; 1000^2 and 512 x 768: ragged edges.
 TEST(GpuFused, PingpongVariantsKeepTheBits) {
   FH_REQUIRE_GPU();
   int64_t compared = 0, differing = 0;
@@ -436,7 +428,8 @@ TEST(GpuFused, PingpongVariantsKeepTheBits) {
     StepData d(s, uint64_t(s.out + 3 * s.T));
     for (auto [sf, ws] : {std::pair{StateFormat::fp32, WeightStore::fp32_master},
                           std::pair{StateFormat::bf16, WeightStore::bf16_rne}})
-      for (FusedVariant v : {FusedVariant::g_roundtrip, FusedVariant::coop_128x256, FusedVariant::coop_128x256_q4}) {
+      for (FusedVariant v : {FusedVariant::pingpong_128x128, FusedVariant::g_roundtrip, FusedVariant::coop_128x256,
+                             FusedVariant::coop_128x256_q4}) {
         const HostParam hp0 = make_param(RuleId::adamw, sf, ws, s, 77);
         HostParam want = hp0, got = hp0;
         DeviceParam fused(hp0), variant(hp0);
@@ -468,26 +461,23 @@ TEST(GpuFused, PingpongVariantsKeepTheBits) {
   EXPECT_THROW(fused_wgrad_update_variant(d.prob, lion.rule, StateFormat::fp32, WeightStore::fp32_master,
                                           lion_dev.view(), 1, FusedVariant::g_roundtrip, g.data()),
                std::invalid_argument);
-  std::printf("[fused] pingpong variants: %lld values, %lld differ from the fused kernel\n", (long long)compared,
+  std::printf("[fused] variants: %lld values, %lld differ from the fused kernel\n", (long long)compared,
               (long long)differing);
 }
 
-// The pingpong kernel loads its operands by TMA, which needs 16-byte aligned rows: forced on
-// rows of 130 bf16 it refuses (automatic takes the block-per-tile kernel there).
-TEST(GpuFused, PingpongRefusesUnalignedRows) {
+// The warp-specialized variants load their operands by TMA, which needs 16-byte aligned rows: on
+// rows of 130 bf16 they refuse, and the fused kernel (block-per-tile) runs.
+TEST(GpuFused, TmaVariantsRefuseUnalignedRows) {
   FH_REQUIRE_GPU();
   const Shape s{64, 130, 16};
   StepData d(s, 6);
   const HostParam hp = make_param(RuleId::adamw, StateFormat::fp32, WeightStore::fp32_master, s, 4);
   DeviceParam p(hp);
-  const FusedSchedule defaults = fused_schedule();
   EXPECT_STREQ(fused_kernel_for(d.prob, TileShape{128, 128}), "block_per_tile");
-  FusedSchedule forced = defaults;
-  forced.kernel = FusedKernel::pingpong;
-  set_fused_schedule(forced);
-  EXPECT_THROW(fused_wgrad_update(d.prob, hp.rule, StateFormat::fp32, WeightStore::fp32_master, p.view(), 1),
-               std::invalid_argument);
-  set_fused_schedule(defaults);
+  for (FusedVariant v : {FusedVariant::pingpong_128x128, FusedVariant::coop_128x256})
+    EXPECT_THROW(fused_wgrad_update_variant(d.prob, hp.rule, StateFormat::fp32, WeightStore::fp32_master, p.view(), 1, v),
+                 std::invalid_argument);
+  EXPECT_NO_THROW(fused_wgrad_update(d.prob, hp.rule, StateFormat::fp32, WeightStore::fp32_master, p.view(), 1));
 }
 
 TEST(GpuFused, BadArgumentsAreRefused) {
