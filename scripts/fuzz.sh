@@ -14,7 +14,7 @@
 # kept between runs) and its seeds: the files the target generates (valid base files, recipes
 # that plant known hostile inputs: out-of-range integers, non-finite values, invalid text, external
 # links and storage, link cycles), the project's own files (scripts/testdata/, docs/) and
-# suites/fuzz/seeds/<target>/. One target at a time, one process each.
+# suites/fuzz/seeds/<target>/. FH_JOBS targets at a time, one libFuzzer process each.
 # A finding is: an exception other than the reader's clean refusal, a broken promise about an
 # accepted input, a crash, a sanitizer report, an input slower than 5 s (-timeout=5), more
 # than 2048 MB (-rss_limit_mb, also the largest single allocation). The input is kept in
@@ -25,7 +25,7 @@
 # it overruns buffers on some corrupt files (a finding in libhdf5, labelled so; with
 # FH_FUZZ_LIBHDF5_FATAL=0 it is listed and the target goes on, as scripts/nightly.sh runs it).
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 30; 0: build, seed and replay only)
-#   FH_FUZZ_TARGETS="report bench_json"  only these targets     FH_JOBS  build jobs (default nproc)
+#   FH_FUZZ_TARGETS="report bench_json"  only these targets     FH_JOBS  build jobs and targets at a time (default nproc)
 # Exit status: 0 nothing found (libhdf5 findings, when not fatal, are listed); 1 a finding, or a
 # regression that fails again; 2 bad usage or the build failed.
 set -uo pipefail
@@ -121,13 +121,18 @@ for d in "${TMPDIR:-/dev/shm}"/fh-fuzz-* /tmp/fh-fuzz-*; do
   pid="${d##*/fh-fuzz-}" && pid="${pid%%-*}"
   [[ "$pid" =~ ^[0-9]+$ ]] && ! kill -0 "$pid" 2>/dev/null && rm -rf -- "$d"
 done
-failed=()
-summary=()
-for t in "${TARGETS[@]}"; do
+# One target: regressions replayed, then SECS of fuzzing. Writes $OUT/logs/$t.summary (its summary
+# lines) and $OUT/logs/$t.status (ok, finding, regression or error); what it says on stderr is
+# shown after every target has ended.
+fuzz_one() {
+  local t="$1"
+  local bin seeds corpus art log d dict opts regs nreg execs left harness libfindings attempt start rc n kind what input units line l
+  local status="$OUT/logs/$t.status" summary_file="$OUT/logs/$t.summary"
   bin="$OUT/fuzz_$t"
   seeds="$OUT/seeds/$t" corpus="$OUT/corpus/$t" art="$ARTIFACTS/$t" log="$OUT/logs/$t.log"
-  rm -rf "$seeds" && mkdir -p "$seeds" "$corpus" "$art" "$OUT/logs" || exit 2
-  FH_FUZZ_WRITE_SEEDS="$seeds" "$bin" > /dev/null 2>"$log" || { cat "$log" >&2; echo "fuzz: $t: cannot write its seeds" >&2; exit 2; }
+  echo error > "$status"
+  rm -rf "$seeds" && mkdir -p "$seeds" "$corpus" "$art" || return
+  FH_FUZZ_WRITE_SEEDS="$seeds" "$bin" > /dev/null 2>"$log" || { cat "$log" >&2; echo "fuzz: $t: cannot write its seeds" >&2; return; }
   # shellcheck disable=SC2046
   for f in $(seed_files "$t") "$ROOT"/suites/fuzz/seeds/"$t"/*; do [ -f "$f" ] && cp "$f" "$seeds/"; done
   [ "$FH_FUZZ_RAW_HDF5" = 1 ] || rm -f "$seeds"/*.h5  # raw files only in raw mode (else they are recipes)
@@ -143,14 +148,15 @@ for t in "${TARGETS[@]}"; do
     if ! "$bin" "${opts[@]}" "${regs[@]}" > "$log.replay" 2>&1; then
       { grep -E '^Running' "$log.replay" | tail -1; grep -m3 -E 'FUZZ FINDING|ERROR:|runtime error' "$log.replay"; grep -E "#[0-9]+ .* $ROOT/" "$log.replay" | head -8; } >&2
       echo "fuzz: $t: a regression input fails again ($log.replay)" >&2
-      failed+=("$t (regression)")
-      summary+=("$t: A REGRESSION FAILS AGAIN ($log.replay)")
-      continue
+      echo "$t: A REGRESSION FAILS AGAIN ($log.replay)" > "$summary_file"
+      echo regression > "$status"
+      return
     fi
   fi
   if [ "$SECS" -eq 0 ]; then
-    summary+=("$t: $nreg regressions replayed, no fuzzing")
-    continue
+    echo "$t: $nreg regressions replayed, no fuzzing" > "$summary_file"
+    echo ok > "$status"
+    return
   fi
   # Fuzz for SECS. A finding in libhdf5 (raw mode) with FH_FUZZ_LIBHDF5_FATAL=0 is listed and the
   # target restarted on the time left (at most 5 times); any other finding ends it.
@@ -181,12 +187,35 @@ for t in "${TARGETS[@]}"; do
   units="$(ls "$corpus" | wc -l)"
   line="$(printf '%-17s %9s executions in %s s, %s regressions replayed, corpus %s' "$t:" "$execs" "$SECS" "$nreg" "$units")"
   for l in "${libfindings[@]}"; do line+=$'\n'"fuzz:   libhdf5 finding (HDF5's own parser, not a reader's): $l"; done
+  echo ok > "$status"
   if [ -n "$harness" ]; then
     echo "fuzz: $t: FINDING: $harness; log $log" >&2
-    failed+=("$t")
     line+=$'\n'"fuzz:   FINDING: $harness"
+    echo finding > "$status"
   fi
-  summary+=("$line")
+  printf '%s\n' "$line" > "$summary_file"
+}
+# The targets run side by side, FH_JOBS at a time (each is one libFuzzer process), so CI's fuzzing
+# takes SECS x targets / jobs.
+mkdir -p "$OUT/logs" || exit 2
+for t in "${TARGETS[@]}"; do
+  rm -f "$OUT/logs/$t.status" "$OUT/logs/$t.summary"
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+  fuzz_one "$t" 2> "$OUT/logs/$t.stderr" &
+done
+wait
+failed=()
+summary=()
+for t in "${TARGETS[@]}"; do
+  [ -s "$OUT/logs/$t.stderr" ] && cat "$OUT/logs/$t.stderr" >&2
+  st="$(cat "$OUT/logs/$t.status" 2>/dev/null || echo error)"
+  case "$st" in
+    ok) ;;
+    finding) failed+=("$t") ;;
+    regression) failed+=("$t (regression)") ;;
+    *) echo "fuzz: $t: the target did not run to its end" >&2; exit 2 ;;
+  esac
+  [ -f "$OUT/logs/$t.summary" ] && summary+=("$(cat "$OUT/logs/$t.summary")")
 done
 printf 'fuzz: %s\n' "${summary[@]}"
 if ((${#failed[@]})); then

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <exception>
 #include <string>
 #include <typeinfo>
@@ -45,8 +46,16 @@ bool verbose() {
   return v;
 }
 
+// FH_FUZZ_PLANT_FINDING=1 (planted, to show that scripts/fuzz.sh reports a finding): every
+// non-empty input throws past the reader's refusal.
+bool planted_finding() {
+  static const bool v = std::getenv("FH_FUZZ_PLANT_FINDING") && *std::getenv("FH_FUZZ_PLANT_FINDING") == '1';
+  return v;
+}
+
 void run(const uint8_t* data, size_t size) {
   try {
+    if (planted_finding() && size > 0) throw std::runtime_error("planted finding (FH_FUZZ_PLANT_FINDING=1)");
     const fh::fuzz::Outcome o = target().run(data, size);
     if (verbose()) std::fprintf(stderr, "fuzz: %s: %s%s\n", target().name, o.refused ? "refused: " : "accepted", o.message.c_str());
   } catch (const std::exception& e) {
