@@ -3,20 +3,17 @@
 #include <stdexcept>
 
 #include "kernels/gpu/fused_wgrad_update.cuh"
-#include "kernels/gpu/fused_wgrad_pingpong.cuh"
-#include "kernels/gpu/fused_wgrad_coop.cuh"
 
 namespace fh::gpu {
 
 namespace {
-// The pingpong kernel (with a G round trip where kGRoundTrip), or (kCoopQuads > 0) the cooperative 128 x 256 tile with
-// kCoopQuads quads a thread in each epilogue batch.
-template <bool kGRoundTrip, int kCoopQuads = 0>
+// The pingpong kernel (with a G round trip where kGRoundTrip), or (kCoop) the cooperative 128 x 256 tile.
+template <bool kGRoundTrip, bool kCoop = false>
 void launch_variant(StateFormat sf, WeightStore ws, const WgradTileArgs& a, const AdamW::Scalars& s,
                     const ParamView& pv, cudaStream_t stream, float* g) {
   auto launch = [&]<StateFormat SF, WeightStore WS>() {
-    if constexpr (kCoopQuads > 0)
-      launch_fused_coop<AdamW, SF, WS, kCoopQuads>(a, s, pv, stream);
+    if constexpr (kCoop)
+      launch_fused_coop<AdamW, SF, WS>(a, s, pv, stream);
     else
       launch_fused_pingpong<AdamW, SF, WS, kGRoundTrip, PingpongCfg>(a, s, pv, stream, g);
   };
@@ -45,8 +42,7 @@ void fused_wgrad_update_variant(const WgradProblem& p, const RuleConfig& rule, S
       if (!g) throw std::invalid_argument("fused_wgrad_update_variant: g_roundtrip needs g, out x in floats on the device");
       return launch_variant<true>(sf, ws, a, s, pv, stream, g);
     case FusedVariant::pingpong_128x128: return launch_variant<false>(sf, ws, a, s, pv, stream, nullptr);
-    case FusedVariant::coop_128x256: return launch_variant<false, 2>(sf, ws, a, s, pv, stream, nullptr);
-    case FusedVariant::coop_128x256_q4: return launch_variant<false, 4>(sf, ws, a, s, pv, stream, nullptr);
+    case FusedVariant::coop_128x256: return launch_variant<false, true>(sf, ws, a, s, pv, stream, nullptr);
   }
   throw std::invalid_argument("fused_wgrad_update_variant: unknown variant");
 }

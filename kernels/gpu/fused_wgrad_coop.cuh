@@ -1,13 +1,14 @@
-// The cooperative fused kernel for a 128 x 256 tile (a bench / suite variant, gpu_api.h
-// FusedVariant::coop_128x256). One persistent block per SM, three warpgroups:
+// The cooperative fused kernel for a 128 x 256 tile: what fused_wgrad_update runs for the 128 x 128
+// tile setting from T = kCoopMinTokens on with fp32 or bf16 state (coop_chosen, fused_wgrad_update.cuh),
+// and the variant FusedVariant::coop_128x256 at any T. One persistent block per SM, three warpgroups:
 //   - the producer (warpgroup 0, one thread) loads each 64-token chunk of the tile's dY rows (two
 //     64-column boxes) and X columns (four boxes) with TMA into a ring of four 48 KB slots;
 //   - both consumers (warpgroups 1, 2) multiply the same tile, consumer c its rows 64 c .. 64 c + 63
-//     with one wgmma m64n256k16 per k16 step, then both run the tile's epilogue together, 32 rows at
-//     a time through one G buffer, while the producer already fills the ring with the next tile.
+//     with one wgmma m64n256k16 per k16 step, then park the whole G tile over the ring and run its
+//     epilogue together; the producer refills the ring once G has been read.
 // Why: a 128 x 256 chunk is 4.2 MFLOP for 48 KB of shared memory written and 20 KB read per k-step,
 // against the 128 x 128 kernels' 2.1 MFLOP for 32 KB and 12 KB; cuBLAS's wgrad GEMM uses this tile
-// (kernels/gpu/NOTES.md). The epilogue no longer overlaps the block's own mainloop.
+// (kernels/gpu/NOTES.md v25, v26). The epilogue does not overlap the block's own mainloop.
 // Per output element the chain is the other kernels': +0, one k16 instruction per 16 tokens in
 // token order, k-steps wholly past T not issued; the GPU fused suite compares the bits.
 #pragma once
@@ -15,13 +16,12 @@
 
 namespace fh::gpu {
 
-// The epilogue's geometry: the whole 128 x 256 tile, both consumer warpgroups, kQuads quads a
-// thread in each of the two batches in flight.
-template <int kQuads>
+// The epilogue's geometry: the whole 128 x 256 tile, both consumer warpgroups, two quads a thread
+// in each of the two batches in flight (four spilled and ran slower; kernels/gpu/NOTES.md v26).
 struct CoopTile {
   static constexpr int TR = 128, TC = 256, kThreads = 256, kWarps = 8;
-  static constexpr int kEpilogueQuads = kQuads;
-  static constexpr int kPrefetchPasses = 2 * kQuads, kEarlyPrefetchPasses = 4;
+  static constexpr int kEpilogueQuads = 2;
+  static constexpr int kPrefetchPasses = 4, kEarlyPrefetchPasses = 4;
   static constexpr int kLdG = TC + 8;  // = 8 (mod 32): the pair stores are conflict free
   static constexpr int kSegmentsPerRow = TC / 64, kSegments = TR * kSegmentsPerRow;
   static constexpr int kQuadPasses = TR * TC / (4 * kThreads);
@@ -115,13 +115,13 @@ __device__ __forceinline__ void coop_park_rows(float* sG, const float (&acc)[32]
     }
 }
 
-template <class Rule, StateFormat SF, WeightStore WS, int kQuads>
+template <class Rule, StateFormat SF, WeightStore WS>
 __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     fused_wgrad_coop_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec,
                             const __grid_constant__ WgradTmaMaps maps) {
   static_assert(SF != StateFormat::int8, "a bench variant for fp32 / bf16 state");
   using Cfg = CoopCfg;
-  using Tile = CoopTile<kQuads>;
+  using Tile = CoopTile;
   constexpr int S = Cfg::kStages;
   extern __shared__ __align__(16) unsigned char coop_smem[];
   unsigned char* ring = align_to_atom(coop_smem);
@@ -226,10 +226,10 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   }
 }
 
-template <class Rule, StateFormat SF, WeightStore WS, int kQuads>
+template <class Rule, StateFormat SF, WeightStore WS>
 void launch_fused_coop(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                        cudaStream_t stream) {
-  auto kernel = fused_wgrad_coop_kernel<Rule, SF, WS, kQuads>;
+  auto kernel = fused_wgrad_coop_kernel<Rule, SF, WS>;
   static const bool attributes_set = set_smem_limit(kernel, CoopCfg::kSmemBytes, "fused_wgrad_coop: cudaFuncSetAttribute");
   (void)attributes_set;
   int device = 0, sms = 0;

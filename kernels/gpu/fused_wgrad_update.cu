@@ -59,9 +59,9 @@ void validate_param_view(const RuleConfig& rule, StateFormat sf, WeightStore ws,
   });
 }
 
-const char* fused_kernel_for(const WgradProblem& p, TileShape tile) {
-  (void)p;
-  return tile.rows == 64 && tile.cols == 64 ? "mma_sync_64x64" : "block_per_tile";
+const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat sf) {
+  if (tile.rows == 64 && tile.cols == 64) return "mma_sync_64x64";
+  return coop_chosen(make_tile_args(p), sf) ? "coop_128x256" : "block_per_tile";
 }
 
 void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateFormat sf,

@@ -442,10 +442,29 @@ void launch_fused_cfg(const WgradTileArgs& a, const typename Rule::Scalars& s, c
   cuda_check(cudaGetLastError(), "fused_wgrad_update: launch");
 }
 
+}  // namespace fh::gpu
+
+// The warp-specialized kernels (they use the epilogue and launch helpers above).
+#include "kernels/gpu/fused_wgrad_coop.cuh"
+
+namespace fh::gpu {
+
+// The 128 x 128 tile setting: the cooperative 128 x 256 kernel from kCoopMinTokens tokens on with
+// fp32 or bf16 state where TMA can load the operands, the block-per-tile kernel otherwise
+// (kernels/gpu/NOTES.md v28: at T >= 2048 the cooperative kernel's mainloop runs at cuBLAS's
+// rate; below, the block kernel's overlapped epilogues win).
+inline bool coop_chosen(const WgradTileArgs& a, StateFormat sf) {
+  return sf != StateFormat::int8 && a.T >= kCoopMinTokens && pingpong_usable(a);
+}
+
 template <class Rule, StateFormat SF, WeightStore WS>
 void launch_fused_tile(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                        TileShape tile, cudaStream_t stream) {
-  if (tile.rows == 128 && tile.cols == 128) return launch_fused_cfg<WgradTileCfg<128, 128>, Rule, SF, WS>(a, s, pv, stream);
+  if (tile.rows == 128 && tile.cols == 128) {
+    if constexpr (SF != StateFormat::int8)
+      if (coop_chosen(a, SF)) return launch_fused_coop<Rule, SF, WS>(a, s, pv, stream);
+    return launch_fused_cfg<WgradTileCfg<128, 128>, Rule, SF, WS>(a, s, pv, stream);
+  }
   if (tile.rows == 64 && tile.cols == 64)
     return launch_fused_cfg<WgradTileCfg<64, 64>, Rule, SF, WS>(a, s, pv, stream);
   throw std::invalid_argument("fused_wgrad_update: unsupported tile " + std::to_string(tile.rows) +

@@ -130,9 +130,11 @@ FusedPlantedDefect fused_planted_defect();
 //     other half stream the epilogue's weights and state; without it every block of a wave
 //     multiplies, then every block waits on DRAM. -1: auto_stagger_us(state format).
 //   stagger_stride: 0 means the SM count (with round-robin dispatch, the second block of each SM).
-// Process-wide. forge-bench reads FH_FUSED_STAGGER_US and FH_FUSED_STAGGER_STRIDE. The 128 x 128
-// tile runs the block-per-tile kernel: the warp-specialized kernels (pingpong, cooperative) are
-// variants below, measured no faster at every token count (kernels/gpu/NOTES.md v25).
+// Process-wide. forge-bench reads FH_FUSED_STAGGER_US and FH_FUSED_STAGGER_STRIDE. The stagger
+// is the block-per-tile kernel's: the 128 x 128 tile setting runs that kernel below
+// kCoopMinTokens tokens, with INT8 state, or where TMA cannot load the operands (rows not 16-byte
+// aligned), and the cooperative 128 x 256 kernel otherwise (kernels/gpu/NOTES.md v28 measured the
+// crossover); the same bits either way.
 struct FusedSchedule {
   int stagger_us = -1;
   int stagger_stride = 0;
@@ -143,8 +145,10 @@ FusedSchedule fused_schedule();
 // The stagger an auto schedule uses: 10 us where the epilogue is DRAM bound (fp32 state: 24 or
 // more bytes a parameter), none otherwise (bf16 and int8 state lost time with it on the runner).
 int auto_stagger_us(StateFormat sf);
-// The kernel fused_wgrad_update runs for this tile: "block_per_tile" (128 x 128) or "mma_sync_64x64".
-const char* fused_kernel_for(const WgradProblem& p, TileShape tile);
+constexpr int64_t kCoopMinTokens = 2048;
+// The kernel fused_wgrad_update runs for this problem, tile setting and state format:
+// "coop_128x256", "block_per_tile" (both for the 128 x 128 setting) or "mma_sync_64x64".
+const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat sf);
 
 // Variants of the fused kernel (bench, decomposition claim and suites only), AdamW with fp32
 // master + fp32 state or bf16 weights + bf16 state, TMA-loadable operands; throws otherwise.
@@ -153,10 +157,9 @@ const char* fused_kernel_for(const WgradProblem& p, TileShape tile);
 //   pingpong_128x128: the warp-specialized 128 x 128 kernel (kernels/gpu/fused_wgrad_pingpong.cuh:
 //     a TMA producer warp and two consumer warpgroups, one tile's epilogue beside the other's
 //     mainloop); the same bits.
-//   coop_128x256: a 128 x 256 tile multiplied by both consumer warpgroups (wgmma m64n256k16), then
-//     parked whole over the operand ring and updated by both (kernels/gpu/fused_wgrad_coop.cuh);
-//     the same bits. coop_128x256_q4: the same with four quads a thread per epilogue batch, not two.
-enum class FusedVariant : int { g_roundtrip = 0, pingpong_128x128 = 1, coop_128x256 = 2, coop_128x256_q4 = 3 };
+//   coop_128x256: the cooperative 128 x 256 kernel (kernels/gpu/fused_wgrad_coop.cuh) at any T;
+//     the same bits.
+enum class FusedVariant : int { g_roundtrip = 0, pingpong_128x128 = 1, coop_128x256 = 2 };
 void fused_wgrad_update_variant(const WgradProblem& p, const RuleConfig& rule, StateFormat sf, WeightStore ws,
                                 const ParamView& pv, int64_t step, FusedVariant v, float* g = nullptr,
                                 cudaStream_t stream = 0);

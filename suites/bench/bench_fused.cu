@@ -29,17 +29,15 @@ constexpr double kCopyRateBytesPerS = 4.2e12;  // GPU_RUNNER.md, device-to-devic
 
 // fused: the kernel fused_wgrad_update runs (block-per-tile); fused_pingpong: the warp-specialized
 // 128 x 128 kernel; fused_g_roundtrip: the pingpong kernel storing each G tile and loading it back in the same
-// launch (the decomposition's middle step); fused_coop, fused_coop_q4: the cooperative 128 x 256
-// tile with two or four quads a thread per epilogue batch (tuning candidates, gpu_api.h
-// FusedVariant); gemm_cublas: cuBLAS's wgrad GEMM alone (no update), the large-T yardstick.
-enum class Path { fused, fused_pingpong, fused_g_roundtrip, fused_coop, fused_coop_q4, order_matched, cublas, gemm_cublas };
+// launch (the decomposition's middle step); fused_coop: the cooperative 128 x 256 kernel at every T
+// (fused runs it from T = kCoopMinTokens on); gemm_cublas: cuBLAS's wgrad GEMM alone (no update), the large-T yardstick.
+enum class Path { fused, fused_pingpong, fused_g_roundtrip, fused_coop, order_matched, cublas, gemm_cublas };
 const char* path_name(Path p) {
   switch (p) {
     case Path::fused: return "fused";
     case Path::fused_pingpong: return "fused_pingpong";
     case Path::fused_g_roundtrip: return "fused_g_roundtrip";
     case Path::fused_coop: return "fused_coop";
-    case Path::fused_coop_q4: return "fused_coop_q4";
     case Path::order_matched: return "order_matched";
     case Path::cublas: return "cublas";
     case Path::gemm_cublas: return "gemm_cublas";
@@ -124,9 +122,6 @@ void run_path(Setup& su, Path path) {
       fused_wgrad_update_variant(p, su.rule, su.sf, su.ws, pv, 1, FusedVariant::g_roundtrip, su.g.data());
       break;
     case Path::fused_coop: fused_wgrad_update_variant(p, su.rule, su.sf, su.ws, pv, 1, FusedVariant::coop_128x256); break;
-    case Path::fused_coop_q4:
-      fused_wgrad_update_variant(p, su.rule, su.sf, su.ws, pv, 1, FusedVariant::coop_128x256_q4);
-      break;
     case Path::gemm_cublas: cublas_wgrad(su.cublas.get(), p, su.g.data()); break;
     case Path::order_matched:
       wgrad_materialize(p, su.g.data());
@@ -170,7 +165,7 @@ void bench_step(benchmark::State& state, Path path, RuleId id, int64_t out, int6
   state.counters["floor_ratio"] = benchmark::Counter(
       floor_s, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   std::string kernel;
-  if (path == Path::fused) kernel = std::string(" kernel=") + fused_kernel_for(su.problem(), TileShape{});
+  if (path == Path::fused) kernel = std::string(" kernel=") + fused_kernel_for(su.problem(), TileShape{}, sf);
   state.SetLabel(std::string(path_name(path)) + " " + rule_name(id) + "/" + state_format_name(sf) + "/" + weight_store_name(ws) + kernel);
 }
 
@@ -234,10 +229,9 @@ int main(int argc, char** argv) {
   for (const auto& [sf, ws] : configs)
     for (const Layer& l : layers)
       for (int64_t T : tokens)
-        for (Path p : {Path::fused, Path::fused_pingpong, Path::fused_g_roundtrip, Path::fused_coop, Path::fused_coop_q4,
-                       Path::order_matched, Path::cublas, Path::gemm_cublas}) {
-          const bool variant = p == Path::fused_pingpong || p == Path::fused_g_roundtrip || p == Path::fused_coop ||
-                               p == Path::fused_coop_q4;
+        for (Path p : {Path::fused, Path::fused_pingpong, Path::fused_g_roundtrip, Path::fused_coop, Path::order_matched,
+                       Path::cublas, Path::gemm_cublas}) {
+          const bool variant = p == Path::fused_pingpong || p == Path::fused_g_roundtrip || p == Path::fused_coop;
           if (variant && (id != RuleId::adamw || sf == StateFormat::int8)) continue;  // AdamW fp32 / bf16 only
           const std::string name = std::string(rule_name(id)) + "_" + state_format_name(sf) + "_" + weight_store_name(ws) + "/" +
                                    path_name(p) + "/out" + std::to_string(l.out) + "_in" + std::to_string(l.in) +

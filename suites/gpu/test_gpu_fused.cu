@@ -106,7 +106,7 @@ TEST(gpu_fused_vs_twin, FusedEqualsOrderMatchedAndTwinOnRaggedShapes) {
               compared_om += a.values; diff_om += a.differing;
               compared_twin += b.values; diff_twin += b.differing;
               const std::string where = config_name(r, sf, ws) + " tile " + std::to_string(tile.rows) + " " +
-                                        fused_kernel_for(d.prob, tile) +
+                                        fused_kernel_for(d.prob, tile, sf) +
                                         " shape " + std::to_string(s.out) + "x" + std::to_string(s.in) +
                                         " T=" + std::to_string(s.T) + " step " + std::to_string(st);
               EXPECT_EQ(a.differing, 0) << "fused vs order-matched, " << where << ", first " << a.first_diff;
@@ -117,6 +117,66 @@ TEST(gpu_fused_vs_twin, FusedEqualsOrderMatchedAndTwinOnRaggedShapes) {
   std::printf("[fused] ragged: %lld configs x %d steps; fused vs order-matched: %lld values, %lld differ; "
               "fused vs host twin: %lld values, %lld differ\n", (long long)configs, kSteps,
               (long long)compared_om, (long long)diff_om, (long long)compared_twin, (long long)diff_twin);
+}
+
+// The cooperative 128 x 256 kernel, which fused_wgrad_update runs from T = kCoopMinTokens on with
+// fp32 or bf16 state: every rule and weight store, two steps (the second from non-zero state),
+// fused == order-matched (G materialized, then the rule kernel) bit for bit. 300 x 520 at
+// T = 2100: ragged rows, columns (the last tile 8 of 256 wide) and last chunk. 2048 x 2304 at
+// T = kCoopMinTokens: 144 tiles, more than the SMs of an H100 or H200 (132), so some blocks run
+// two and the G tile overwrites the ring between them. The planted state-row offset must be
+// seen (the check can fail).
+TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
+  FH_REQUIRE_GPU();
+  int64_t compared = 0, differing = 0, configs = 0;
+  for (const Shape& s : {Shape{300, 520, 2100}, Shape{2048, 2304, kCoopMinTokens}}) {
+    std::vector<StepData> steps;
+    for (int st = 1; st <= 2; ++st) steps.emplace_back(s, uint64_t(s.out * 7919 + s.T + st));
+    for (RuleId r : kAllRules)
+      for (StateFormat sf : {StateFormat::fp32, StateFormat::bf16})
+        for (WeightStore ws : kStores) {
+          ++configs;
+          const HostParam hp0 = make_param(r, sf, ws, s, uint64_t(1000 + configs));
+          HostParam fused_h = hp0, om_h = hp0;
+          DeviceParam fused(hp0), om(hp0);
+          DeviceBuffer<float> g(size_t(s.out * s.in));
+          ASSERT_STREQ(fused_kernel_for(steps[0].prob, TileShape{128, 128}, sf), "coop_128x256");
+          for (int st = 1; st <= 2; ++st) {
+            const StepData& d = steps[size_t(st - 1)];
+            fused_wgrad_update(d.prob, hp0.rule, sf, ws, fused.view(), st);
+            wgrad_materialize(d.prob, g.data());
+            rule_apply_device(hp0.rule, sf, ws, om.view(), st, g.data(), s.in);
+          }
+          fused.download_into(fused_h);
+          om.download_into(om_h);
+          const ParamEvidence e = test::compare_params(fused_h, om_h);
+          compared += e.values;
+          differing += e.differing;
+          EXPECT_EQ(e.differing, 0) << "coop fused vs order-matched, " << config_name(r, sf, ws) << " " << s.out << "x"
+                                    << s.in << " T=" << s.T << ", first " << e.first_diff;
+        }
+  }
+  // Planted (suite only): tile (0, 0) reads and writes the state one row down.
+  const Shape s{300, 520, 2100};
+  StepData d(s, 17);
+  const HostParam hp0 = make_param(RuleId::adamw, StateFormat::fp32, WeightStore::fp32_master, s, 5);
+  HostParam fused_h = hp0, om_h = hp0;
+  DeviceParam fused(hp0), om(hp0);
+  DeviceBuffer<float> g(size_t(s.out * s.in));
+  for (int st = 1; st <= 2; ++st) {
+    set_fused_planted_defect(FusedPlantedDefect::state_row_offset);
+    fused_wgrad_update(d.prob, hp0.rule, StateFormat::fp32, WeightStore::fp32_master, fused.view(), st);
+    set_fused_planted_defect(FusedPlantedDefect::none);
+    wgrad_materialize(d.prob, g.data());
+    rule_apply_device(hp0.rule, StateFormat::fp32, WeightStore::fp32_master, om.view(), st, g.data(), s.in);
+  }
+  fused.download_into(fused_h);
+  om.download_into(om_h);
+  const ParamEvidence planted = test::compare_params(fused_h, om_h);
+  EXPECT_GT(planted.differing, 0) << "the coop kernel's planted state-row offset went unnoticed";
+  std::printf("[fused] coop kernel: %lld configs x 2 steps, fused vs order-matched: %lld values, %lld differ; "
+              "planted state-row offset: %lld differ (must be > 0)\n", (long long)configs, (long long)compared,
+              (long long)differing, (long long)planted.differing);
 }
 
 // A few configurations on one ragged shape, every kernel of the set once: small enough for
@@ -428,8 +488,7 @@ TEST(GpuFused, PingpongVariantsKeepTheBits) {
     StepData d(s, uint64_t(s.out + 3 * s.T));
     for (auto [sf, ws] : {std::pair{StateFormat::fp32, WeightStore::fp32_master},
                           std::pair{StateFormat::bf16, WeightStore::bf16_rne}})
-      for (FusedVariant v : {FusedVariant::pingpong_128x128, FusedVariant::g_roundtrip, FusedVariant::coop_128x256,
-                             FusedVariant::coop_128x256_q4}) {
+      for (FusedVariant v : {FusedVariant::pingpong_128x128, FusedVariant::g_roundtrip, FusedVariant::coop_128x256}) {
         const HostParam hp0 = make_param(RuleId::adamw, sf, ws, s, 77);
         HostParam want = hp0, got = hp0;
         DeviceParam fused(hp0), variant(hp0);
@@ -473,7 +532,7 @@ TEST(GpuFused, TmaVariantsRefuseUnalignedRows) {
   StepData d(s, 6);
   const HostParam hp = make_param(RuleId::adamw, StateFormat::fp32, WeightStore::fp32_master, s, 4);
   DeviceParam p(hp);
-  EXPECT_STREQ(fused_kernel_for(d.prob, TileShape{128, 128}), "block_per_tile");
+  EXPECT_STREQ(fused_kernel_for(d.prob, TileShape{128, 128}, StateFormat::fp32), "block_per_tile");
   for (FusedVariant v : {FusedVariant::pingpong_128x128, FusedVariant::coop_128x256})
     EXPECT_THROW(fused_wgrad_update_variant(d.prob, hp.rule, StateFormat::fp32, WeightStore::fp32_master, p.view(), 1, v),
                  std::invalid_argument);
