@@ -1,6 +1,7 @@
 // The cooperative fused kernel for a 128 x 256 tile: what fused_wgrad_update runs for the 128 x 128
-// tile setting from T = kCoopMinTokens on with fp32 or bf16 state (coop_chosen, fused_wgrad_update.cuh),
-// and the variant FusedVariant::coop_128x256 at any T. One persistent block per SM, three warpgroups:
+// tile setting from T = FusedSchedule::coop_min_tokens on (opt-in) with fp32 or bf16 state
+// (coop_chosen, fused_wgrad_update.cuh), and the variant FusedVariant::coop_128x256 at any T. One
+// persistent block per SM, three warpgroups:
 //   - the producer (warpgroup 0, one thread) loads each 64-token chunk of the tile's dY rows (two
 //     64-column boxes) and X columns (four boxes) with TMA into a ring of four 48 KB slots;
 //   - both consumers (warpgroups 1, 2) multiply the same tile, consumer c its rows 64 c .. 64 c + 63
@@ -119,7 +120,7 @@ template <class Rule, StateFormat SF, WeightStore WS>
 __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     fused_wgrad_coop_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec,
                             const __grid_constant__ WgradTmaMaps maps) {
-  static_assert(SF != StateFormat::int8, "a bench variant for fp32 / bf16 state");
+  static_assert(SF != StateFormat::int8, "fp32 / bf16 state only (INT8 runs the block-per-tile kernel)");
   using Cfg = CoopCfg;
   using Tile = CoopTile;
   constexpr int S = Cfg::kStages;

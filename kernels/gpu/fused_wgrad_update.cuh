@@ -449,12 +449,13 @@ void launch_fused_cfg(const WgradTileArgs& a, const typename Rule::Scalars& s, c
 
 namespace fh::gpu {
 
-// The 128 x 128 tile setting: the cooperative 128 x 256 kernel from kCoopMinTokens tokens on with
-// fp32 or bf16 state where TMA can load the operands, the block-per-tile kernel otherwise
-// (kernels/gpu/NOTES.md v28: at T >= 2048 the cooperative kernel's mainloop runs at cuBLAS's
-// rate; below, the block kernel's overlapped epilogues win).
+// The 128 x 128 tile setting: the cooperative 128 x 256 kernel from FusedSchedule::coop_min_tokens
+// tokens on (0: never) with fp32 or bf16 state where TMA can load the operands, the block-per-tile
+// kernel otherwise (kernels/gpu/NOTES.md v26: from T = 2048 the cooperative kernel's mainloop runs
+// at cuBLAS's rate; below, the block kernel's overlapped epilogues win).
 inline bool coop_chosen(const WgradTileArgs& a, StateFormat sf) {
-  return sf != StateFormat::int8 && a.T >= kCoopMinTokens && pingpong_usable(a);
+  const int64_t from = fused_schedule().coop_min_tokens;
+  return from > 0 && sf != StateFormat::int8 && a.T >= from && pingpong_usable(a);
 }
 
 template <class Rule, StateFormat SF, WeightStore WS>

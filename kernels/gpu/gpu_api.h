@@ -130,23 +130,28 @@ FusedPlantedDefect fused_planted_defect();
 //     other half stream the epilogue's weights and state; without it every block of a wave
 //     multiplies, then every block waits on DRAM. -1: auto_stagger_us(state format).
 //   stagger_stride: 0 means the SM count (with round-robin dispatch, the second block of each SM).
-// Process-wide. forge-bench reads FH_FUSED_STAGGER_US and FH_FUSED_STAGGER_STRIDE. The stagger
-// is the block-per-tile kernel's: the 128 x 128 tile setting runs that kernel below
-// kCoopMinTokens tokens, with INT8 state, or where TMA cannot load the operands (rows not 16-byte
-// aligned), and the cooperative 128 x 256 kernel otherwise (kernels/gpu/NOTES.md v28 measured the
-// crossover); the same bits either way.
+//   coop_min_tokens: the 128 x 128 tile setting runs the cooperative 128 x 256 kernel from this
+//     many tokens on, with fp32 or bf16 state and operands TMA can load (rows 16-byte aligned);
+//     the block-per-tile kernel otherwise, the same bits. 0 (the default): never. Opt-in until a
+//     runner call has passed the GPU fused suite with it for every rule (kernels/gpu/NOTES.md
+//     v28); kCoopMinTokens is the measured crossover to set.
+// Process-wide. forge-bench reads FH_FUSED_STAGGER_US, FH_FUSED_STAGGER_STRIDE and
+// FH_FUSED_COOP_MIN_TOKENS. The stagger applies to the block-per-tile kernel.
+constexpr int64_t kCoopMinTokens = 2048;
 struct FusedSchedule {
   int stagger_us = -1;
   int stagger_stride = 0;
+  int64_t coop_min_tokens = 0;
 };
-// Throws std::invalid_argument on a value out of range (stagger_us -1 .. 10^6, stride >= 0).
+// Throws std::invalid_argument on a value out of range (stagger_us -1 .. 10^6, stride >= 0,
+// coop_min_tokens >= 0).
 void set_fused_schedule(const FusedSchedule& s);
 FusedSchedule fused_schedule();
 // The stagger an auto schedule uses: 10 us where the epilogue is DRAM bound (fp32 state: 24 or
 // more bytes a parameter), none otherwise (bf16 and int8 state lost time with it on the runner).
 int auto_stagger_us(StateFormat sf);
-constexpr int64_t kCoopMinTokens = 2048;
-// The kernel fused_wgrad_update runs for this problem, tile setting and state format:
+// The kernel fused_wgrad_update runs for this problem, tile setting and state format under the
+// current schedule:
 // "coop_128x256", "block_per_tile" (both for the 128 x 128 setting) or "mma_sync_64x64".
 const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat sf);
 

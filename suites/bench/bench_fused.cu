@@ -30,7 +30,7 @@ constexpr double kCopyRateBytesPerS = 4.2e12;  // GPU_RUNNER.md, device-to-devic
 // fused: the kernel fused_wgrad_update runs (block-per-tile); fused_pingpong: the warp-specialized
 // 128 x 128 kernel; fused_g_roundtrip: the pingpong kernel storing each G tile and loading it back in the same
 // launch (the decomposition's middle step); fused_coop: the cooperative 128 x 256 kernel at every T
-// (fused runs it from T = kCoopMinTokens on); gemm_cublas: cuBLAS's wgrad GEMM alone (no update), the large-T yardstick.
+// (fused runs it from T = FH_FUSED_COOP_MIN_TOKENS on; 0, the default: never); gemm_cublas: cuBLAS's wgrad GEMM alone (no update), the large-T yardstick.
 enum class Path { fused, fused_pingpong, fused_g_roundtrip, fused_coop, order_matched, cublas, gemm_cublas };
 const char* path_name(Path p) {
   switch (p) {
@@ -211,14 +211,18 @@ int main(int argc, char** argv) {
   };
   env_int("FH_FUSED_STAGGER_US", sched.stagger_us);
   env_int("FH_FUSED_STAGGER_STRIDE", sched.stagger_stride);
+  int coop_min_tokens = int(sched.coop_min_tokens);
+  env_int("FH_FUSED_COOP_MIN_TOKENS", coop_min_tokens);  // 0: never (the default)
+  sched.coop_min_tokens = coop_min_tokens;
   try {
     set_fused_schedule(sched);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "forge-bench: %s\n", e.what());
     return 2;
   }
-  std::printf("forge-bench: fused schedule: stagger %d us (-1: auto, %d us for fp32 state), stride %d (0: SM count)\n",
-              sched.stagger_us, auto_stagger_us(StateFormat::fp32), sched.stagger_stride);
+  std::printf("forge-bench: fused schedule: cooperative kernel from T = %lld (0: never), stagger %d us (-1: auto, "
+              "%d us for fp32 state), stride %d (0: SM count)\n",
+              (long long)sched.coop_min_tokens, sched.stagger_us, auto_stagger_us(StateFormat::fp32), sched.stagger_stride);
   struct Layer { int64_t out, in; };
   const Layer layers[] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {1024, 4096}};
   const int64_t tokens[] = {512, 2048, 8192, 16384};

@@ -650,12 +650,18 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   bad = before;
   bad.stagger_stride = -1;
   EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
+  bad = before;
+  bad.coop_min_tokens = -1;
+  EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
+  EXPECT_EQ(before.coop_min_tokens, 0) << "the cooperative kernel is opt-in until the runner has verified it";
   FusedSchedule mine = before;
   mine.stagger_us = 7;
   mine.stagger_stride = 3;
+  mine.coop_min_tokens = kCoopMinTokens;
   set_fused_schedule(mine);
   EXPECT_EQ(fused_schedule().stagger_us, 7);
   EXPECT_EQ(fused_schedule().stagger_stride, 3);
+  EXPECT_EQ(fused_schedule().coop_min_tokens, kCoopMinTokens);
   set_fused_schedule(before);
   EXPECT_EQ(auto_stagger_us(StateFormat::fp32), 10);
   EXPECT_EQ(auto_stagger_us(StateFormat::bf16), 0);
