@@ -27,10 +27,11 @@ namespace {
 
 constexpr double kCopyRateBytesPerS = 4.2e12;  // GPU_RUNNER.md, device-to-device, read + write
 
-// fused: the kernel fused_wgrad_update runs (block-per-tile); fused_pingpong: the warp-specialized
-// 128 x 128 kernel; fused_g_roundtrip: the pingpong kernel storing each G tile and loading it back in the same
-// launch (the decomposition's middle step); fused_coop: the cooperative 128 x 256 kernel at every T
-// (fused runs it from T = FH_FUSED_COOP_MIN_TOKENS on; 0, the default: never); gemm_cublas: cuBLAS's wgrad GEMM alone (no update), the large-T yardstick.
+// fused: the kernel fused_wgrad_update runs (block-per-tile, or the cooperative kernel from
+// T = FH_FUSED_COOP_MIN_TOKENS on; 0, the default: never); fused_pingpong: the warp-specialized
+// 128 x 128 kernel; fused_g_roundtrip: the pingpong kernel storing each G tile and loading it back
+// in the same launch (the decomposition's middle step); fused_coop: the cooperative 128 x 256
+// kernel at every T; gemm_cublas: cuBLAS's wgrad GEMM alone (no update), the large-T yardstick.
 enum class Path { fused, fused_pingpong, fused_g_roundtrip, fused_coop, order_matched, cublas, gemm_cublas };
 const char* path_name(Path p) {
   switch (p) {

@@ -134,52 +134,51 @@ TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
   FusedSchedule coop = defaults;
   coop.coop_min_tokens = kCoopMinTokens;
   set_fused_schedule(coop);
+  // Two steps of the fused kernel (the planted defect on, if any) and of the order-matched path
+  // from the same parameter; their difference.
+  auto fused_vs_order_matched = [](const std::vector<StepData>& steps, const HostParam& hp0, StateFormat sf,
+                                   WeightStore ws, FusedPlantedDefect planted) {
+    const WgradProblem& p = steps[0].prob;
+    HostParam fused_h = hp0, om_h = hp0;
+    DeviceParam fused(hp0), om(hp0);
+    DeviceBuffer<float> g(size_t(p.out * p.in));
+    for (int st = 1; st <= 2; ++st) {
+      const StepData& d = steps[size_t(st - 1)];
+      set_fused_planted_defect(planted);
+      fused_wgrad_update(d.prob, hp0.rule, sf, ws, fused.view(), st);
+      set_fused_planted_defect(FusedPlantedDefect::none);
+      wgrad_materialize(d.prob, g.data());
+      rule_apply_device(hp0.rule, sf, ws, om.view(), st, g.data(), p.in);
+    }
+    fused.download_into(fused_h);
+    om.download_into(om_h);
+    return test::compare_params(fused_h, om_h);
+  };
   int64_t compared = 0, differing = 0, configs = 0;
-  for (const Shape& s : {Shape{304, 520, 2100}, Shape{2048, 2304, kCoopMinTokens}}) {
+  const Shape ragged_shape{304, 520, 2100};
+  std::vector<StepData> ragged;
+  for (const Shape& s : {ragged_shape, Shape{2048, 2304, kCoopMinTokens}}) {
     std::vector<StepData> steps;
     for (int st = 1; st <= 2; ++st) steps.emplace_back(s, uint64_t(s.out * 7919 + s.T + st));
     for (RuleId r : kAllRules)
       for (StateFormat sf : {StateFormat::fp32, StateFormat::bf16})
         for (WeightStore ws : kStores) {
           ++configs;
-          const HostParam hp0 = make_param(r, sf, ws, s, uint64_t(1000 + configs));
-          HostParam fused_h = hp0, om_h = hp0;
-          DeviceParam fused(hp0), om(hp0);
-          DeviceBuffer<float> g(size_t(s.out * s.in));
           EXPECT_STREQ(fused_kernel_for(steps[0].prob, TileShape{128, 128}, sf), "coop_128x256");
-          for (int st = 1; st <= 2; ++st) {
-            const StepData& d = steps[size_t(st - 1)];
-            fused_wgrad_update(d.prob, hp0.rule, sf, ws, fused.view(), st);
-            wgrad_materialize(d.prob, g.data());
-            rule_apply_device(hp0.rule, sf, ws, om.view(), st, g.data(), s.in);
-          }
-          fused.download_into(fused_h);
-          om.download_into(om_h);
-          const ParamEvidence e = test::compare_params(fused_h, om_h);
+          const ParamEvidence e = fused_vs_order_matched(steps, make_param(r, sf, ws, s, uint64_t(1000 + configs)), sf,
+                                                         ws, FusedPlantedDefect::none);
           compared += e.values;
           differing += e.differing;
           EXPECT_EQ(e.differing, 0) << "coop fused vs order-matched, " << config_name(r, sf, ws) << " " << s.out << "x"
                                     << s.in << " T=" << s.T << ", first " << e.first_diff;
         }
+    if (ragged.empty()) ragged = std::move(steps);
   }
   // Planted (suite only): tile (0, 0) reads and writes the state one row down.
-  const Shape s{304, 520, 2100};
-  StepData d(s, 17);
-  const HostParam hp0 = make_param(RuleId::adamw, StateFormat::fp32, WeightStore::fp32_master, s, 5);
-  HostParam fused_h = hp0, om_h = hp0;
-  DeviceParam fused(hp0), om(hp0);
-  DeviceBuffer<float> g(size_t(s.out * s.in));
-  for (int st = 1; st <= 2; ++st) {
-    set_fused_planted_defect(FusedPlantedDefect::state_row_offset);
-    fused_wgrad_update(d.prob, hp0.rule, StateFormat::fp32, WeightStore::fp32_master, fused.view(), st);
-    set_fused_planted_defect(FusedPlantedDefect::none);
-    wgrad_materialize(d.prob, g.data());
-    rule_apply_device(hp0.rule, StateFormat::fp32, WeightStore::fp32_master, om.view(), st, g.data(), s.in);
-  }
-  fused.download_into(fused_h);
-  om.download_into(om_h);
+  const HostParam hp0 = make_param(RuleId::adamw, StateFormat::fp32, WeightStore::fp32_master, ragged_shape, 5);
+  const ParamEvidence planted = fused_vs_order_matched(ragged, hp0, StateFormat::fp32, WeightStore::fp32_master,
+                                                       FusedPlantedDefect::state_row_offset);
   set_fused_schedule(defaults);
-  const ParamEvidence planted = test::compare_params(fused_h, om_h);
   EXPECT_GT(planted.differing, 0) << "the coop kernel's planted state-row offset went unnoticed";
   std::printf("[fused] coop kernel: %lld configs x 2 steps, fused vs order-matched: %lld values, %lld differ; "
               "planted state-row offset: %lld differ (must be > 0)\n", (long long)configs, (long long)compared,
