@@ -21,7 +21,13 @@ void launch_variant(StateFormat sf, WeightStore ws, const WgradTileArgs& a, cons
     return launch.template operator()<StateFormat::fp32, WeightStore::fp32_master>();
   if (sf == StateFormat::bf16 && ws == WeightStore::bf16_rne)
     return launch.template operator()<StateFormat::bf16, WeightStore::bf16_rne>();
-  throw std::invalid_argument("fused_wgrad_update_variant: fp32/fp32_master or bf16/bf16_rne only");
+  // INT8 state with fp32 master weights: the cooperative kernel only (until it is measured
+  // against the block kernel that production runs for INT8).
+  if constexpr (kCoop)
+    if (sf == StateFormat::int8 && ws == WeightStore::fp32_master)
+      return launch_fused_coop<AdamW, StateFormat::int8, WeightStore::fp32_master>(a, s, pv, stream);
+  throw std::invalid_argument("fused_wgrad_update_variant: fp32/fp32_master or bf16/bf16_rne"
+                              " (and int8/fp32_master for coop_128x256) only");
 }
 }  // namespace
 

@@ -120,7 +120,6 @@ template <class Rule, StateFormat SF, WeightStore WS>
 __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     fused_wgrad_coop_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec,
                             const __grid_constant__ WgradTmaMaps maps) {
-  static_assert(SF != StateFormat::int8, "fp32 / bf16 state only (INT8 runs the block-per-tile kernel)");
   using Cfg = CoopCfg;
   using Tile = CoopTile;
   constexpr int S = Cfg::kStages;
@@ -191,7 +190,13 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
       const int64_t n = seq + c;
       const int slot = int(n % S);
       mbar_wait(full + slot, uint32_t(n / S) & 1u);
-      if (whole && early_prefetch_chunk(c, nchunks)) prefetch_first_passes<Tile, Rule, SF, WS>(pv, first, o0, i0);
+      if (early_prefetch_chunk(c, nchunks)) {
+        if constexpr (SF == StateFormat::int8) {
+          for (int j = 0; j < kInt8PrefetchPasses; ++j) prefetch_int8_pass<Tile, Rule, WS>(pv, o0, i0, ctid >> 5, j, lane);
+        } else if (whole) {
+          prefetch_first_passes<Tile, Rule, SF, WS>(pv, first, o0, i0);
+        }
+      }
       const unsigned char* sA = ring + size_t(slot) * Cfg::kSlotBytes;
       const unsigned char* sB = sA + Cfg::kABytes;
       const int ksteps = chunk_ksteps(a.T, c * Cfg::TK, Cfg::kKSteps);
@@ -214,7 +219,9 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     coop_consumers_barrier();
     coop_park_rows<Tile>(sG, acc, consumer, cwarp, lane);
     coop_consumers_barrier();
-    if (whole)
+    if constexpr (SF == StateFormat::int8)
+      fused_epilogue_int8<Tile, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state, ctid >> 5);
+    else if (whole)
       fused_epilogue_quads<Tile, Rule, SF, WS, true>(s, pv, sG, o0, i0, vec, short_edge, shift_state,
                                                      a.planted_defect, first, ctid);
     else
@@ -240,7 +247,7 @@ void launch_fused_coop(const WgradTileArgs& a, const typename Rule::Scalars& s, 
   const int64_t tiles = ((a.in + CoopCfg::TC - 1) / CoopCfg::TC) * ((a.out + CoopCfg::TR - 1) / CoopCfg::TR);
   const int64_t blocks = tiles < sms ? tiles : sms;
   const WgradTmaMaps maps = make_wgrad_tma_maps(a);
-  const bool vec = fused_params_vec4<SF>(pv);
+  const bool vec = SF != StateFormat::int8 && fused_params_vec4<SF>(pv);
   kernel<<<unsigned(blocks), CoopCfg::kThreads, CoopCfg::kSmemBytes, stream>>>(a, s, pv, vec, maps);
   cuda_check(cudaGetLastError(), "fused_wgrad_coop: launch");
 }

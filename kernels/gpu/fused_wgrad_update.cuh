@@ -259,15 +259,53 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
   }
 }
 
+// L2 prefetch of the lines one int8 block (row r, columns c0 .. c0 + 63, state row srow) touches,
+// one line per lane: the fp32 master's two lines, the bf16 copy's, each state's bytes and its
+// absmax. A warp's int8 passes run one after another, each waiting on its loads, so a pass whose
+// lines are already in L2 waits for L2 and not for DRAM. Addresses stay inside the block's row.
+template <class Rule, WeightStore WS>
+__device__ __forceinline__ void prefetch_int8_block(const ParamView& pv, int64_t r, int64_t srow, int64_t c0, int lane) {
+  if (r >= pv.rows || c0 >= pv.cols) return;
+  const int64_t base = r * pv.cols + c0, sbase = srow * pv.cols + c0;
+  const int64_t blk = srow * pv.blocks_per_row() + c0 / kInt8Block;
+  const int64_t last = (pv.cols - c0 < kInt8Block ? pv.cols - c0 : kInt8Block) - 1;
+  const void* p = nullptr;
+  if (lane < 2) {
+    if (WS == WeightStore::fp32_master) p = pv.master + base + (lane == 0 ? 0 : (last < 32 ? last : 32));
+  } else if (lane == 2) {
+    if (pv.bf16) p = pv.bf16 + base;
+  } else if (lane < 3 + Rule::kStateSlots) {
+    if (pv.state[lane - 3].data) p = static_cast<const uint8_t*>(pv.state[lane - 3].data) + sbase;
+  } else if (lane < 3 + 2 * Rule::kStateSlots) {
+    const StateView& sv = pv.state[lane - 3 - Rule::kStateSlots];
+    if (sv.data) p = sv.absmax + blk;
+  }
+  if (p) prefetch_l2(p);
+}
+// The int8 passes' prefetch distance (passes of one warp ahead) and how many of a tile's first
+// passes are prefetched during the mainloop's early-prefetch chunk.
+constexpr int kInt8PrefetchPasses = 4;
+template <class Cfg, class Rule, WeightStore WS>
+__device__ __forceinline__ void prefetch_int8_pass(const ParamView& pv, int64_t o0, int64_t i0, int warp, int pass,
+                                                   int lane) {
+  if (pass >= Cfg::kBlockPasses) return;
+  const FragCoord b = epilogue_int8_block<Cfg>(warp, pass);
+  prefetch_int8_block<Rule, WS>(pv, o0 + b.row, o0 + b.row, i0 + b.col, lane);
+}
+
 // int8 state (warp: the warp's index among the Cfg::kWarps that run the epilogue): pass j of warp w takes the tile's 64-column block w + kWarps * j (epilogue_int8_block),
-// two elements per lane, the new absmax a warp reduction (update_int8_block_warp).
+// two elements per lane, the new absmax a warp reduction (update_int8_block_warp). Pass j + 4's
+// lines are prefetched at pass j (the first four's again: the mainloop may have taken them).
 template <class Cfg, class Rule, WeightStore WS>
 __device__ __forceinline__ void fused_epilogue_int8(const typename Rule::Scalars& s, const ParamView& pv,
                                                     const float* sG, int64_t o0, int64_t i0,
                                                     bool short_edge, bool shift_state, int warp) {
   const int lane = threadIdx.x & 31;
 #pragma unroll 1
+  for (int j = 0; j < kInt8PrefetchPasses; ++j) prefetch_int8_pass<Cfg, Rule, WS>(pv, o0, i0, warp, j, lane);
+#pragma unroll 1
   for (int j = 0; j < Cfg::kBlockPasses; ++j) {
+    prefetch_int8_pass<Cfg, Rule, WS>(pv, o0, i0, warp, j + kInt8PrefetchPasses, lane);
     const FragCoord b = epilogue_int8_block<Cfg>(warp, j);
     const int64_t r = o0 + b.row, c0 = i0 + b.col;
     if (r >= pv.rows || c0 >= pv.cols) continue;  // uniform across the warp
@@ -339,8 +377,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   // last chunks (the same lines the epilogue's own prefetch would take, earlier).
   const FragCoord first = epilogue_quad<Cfg>(threadIdx.x, 0);
   auto early_prefetch = [&](int64_t chunk, int64_t nchunks) {
-    if (whole_tile && early_prefetch_chunk(chunk, nchunks))
+    if (!early_prefetch_chunk(chunk, nchunks)) return;
+    if constexpr (SF == StateFormat::int8) {
+      for (int j = 0; j < kInt8PrefetchPasses; ++j)
+        prefetch_int8_pass<Cfg, Rule, WS>(pv, o0, i0, int(threadIdx.x >> 5), j, int(threadIdx.x & 31));
+    } else if (whole_tile) {
       prefetch_first_passes<Cfg, Rule, SF, WS, kFusedEarlyPrefetchPasses>(pv, first, o0, i0);
+    }
   };
   float acc[Cfg::kMT][Cfg::kNT][4];
   wgrad_mainloop<Cfg>(a, o0, i0, reinterpret_cast<uint16_t*>(base), acc, early_prefetch);

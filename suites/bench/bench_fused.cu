@@ -237,7 +237,8 @@ int main(int argc, char** argv) {
         for (Path p : {Path::fused, Path::fused_pingpong, Path::fused_g_roundtrip, Path::fused_coop, Path::order_matched,
                        Path::cublas, Path::gemm_cublas}) {
           const bool variant = p == Path::fused_pingpong || p == Path::fused_g_roundtrip || p == Path::fused_coop;
-          if (variant && (id != RuleId::adamw || sf == StateFormat::int8)) continue;  // AdamW fp32 / bf16 only
+          // Variants: AdamW fp32 / bf16; INT8 (fp32 master) the cooperative kernel only.
+          if (variant && (id != RuleId::adamw || (sf == StateFormat::int8 && p != Path::fused_coop))) continue;
           const std::string name = std::string(rule_name(id)) + "_" + state_format_name(sf) + "_" + weight_store_name(ws) + "/" +
                                    path_name(p) + "/out" + std::to_string(l.out) + "_in" + std::to_string(l.in) +
                                    "_T" + std::to_string(T);

@@ -493,8 +493,10 @@ TEST(GpuFused, PingpongVariantsKeepTheBits) {
   for (const Shape& s : {Shape{1000, 1000, 500}, Shape{512, 768, 192}, Shape{2048, 1024, 1000}, Shape{4096, 2048, 700}}) {
     StepData d(s, uint64_t(s.out + 3 * s.T));
     for (auto [sf, ws] : {std::pair{StateFormat::fp32, WeightStore::fp32_master},
-                          std::pair{StateFormat::bf16, WeightStore::bf16_rne}})
+                          std::pair{StateFormat::bf16, WeightStore::bf16_rne},
+                          std::pair{StateFormat::int8, WeightStore::fp32_master}})
       for (FusedVariant v : {FusedVariant::pingpong_128x128, FusedVariant::g_roundtrip, FusedVariant::coop_128x256}) {
+        if (sf == StateFormat::int8 && v != FusedVariant::coop_128x256) continue;  // INT8: the coop variant only
         const HostParam hp0 = make_param(RuleId::adamw, sf, ws, s, 77);
         HostParam want = hp0, got = hp0;
         DeviceParam fused(hp0), variant(hp0);
@@ -517,7 +519,28 @@ TEST(GpuFused, PingpongVariantsKeepTheBits) {
         }
       }
   }
-  // Outside its two AdamW configurations a variant refuses.
+  // Planted (suite only): the coop kernel's INT8 epilogue reads and writes tile (0, 0)'s state one
+  // row down; the comparison must see it.
+  int64_t planted_differ = 0;
+  {
+    const Shape s{512, 768, 192};
+    StepData d(s, uint64_t(s.out + 3 * s.T));
+    const HostParam hp0 = make_param(RuleId::adamw, StateFormat::int8, WeightStore::fp32_master, s, 77);
+    HostParam want = hp0, got = hp0;
+    DeviceParam fused(hp0), variant(hp0);
+    for (int st = 1; st <= 2; ++st) {
+      fused_wgrad_update(d.prob, hp0.rule, StateFormat::int8, WeightStore::fp32_master, fused.view(), st);
+      set_fused_planted_defect(FusedPlantedDefect::state_row_offset);
+      fused_wgrad_update_variant(d.prob, hp0.rule, StateFormat::int8, WeightStore::fp32_master, variant.view(), st,
+                                 FusedVariant::coop_128x256);
+      set_fused_planted_defect(FusedPlantedDefect::none);
+    }
+    fused.download_into(want);
+    variant.download_into(got);
+    planted_differ = test::compare_params(got, want).differing;
+    EXPECT_GT(planted_differ, 0) << "the coop kernel's INT8 planted state-row offset went unnoticed";
+  }
+  // Outside its AdamW configurations a variant refuses.
   const Shape small{64, 64, 16};
   StepData d(small, 1);
   const HostParam lion = make_param(RuleId::lion, StateFormat::fp32, WeightStore::fp32_master, small, 2);
@@ -526,8 +549,8 @@ TEST(GpuFused, PingpongVariantsKeepTheBits) {
   EXPECT_THROW(fused_wgrad_update_variant(d.prob, lion.rule, StateFormat::fp32, WeightStore::fp32_master,
                                           lion_dev.view(), 1, FusedVariant::g_roundtrip, g.data()),
                std::invalid_argument);
-  std::printf("[fused] variants: %lld values, %lld differ from the fused kernel\n", (long long)compared,
-              (long long)differing);
+  std::printf("[fused] variants: %lld values, %lld differ from the fused kernel; planted coop INT8 state-row "
+              "offset: %lld differ (must be > 0)\n", (long long)compared, (long long)differing, (long long)planted_differ);
 }
 
 // The warp-specialized variants load their operands by TMA, which needs 16-byte aligned rows: on
