@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The GPU-runner entry point: unpacks bundle/fh_gpu_bundle.tar.xz (scripts/gpu_bundle.sh
-# builds it on the CI-like machine; nothing is built here), then runs every GPU suite, the
-# benchmarks and forge-verify, leaving every log, the benchmark JSON, the golden instruction set
+# builds it on the CI-like machine; nothing is built here), then runs the benchmarks (alone on the
+# GPU), every GPU suite and forge-verify (side by side), leaving every log, the benchmark JSON, the golden instruction set
 # and the HDF5 report in one output folder, plus SUMMARY.txt. It says plainly which binaries or
 # libraries are missing. Exit status: 0 when everything that ran passed, 1 otherwise, 2 when the
 # bundle is missing or unusable.
 # Usage: scripts/gpu_runner.sh OUTDIR
-# Env: FH_SUITES (only these GPU suites), FH_VERIFY_ARGS (extra forge-verify options), FH_SKIP_TORCH=1, FH_TORCH_QUICK=1, FH_BENCH_FILTER (Google Benchmark regex over names like
+# Env: FH_SUITES (only these GPU suites), FH_SUITE_JOBS (suites at a time, default 5), FH_VERIFY_ARGS (extra forge-verify options), FH_SKIP_TORCH=1, FH_TORCH_QUICK=1, FH_BENCH_FILTER (Google Benchmark regex over names like
 # adamw_fp32_fp32_master/fused/out4096_in4096_T512/manual_time), FH_SKIP_BENCH=1, FH_SKIP_SUITES=1, FH_SKIP_VERIFY=1
 # (for splitting one run over two device calls), FH_DIFF_BASELINE=REPORT.h5 (diff this run against it),
 # FH_SWEEP_SEEDS=N (the GPU claims' seed sweep; FH_SWEEP_CLAIMS,
@@ -105,8 +105,12 @@ read -r -a suites < <(sed -n 's/^gpu_suites=//p' "$B/MANIFEST")
 # FH_SUITES: run only these suites (space separated), e.g. for a short run of one suite.
 [ -n "${FH_SUITES:-}" ] && read -r -a suites <<< "$FH_SUITES" && say "suites: only $FH_SUITES (FH_SUITES)"
 [ "${FH_SKIP_SUITES:-0}" = 1 ] && suites=() && say "GPU suites: skipped (FH_SKIP_SUITES=1)"
-for s in "${suites[@]}"; do
-  if ! has "$s"; then say "suite $s: NOT RUN (missing binary or library)"; status=1; continue; fi
+
+# One GPU suite: XML and the log, its summary lines appended to $SUMMARY; returns 1 when it failed.
+run_suite() {
+  local s="$1" status=0
+  if ! has "$s"; then say "suite $s: NOT RUN (missing binary or library)"; return 1; fi
+  local extra_env=() start rc verdict skips skip_rc n_na n_skip
   extra_env=()
   [ "$s" = test_gpu_mma_model ] && extra_env=(FH_GOLDEN_OUT="$OUT/mma_h200.bin" FH_WGMMA_GOLDEN_OUT="$OUT/wgmma_h200.bin")
   # The powf suite measures the rcp.approx exceptions and a golden powf sample for CPU re-checks.
@@ -129,7 +133,107 @@ for s in "${suites[@]}"; do
   say "suite $s: $verdict (rc $rc, $(( $(date +%s) - start )) s)"
   awk -F'\t' 'NF {print "    " $2 ": " ($1 == "skipped" ? "SKIPPED: " : "") $3}' <<< "$skips" | tee -a "$SUMMARY" >/dev/null
   grep -E '^\[(mma model|wgmma model|fused|cublas|cublas order|linear_backward|divsqrt|fidelity[^]]*)\]|^\[  FAILED  \] [A-Za-z]' "$OUT/$s.log" | sed 's/^/    /' | tee -a "$SUMMARY" >/dev/null
-done
+  return $status
+}
+
+# The suites run FH_SUITE_JOBS at a time (default 5, forge-verify beside them counting as one: the
+# runner has 16 cores and one GPU with room for several; the suites check bits and pool-local
+# peaks, no timings), each writing its summary into its own part file, appended in suite order.
+suite_jobs="${FH_SUITE_JOBS:-5}"
+[[ "$suite_jobs" =~ ^[1-9][0-9]*$ ]] || { echo "gpu_runner.sh: FH_SUITE_JOBS must be a positive integer (got $suite_jobs)" >&2; exit 2; }
+PARTS="$WORK/parts"
+mkdir -p "$PARTS"
+suite_part() {  # one suite, its summary and exit status in part files
+  SUMMARY="$PARTS/$1.summary" run_suite "$1" > /dev/null
+  echo $? > "$PARTS/$1.rc"
+}
+run_suites() {
+  local s
+  for s in "${suites[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$suite_jobs" ]; do wait -n; done
+    suite_part "$s" &
+  done
+  wait
+}
+collect_suites() {
+  local s
+  for s in "${suites[@]}"; do
+    cat "$PARTS/$s.summary" >> "$SUMMARY" 2>/dev/null
+    cat "$PARTS/$s.summary" 2>/dev/null
+    [ "$(cat "$PARTS/$s.rc" 2>/dev/null)" = 0 ] || status=1
+  done
+}
+
+# forge-verify: every claim, GPU claims included, report in the output folder; it runs beside the
+# suites (its claims share the GPU with them) and its summary is appended after theirs.
+run_verify() {
+  local status=0 rc drc
+  if [ "${FH_SKIP_VERIFY:-0}" = 1 ]; then
+    say "forge-verify: skipped (FH_SKIP_VERIFY=1)"
+  elif has forge-verify; then
+    # FH_VERIFY_ARGS: extra forge-verify options, e.g. "--claim gpu_fused_vs_twin" for a short run.
+    # --force: the output folder is the runner's own, and a rerun into it replaces its report.
+    # --require-gpu: on the runner a GPU claim that did not run is a failure (exit 4), never a
+    # pass; FH_ALLOW_SKIP=1 (trying the script without a GPU) drops it.
+    require_gpu=(--require-gpu)
+    [ "${FH_ALLOW_SKIP:-0}" = 1 ] && require_gpu=()
+    # The benchmarks of this run go into the report, so a baseline diff can judge them.
+    bench_arg=()
+    [ -s "$OUT/bench.json" ] && bench_arg=(--bench-json "$OUT/bench.json")
+    "$B/bin/forge-verify" ${FH_VERIFY_ARGS:-} "${require_gpu[@]}" "${bench_arg[@]}" --force --report "$OUT/forge-verify.h5" \
+      --json "$OUT/forge-verify.json" --junit "$OUT/forge-verify.junit.xml" > "$OUT/forge-verify.log" 2>&1
+    rc=$?
+    say "forge-verify: $([ $rc -eq 0 ] && echo PASS || echo "FAIL (rc $rc)"), report forge-verify.h5"
+    [ $rc -eq 0 ] || status=1
+    # FH_DIFF_BASELINE=REPORT.h5: this run's report against a baseline (scripts/nightly.sh sets
+    # it): every change in diff.txt, as JSON in diff.json, the exit code (0 nothing regressed, 1
+    # a regression, 2 an unreadable file) in diff.rc. --force: as for the report, a rerun into this
+    # folder replaces its diff.json.
+    if [ -n "${FH_DIFF_BASELINE:-}" ] && [ -f "$OUT/forge-verify.h5" ]; then
+      "$B/bin/forge-verify" diff "$FH_DIFF_BASELINE" "$OUT/forge-verify.h5" ${FH_DIFF_ARGS:-} --force --json "$OUT/diff.json" > "$OUT/diff.txt" 2>&1
+      drc=$?
+      echo "$drc" > "$OUT/diff.rc"
+      say "baseline diff: $(case $drc in 0) echo "nothing regressed";; 1) echo "REGRESSED";; *) echo "FAILED (rc $drc)";; esac) ($(tail -n 1 "$OUT/diff.txt"))"
+      grep -E '^regress' "$OUT/diff.txt" | head -40 | sed 's/^/    /' | tee -a "$SUMMARY" >/dev/null
+    fi
+    # The GPU claims' verdict tables (header, column names, one line per check), then the totals.
+    awk '/^== (gpu_|[a-z0-9_]*_gpu:)/ {on = 1} /^$/ {on = 0} on' "$OUT/forge-verify.log" | sed 's/^/    /' | tee -a "$SUMMARY" >/dev/null
+    grep -E '^(overall|report):' "$OUT/forge-verify.log" | sed 's/^/    /' | tee -a "$SUMMARY" >/dev/null
+  else
+    say "forge-verify: NOT RUN (missing binary or library)"
+    status=1
+  fi
+  return $status
+}
+
+# Order: the benchmarks alone on the GPU (their timings), then the suites and forge-verify side by
+# side (bits and verdicts, not timings), then the optional sanitizer, sweep and profiles.
+if [ "${FH_SKIP_BENCH:-0}" = 1 ]; then
+  say "forge-bench: skipped (FH_SKIP_BENCH=1)"
+elif has forge-bench; then
+  no_gpu_ok=()  # without a GPU forge-bench exits 4, unless trying the script (FH_ALLOW_SKIP=1)
+  [ "${FH_ALLOW_SKIP:-0}" = 1 ] && no_gpu_ok=(--allow-no-gpu)
+  "$B/bin/forge-bench" --benchmark_out="$OUT/bench.json" --benchmark_out_format=json \
+    ${FH_BENCH_FILTER:+--benchmark_filter="$FH_BENCH_FILTER"} "${no_gpu_ok[@]}" > "$OUT/bench.log" 2>&1
+  rc=$?
+  say "forge-bench: $([ $rc -eq 0 ] && echo done || echo "FAIL (rc $rc)"), JSON in bench.json $(grep -m1 -o 'no GPU: .*' "$OUT/bench.log")"
+  [ $rc -eq 0 ] || status=1
+  grep -E '_median' "$OUT/bench.log" | awk '{printf "    %-70s %10s %s\n", $1, $2, $3}' | tee -a "$SUMMARY" >/dev/null
+else
+  say "forge-bench: NOT RUN (missing binary or library)"
+  status=1
+fi
+
+start_all=$(date +%s)
+( SUMMARY="$PARTS/verify.summary" run_verify > /dev/null; echo $? > "$PARTS/verify.rc" ) &
+verify_pid=$!
+run_suites  # its final wait also waits for forge-verify (a job of this shell)
+collect_suites
+wait "$verify_pid"
+cat "$PARTS/verify.summary" >> "$SUMMARY"
+cat "$PARTS/verify.summary"
+[ "$(cat "$PARTS/verify.rc" 2>/dev/null)" = 0 ] || status=1
+say "suites + forge-verify: $(( $(date +%s) - start_all )) s (suites $suite_jobs at a time, forge-verify beside them)"
 
 # compute-sanitizer on the fused suite's small cases (optional: slow).
 if [ "${FH_SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null 2>&1 && has test_gpu_fused; then
@@ -149,59 +253,6 @@ if [ "${FH_SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null 2>&1 &
   done
 fi
 
-# Benchmarks.
-if [ "${FH_SKIP_BENCH:-0}" = 1 ]; then
-  say "forge-bench: skipped (FH_SKIP_BENCH=1)"
-elif has forge-bench; then
-  no_gpu_ok=()  # without a GPU forge-bench exits 4, unless trying the script (FH_ALLOW_SKIP=1)
-  [ "${FH_ALLOW_SKIP:-0}" = 1 ] && no_gpu_ok=(--allow-no-gpu)
-  "$B/bin/forge-bench" --benchmark_out="$OUT/bench.json" --benchmark_out_format=json \
-    ${FH_BENCH_FILTER:+--benchmark_filter="$FH_BENCH_FILTER"} "${no_gpu_ok[@]}" > "$OUT/bench.log" 2>&1
-  rc=$?
-  say "forge-bench: $([ $rc -eq 0 ] && echo done || echo "FAIL (rc $rc)"), JSON in bench.json $(grep -m1 -o 'no GPU: .*' "$OUT/bench.log")"
-  [ $rc -eq 0 ] || status=1
-  grep -E '_median' "$OUT/bench.log" | awk '{printf "    %-70s %10s %s\n", $1, $2, $3}' | tee -a "$SUMMARY" >/dev/null
-else
-  say "forge-bench: NOT RUN (missing binary or library)"
-  status=1
-fi
-
-# forge-verify: every claim, GPU claims included, report in the output folder.
-if [ "${FH_SKIP_VERIFY:-0}" = 1 ]; then
-  say "forge-verify: skipped (FH_SKIP_VERIFY=1)"
-elif has forge-verify; then
-  # FH_VERIFY_ARGS: extra forge-verify options, e.g. "--claim gpu_fused_vs_twin" for a short run.
-  # --force: the output folder is the runner's own, and a rerun into it replaces its report.
-  # --require-gpu: on the runner a GPU claim that did not run is a failure (exit 4), never a
-  # pass; FH_ALLOW_SKIP=1 (trying the script without a GPU) drops it.
-  require_gpu=(--require-gpu)
-  [ "${FH_ALLOW_SKIP:-0}" = 1 ] && require_gpu=()
-  # The benchmarks of this run go into the report, so a baseline diff can judge them.
-  bench_arg=()
-  [ -s "$OUT/bench.json" ] && bench_arg=(--bench-json "$OUT/bench.json")
-  "$B/bin/forge-verify" ${FH_VERIFY_ARGS:-} "${require_gpu[@]}" "${bench_arg[@]}" --force --report "$OUT/forge-verify.h5" \
-    --json "$OUT/forge-verify.json" --junit "$OUT/forge-verify.junit.xml" > "$OUT/forge-verify.log" 2>&1
-  rc=$?
-  say "forge-verify: $([ $rc -eq 0 ] && echo PASS || echo "FAIL (rc $rc)"), report forge-verify.h5"
-  [ $rc -eq 0 ] || status=1
-  # FH_DIFF_BASELINE=REPORT.h5: this run's report against a baseline (scripts/nightly.sh sets
-  # it): every change in diff.txt, as JSON in diff.json, the exit code (0 nothing regressed, 1
-  # a regression, 2 an unreadable file) in diff.rc. --force: as for the report, a rerun into this
-  # folder replaces its diff.json.
-  if [ -n "${FH_DIFF_BASELINE:-}" ] && [ -f "$OUT/forge-verify.h5" ]; then
-    "$B/bin/forge-verify" diff "$FH_DIFF_BASELINE" "$OUT/forge-verify.h5" ${FH_DIFF_ARGS:-} --force --json "$OUT/diff.json" > "$OUT/diff.txt" 2>&1
-    drc=$?
-    echo "$drc" > "$OUT/diff.rc"
-    say "baseline diff: $(case $drc in 0) echo "nothing regressed";; 1) echo "REGRESSED";; *) echo "FAILED (rc $drc)";; esac) ($(tail -n 1 "$OUT/diff.txt"))"
-    grep -E '^regress' "$OUT/diff.txt" | head -40 | sed 's/^/    /' | tee -a "$SUMMARY" >/dev/null
-  fi
-  # The GPU claims' verdict tables (header, column names, one line per check), then the totals.
-  awk '/^== (gpu_|[a-z0-9_]*_gpu:)/ {on = 1} /^$/ {on = 0} on' "$OUT/forge-verify.log" | sed 's/^/    /' | tee -a "$SUMMARY" >/dev/null
-  grep -E '^(overall|report):' "$OUT/forge-verify.log" | sed 's/^/    /' | tee -a "$SUMMARY" >/dev/null
-else
-  say "forge-verify: NOT RUN (missing binary or library)"
-  status=1
-fi
 
 # The seed sweep of the GPU claims: FH_SWEEP_SEEDS=N runs every seed-dependent GPU
 # claim over seeds 1..N (FH_SWEEP_CLAIMS narrows it, FH_SWEEP_JOBS runs at a time, default 4),

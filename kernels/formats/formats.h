@@ -166,59 +166,76 @@ FH_HD void update_segment(const typename Rule::Scalars& s, const ParamView& pv, 
 // canonical on both paths (int8_canonical_absmax). g(e) gives the gradient of element c0 + e.
 // srow is the row whose state is used: r, except where a planted-defect suite points it
 // elsewhere. Every lane of the warp must call it with the same r, srow, c0, n.
+// Two pieces, so that a warp can issue the loads of several blocks before it updates the first
+// (the fused kernel's epilogue): Int8BlockWarp::load, then Int8BlockWarp::update.
+struct Int8BlockWarp {
+  int64_t r, c0, base, sbase, blk;  // the weights' row and first column, element and block indices
+  int n;
+  float amax_old[kMaxStates];
+  uint8_t qold[2][kMaxStates];
+  float p[2];
+
+  template <WeightStore WS>
+  __device__ __forceinline__ void load(const ParamView& pv, int64_t r_, int64_t srow, int64_t c0_, int n_, int lane) {
+    r = r_, c0 = c0_, n = n_;
+    base = r * pv.cols + c0;                              // weights
+    sbase = srow * pv.cols + c0;                          // state bytes
+    blk = srow * pv.blocks_per_row() + c0 / kInt8Block;
+#pragma unroll
+    for (int k = 0; k < kMaxStates; ++k) amax_old[k] = pv.state[k].data ? pv.state[k].absmax[blk] : 0.0f;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int e = lane + 32 * h;
+      const bool in = e < n;
+      p[h] = in ? load_weight(pv, WS, base + e) : 0.0f;
+#pragma unroll
+      for (int k = 0; k < kMaxStates; ++k)
+        qold[h][k] = (in && pv.state[k].data) ? static_cast<const uint8_t*>(pv.state[k].data)[sbase + e] : uint8_t(0);
+    }
+  }
+
+  template <class Rule, WeightStore WS, class GradAt>
+  __device__ __forceinline__ void update(const typename Rule::Scalars& s, const ParamView& pv, GradAt g, int lane) {
+    float st_new[2][kMaxStates];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int e = lane + 32 * h;
+      float st[kMaxStates];
+#pragma unroll
+      for (int k = 0; k < kMaxStates; ++k)
+        st[k] = pv.state[k].data ? int8_decode(qold[h][k], pv.state[k].nonnegative, amax_old[k]) : 0.0f;
+      if (e < n) {
+        Rule::update(s, p[h], g(e), st);
+        store_weight(pv, WS, base + e, global_element_index(pv, r, c0 + e), p[h]);
+      }
+#pragma unroll
+      for (int k = 0; k < kMaxStates; ++k) st_new[h][k] = e < n ? st[k] : 0.0f;  // +0 leaves the max alone
+    }
+#pragma unroll
+    for (int k = 0; k < kMaxStates; ++k) {
+      const StateView& sv = pv.state[k];
+      if (!sv.data) continue;  // uniform across the warp
+      float a = int8_absmax_step(int8_absmax_step(0.0f, st_new[0][k]), st_new[1][k]);
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) a = fmax_nan(a, __shfl_xor_sync(0xffffffffu, a, off));
+      a = int8_canonical_absmax(a);
+      uint8_t* q = static_cast<uint8_t*>(sv.data) + sbase;
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        if (lane + 32 * h < n) q[lane + 32 * h] = int8_encode_value(st_new[h][k], a, sv.nonnegative);
+      // Every lane read the old absmax before the shuffles above, which wait for the whole warp.
+      if (lane == 0) sv.absmax[blk] = a;
+    }
+  }
+};
+
 template <class Rule, WeightStore WS, class GradAt>
 __device__ __forceinline__ void update_int8_block_warp(const typename Rule::Scalars& s, const ParamView& pv,
                                                        int64_t r, int64_t srow, int64_t c0, int n,
                                                        GradAt g, int lane) {
-  const int64_t base = r * pv.cols + c0;          // weights
-  const int64_t sbase = srow * pv.cols + c0;      // state bytes
-  const int64_t blk = srow * pv.blocks_per_row() + c0 / kInt8Block;
-  float amax_old[kMaxStates];
-#pragma unroll
-  for (int k = 0; k < kMaxStates; ++k) amax_old[k] = pv.state[k].data ? pv.state[k].absmax[blk] : 0.0f;
-  // Load both elements first (independent loads in flight), then update.
-  uint8_t qold[2][kMaxStates];
-  float p[2], gv[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int e = lane + 32 * h;
-    const bool in = e < n;
-    p[h] = in ? load_weight(pv, WS, base + e) : 0.0f;
-    gv[h] = in ? g(e) : 0.0f;
-#pragma unroll
-    for (int k = 0; k < kMaxStates; ++k)
-      qold[h][k] = (in && pv.state[k].data) ? static_cast<const uint8_t*>(pv.state[k].data)[sbase + e] : uint8_t(0);
-  }
-  float st_new[2][kMaxStates];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int e = lane + 32 * h;
-    float st[kMaxStates];
-#pragma unroll
-    for (int k = 0; k < kMaxStates; ++k)
-      st[k] = pv.state[k].data ? int8_decode(qold[h][k], pv.state[k].nonnegative, amax_old[k]) : 0.0f;
-    if (e < n) {
-      Rule::update(s, p[h], gv[h], st);
-      store_weight(pv, WS, base + e, global_element_index(pv, r, c0 + e), p[h]);
-    }
-#pragma unroll
-    for (int k = 0; k < kMaxStates; ++k) st_new[h][k] = e < n ? st[k] : 0.0f;  // +0 leaves the max alone
-  }
-#pragma unroll
-  for (int k = 0; k < kMaxStates; ++k) {
-    const StateView& sv = pv.state[k];
-    if (!sv.data) continue;  // uniform across the warp
-    float a = int8_absmax_step(int8_absmax_step(0.0f, st_new[0][k]), st_new[1][k]);
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) a = fmax_nan(a, __shfl_xor_sync(0xffffffffu, a, off));
-    a = int8_canonical_absmax(a);
-    uint8_t* q = static_cast<uint8_t*>(sv.data) + sbase;
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      if (lane + 32 * h < n) q[lane + 32 * h] = int8_encode_value(st_new[h][k], a, sv.nonnegative);
-    // Every lane read the old absmax before the shuffles above, which wait for the whole warp.
-    if (lane == 0) sv.absmax[blk] = a;
-  }
+  Int8BlockWarp b;
+  b.load<WS>(pv, r, srow, c0, n, lane);
+  b.update<Rule, WS>(s, pv, g, lane);
 }
 #endif
 

@@ -282,9 +282,10 @@ __device__ __forceinline__ void prefetch_int8_block(const ParamView& pv, int64_t
   }
   if (p) prefetch_l2(p);
 }
-// The int8 passes' prefetch distance (passes of one warp ahead) and how many of a tile's first
-// passes are prefetched during the mainloop's early-prefetch chunk.
-constexpr int kInt8PrefetchPasses = 4;
+// The int8 epilogue's passes in flight per warp (loads of kInt8PassesInFlight blocks issued
+// before the first is updated) and its prefetch distance (the next group's lines).
+constexpr int kInt8PassesInFlight = 4;
+constexpr int kInt8PrefetchPasses = kInt8PassesInFlight;
 template <class Cfg, class Rule, WeightStore WS>
 __device__ __forceinline__ void prefetch_int8_pass(const ParamView& pv, int64_t o0, int64_t i0, int warp, int pass,
                                                    int lane) {
@@ -293,28 +294,47 @@ __device__ __forceinline__ void prefetch_int8_pass(const ParamView& pv, int64_t 
   prefetch_int8_block<Rule, WS>(pv, o0 + b.row, o0 + b.row, i0 + b.col, lane);
 }
 
-// int8 state (warp: the warp's index among the Cfg::kWarps that run the epilogue): pass j of warp w takes the tile's 64-column block w + kWarps * j (epilogue_int8_block),
-// two elements per lane, the new absmax a warp reduction (update_int8_block_warp). Pass j + 4's
-// lines are prefetched at pass j (the first four's again: the mainloop may have taken them).
+// int8 state (warp: the warp's index among the Cfg::kWarps that run the epilogue): pass j of warp w
+// takes the tile's 64-column block w + kWarps * j (epilogue_int8_block), two elements per lane, the
+// new absmax a warp reduction (Int8BlockWarp). A warp's passes go in groups of kInt8PassesInFlight:
+// the group's loads, then its updates (each pass waiting on its own loads was latency bound,
+// kernels/gpu/NOTES.md v29); the next group's lines are prefetched into L2 meanwhile (the first
+// group's again: the mainloop may have taken them). Blocks are distinct, so the order of passes
+// changes no bit.
 template <class Cfg, class Rule, WeightStore WS>
 __device__ __forceinline__ void fused_epilogue_int8(const typename Rule::Scalars& s, const ParamView& pv,
                                                     const float* sG, int64_t o0, int64_t i0,
                                                     bool short_edge, bool shift_state, int warp) {
+  constexpr int U = kInt8PassesInFlight;
+  static_assert(Cfg::kBlockPasses % U == 0, "whole groups of int8 passes");
   const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int j = 0; j < U; ++j) prefetch_int8_pass<Cfg, Rule, WS>(pv, o0, i0, warp, j, lane);
 #pragma unroll 1
-  for (int j = 0; j < kInt8PrefetchPasses; ++j) prefetch_int8_pass<Cfg, Rule, WS>(pv, o0, i0, warp, j, lane);
-#pragma unroll 1
-  for (int j = 0; j < Cfg::kBlockPasses; ++j) {
-    prefetch_int8_pass<Cfg, Rule, WS>(pv, o0, i0, warp, j + kInt8PrefetchPasses, lane);
-    const FragCoord b = epilogue_int8_block<Cfg>(warp, j);
-    const int64_t r = o0 + b.row, c0 = i0 + b.col;
-    if (r >= pv.rows || c0 >= pv.cols) continue;  // uniform across the warp
-    const int64_t left = pv.cols - c0;
-    int n = left < kInt8Block ? int(left) : kInt8Block;
-    if (short_edge && left < kInt8Block && n > 1) --n;  // planted defect (suite only)
-    const int64_t srow = (shift_state && r + 1 < pv.rows) ? r + 1 : r;  // planted defect (suite only)
-    const float* grow = sG + b.row * Cfg::kLdG + b.col;
-    update_int8_block_warp<Rule, WS>(s, pv, r, srow, c0, n, [grow](int e) { return grow[e]; }, lane);
+  for (int j0 = 0; j0 < Cfg::kBlockPasses; j0 += U) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) prefetch_int8_pass<Cfg, Rule, WS>(pv, o0, i0, warp, j0 + U + u, lane);
+    Int8BlockWarp blocks[U];
+    bool live[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const FragCoord b = epilogue_int8_block<Cfg>(warp, j0 + u);
+      const int64_t r = o0 + b.row, c0 = i0 + b.col;
+      live[u] = r < pv.rows && c0 < pv.cols;  // uniform across the warp
+      if (!live[u]) continue;
+      const int64_t left = pv.cols - c0;
+      int n = left < kInt8Block ? int(left) : kInt8Block;
+      if (short_edge && left < kInt8Block && n > 1) --n;  // planted defect (suite only)
+      const int64_t srow = (shift_state && r + 1 < pv.rows) ? r + 1 : r;  // planted defect (suite only)
+      blocks[u].template load<WS>(pv, r, srow, c0, n, lane);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (!live[u]) continue;
+      const FragCoord b = epilogue_int8_block<Cfg>(warp, j0 + u);
+      const float* grow = sG + b.row * Cfg::kLdG + b.col;
+      blocks[u].template update<Rule, WS>(s, pv, [grow](int e) { return grow[e]; }, lane);
+    }
   }
 }
 
@@ -493,7 +513,7 @@ void launch_fused_cfg(const WgradTileArgs& a, const typename Rule::Scalars& s, c
 namespace fh::gpu {
 
 // The 128 x 128 tile setting: the cooperative 128 x 256 kernel from FusedSchedule::coop_min_tokens
-// tokens on (0: never) with fp32 or bf16 state where TMA can load the operands, the block-per-tile
+// tokens on (default kCoopMinTokens; 0: never) with fp32 or bf16 state where TMA can load the operands, the block-per-tile
 // kernel otherwise (kernels/gpu/NOTES.md v26: from T = 2048 the cooperative kernel's mainloop runs
 // at cuBLAS's rate; below, the block kernel's overlapped epilogues win).
 inline bool coop_chosen(const WgradTileArgs& a, StateFormat sf) {

@@ -35,7 +35,7 @@ FusedPlantedDefect fused_planted_defect() { return FusedPlantedDefect(g_fused_pl
 
 namespace {
 std::mutex g_schedule_mutex;
-FusedSchedule g_schedule{-1, 0, 0};
+FusedSchedule g_schedule{};  // the defaults in gpu_api.h
 }
 void set_fused_schedule(const FusedSchedule& s) {
   if (s.stagger_us < -1 || s.stagger_us > 1000000 || s.stagger_stride < 0)

@@ -132,16 +132,15 @@ FusedPlantedDefect fused_planted_defect();
 //   stagger_stride: 0 means the SM count (with round-robin dispatch, the second block of each SM).
 //   coop_min_tokens: the 128 x 128 tile setting runs the cooperative 128 x 256 kernel from this
 //     many tokens on, with fp32 or bf16 state and operands TMA can load (rows 16-byte aligned);
-//     the block-per-tile kernel otherwise, the same bits. 0 (the default): never. Opt-in until a
-//     runner call has passed the GPU fused suite with it for every rule (kernels/gpu/NOTES.md
-//     v28); kCoopMinTokens is the measured crossover to set.
+//     the block-per-tile kernel otherwise, the same bits. 0: never. The default, kCoopMinTokens,
+//     is the measured crossover (kernels/gpu/NOTES.md v26, v28).
 // Process-wide. forge-bench reads FH_FUSED_STAGGER_US, FH_FUSED_STAGGER_STRIDE and
 // FH_FUSED_COOP_MIN_TOKENS. The stagger applies to the block-per-tile kernel.
 constexpr int64_t kCoopMinTokens = 2048;
 struct FusedSchedule {
   int stagger_us = -1;
   int stagger_stride = 0;
-  int64_t coop_min_tokens = 0;
+  int64_t coop_min_tokens = kCoopMinTokens;
 };
 // Throws std::invalid_argument on a value out of range (stagger_us -1 .. 10^6, stride >= 0,
 // coop_min_tokens >= 0).

@@ -28,7 +28,7 @@ namespace {
 constexpr double kCopyRateBytesPerS = 4.2e12;  // GPU_RUNNER.md, device-to-device, read + write
 
 // fused: the kernel fused_wgrad_update runs (block-per-tile, or the cooperative kernel from
-// T = FH_FUSED_COOP_MIN_TOKENS on; 0, the default: never); fused_pingpong: the warp-specialized
+// T = FH_FUSED_COOP_MIN_TOKENS on, default kCoopMinTokens; 0: never); fused_pingpong: the warp-specialized
 // 128 x 128 kernel; fused_g_roundtrip: the pingpong kernel storing each G tile and loading it back
 // in the same launch (the decomposition's middle step); fused_coop: the cooperative 128 x 256
 // kernel at every T; gemm_cublas: cuBLAS's wgrad GEMM alone (no update), the large-T yardstick.
@@ -213,7 +213,7 @@ int main(int argc, char** argv) {
   env_int("FH_FUSED_STAGGER_US", sched.stagger_us);
   env_int("FH_FUSED_STAGGER_STRIDE", sched.stagger_stride);
   int coop_min_tokens = int(sched.coop_min_tokens);
-  env_int("FH_FUSED_COOP_MIN_TOKENS", coop_min_tokens);  // 0: never (the default)
+  env_int("FH_FUSED_COOP_MIN_TOKENS", coop_min_tokens);  // 0: never
   sched.coop_min_tokens = coop_min_tokens;
   try {
     set_fused_schedule(sched);

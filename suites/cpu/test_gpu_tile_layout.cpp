@@ -653,15 +653,15 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   bad = before;
   bad.coop_min_tokens = -1;
   EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
-  EXPECT_EQ(before.coop_min_tokens, 0) << "the cooperative kernel is opt-in until the runner has verified it";
+  EXPECT_EQ(before.coop_min_tokens, kCoopMinTokens) << "the cooperative kernel runs from the measured crossover by default";
   FusedSchedule mine = before;
   mine.stagger_us = 7;
   mine.stagger_stride = 3;
-  mine.coop_min_tokens = kCoopMinTokens;
+  mine.coop_min_tokens = 0;
   set_fused_schedule(mine);
   EXPECT_EQ(fused_schedule().stagger_us, 7);
   EXPECT_EQ(fused_schedule().stagger_stride, 3);
-  EXPECT_EQ(fused_schedule().coop_min_tokens, kCoopMinTokens);
+  EXPECT_EQ(fused_schedule().coop_min_tokens, 0);
   set_fused_schedule(before);
   EXPECT_EQ(auto_stagger_us(StateFormat::fp32), 10);
   EXPECT_EQ(auto_stagger_us(StateFormat::bf16), 0);
