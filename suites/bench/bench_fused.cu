@@ -7,6 +7,7 @@
 // state, (b) bf16 weights + bf16 state, (c) fp32 master + INT8 state (block 64); the variant paths
 // exist for AdamW (a) and (b) only. Counters: bytes/s and FLOP/s achieved, and floor_ratio = time / (bytes that must
 // move / the runner's measured copy rate, 4.2 TB/s).
+#include <climits>
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -188,23 +189,15 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  const DeviceInfo& dev = query_device_info();
-  if (!dev.available) {
-    std::fprintf(stderr, "forge-bench: no GPU: %s: nothing was benchmarked%s\n", dev.reason.c_str(),
-                 allow_no_gpu ? " (--allow-no-gpu: exit 0)" : "");
-    return allow_no_gpu ? 0 : 4;
-  }
-  std::printf("forge-bench: %s, driver %s, runtime %s, cuBLAS %s\n", dev.name.c_str(), dev.driver.c_str(),
-              dev.runtime.c_str(), dev.cublas.c_str());
-  std::printf("seed: 0x%016llx (fixed)\n", (unsigned long long)kBenchSeed);
-  // The fused kernel's launch schedule (gpu_api.h FusedSchedule), settable for sweeps.
+  // The fused kernel's launch schedule (gpu_api.h FusedSchedule), settable for sweeps; checked
+  // before the GPU is looked for, so that a bad value is refused on any machine.
   FusedSchedule sched = fused_schedule();
   auto env_int = [](const char* name, int& v) {
     if (const char* e = std::getenv(name)) {
       char* end = nullptr;
       const long x = std::strtol(e, &end, 10);
-      if (!*e || *end) {
-        std::fprintf(stderr, "forge-bench: %s=%s is not an integer\n", name, e);
+      if (!*e || *end || x < INT_MIN || x > INT_MAX) {
+        std::fprintf(stderr, "forge-bench: %s=%s is not an integer (of int's range)\n", name, e);
         std::exit(2);
       }
       v = int(x);
@@ -221,6 +214,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "forge-bench: %s\n", e.what());
     return 2;
   }
+  const DeviceInfo& dev = query_device_info();
+  if (!dev.available) {
+    std::fprintf(stderr, "forge-bench: no GPU: %s: nothing was benchmarked%s\n", dev.reason.c_str(),
+                 allow_no_gpu ? " (--allow-no-gpu: exit 0)" : "");
+    return allow_no_gpu ? 0 : 4;
+  }
+  std::printf("forge-bench: %s, driver %s, runtime %s, cuBLAS %s\n", dev.name.c_str(), dev.driver.c_str(),
+              dev.runtime.c_str(), dev.cublas.c_str());
+  std::printf("seed: 0x%016llx (fixed)\n", (unsigned long long)kBenchSeed);
   std::printf("forge-bench: fused schedule: cooperative kernel from T = %lld (0: never), stagger %d us (-1: auto, "
               "%d us for fp32 state), stride %d (0: SM count)\n",
               (long long)sched.coop_min_tokens, sched.stagger_us, auto_stagger_us(StateFormat::fp32), sched.stagger_stride);

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# CTest forge_bench_bad_schedule_env: forge-bench's fused-schedule settings (FH_FUSED_*) are checked
+# at the door, GPU or not: a value that is not an integer of int's range, or outside
+# set_fused_schedule's range, is exit 2 with a message naming it; a good value passes the door.
+# Usage: scripts/test_forge_bench_env.sh FORGE_BENCH
+set -uo pipefail
+[ $# -eq 1 ] && [ -x "$1" ] || { echo "usage: test_forge_bench_env.sh FORGE_BENCH" >&2; exit 2; }
+BIN="$1"
+fails=0
+for bad in FH_FUSED_COOP_MIN_TOKENS=abc FH_FUSED_COOP_MIN_TOKENS=-1 FH_FUSED_COOP_MIN_TOKENS=99999999999 \
+           FH_FUSED_COOP_MIN_TOKENS= FH_FUSED_STAGGER_US=2000000 FH_FUSED_STAGGER_STRIDE=1x; do
+  name="${bad%%=*}"
+  out="$(env "$bad" "$BIN" --allow-no-gpu 2>&1)"
+  rc=$?
+  want="$name"
+  [ "$bad" = FH_FUSED_COOP_MIN_TOKENS=-1 ] && want=coop_min_tokens  # set_fused_schedule's own words
+  [ "$bad" = FH_FUSED_STAGGER_US=2000000 ] && want=stagger_us
+  if [ $rc -ne 2 ]; then echo "FAIL: $bad: exit $rc, not 2 ($out)"; fails=$((fails + 1))
+  elif ! grep -q "$want" <<< "$out"; then echo "FAIL: $bad: the message does not name $want: $out"; fails=$((fails + 1))
+  else echo "ok: $bad refused: $(head -1 <<< "$out")"; fi
+done
+# A good value passes the door (then no GPU: exit 0 with --allow-no-gpu, or a run on a GPU machine).
+if env FH_FUSED_COOP_MIN_TOKENS=0 "$BIN" --allow-no-gpu --benchmark_filter=NONE > /dev/null 2>&1; then echo "ok: FH_FUSED_COOP_MIN_TOKENS=0 accepted"
+else echo "FAIL: FH_FUSED_COOP_MIN_TOKENS=0 was refused"; fails=$((fails + 1)); fi
+[ $fails -eq 0 ] && echo "test_forge_bench_env: all checks passed"
+exit $((fails > 0))
