@@ -323,6 +323,29 @@ TEST(ReportDiff, DoctoredCopyNamesEachRegression) {
   EXPECT_EQ(find(d, "benchmark", "benchmarks/bench_cublas/out4096/manual_time"), nullptr);
 }
 
+// The smallest move off zero is a regression too: one differing element where the base had none
+// (mutation catalog: diff_off_zero_by_one_ignored); a count that moves between non-zero values,
+// or back to zero, is news, not a regression.
+TEST(ReportDiff, BitwiseCountOffZeroByOneIsARegression) {
+  auto report = [](int64_t differing) {
+    Report r(Meta::unknown());
+    r.add_case("alpha", "c").add_check(Check::passed("grouped", "max_rel_err", 1e-7, 1e-6)
+                                           .bitwise(differing, differing ? 1 : 0, differing ? "element=(0,0)" : ""));
+    return r.snapshot();
+  };
+  const DiffResult one = diff_reports(report(0), report(1));
+  const Change* c = find(one, "bitwise_count", "alpha/c/grouped");
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->regression);
+  EXPECT_EQ(c->new_value, "1");
+  EXPECT_EQ(one.n_regressions(), 1u);
+  for (auto [b, n] : {std::pair<int64_t, int64_t>{3, 1}, {1, 0}}) {
+    const Change* moved = find(diff_reports(report(b), report(n)), "bitwise_count", "alpha/c/grouped");
+    ASSERT_TRUE(moved) << b << " -> " << n;
+    EXPECT_FALSE(moved->regression) << b << " -> " << n;
+  }
+}
+
 // A check as a schema-1 report gives it back: pass_if absent, so "<=".
 Check v1_check(const char* name, double metric, double bound) {
   Check c = Check::passed(name, "m", metric, bound);
