@@ -36,6 +36,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -62,6 +63,10 @@ CUDA_DIRS = ("kernels/gpu/",)
 
 class BadInput(Exception):
     """Bad usage or input: exit 2, nothing measured."""
+
+
+class Terminated(Exception):
+    """SIGTERM arrived: unwind (reverting the mutant in hand) and exit 143."""
 
 
 def log(msg):
@@ -676,8 +681,22 @@ def run(args):
                 "(listed per mutant as cuda_objects_kept); no CPU test runs device code.",
         "mutants": [], "summary": {},
     }
+    doc["config"] = {"reps": args.reps, "full_reps": bool(args.full_reps), "tests": doc["tests"],
+                     "hinted": {m["id"]: hints[m["id"]] for m in chosen}}
+    earlier = {}
+    if args.resume:
+        earlier = resumable(out_dir, doc["config"])
+        log("--resume: %d mutant(s) already measured in %s" % (sum(1 for m in chosen if edit_key(m) in earlier), out_dir))
     results = []
     for i, m in enumerate(chosen, 1):
+        if edit_key(m) in earlier:
+            r = dict(earlier[edit_key(m)])
+            r.pop("equivalent", None)
+            if m.get("equivalent"):
+                r["equivalent"] = m["equivalent"]
+            results.append(r)
+            log("[%d/%d] %s: %s (measured before, --resume)" % (i, len(chosen), m["id"], r["status"]))
+            continue
         log("[%d/%d] %s (%s, %s)" % (i, len(chosen), m["id"], m["layer"], m["file"]))
         mine = [t for t in tests if t["name"] in base_names or t["name"] in hints[m["id"]]]
         results.append(run_mutant(m, tree, build, env, files, mine, targets, timeouts, args, journal))
@@ -698,6 +717,27 @@ def run(args):
     return 1 if bad else 0
 
 
+def edit_key(m):
+    """What a measurement depends on in a catalog entry: the id and the edit itself."""
+    return hashlib.sha256(json.dumps([m["id"], m["file"], m["find"], m["replace"]]).encode()).hexdigest()[:16]
+
+
+def resumable(out_dir, config):
+    """{edit key: result} of the mutants an earlier run with the same settings measured in OUT."""
+    path = os.path.join(out_dir, "kill_matrix.json")
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path) as f:
+            old = json.load(f)
+    except (OSError, ValueError) as e:
+        raise BadInput("--resume: %s is not readable (%s)" % (path, e))
+    if old.get("config") != config:
+        raise BadInput("--resume: %s was measured with other settings (reps, tests or hints); "
+                       "use another --out or drop --resume" % path)
+    return {r["edit"]: r for r in old.get("mutants", []) if r.get("edit")}
+
+
 def run_mutant(m, tree, build, env, files, tests, targets, timeouts, args, journal):
     rel = m["file"]
     p = os.path.join(tree, rel)
@@ -708,7 +748,8 @@ def run_mutant(m, tree, build, env, files, tests, targets, timeouts, args, journ
     host_objs, cuda_objs = objects_depending_on(build, p)
     entry = {"id": m["id"], "file": rel, "mtime_ns": mtime_ns, "objects": host_objs, "original": text}
     journal.write(entry)
-    result = {"id": m["id"], "layer": m["layer"], "file": rel, "why": m["why"], "expected_tests": m["tests"]}
+    result = {"id": m["id"], "layer": m["layer"], "file": rel, "why": m["why"], "expected_tests": m["tests"],
+              "edit": edit_key(m)}
     if m.get("equivalent"):
         result["equivalent"] = m["equivalent"]
     try:
@@ -888,6 +929,8 @@ def main(argv):
     ap.add_argument("--full-reps", action="store_true",
                     help="rerun every test in every rep (default: reps 2.. rerun the tests that killed in rep 1, "
                          "or every test when none did)")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the mutants OUT/kill_matrix.json already measured with the same settings, run the rest")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="build and test jobs (default: the cores)")
     ap.add_argument("--root", default=DEFAULT_ROOT, help=argparse.SUPPRESS)
     ap.add_argument("--list", action="store_true", help="print the catalog and exit")
@@ -897,6 +940,11 @@ def main(argv):
                     help="the tool on a tiny CMake project: kill, survivor, bad input (seconds, no CUDA)")
     ap.add_argument("--keep", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+
+    def on_term(signum, frame):  # SIGTERM: undo the mutant (the finally blocks run), then exit 143
+        raise Terminated()
+
+    signal.signal(signal.SIGTERM, on_term)
     try:
         if args.selftest:
             return selftest(args)
@@ -907,6 +955,9 @@ def main(argv):
     except KeyboardInterrupt:
         log("interrupted; the next run undoes a mutant left applied (journal)")
         return 130
+    except Terminated:
+        log("terminated (SIGTERM); the mutant in hand was undone; --resume carries on")
+        return 143
     except Exception:  # a bug in the tool, not a verdict on the suites
         import traceback
         traceback.print_exc()
