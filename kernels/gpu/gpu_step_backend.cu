@@ -1,9 +1,17 @@
 #include "kernels/gpu/gpu_step_backend.h"
 
+#include <mutex>
+
 namespace fh::gpu {
 namespace {
 
+// The claims run units of work on several host threads (suites/claims/prop2_common.h), each with
+// a backend of its own: one step at a time on the device keeps the kernel's process-wide launch
+// state and the device-wide synchronize as a serial run has them.
+std::mutex g_device_step_mutex;
+
 void gpu_step(HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T, int64_t step, TileShape tile) {
+  std::lock_guard<std::mutex> lock(g_device_step_mutex);
   DeviceBuffer<uint16_t> dx(std::vector<uint16_t>(X, X + T * w.cols));
   DeviceBuffer<uint16_t> ddy(std::vector<uint16_t>(dY, dY + T * w.rows));
   DeviceParam dp(w);
@@ -15,6 +23,7 @@ void gpu_step(HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T, in
 
 std::vector<float> gpu_wgrad(const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in, int64_t out,
                              TileShape tile) {
+  std::lock_guard<std::mutex> lock(g_device_step_mutex);
   DeviceBuffer<uint16_t> dx(std::vector<uint16_t>(X, X + T * in));
   DeviceBuffer<uint16_t> ddy(std::vector<uint16_t>(dY, dY + T * out));
   DeviceBuffer<float> g(size_t(out * in));

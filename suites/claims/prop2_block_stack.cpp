@@ -28,7 +28,7 @@ struct StackRun {
 };
 
 StackRun run_stack(const StackParams& init, const StackShape& s, int p, Dataflow flow, LinearUpdate how,
-                   int steps, uint64_t seed, const Prop2Config& cfg) {
+                   int steps, uint64_t seed, const Prop2Config& cfg, const FusedStepBackend& be) {
   const SimCollectives coll = prop2_collectives(p, cfg.defects);
   const TwinSchedule sched = prop2_schedule(s.hidden, s.hidden, s.T);
   StackDefects d;
@@ -38,7 +38,7 @@ StackRun run_stack(const StackParams& init, const StackShape& s, int p, Dataflow
   for (int k = 1; k <= steps; ++k) {
     const std::vector<float> x0 = seeded_normals(size_t(s.T * s.hidden), stream_seed(seed, "prop2_block_stack/activations", uint64_t(k)), 1.0f);
     const std::vector<float> dout = seeded_normals(size_t(s.T * s.hidden), stream_seed(seed, "prop2_block_stack/output_grads", uint64_t(k)), 1e-2f);
-    stack_train_step(run.final_params, s, x0, dout, k, p, flow, how, backend_or_twin(cfg.backend), sched, coll, d);
+    stack_train_step(run.final_params, s, x0, dout, k, p, flow, how, be, sched, coll, d);
     if (k == 1) run.after1 = run.final_params;
   }
   return run;
@@ -70,48 +70,48 @@ ClaimCaseResult evidence_case(const std::string& name, const ParamEvidence& ev, 
 
 std::vector<ClaimCaseResult> run_prop2_block_stack_cases(const Prop2Config& cfg) {
   const StackShape s;  // hidden 128, intermediate 256, 8 heads of 16, T = 32, 2 blocks
-  std::vector<ClaimCaseResult> results;
-  for (int p : cfg.degrees) {
-    for (const Combo& cb : prop2_combos(cfg, p, false)) {
-      const std::string combo = combo_name(cb.rule.id, cb.format, cb.store);
-      const uint64_t seed = stream_seed(cfg.seed, "prop2_block_stack/steps");
-      const StackParams init = StackParams::make(s, cb.rule, cb.format, cb.store, stream_seed(cfg.seed, "prop2_block_stack/params"));
-      const std::string tag = "p=" + std::to_string(p) + " | " + combo;
-      progress_set_case("stack " + tag);
-      if (cb.format == StateFormat::int8 && (s.hidden / p) % kInt8Block != 0) {
-        results.push_back(expect_refusal("prop2_block_stack", "stack " + tag + " | INT8 block across a shard edge", [&] {
-          run_stack(init, s, p, Dataflow::tp, LinearUpdate::fused, 1, seed, cfg);
-        }));
-        continue;
-      }
-      const StackRun tp1 = run_stack(init, s, 1, Dataflow::tp, LinearUpdate::fused, 1, seed, cfg);
-      StackRun fused[2], unfused[2];
-      const Dataflow flows[2] = {Dataflow::tp, Dataflow::sp_megatron};
-      for (int f = 0; f < 2; ++f) {
-        fused[f] = run_stack(init, s, p, flows[f], LinearUpdate::fused, kStackSteps, seed, cfg);
-        unfused[f] = run_stack(init, s, p, flows[f], LinearUpdate::unfused, kStackSteps, seed, cfg);
-        std::string note = "every weight and state of both blocks after " + std::to_string(kStackSteps) + " steps";
-        if (f == 0) {
-          const ParamEvidence vs1 = compare_stacks(fused[0].after1, tp1.after1, 1, "TP p vs TP 1", true);
-          note += "; measured, not judged: TP=" + std::to_string(p) + " vs TP=1 after one step, " +
-                  std::to_string(vs1.differing) +
-                  " linear-weight/state elements differ (the all-reduced row-parallel outputs and "
-                  "column-parallel dX change every upstream layer's X and dY in the last bits)";
-        }
-        results.push_back(evidence_case(std::string("stack ") + dataflow_name(flows[f]) + " " + tag + " | fused == unfused",
-                                        compare_stacks(fused[f].final_params, unfused[f].final_params, kStackSteps,
-                                                       "fused vs unfused"),
-                                        note));
-      }
-      ParamEvidence norms;
-      const ParamEvidence lin = compare_stacks(fused[1].after1, fused[0].after1, 1, "SP vs TP", true, &norms);
-      results.push_back(evidence_case(
-          "stack " + tag + " | SP == TP (linear weights, one step)", lin,
-          "norm weights (token-partial under SP, all-reduced over p partial sums): " + std::to_string(norms.differing) +
-              " elements differ from TP's single sum over tokens (measured, not judged)"));
+  const std::vector<DegreeCombo> units = degree_combos(cfg, [&](int p) { return prop2_combos(cfg, p, false); });
+  return run_prop2_units(cfg, units.size(), [&](size_t i, const FusedStepBackend& be) {
+    const auto& [p, cb] = units[i];
+    std::vector<ClaimCaseResult> results;
+    const std::string combo = combo_name(cb.rule.id, cb.format, cb.store);
+    const uint64_t seed = stream_seed(cfg.seed, "prop2_block_stack/steps");
+    const StackParams init = StackParams::make(s, cb.rule, cb.format, cb.store, stream_seed(cfg.seed, "prop2_block_stack/params"));
+    const std::string tag = "p=" + std::to_string(p) + " | " + combo;
+    progress_set_case("stack " + tag);
+    if (cb.format == StateFormat::int8 && (s.hidden / p) % kInt8Block != 0) {
+      results.push_back(expect_refusal("prop2_block_stack", "stack " + tag + " | INT8 block across a shard edge", [&] {
+        run_stack(init, s, p, Dataflow::tp, LinearUpdate::fused, 1, seed, cfg, be);
+      }));
+      return results;
     }
-  }
-  return results;
+    const StackRun tp1 = run_stack(init, s, 1, Dataflow::tp, LinearUpdate::fused, 1, seed, cfg, be);
+    StackRun fused[2], unfused[2];
+    const Dataflow flows[2] = {Dataflow::tp, Dataflow::sp_megatron};
+    for (int f = 0; f < 2; ++f) {
+      fused[f] = run_stack(init, s, p, flows[f], LinearUpdate::fused, kStackSteps, seed, cfg, be);
+      unfused[f] = run_stack(init, s, p, flows[f], LinearUpdate::unfused, kStackSteps, seed, cfg, be);
+      std::string note = "every weight and state of both blocks after " + std::to_string(kStackSteps) + " steps";
+      if (f == 0) {
+        const ParamEvidence vs1 = compare_stacks(fused[0].after1, tp1.after1, 1, "TP p vs TP 1", true);
+        note += "; measured, not judged: TP=" + std::to_string(p) + " vs TP=1 after one step, " +
+                std::to_string(vs1.differing) +
+                " linear-weight/state elements differ (the all-reduced row-parallel outputs and "
+                "column-parallel dX change every upstream layer's X and dY in the last bits)";
+      }
+      results.push_back(evidence_case(std::string("stack ") + dataflow_name(flows[f]) + " " + tag + " | fused == unfused",
+                                      compare_stacks(fused[f].final_params, unfused[f].final_params, kStackSteps,
+                                                     "fused vs unfused"),
+                                      note));
+    }
+    ParamEvidence norms;
+    const ParamEvidence lin = compare_stacks(fused[1].after1, fused[0].after1, 1, "SP vs TP", true, &norms);
+    results.push_back(evidence_case(
+        "stack " + tag + " | SP == TP (linear weights, one step)", lin,
+        "norm weights (token-partial under SP, all-reduced over p partial sums): " + std::to_string(norms.differing) +
+            " elements differ from TP's single sum over tokens (measured, not judged)"));
+    return results;
+  });
 }
 
 void claim_prop2_block_stack(const VerifyConfig& cfg, Report& report, const Progress& progress,

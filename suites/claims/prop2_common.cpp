@@ -3,6 +3,8 @@
 
 #include <numeric>
 
+#include "kernels/common/host_parallel.h"
+
 #include "oracles/param_compare.h"
 #include "suites/claims/fidelity_common.h"
 
@@ -97,15 +99,39 @@ ClaimCaseResult differs_case(const std::string& claim, const std::string& name, 
   return c;
 }
 
+std::vector<ClaimCaseResult> run_prop2_units(const Prop2Config& cfg, size_t n, const Prop2Unit& run) {
+  std::vector<std::vector<ClaimCaseResult>> parts(n);
+  std::vector<TwinTally> tallies(n);
+  progress_set_case(std::to_string(n) + " units on the host's cores");
+  parallel_for(int64_t(n), [&](int64_t i) {
+    const FusedStepBackend be = cfg.make_backend ? cfg.make_backend(&tallies[size_t(i)]) : twin_step_backend();
+    parts[size_t(i)] = run(size_t(i), be);
+    progress_set_case("");  // a worker's case (the heartbeat's) ends with its unit
+  });
+  progress_set_case("");
+  std::vector<ClaimCaseResult> results;
+  for (size_t i = 0; i < n; ++i) {
+    for (ClaimCaseResult& c : parts[i]) results.push_back(std::move(c));
+    if (cfg.tally) cfg.tally->ev.add(tallies[i].ev), cfg.tally->steps += tallies[i].steps;
+  }
+  return results;
+}
+
+std::vector<DegreeCombo> degree_combos(const Prop2Config& cfg, const std::function<std::vector<Combo>(int p)>& combos_at) {
+  std::vector<DegreeCombo> units;
+  for (int p : cfg.degrees)
+    for (const Combo& cb : combos_at(p)) units.push_back({p, cb});
+  return units;
+}
+
 void record_prop2_claim(Prop2Runner run, const ClaimVariant& variant, const VerifyConfig& cfg, Report& report,
                         const Progress& progress) {
   const bool on_gpu = variant.backend == ClaimBackend::gpu;
   Prop2Config pc = prop2_config(cfg);
   TwinTally tally;
-  FusedStepBackend gpu;
   if (on_gpu) {
-    gpu = gpu_backend_with_twin_tally(&tally);
-    pc.backend = &gpu;
+    pc.make_backend = gpu_backend_with_twin_tally;
+    pc.tally = &tally;
   }
   const auto results = run(pc);
   record_claim_cases(report, results, variant.group);

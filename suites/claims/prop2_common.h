@@ -10,11 +10,13 @@
 //   dx_after_update     (the block stack) fused layers read W after their update for dX.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "reference/sharding.h"
 #include "suites/claims/twin_cases.h"
+#include "suites/claims/twin_tally.h"
 
 namespace fh {
 
@@ -35,8 +37,27 @@ struct Prop2Config {
   std::vector<StateFormat> formats;     // empty: all three
   std::vector<WeightStore> stores;      // empty: all three
   Prop2Defects defects;
-  const FusedStepBackend* backend = nullptr;  // every fused step (unsharded and each rank); null: the twin
+  // Every fused step (unsharded and each rank): empty, the twin; else the backend that
+  // make_backend(tally) makes, one per unit of work (run_prop2_units) with a tally of its own,
+  // the tallies folded into *tally.
+  std::function<FusedStepBackend(TwinTally*)> make_backend;
+  TwinTally* tally = nullptr;
 };
+
+// Runs run(i, be) for every unit i in [0, n) on the host's cores (kernels/common/host_parallel.h),
+// be the unit's own fused step (cfg.make_backend with a tally of its own; the twin when empty).
+// The cases come back in unit order and the tallies fold into *cfg.tally in unit order, so the
+// cases, the counts and the first difference are a serial run's whatever the cores.
+using Prop2Unit = std::function<std::vector<ClaimCaseResult>(size_t i, const FusedStepBackend& be)>;
+std::vector<ClaimCaseResult> run_prop2_units(const Prop2Config& cfg, size_t n, const Prop2Unit& run);
+
+// The (degree, combination) units of the claims that run every degree: combos_at(p) for each
+// p of cfg.degrees, in that order.
+struct DegreeCombo {
+  int p;
+  Combo combo;
+};
+std::vector<DegreeCombo> degree_combos(const Prop2Config& cfg, const std::function<std::vector<Combo>(int p)>& combos_at);
 
 // The claim configuration from forge-verify's options (--seed, --steps, --rule/--hyper,
 // --format, --store; the shape is the claims' own).

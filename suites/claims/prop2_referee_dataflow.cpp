@@ -16,27 +16,29 @@ std::vector<ClaimCaseResult> run_prop2_referee_cases(const Prop2Config& cfg) {
   const LayerInputs inp = make_layer_inputs(stream_seed(cfg.seed, "prop2_referee_dataflow/inputs"), cfg.out, cfg.in, cfg.T, cfg.steps);
   const TwinSchedule sched = prop2_schedule(cfg.out, cfg.in, cfg.T);
   const RuleConfig adamw = config_for(RuleId::adamw, cfg.rule_configs);
-  std::vector<ClaimCaseResult> results;
-  for (const Combo& cb : {Combo{adamw, StateFormat::fp32, WeightStore::fp32_master},
-                          Combo{adamw, StateFormat::bf16, WeightStore::bf16_rne}}) {
-    const UnshardedRun u = run_unsharded(cb, inp, sched, 29, stream_seed(cfg.seed, "prop2_referee_dataflow/sr_key"), cfg.backend);
+  const Combo combos[] = {Combo{adamw, StateFormat::fp32, WeightStore::fp32_master},
+                          Combo{adamw, StateFormat::bf16, WeightStore::bf16_rne}};
+  return run_prop2_units(cfg, std::size(combos), [&](size_t i, const FusedStepBackend& be) {
+    const Combo& cb = combos[i];
+    const UnshardedRun u = run_unsharded(cb, inp, sched, 29, stream_seed(cfg.seed, "prop2_referee_dataflow/sr_key"), &be);
+    std::vector<ClaimCaseResult> results;
     for (int p : cfg.degrees)
       for (TpKind kind : {TpKind::column, TpKind::row}) {
         const std::string name = std::string(tp_kind_name(kind)) + " p=" + std::to_string(p) + " | " +
                                  combo_name(cb.rule.id, cb.format, cb.store);
         progress_set_case(name);
-        const ShardedRun referee = run_sharded(u.initial, kind, Dataflow::sp_referee, p, inp, sched, cfg.defects, cfg.backend);
+        const ShardedRun referee = run_sharded(u.initial, kind, Dataflow::sp_referee, p, inp, sched, cfg.defects, &be);
         results.push_back(differs_case("prop2_referee_dataflow", name + " | objection_dataflow_differs",
                                        referee.final_param, u.final_param, cfg.steps,
                                        "each rank contracting only its own tokens vs the true update"));
-        const ShardedRun gathered = run_sharded(u.initial, kind, Dataflow::sp_megatron, p, inp, sched, cfg.defects, cfg.backend);
+        const ShardedRun gathered = run_sharded(u.initial, kind, Dataflow::sp_megatron, p, inp, sched, cfg.defects, &be);
         ClaimCaseResult c = bitwise_case("prop2_referee_dataflow", name + " | gathering_dy_restores",
                                          gathered.final_param, u.final_param, cfg.steps, "dY all-gathered vs unsharded");
         c.note = "the objection holds for the referee's dataflow, not for Megatron's";
         results.push_back(std::move(c));
       }
-  }
-  return results;
+    return results;
+  });
 }
 
 void claim_prop2_referee_dataflow(const VerifyConfig& cfg, Report& report, const Progress& progress,

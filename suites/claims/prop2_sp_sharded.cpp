@@ -13,32 +13,33 @@ namespace fh {
 std::vector<ClaimCaseResult> run_prop2_sp_cases(const Prop2Config& cfg) {
   const LayerInputs inp = make_layer_inputs(stream_seed(cfg.seed, "prop2_sp_sharded/inputs"), cfg.out, cfg.in, cfg.T, cfg.steps);
   const TwinSchedule sched = prop2_schedule(cfg.out, cfg.in, cfg.T);
-  std::vector<ClaimCaseResult> results;
-  for (int p : cfg.degrees) {
-    for (const Combo& cb : prop2_combos(cfg, 4)) {  // each rule once at every degree
-      const UnshardedRun u = run_unsharded(cb, inp, sched, 23, stream_seed(cfg.seed, "prop2_sp_sharded/sr_key"), cfg.backend);
-      for (TpKind kind : {TpKind::column, TpKind::row}) {
-        const std::string name = std::string(tp_kind_name(kind)) + " p=" + std::to_string(p) + " | " +
-                                 combo_name(cb.rule.id, cb.format, cb.store);
-        progress_set_case(name);
-        if (cb.format == StateFormat::int8 && kind == TpKind::row && (cfg.in / p) % kInt8Block != 0) {
-          results.push_back(expect_refusal("prop2_sp_sharded", name + " | INT8 block across a shard edge", [&] {
-            run_sharded(u.initial, kind, Dataflow::sp_megatron, p, inp, sched, cfg.defects, cfg.backend);
-          }));
-          continue;
-        }
-        const ShardedRun sp = run_sharded(u.initial, kind, Dataflow::sp_megatron, p, inp, sched, cfg.defects, cfg.backend);
-        const ShardedRun tp = run_sharded(u.initial, kind, Dataflow::tp, p, inp, sched, {}, cfg.backend);
-        ParamEvidence dx;
-        for (int k = 0; k < cfg.steps; ++k) compare_dx(dx, sp.dX[size_t(k)], tp.dX[size_t(k)], cfg.T, cfg.in, k + 1, "dX SP vs TP");
-        ClaimCaseResult c = bitwise_case("prop2_sp_sharded", name, sp.final_param, u.final_param, cfg.steps,
-                                         "SP (Megatron) vs unsharded", &dx);
-        c.note = std::string(kind == TpKind::column ? "X" : "dY") + " all-gathered over tokens in rank order; dX vs TP-only";
-        results.push_back(std::move(c));
+  // each rule once at every degree
+  const std::vector<DegreeCombo> units = degree_combos(cfg, [&](int) { return prop2_combos(cfg, 4); });
+  return run_prop2_units(cfg, units.size(), [&](size_t i, const FusedStepBackend& be) {
+    const auto& [p, cb] = units[i];
+    const UnshardedRun u = run_unsharded(cb, inp, sched, 23, stream_seed(cfg.seed, "prop2_sp_sharded/sr_key"), &be);
+    std::vector<ClaimCaseResult> results;
+    for (TpKind kind : {TpKind::column, TpKind::row}) {
+      const std::string name = std::string(tp_kind_name(kind)) + " p=" + std::to_string(p) + " | " +
+                               combo_name(cb.rule.id, cb.format, cb.store);
+      progress_set_case(name);
+      if (cb.format == StateFormat::int8 && kind == TpKind::row && (cfg.in / p) % kInt8Block != 0) {
+        results.push_back(expect_refusal("prop2_sp_sharded", name + " | INT8 block across a shard edge", [&] {
+          run_sharded(u.initial, kind, Dataflow::sp_megatron, p, inp, sched, cfg.defects, &be);
+        }));
+        continue;
       }
+      const ShardedRun sp = run_sharded(u.initial, kind, Dataflow::sp_megatron, p, inp, sched, cfg.defects, &be);
+      const ShardedRun tp = run_sharded(u.initial, kind, Dataflow::tp, p, inp, sched, {}, &be);
+      ParamEvidence dx;
+      for (int k = 0; k < cfg.steps; ++k) compare_dx(dx, sp.dX[size_t(k)], tp.dX[size_t(k)], cfg.T, cfg.in, k + 1, "dX SP vs TP");
+      ClaimCaseResult c = bitwise_case("prop2_sp_sharded", name, sp.final_param, u.final_param, cfg.steps,
+                                       "SP (Megatron) vs unsharded", &dx);
+      c.note = std::string(kind == TpKind::column ? "X" : "dY") + " all-gathered over tokens in rank order; dX vs TP-only";
+      results.push_back(std::move(c));
     }
-  }
-  return results;
+    return results;
+  });
 }
 
 void claim_prop2_sp_sharded(const VerifyConfig& cfg, Report& report, const Progress& progress,

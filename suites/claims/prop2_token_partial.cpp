@@ -18,18 +18,20 @@
 namespace fh {
 
 std::vector<ClaimCaseResult> run_prop2_token_partial_cases(const Prop2Config& cfg) {
-  std::vector<ClaimCaseResult> results;
   const RuleConfig adamw = config_for(RuleId::adamw, cfg.rule_configs);
   const Combo cb{adamw, StateFormat::fp32, WeightStore::fp32_master};
   const std::string claim = "prop2_token_partial";
   struct Param { std::string what; int64_t out, in; bool ones_x; };
-  for (const Param& prm : {Param{"weight under data parallelism", cfg.out, cfg.in, false},
-                           Param{"row-parallel bias under sequence parallelism", cfg.out, 1, true}}) {
+  const Param params[] = {Param{"weight under data parallelism", cfg.out, cfg.in, false},
+                          Param{"row-parallel bias under sequence parallelism", cfg.out, 1, true}};
+  std::vector<ClaimCaseResult> cases = run_prop2_units(cfg, std::size(params), [&](size_t i, const FusedStepBackend& be) {
+    const Param& prm = params[i];
+    std::vector<ClaimCaseResult> results;
     LayerInputs inp = make_layer_inputs(stream_seed(cfg.seed, "prop2_token_partial/inputs"), prm.out, prm.in, cfg.T, cfg.steps);
     if (prm.ones_x)
       for (auto& s : inp.steps) s.X.assign(s.X.size(), float_to_bf16_rne(1.0f));  // the bias's "input"
     const TwinSchedule sched = prop2_schedule(prm.out, prm.in, cfg.T);
-    const UnshardedRun u = run_unsharded(cb, inp, sched, 31, stream_seed(cfg.seed, "prop2_token_partial/sr_key"), cfg.backend);
+    const UnshardedRun u = run_unsharded(cb, inp, sched, 31, stream_seed(cfg.seed, "prop2_token_partial/sr_key"), &be);
     const Dataflow flow = prm.ones_x ? Dataflow::sp_megatron : Dataflow::dp;
     for (int p : cfg.degrees) {
       const std::string name = prm.what + " p=" + std::to_string(p);
@@ -38,7 +40,7 @@ std::vector<ClaimCaseResult> run_prop2_token_partial_cases(const Prop2Config& cf
         if (!cfg.defects.skip_refusal) check_fusable(flow, prm.ones_x, prm.what);  // planted: skipped, so it runs
       }));
       {  // what a careless port does: each replica updated in place with its own tokens' gradient
-        const HostParam naive = run_sharded(u.initial, TpKind::column, Dataflow::dp, p, inp, sched, cfg.defects, cfg.backend).final_param;
+        const HostParam naive = run_sharded(u.initial, TpKind::column, Dataflow::dp, p, inp, sched, cfg.defects, &be).final_param;
         results.push_back(differs_case(claim, name + " | naive fused differs", naive, u.final_param, cfg.steps,
                                        "each replica updated in place with its own tokens' gradient vs the true update"));
       }
@@ -47,7 +49,7 @@ std::vector<ClaimCaseResult> run_prop2_token_partial_cases(const Prop2Config& cf
       int64_t bytes = 0;
       for (size_t k = 0; k < inp.steps.size(); ++k)
         bytes = token_partial_fallback_step(layer, inp.steps[k].X.data(), inp.steps[k].dY.data(), cfg.T,
-                                            int64_t(k) + 1, sched, coll, backend_or_twin(cfg.backend));
+                                            int64_t(k) + 1, sched, coll, be);
       ParamEvidence agree;
       for (int r = 1; r < p; ++r)
         compare_params(agree, layer.ranks[size_t(r)], layer.ranks[0], cfg.steps, TileShape{128, 128},
@@ -63,13 +65,14 @@ std::vector<ClaimCaseResult> run_prop2_token_partial_cases(const Prop2Config& cf
                std::to_string(vs_unsharded.differing) + " elements differ (measured: p partial chains summed vs one chain)";
       results.push_back(std::move(c));
     }
-  }
+    return results;
+  });
   // Norm weights: their gradient is a per-element sum over tokens, not a GEMM; the refusal is the
   // same route (a planted skip of it must be caught).
-  results.push_back(expect_refusal(claim, "RMSNorm weight under sequence parallelism | refused", [&] {
+  cases.push_back(expect_refusal(claim, "RMSNorm weight under sequence parallelism | refused", [&] {
     if (!cfg.defects.skip_refusal) check_fusable(Dataflow::sp_megatron, true, "RMSNorm weight");
   }));
-  return results;
+  return cases;
 }
 
 void claim_prop2_token_partial(const VerifyConfig& cfg, Report& report, const Progress& progress,

@@ -11,6 +11,9 @@
 //   when no other GPU claim does. The kernels' launch caches, cuBLAS handles, the fused kernel's
 //   schedule and planted defect (kernels/gpu/gpu_api.cu) are process-wide; one GPU claim at a
 //   time keeps them as a serial run has them. CPU claims run beside it on the other workers.
+//   Inside a claim, the Proposition 2 claims run their units on the host's cores
+//   (suites/claims/prop2_common.h: run_prop2_units), each with a GPU step backend of its own;
+//   the backend's steps take turns on the device (kernels/gpu/gpu_step_backend.h).
 // - exclusive: a claim marked ClaimInfo::exclusive runs with no other claim; no claim after it in
 //   registry order starts while it waits, so it is not starved.
 // - Start order: registry order, except that a waiting GPU claim goes first whenever the GPU lane

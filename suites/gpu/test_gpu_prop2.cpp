@@ -20,10 +20,10 @@ using fh::ClaimCaseResult;
 
 struct OnGpu {
   fh::TwinTally tally;
-  fh::FusedStepBackend be = fh::gpu_backend_with_twin_tally(&tally);
   fh::Prop2Config cfg(std::vector<int> degrees = {2, 4, 8}) {
     fh::Prop2Config c;
-    c.backend = &be;
+    c.make_backend = fh::gpu_backend_with_twin_tally;
+    c.tally = &tally;
     c.degrees = std::move(degrees);
     return c;
   }
