@@ -74,8 +74,8 @@ uint32_t special_group(const uint16_t* a, int64_t as, const uint16_t* b, int64_t
 }
 
 // One instruction: C (fp32 bits) + sum_{i<n} a[i*as] * b[i*bs]. Params already checked.
-uint32_t group_core(const uint16_t* a, int64_t as, const uint16_t* b, int64_t bs, int n,
-                    uint32_t c, const MmaModelParams& p) {
+uint32_t group_core_any(const uint16_t* a, int64_t as, const uint16_t* b, int64_t bs, int n,
+                        uint32_t c, const MmaModelParams& p) {
   // Pass 1: alignment exponents, E_max, and whether any operand is inf/NaN.
   int exps[kMmaMaxGroup];
   int emax = p.clamp_exp;
@@ -136,6 +136,61 @@ uint32_t group_core(const uint16_t* a, int64_t as, const uint16_t* b, int64_t bs
     sum += (c >> 31) ? -int64_t(mag) : int64_t(mag);
   }
   return round_to_fp32(sum, base, p.out_round);
+}
+
+// group_core_t<16> for finite operands and align_bits in [14, 25], the case of every Hopper
+// twin and reference: each term's magnitude P << (align_bits - 14) < 2^27 fits 32 bits (the
+// shift is capped at 31), so the loops are branch-free 32-bit lanes the compiler vectorizes (an
+// AVX2 clone where the host has it). The same arithmetic as group_core_t: the same bits.
+// Returns false (nothing computed) when an operand or C is inf or NaN.
+constexpr int kFastMaxAlignBits = 25;
+__attribute__((target_clones("avx2", "default")))
+bool group16_fast(const uint16_t* a, const uint16_t* b, uint32_t c, const MmaModelParams& p, uint32_t& out) {
+  int32_t exps[16];
+  uint32_t field_max = 0;
+  int32_t emax = p.clamp_exp;
+  for (int i = 0; i < 16; ++i) {
+    const uint32_t x = a[i], y = b[i];
+    const uint32_t fx = (x >> 7) & 0xFFu, fy = (y >> 7) & 0xFFu;
+    field_max = std::max(field_max, std::max(fx, fy));
+    const bool zero = (x & 0x7FFFu) == 0 || (y & 0x7FFFu) == 0;
+    const int32_t e = zero ? kZeroTermExp : int32_t(std::max(fx, 1u) + std::max(fy, 1u)) - 254;
+    exps[i] = e;
+    emax = std::max(emax, e);
+  }
+  const uint32_t ec = (c >> 23) & 0xFFu, mc = c & 0x7FFFFFu;
+  if (field_max == 0xFFu || ec == 0xFFu) return false;
+  const bool has_c = (c & 0x7FFFFFFFu) != 0;
+  const int e_c = int(std::max(ec, 1u)) - 127;
+  if (has_c) emax = std::max(emax, e_c);
+  const int lift_p = p.align_bits - kProductFrac;
+  int64_t sum = 0;
+  for (int i = 0; i < 16; ++i) {
+    const uint32_t x = a[i], y = b[i];
+    const uint32_t sx = (x & 0x7Fu) | uint32_t((x & 0x7F80u) != 0) << 7;
+    const uint32_t sy = (y & 0x7Fu) | uint32_t((y & 0x7F80u) != 0) << 7;
+    const uint32_t r = uint32_t(std::min(emax - exps[i], 31));
+    const uint32_t mag = ((sx * sy) << lift_p) >> r;
+    const uint32_t neg = uint32_t(0) - ((x ^ y) >> 15 & 1u);
+    sum += int32_t((mag ^ neg) - neg);
+  }
+  if (has_c) {
+    const uint64_t sig = mc | uint64_t(ec != 0) << 23;
+    const int sh = e_c - emax + p.align_bits - kCFrac;
+    const uint64_t mag = sh >= 0 ? sig << sh : (sh <= -63 ? 0 : sig >> -sh);
+    sum += (c >> 31) ? -int64_t(mag) : int64_t(mag);
+  }
+  out = round_to_fp32(sum, emax - p.align_bits, p.out_round);
+  return true;
+}
+
+uint32_t group_core(const uint16_t* a, int64_t as, const uint16_t* b, int64_t bs, int n,
+                    uint32_t c, const MmaModelParams& p) {
+  uint32_t out;
+  if (n == 16 && as == 1 && bs == 1 && p.align_bits >= kProductFrac && p.align_bits <= kFastMaxAlignBits &&
+      group16_fast(a, b, c, p, out))
+    return out;
+  return group_core_any(a, as, b, bs, n, c, p);
 }
 
 uint32_t chain_core(const uint16_t* a, int64_t as, const uint16_t* b, int64_t bs, int64_t K,
