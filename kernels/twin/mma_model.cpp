@@ -73,6 +73,27 @@ uint32_t special_group(const uint16_t* a, int64_t as, const uint16_t* b, int64_t
   return pos_inf ? kPosInfBits : kNegInfBits;
 }
 
+// Alignment exponent of the unnormalized product x * y (significand in [1,4)), not
+// renormalized; subnormals count as exponent -126 = max(field, 1) - 127. Zero products are not
+// terms (kZeroTermExp).
+inline int32_t product_exp(uint32_t x, uint32_t y) {
+  const uint32_t fx = (x >> 7) & 0xFFu, fy = (y >> 7) & 0xFFu;
+  const bool zero = (x & 0x7FFFu) == 0 || (y & 0x7FFFu) == 0;
+  return zero ? kZeroTermExp : int32_t(std::max(fx, 1u) + std::max(fy, 1u)) - 254;
+}
+// The larger exponent field of x and y (0xFF: one is inf or NaN).
+inline uint32_t field_max_of(uint32_t x, uint32_t y) { return std::max((x >> 7) & 0xFFu, (y >> 7) & 0xFFu); }
+// Subnormals have no hidden bit: a 0.xxx significand, no flush.
+inline uint32_t bf16_significand(uint32_t x) { return (x & 0x7Fu) | uint32_t((x & 0x7F80u) != 0) << 7; }
+// A non-zero, finite C on the grid 2^(emax - align_bits), truncated toward zero.
+inline int64_t c_term(uint32_t c, int emax, int align_bits) {
+  const uint32_t ec = (c >> 23) & 0xFFu;
+  const uint64_t sig = (c & 0x7FFFFFu) | uint64_t(ec != 0) << 23;
+  const int sh = int(std::max(ec, 1u)) - 127 - emax + align_bits - kCFrac;  // may be either sign
+  const uint64_t mag = sh >= 0 ? sig << sh : (sh <= -63 ? 0 : sig >> -sh);
+  return (c >> 31) ? -int64_t(mag) : int64_t(mag);
+}
+
 // One instruction: C (fp32 bits) + sum_{i<n} a[i*as] * b[i*bs]. Params already checked.
 uint32_t group_core_any(const uint16_t* a, int64_t as, const uint16_t* b, int64_t bs, int n,
                         uint32_t c, const MmaModelParams& p) {
@@ -82,14 +103,9 @@ uint32_t group_core_any(const uint16_t* a, int64_t as, const uint16_t* b, int64_
   uint32_t field_max = 0;  // 0xFF: some operand is inf or NaN
   for (int i = 0; i < n; ++i) {
     const uint32_t x = a[i * as], y = b[i * bs];
-    const uint32_t fx = (x >> 7) & 0xFFu, fy = (y >> 7) & 0xFFu;
-    field_max = std::max(field_max, std::max(fx, fy));
-    // Alignment exponent of the unnormalized product (significand in [1,4)), not renormalized;
-    // subnormals count as exponent -126 = max(field, 1) - 127. Zero products are not terms.
-    const bool zero = (x & 0x7FFFu) == 0 || (y & 0x7FFFu) == 0;
-    const int e = zero ? kZeroTermExp : int(std::max(fx, 1u) + std::max(fy, 1u)) - 254;
-    exps[i] = e;
-    emax = std::max(emax, e);
+    field_max = std::max(field_max, field_max_of(x, y));
+    exps[i] = product_exp(x, y);
+    emax = std::max(emax, exps[i]);
   }
   const uint32_t ec = (c >> 23) & 0xFFu, mc = c & 0x7FFFFFu;
   if (field_max == 0xFFu || ec == 0xFFu) [[unlikely]] {
@@ -110,9 +126,7 @@ uint32_t group_core_any(const uint16_t* a, int64_t as, const uint16_t* b, int64_
   if (lift_p >= 0) {
     for (int i = 0; i < n; ++i) {
       const uint32_t x = a[i * as], y = b[i * bs];
-      // Subnormals have no hidden bit: a 0.xxx significand, no flush.
-      const uint32_t sx = (x & 0x7Fu) | uint32_t((x & 0x7F80u) != 0) << 7;
-      const uint32_t sy = (y & 0x7Fu) | uint32_t((y & 0x7F80u) != 0) << 7;
+      const uint32_t sx = bf16_significand(x), sy = bf16_significand(y);
       const int r = std::min(emax - exps[i], 63);
       const uint64_t mag = (uint64_t(sx * sy) << lift_p) >> r;
       const uint64_t neg = uint64_t(0) - uint64_t(((x ^ y) >> 15) & 1u);  // 0 or all ones
@@ -121,20 +135,14 @@ uint32_t group_core_any(const uint16_t* a, int64_t as, const uint16_t* b, int64_
   } else {  // narrow alignments (other architectures' models): shift right only
     for (int i = 0; i < n; ++i) {
       const uint32_t x = a[i * as], y = b[i * bs];
-      const uint32_t sx = (x & 0x7Fu) | uint32_t((x & 0x7F80u) != 0) << 7;
-      const uint32_t sy = (y & 0x7Fu) | uint32_t((y & 0x7F80u) != 0) << 7;
+      const uint32_t sx = bf16_significand(x), sy = bf16_significand(y);
       const int r = std::min(emax - exps[i] - lift_p, 63);
       const uint64_t mag = uint64_t(sx * sy) >> r;
       const uint64_t neg = uint64_t(0) - uint64_t(((x ^ y) >> 15) & 1u);
       sum += int64_t((mag ^ neg) - neg);
     }
   }
-  if (has_c) {
-    const uint64_t sig = mc | uint64_t(ec != 0) << 23;
-    const int sh = e_c - emax + p.align_bits - kCFrac;  // may be either sign
-    const uint64_t mag = sh >= 0 ? sig << sh : (sh <= -63 ? 0 : sig >> -sh);
-    sum += (c >> 31) ? -int64_t(mag) : int64_t(mag);
-  }
+  if (has_c) sum += c_term(c, emax, p.align_bits);
   return round_to_fp32(sum, base, p.out_round);
 }
 
@@ -150,36 +158,24 @@ bool group16_fast(const uint16_t* a, const uint16_t* b, uint32_t c, const MmaMod
   uint32_t field_max = 0;
   int32_t emax = p.clamp_exp;
   for (int i = 0; i < 16; ++i) {
-    const uint32_t x = a[i], y = b[i];
-    const uint32_t fx = (x >> 7) & 0xFFu, fy = (y >> 7) & 0xFFu;
-    field_max = std::max(field_max, std::max(fx, fy));
-    const bool zero = (x & 0x7FFFu) == 0 || (y & 0x7FFFu) == 0;
-    const int32_t e = zero ? kZeroTermExp : int32_t(std::max(fx, 1u) + std::max(fy, 1u)) - 254;
-    exps[i] = e;
-    emax = std::max(emax, e);
+    field_max = std::max(field_max, field_max_of(a[i], b[i]));
+    exps[i] = product_exp(a[i], b[i]);
+    emax = std::max(emax, exps[i]);
   }
-  const uint32_t ec = (c >> 23) & 0xFFu, mc = c & 0x7FFFFFu;
+  const uint32_t ec = (c >> 23) & 0xFFu;
   if (field_max == 0xFFu || ec == 0xFFu) return false;
   const bool has_c = (c & 0x7FFFFFFFu) != 0;
-  const int e_c = int(std::max(ec, 1u)) - 127;
-  if (has_c) emax = std::max(emax, e_c);
+  if (has_c) emax = std::max(emax, int(std::max(ec, 1u)) - 127);
   const int lift_p = p.align_bits - kProductFrac;
   int64_t sum = 0;
   for (int i = 0; i < 16; ++i) {
     const uint32_t x = a[i], y = b[i];
-    const uint32_t sx = (x & 0x7Fu) | uint32_t((x & 0x7F80u) != 0) << 7;
-    const uint32_t sy = (y & 0x7Fu) | uint32_t((y & 0x7F80u) != 0) << 7;
     const uint32_t r = uint32_t(std::min(emax - exps[i], 31));
-    const uint32_t mag = ((sx * sy) << lift_p) >> r;
+    const uint32_t mag = ((bf16_significand(x) * bf16_significand(y)) << lift_p) >> r;
     const uint32_t neg = uint32_t(0) - ((x ^ y) >> 15 & 1u);
     sum += int32_t((mag ^ neg) - neg);
   }
-  if (has_c) {
-    const uint64_t sig = mc | uint64_t(ec != 0) << 23;
-    const int sh = e_c - emax + p.align_bits - kCFrac;
-    const uint64_t mag = sh >= 0 ? sig << sh : (sh <= -63 ? 0 : sig >> -sh);
-    sum += (c >> 31) ? -int64_t(mag) : int64_t(mag);
-  }
+  if (has_c) sum += c_term(c, emax, p.align_bits);
   out = round_to_fp32(sum, emax - p.align_bits, p.out_round);
   return true;
 }
