@@ -282,6 +282,14 @@ __device__ __forceinline__ void prefetch_int8_block(const ParamView& pv, int64_t
   }
   if (p) prefetch_l2(p);
 }
+// Can Int8BlockQuad move whole blocks with vector accesses? Row length a multiple of 4 and each
+// array aligned to a quad's bytes (fused_params_vec4's test, 4-byte codes).
+__device__ __forceinline__ bool int8_params_vec4(const ParamView& pv) {
+  auto aligned = [](const void* p, uintptr_t n) { return reinterpret_cast<uintptr_t>(p) % n == 0; };
+  bool ok = pv.cols % 4 == 0 && aligned(pv.master, 16) && aligned(pv.bf16, 8);
+  for (const StateView& sv : pv.state) ok = ok && aligned(sv.data, 4);
+  return ok;
+}
 // The int8 epilogue's passes in flight per warp (loads of kInt8PassesInFlight blocks issued
 // before the first is updated) and its prefetch distance (the next group's lines).
 constexpr int kInt8PassesInFlight = 4;
@@ -294,46 +302,167 @@ __device__ __forceinline__ void prefetch_int8_pass(const ParamView& pv, int64_t 
   prefetch_int8_block<Rule, WS>(pv, o0 + b.row, o0 + b.row, i0 + b.col, lane);
 }
 
+// One 64-column int8 block on a half-warp, four consecutive elements a lane (l16: the lane's index
+// in its half): the fused epilogue's form of Int8BlockWarp (formats.h), with half the passes and
+// vector loads and stores where the block is whole and the arrays aligned (vec4), element by
+// element otherwise. The same per-element functions (int8_decode, Rule::update, store_weight's
+// roundings, int8_encode_value), and the new absmax is the max over the same 64 values (any order:
+// int8_absmax_step, NaN made canonical), so the same bits as the warp form and the twin. A half
+// with no block (n = 0) loads and stores nothing but joins the shuffles.
+struct Int8BlockQuad {
+  int64_t r, c0, base, sbase, blk;
+  int n;
+  bool vec4;
+  float amax_old[kMaxStates];
+  uint32_t qold[kMaxStates];  // element 4 * l16 + i's code in byte i
+  float p[4];
+
+  template <WeightStore WS>
+  __device__ __forceinline__ void load(const ParamView& pv, int64_t r_, int64_t srow, int64_t c0_, int n_,
+                                       bool aligned, int l16) {
+    r = r_, c0 = c0_, n = n_;
+    base = r * pv.cols + c0;
+    sbase = srow * pv.cols + c0;
+    blk = srow * pv.blocks_per_row() + c0 / kInt8Block;
+    vec4 = aligned && n == kInt8Block;
+    const int e0 = 4 * l16;
+#pragma unroll
+    for (int k = 0; k < kMaxStates; ++k) amax_old[k] = (n > 0 && pv.state[k].data) ? pv.state[k].absmax[blk] : 0.0f;
+    if (vec4) {
+      if constexpr (WS == WeightStore::fp32_master) {
+        const float4 v = *reinterpret_cast<const float4*>(pv.master + base + e0);
+        p[0] = v.x, p[1] = v.y, p[2] = v.z, p[3] = v.w;
+      } else {
+        const uint2 v = *reinterpret_cast<const uint2*>(pv.bf16 + base + e0);
+        p[0] = bf16_to_float(uint16_t(v.x)), p[1] = bf16_to_float(uint16_t(v.x >> 16));
+        p[2] = bf16_to_float(uint16_t(v.y)), p[3] = bf16_to_float(uint16_t(v.y >> 16));
+      }
+#pragma unroll
+      for (int k = 0; k < kMaxStates; ++k)
+        qold[k] = pv.state[k].data
+                      ? *reinterpret_cast<const uint32_t*>(static_cast<const uint8_t*>(pv.state[k].data) + sbase + e0)
+                      : 0u;
+      return;
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) p[i] = e0 + i < n ? load_weight(pv, WS, base + e0 + i) : 0.0f;
+#pragma unroll
+    for (int k = 0; k < kMaxStates; ++k) {
+      uint32_t q = 0;
+      const uint8_t* bytes = static_cast<const uint8_t*>(pv.state[k].data);
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        if (bytes && e0 + i < n) q |= uint32_t(bytes[sbase + e0 + i]) << (8 * i);
+      qold[k] = q;
+    }
+  }
+
+  template <class Rule, WeightStore WS>
+  __device__ __forceinline__ void update(const typename Rule::Scalars& s, const ParamView& pv, const float* grow,
+                                         int l16) {
+    const int e0 = 4 * l16;
+    float g[4];
+    if (vec4) {
+      const float4 v = *reinterpret_cast<const float4*>(grow + e0);
+      g[0] = v.x, g[1] = v.y, g[2] = v.z, g[3] = v.w;
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) g[i] = e0 + i < n ? grow[e0 + i] : 0.0f;
+    }
+    float st_new[4][kMaxStates];
+    uint16_t wb[4];  // the bf16 weights (or fp32 master's bf16 copy) to store
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int e = e0 + i;
+      float st[kMaxStates];
+#pragma unroll
+      for (int k = 0; k < kMaxStates; ++k)
+        st[k] = pv.state[k].data ? int8_decode(uint8_t(qold[k] >> (8 * i)), pv.state[k].nonnegative, amax_old[k]) : 0.0f;
+      if (e < n) Rule::update(s, p[i], g[i], st);
+      wb[i] = WS == WeightStore::bf16_sr
+                  ? float_to_bf16_sr(p[i], sr_bits(pv.sr, uint64_t(global_element_index(pv, r, c0 + e))))
+                  : float_to_bf16_rne(p[i]);
+#pragma unroll
+      for (int k = 0; k < kMaxStates; ++k) st_new[i][k] = e < n ? st[k] : 0.0f;  // +0 leaves the max alone
+    }
+    // store_weight's stores, four at a time where whole.
+    if (vec4) {
+      if constexpr (WS == WeightStore::fp32_master)
+        *reinterpret_cast<float4*>(pv.master + base + e0) = make_float4(p[0], p[1], p[2], p[3]);
+      if (WS != WeightStore::fp32_master || pv.bf16)
+        *reinterpret_cast<uint2*>(pv.bf16 + base + e0) =
+            make_uint2(uint32_t(wb[0]) | uint32_t(wb[1]) << 16, uint32_t(wb[2]) | uint32_t(wb[3]) << 16);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if (e0 + i >= n) continue;
+        if (WS == WeightStore::fp32_master) pv.master[base + e0 + i] = p[i];
+        if (WS != WeightStore::fp32_master || pv.bf16) pv.bf16[base + e0 + i] = wb[i];
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kMaxStates; ++k) {
+      const StateView& sv = pv.state[k];
+      if (!sv.data) continue;  // uniform across the warp
+      float a = 0.0f;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) a = int8_absmax_step(a, st_new[i][k]);
+#pragma unroll
+      for (int off = 8; off > 0; off >>= 1) a = fmax_nan(a, __shfl_xor_sync(0xffffffffu, a, off));  // within the half
+      a = int8_canonical_absmax(a);
+      uint32_t q = 0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) q |= uint32_t(int8_encode_value(st_new[i][k], a, sv.nonnegative)) << (8 * i);
+      uint8_t* bytes = static_cast<uint8_t*>(sv.data) + sbase + e0;
+      if (vec4) {
+        *reinterpret_cast<uint32_t*>(bytes) = q;
+      } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          if (e0 + i < n) bytes[i] = uint8_t(q >> (8 * i));
+      }
+      // Every lane of the half read the old absmax before the shuffles above.
+      if (l16 == 0 && n > 0) sv.absmax[blk] = a;
+    }
+  }
+};
+
 // int8 state (warp: the warp's index among the Cfg::kWarps that run the epilogue): pass j of warp w
-// takes the tile's 64-column block w + kWarps * j (epilogue_int8_block), two elements per lane, the
-// new absmax a warp reduction (Int8BlockWarp). A warp's passes go in groups of kInt8PassesInFlight:
-// the group's loads, then its updates (each pass waiting on its own loads was latency bound,
-// kernels/gpu/NOTES.md v29); the next group's lines are prefetched into L2 meanwhile (the first
-// group's again: the mainloop may have taken them). Blocks are distinct, so the order of passes
-// changes no bit.
+// takes the tile's 64-column block w + kWarps * j (epilogue_int8_block); the warp's two halves take
+// passes j and j + 1 together (Int8BlockQuad: four elements a lane, the new absmax a half-warp
+// reduction). The passes go in groups of kInt8PassesInFlight: the group's loads, then its updates
+// (each pass waiting on its own loads was latency bound, kernels/gpu/NOTES.md v29); the next
+// group's lines are prefetched into L2 meanwhile (the first group's again: the mainloop may have
+// taken them). Blocks are distinct, so the order of passes changes no bit.
 template <class Cfg, class Rule, WeightStore WS>
 __device__ __forceinline__ void fused_epilogue_int8(const typename Rule::Scalars& s, const ParamView& pv,
                                                     const float* sG, int64_t o0, int64_t i0,
                                                     bool short_edge, bool shift_state, int warp) {
-  constexpr int U = kInt8PassesInFlight;
-  static_assert(Cfg::kBlockPasses % U == 0, "whole groups of int8 passes");
-  const int lane = threadIdx.x & 31;
+  constexpr int U = kInt8PassesInFlight, kPairs = U / 2;
+  static_assert(Cfg::kBlockPasses % U == 0 && U % 2 == 0, "whole groups of int8 pass pairs");
+  const int lane = threadIdx.x & 31, half = lane >> 4, l16 = lane & 15;
+  const bool aligned = int8_params_vec4(pv);
 #pragma unroll
   for (int j = 0; j < U; ++j) prefetch_int8_pass<Cfg, Rule, WS>(pv, o0, i0, warp, j, lane);
 #pragma unroll 1
   for (int j0 = 0; j0 < Cfg::kBlockPasses; j0 += U) {
 #pragma unroll
     for (int u = 0; u < U; ++u) prefetch_int8_pass<Cfg, Rule, WS>(pv, o0, i0, warp, j0 + U + u, lane);
-    Int8BlockWarp blocks[U];
-    bool live[U];
+    Int8BlockQuad blocks[kPairs];
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const FragCoord b = epilogue_int8_block<Cfg>(warp, j0 + u);
+    for (int u = 0; u < kPairs; ++u) {
+      const FragCoord b = epilogue_int8_block<Cfg>(warp, j0 + 2 * u + half);
       const int64_t r = o0 + b.row, c0 = i0 + b.col;
-      live[u] = r < pv.rows && c0 < pv.cols;  // uniform across the warp
-      if (!live[u]) continue;
       const int64_t left = pv.cols - c0;
-      int n = left < kInt8Block ? int(left) : kInt8Block;
+      int n = (r < pv.rows && c0 < pv.cols) ? (left < kInt8Block ? int(left) : kInt8Block) : 0;
       if (short_edge && left < kInt8Block && n > 1) --n;  // planted defect (suite only)
       const int64_t srow = (shift_state && r + 1 < pv.rows) ? r + 1 : r;  // planted defect (suite only)
-      blocks[u].template load<WS>(pv, r, srow, c0, n, lane);
+      blocks[u].template load<WS>(pv, r, srow, c0, n, aligned, l16);
     }
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      if (!live[u]) continue;
-      const FragCoord b = epilogue_int8_block<Cfg>(warp, j0 + u);
-      const float* grow = sG + b.row * Cfg::kLdG + b.col;
-      blocks[u].template update<Rule, WS>(s, pv, [grow](int e) { return grow[e]; }, lane);
+    for (int u = 0; u < kPairs; ++u) {
+      const FragCoord b = epilogue_int8_block<Cfg>(warp, j0 + 2 * u + half);
+      blocks[u].template update<Rule, WS>(s, pv, sG + b.row * Cfg::kLdG + b.col, l16);
     }
   }
 }
