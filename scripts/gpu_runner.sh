@@ -6,7 +6,7 @@
 # libraries are missing. Exit status: 0 when everything that ran passed, 1 otherwise, 2 when the
 # bundle is missing or unusable.
 # Usage: scripts/gpu_runner.sh OUTDIR
-# Env: FH_SUITES (only these GPU suites), FH_SUITE_JOBS (suites at a time, default 5), FH_VERIFY_ARGS (extra forge-verify options), FH_SKIP_TORCH=1, FH_TORCH_QUICK=1, FH_BENCH_FILTER (Google Benchmark regex over names like
+# Env: FH_SUITES (only these GPU suites), FH_SUITE_JOBS (suites at a time, default 5), FH_VERIFY_ARGS (extra forge-verify options), FH_SKIP_TORCH=1, FH_TORCH_QUICK=1, FH_BENCH_FILTER (default: 4096 x 4096, T = 512, four rules; "all": every benchmark; else a Google Benchmark regex over names like
 # adamw_fp32_fp32_master/fused/out4096_in4096_T512/manual_time), FH_SKIP_BENCH=1, FH_SKIP_SUITES=1, FH_SKIP_VERIFY=1
 # (for splitting one run over two device calls), FH_DIFF_BASELINE=REPORT.h5 (diff this run against it),
 # FH_SWEEP_SEEDS=N (the GPU claims' seed sweep; FH_SWEEP_CLAIMS,
@@ -211,10 +211,16 @@ run_verify() {
 if [ "${FH_SKIP_BENCH:-0}" = 1 ]; then
   say "forge-bench: skipped (FH_SKIP_BENCH=1)"
 elif has forge-bench; then
+  # Default: the gate's set, the paper's headline shape at T = 512 for AdamW, Lion, SGD and
+  # SGD-momentum (two, one, none and one state), every state config and path, so that the whole
+  # entry point fits five minutes; FH_BENCH_FILTER=all runs the whole grid (every rule x 4 shapes
+  # x 4 token counts: nightly.sh's), any other value is a Google Benchmark regex.
+  bench_filter="${FH_BENCH_FILTER:-(adamw|sgd|lion)_.*/out4096_in4096_T512/}"
+  [ "$bench_filter" = all ] && bench_filter=
   no_gpu_ok=()  # without a GPU forge-bench exits 4, unless trying the script (FH_ALLOW_SKIP=1)
   [ "${FH_ALLOW_SKIP:-0}" = 1 ] && no_gpu_ok=(--allow-no-gpu)
   "$B/bin/forge-bench" --benchmark_out="$OUT/bench.json" --benchmark_out_format=json \
-    ${FH_BENCH_FILTER:+--benchmark_filter="$FH_BENCH_FILTER"} "${no_gpu_ok[@]}" > "$OUT/bench.log" 2>&1
+    ${bench_filter:+--benchmark_filter="$bench_filter"} "${no_gpu_ok[@]}" > "$OUT/bench.log" 2>&1
   rc=$?
   say "forge-bench: $([ $rc -eq 0 ] && echo done || echo "FAIL (rc $rc)"), JSON in bench.json $(grep -m1 -o 'no GPU: .*' "$OUT/bench.log")"
   [ $rc -eq 0 ] || status=1

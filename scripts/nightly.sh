@@ -83,7 +83,8 @@ else
   say "no baseline at $base_report: this run becomes the first baseline if it passes"
 fi
 # The diff's thresholds (checked above) reach forge-verify diff through gpu_runner.sh's FH_DIFF_ARGS.
-env "${diff_env[@]}" FH_DIFF_ARGS="$diff_args" bash "$ROOT/scripts/gpu_runner.sh" "$OUT/run"
+# The whole benchmark grid unless told otherwise (gpu_runner.sh's default is the gate's T = 512 set).
+env "${diff_env[@]}" FH_BENCH_FILTER="${FH_BENCH_FILTER:-all}" FH_DIFF_ARGS="$diff_args" bash "$ROOT/scripts/gpu_runner.sh" "$OUT/run"
 run_rc=$?
 say "GPU entry point: $([ $run_rc -eq 0 ] && echo PASS || echo "FAIL (rc $run_rc)")"
 [ $run_rc -eq 2 ] && { say "no usable bundle: nothing ran"; exit 2; }
