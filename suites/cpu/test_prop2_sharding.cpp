@@ -4,6 +4,9 @@
 // collectives, refusals) are checked directly.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "reference/sharding.h"
 #include "suites/claims/prop2_common.h"
 
@@ -21,6 +24,41 @@ fh::Prop2Config quick(std::vector<int> degrees = {2, 4, 8}) {
 
 using fh::first_failure;
 int failures(const std::vector<ClaimCaseResult>& rs) { return fh::count_failures(rs); }
+
+// The units of a claim run on the host's cores; what comes back must be a serial run's: the cases
+// in unit order, and the tallies folded in unit order (the first difference is unit 0's), whatever
+// order the units finish in (here the last unit finishes first).
+TEST(run_prop2_units, CasesAndTalliesComeBackInUnitOrder) {
+  constexpr int kUnits = 6;
+  fh::TwinTally tally;
+  fh::Prop2Config cfg = quick();
+  cfg.tally = &tally;
+  cfg.make_backend = [](fh::TwinTally* t) {
+    fh::FusedStepBackend be;
+    be.name = "recording";
+    be.step = [t](fh::HostParam& w, const uint16_t*, const uint16_t*, int64_t, int64_t, const fh::TwinSchedule&) {
+      ++t->steps;
+      ++t->ev.differing;
+      if (t->ev.first_diff.empty()) t->ev.first_diff = "unit " + std::to_string(w.rows);
+    };
+    return be;
+  };
+  const auto rs = fh::run_prop2_units(cfg, kUnits, [&](size_t i, const fh::FusedStepBackend& be) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 * (kUnits - int(i))));
+    fh::HostParam w;
+    w.rows = int64_t(i);
+    be.step(w, nullptr, nullptr, 0, 1, fh::TwinSchedule{});
+    std::vector<ClaimCaseResult> cases(2);
+    for (size_t k = 0; k < cases.size(); ++k) cases[k].case_name = std::to_string(i) + "." + std::to_string(k);
+    return cases;
+  });
+  ASSERT_EQ(rs.size(), size_t(2 * kUnits));
+  for (int i = 0; i < kUnits; ++i)
+    for (int k = 0; k < 2; ++k) EXPECT_EQ(rs[size_t(2 * i + k)].case_name, std::to_string(i) + "." + std::to_string(k));
+  EXPECT_EQ(tally.steps, kUnits);
+  EXPECT_EQ(tally.ev.differing, kUnits);
+  EXPECT_EQ(tally.ev.first_diff, "unit 0");
+}
 
 TEST(prop2_tp_sharded, ShardsGatherToTheUnshardedUpdateBitForBit) {
   const auto rs = fh::run_prop2_tp_cases(quick());
