@@ -1,7 +1,8 @@
 // The fused wgrad-plus-update kernel (FORGE): each block computes one TR x TC tile of
 // G = dY^T X with the shared mainloop, parks the fp32 tile in shared memory (no byte of G reaches
 // global memory) and applies the rule to it with the element-wise pieces every producer uses
-// (fh::update_element's load / update / store, fh::update_int8_block_warp for int8 state), in a
+// (fh::update_element's load / update / store; for int8 state Int8BlockQuad below, the per-element
+// functions of fh::Int8BlockWarp on half-warps), in a
 // coalesced order: consecutive lanes take consecutive four-column quads, moved with vector
 // accesses (kernels/gpu/NOTES.md records the measurements). Also the order-matched materializer kernel (same
 // mainloop, stores G).

@@ -146,10 +146,10 @@ uint32_t group_core_any(const uint16_t* a, int64_t as, const uint16_t* b, int64_
   return round_to_fp32(sum, base, p.out_round);
 }
 
-// group_core_t<16> for finite operands and align_bits in [14, 25], the case of every Hopper
-// twin and reference: each term's magnitude P << (align_bits - 14) < 2^27 fits 32 bits (the
-// shift is capped at 31), so the loops are branch-free 32-bit lanes the compiler vectorizes (an
-// AVX2 clone where the host has it). The same arithmetic as group_core_t: the same bits.
+// group_core_any for 16 products with unit strides, finite operands and align_bits in [14, 25],
+// the case of every Hopper twin and reference: each term's magnitude P << (align_bits - 14) < 2^27
+// fits 32 bits (the shift is capped at 31), so the loops are branch-free 32-bit lanes the compiler
+// vectorizes (an AVX2 clone where the host has it). The same arithmetic: the same bits.
 // Returns false (nothing computed) when an operand or C is inf or NaN.
 constexpr int kFastMaxAlignBits = 25;
 __attribute__((target_clones("avx2", "default")))
