@@ -5,8 +5,8 @@
 # stripped GPU suite binaries (suites/gpu/test_*), forge-verify, forge-bench with Google Benchmark's
 # shared library beside it ($ORIGIN run path), and, under lib/, the shared libraries of the HDF5 and
 # MPFR chains as a fallback for a runner that lacks one (gpu_runner.sh puts lib/ on LD_LIBRARY_PATH
-# only when ldd reports a library missing). cuBLAS is never bundled: the runner's own cuBLAS 13.1 in
-# /usr/local/cuda is the one the suites describe.
+# only when ldd reports a library missing). cuBLAS is never bundled (nor linked: the binaries load it
+# when first called): the runner's own cuBLAS 13.1 in /usr/local/cuda is the one the suites describe.
 # Usage: scripts/gpu_bundle.sh            (build dir: $FH_BUILD_DIR or build/, jobs: $FH_JOBS, FH_BUNDLE_SUITES, FH_NO_BENCH=1 leaves forge-bench out)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"

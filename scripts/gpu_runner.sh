@@ -64,8 +64,10 @@ done
 check_libs() {  # prints the sonames a binary cannot resolve
   ldd "$1" 2>/dev/null | awk '/not found/ {print $1}'
 }
-# cuBLAS comes from the runner's CUDA (13.1); its directory may not be on the built-in run path.
-if ldd "$B"/bin/* 2>/dev/null | grep -q 'libcublas.*not found'; then
+# cuBLAS comes from the runner's CUDA (13.1), loaded when first called (kernels/gpu/cublas_loader.cpp,
+# which also tries these folders); where the loader's cache does not know it, its folder goes on
+# LD_LIBRARY_PATH.
+if ! ldconfig -p 2>/dev/null | grep -q 'libcublas\.so\.13'; then
   for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
     if [ -e "$d/libcublas.so.13" ]; then
       export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

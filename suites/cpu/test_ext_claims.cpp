@@ -253,6 +253,19 @@ TEST(ext_int8, NumpyCodesAreWithinHalfAStepAndACorruptedCodeFails) {
     t.bytes[100] = uint8_t(int8_t(t.bytes[100]) > 0 ? int8_t(t.bytes[100]) - 2 : int8_t(t.bytes[100]) + 2);
   });
   EXPECT_EQ(count(verdicts(judge(fh::claim_ext_int8, {code}), "ext_int8", "codes_within_half_step"), fh::Verdict::fail), 1);
+  // Planted: one m code one step off, up and (separately) down, as an off-by-one or truncating
+  // codec makes it: both are more than half a step from the true moment, and one of them a full
+  // step or more (a judge that allowed a whole step would pass the other).
+  for (int dir : {-1, 1}) {
+    const std::string one = mutated_copy(numpy_results("fused"), dir < 0 ? "int8_code_down.h5" : "int8_code_up.h5",
+                                         "int8_32x128_t20", "m_q", [dir](Tensor& t) {
+                                           size_t i = 100;
+                                           while (std::abs(int(int8_t(t.bytes[i]))) > 100) ++i;  // room both ways
+                                           t.bytes[i] = uint8_t(int8_t(int(int8_t(t.bytes[i])) + dir));
+                                         });
+    EXPECT_EQ(count(verdicts(judge(fh::claim_ext_int8, {one}), "ext_int8", "codes_within_half_step"), fh::Verdict::fail), 1)
+        << "one m code one step " << (dir < 0 ? "down" : "up");
+  }
   const std::string scale = mutated_copy(numpy_results("fused"), "int8_scale.h5", "int8_32x128_t20", "v_scale", [](Tensor& t) {
     uint32_t u;
     std::memcpy(&u, t.bytes.data() + 8, 4);
