@@ -298,6 +298,7 @@ if [ -f "$OUT/forge-verify.h5" ] && command -v python3 >/dev/null 2>&1; then
   # The figures' dataset names are checked against the claim registry's export.
   reg=()
   "$B/bin/forge-verify" --list-claims-json > "$OUT/registry.json" 2>/dev/null && reg=(--registry "$OUT/registry.json")
+  mkdir -p "$OUT/figures"  # render_fidelity.py writes into an existing folder only
   for mode in "" --gpu; do
     python3 "$ROOT/scripts/render_fidelity.py" "$OUT/forge-verify.h5" -o "$OUT/figures" --force $mode "${reg[@]}" \
       >> "$OUT/render.log" 2>&1 \
