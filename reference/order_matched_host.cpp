@@ -3,22 +3,11 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/twin/bf16_transpose.h"
 #include "kernels/twin/mma_model.h"
 #include "reference/two_phase_host.h"
 
 namespace fh {
-
-namespace {
-
-// [rows, cols] bf16 row-major -> [cols, rows], so each dot product reads contiguous memory.
-std::vector<uint16_t> transpose_bf16(const uint16_t* a, int64_t rows, int64_t cols) {
-  std::vector<uint16_t> t(size_t(rows * cols));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) t[size_t(c * rows + r)] = a[r * cols + c];
-  return t;
-}
-
-}  // namespace
 
 std::vector<float> order_matched_wgrad(const uint16_t* X, const uint16_t* dY, int64_t T,
                                        int64_t in, int64_t out, const ReductionOrder& order) {

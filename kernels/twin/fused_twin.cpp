@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "kernels/common/splitmix64.h"
+#include "kernels/twin/bf16_transpose.h"
 #include "kernels/twin/mma_model.h"
 #include <string>
 
@@ -175,9 +176,7 @@ std::vector<float> twin_dgrad(const uint16_t* dY, const uint16_t* Wb, int64_t T,
   order.validate();
   const MmaModelParams p = order.model_params();
   std::vector<float> dX(size_t(T * in));
-  std::vector<uint16_t> Wt(size_t(in * out));  // W^T: each dot reads a contiguous column of W
-  for (int64_t o = 0; o < out; ++o)
-    for (int64_t i = 0; i < in; ++i) Wt[size_t(i * out + o)] = Wb[o * in + i];
+  const std::vector<uint16_t> Wt = transpose_bf16(Wb, out, in);  // [in, out]
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < in; ++i)
       dX[size_t(t * in + i)] = mma_chain_dot(dY + t * out, Wt.data() + i * out, out, 0.0f, p);

@@ -1,0 +1,16 @@
+// [rows, cols] bf16 row-major -> [cols, rows], so that each instruction-model dot product
+// (mma_chain_dot) reads contiguous memory: the twin's dgrad and the order-matched references.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace fh {
+
+inline std::vector<uint16_t> transpose_bf16(const uint16_t* a, int64_t rows, int64_t cols) {
+  std::vector<uint16_t> t(size_t(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) t[size_t(c * rows + r)] = a[r * cols + c];
+  return t;
+}
+
+}  // namespace fh
