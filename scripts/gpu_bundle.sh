@@ -20,6 +20,12 @@ if [ ! -f "$BUILD/build.ninja" ]; then
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" >/dev/null
 fi
 
+# A PTX-only build (FH_DEVICE_SASS=OFF, GPU-less CI) refuses every GPU at run time: never pack one.
+if grep -q '^FH_DEVICE_SASS:BOOL=OFF' "$BUILD/CMakeCache.txt"; then
+  echo "gpu_bundle: $BUILD is configured with FH_DEVICE_SASS=OFF (PTX only); use another FH_BUILD_DIR or reconfigure with -DFH_DEVICE_SASS=ON" >&2
+  exit 1
+fi
+
 gpu_suites=()
 for src in "$ROOT"/suites/gpu/test_*.cu "$ROOT"/suites/gpu/test_*.cpp; do
   [ -e "$src" ] || continue
