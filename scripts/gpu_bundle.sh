@@ -16,14 +16,14 @@ OUTDIR="$ROOT/bundle"
 LIMIT_BYTES=$((60 * 1024 * 1024))
 export PATH="/usr/local/cuda/bin:$PATH"
 
-if [ ! -f "$BUILD/build.ninja" ]; then
-  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" >/dev/null
-fi
-
 # A PTX-only build (FH_DEVICE_SASS=OFF, GPU-less CI) refuses every GPU at run time: never pack one.
-if grep -q '^FH_DEVICE_SASS:BOOL=OFF' "$BUILD/CMakeCache.txt"; then
+if grep -q '^FH_DEVICE_SASS:BOOL=OFF' "$BUILD/CMakeCache.txt" 2>/dev/null; then
   echo "gpu_bundle: $BUILD is configured with FH_DEVICE_SASS=OFF (PTX only); use another FH_BUILD_DIR or reconfigure with -DFH_DEVICE_SASS=ON" >&2
   exit 1
+fi
+
+if [ ! -f "$BUILD/build.ninja" ]; then
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" >/dev/null
 fi
 
 gpu_suites=()

@@ -9,7 +9,7 @@
 # seed_sweep.sh (against a stub forge-verify) must exit 2 on bad usage, never listing failing
 # seeds, and report a GPU claim asked for without --gpu as not run (exit 4), never "no failures";
 # nightly.sh must exit 2 with no arguments and on an FH_DIFF_* value that is not a number in range,
-# before it writes anything.
+# before it writes anything; gpu_bundle.sh must refuse a PTX-only build folder (exit 1).
 # Usage: scripts/test_script_inputs.sh   (FH_PYTHON: a python3 with h5py and matplotlib)
 set -u
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -272,6 +272,13 @@ night "FH_DIFF_ALPHA with an option spliced in" "FH_DIFF_ALPHA='0.05 --strict'" 
 night "FH_DIFF_MIN_RATIO a glob" "FH_DIFF_MIN_RATIO='\*'" "FH_DIFF_MIN_RATIO=*" -- "$T/night"
 night "FH_DIFF_ALPHA out of range" "FH_DIFF_ALPHA='2'" "FH_DIFF_ALPHA=2" -- "$T/night"
 night "FH_DIFF_MARGIN negative" "FH_DIFF_MARGIN='-0.1'" "FH_DIFF_MARGIN=-0.1" -- "$T/night"
+
+# ---- gpu_bundle.sh: a PTX-only build folder (FH_DEVICE_SASS=OFF, as CI builds) is never packed ----
+mkdir -p "$T/ptx_build" && echo "FH_DEVICE_SASS:BOOL=OFF" > "$T/ptx_build/CMakeCache.txt" && touch "$T/ptx_build/build.ninja"
+FH_BUILD_DIR="$T/ptx_build" timeout 60 bash "$S/gpu_bundle.sh" > "$T/b.out" 2>&1; rc=$?
+if [ $rc -eq 1 ] && grep -q "FH_DEVICE_SASS=OFF (PTX only)" "$T/b.out"; then
+  ok "gpu_bundle PTX-only build: exit 1 ($(head -n1 "$T/b.out"))"
+else fail "gpu_bundle PTX-only build: exit $rc, output: $(head -c 300 "$T/b.out")"; fi
 
 echo "test_script_inputs: $oks ok, $fails failed, $notrun not run"
 [ $fails -eq 0 ]
