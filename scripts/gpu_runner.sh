@@ -12,7 +12,8 @@
 # FH_SWEEP_SEEDS=N (the GPU claims' seed sweep; FH_SWEEP_CLAIMS,
 # FH_SWEEP_JOBS), FH_SANITIZE=1 (compute-sanitizer
 # memcheck/racecheck/initcheck on the fused suite's small cases), FH_NCU=1 (Nsight Compute sections
-# of the fused and rule kernels at 4096 x 4096, T = 512, both benchmark configs, and the fused
+# of the fused and rule kernels at 4096 x 4096, T = 512, for each benchmark config in FH_NCU_CONFIGS
+# (default "adamw_fp32_fp32_master adamw_bf16_bf16_rne"), and the fused
 # kernel's per-instruction source counters), FH_ALLOW_SKIP=1 (a skipped GPU
 # test is not a failure: for trying the script on a machine without a GPU). A test skipped as
 # "not applicable: needs 2 GPUs, 1 visible" (the machine lacks what it needs) never fails the run.
@@ -276,18 +277,18 @@ fi
 
 # Nsight Compute on the T = 512 bar's kernels (optional): where the fused kernel's time goes.
 if [ "${FH_NCU:-0}" = 1 ] && command -v ncu >/dev/null 2>&1 && has forge-bench; then
-  for cfgname in fp32_fp32_master bf16_bf16_rne; do
+  for cfgname in ${FH_NCU_CONFIGS:-adamw_fp32_fp32_master adamw_bf16_bf16_rne}; do
     for path in fused cublas; do
       ncu --clock-control none --launch-skip 3 --launch-count 2 --kernel-name regex:'fused_wgrad|rule_element|rule_int8' \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
         --section SchedulerStats --section WarpStateStats \
-        "$B/bin/forge-bench" --benchmark_filter="adamw_${cfgname}/${path}/out4096_in4096_T512/" \
+        "$B/bin/forge-bench" --benchmark_filter="^${cfgname}/${path}/out4096_in4096_T512/" \
         --benchmark_repetitions=1 --benchmark_min_time=0.001 > "$OUT/ncu_${cfgname}_${path}.txt" 2>&1
       say "ncu $cfgname $path: rc $? ($(grep -c 'Duration' "$OUT/ncu_${cfgname}_${path}.txt") kernel profiles)"
     done
     # Per-instruction counts and stall samples of the fused kernel (where its instructions go).
     ncu --clock-control none --launch-skip 3 --launch-count 1 --kernel-name regex:'fused_wgrad' --section SourceCounters \
-      --page source --print-source sass "$B/bin/forge-bench" --benchmark_filter="adamw_${cfgname}/fused/out4096_in4096_T512/" \
+      --page source --print-source sass "$B/bin/forge-bench" --benchmark_filter="^${cfgname}/fused/out4096_in4096_T512/" \
       --benchmark_repetitions=1 --benchmark_min_time=0.001 > "$OUT/ncu_${cfgname}_fused_source.txt" 2>&1
     say "ncu $cfgname fused source counters: rc $?"
   done

@@ -66,15 +66,17 @@ FH_HD float int8_block_absmax(const float* x, int n) {
 }
 
 // The byte of one element x of a block whose stored absmax is a (int8 for signed moments, uint8
-// for non-negative ones).
-FH_HD uint8_t int8_encode_value(float x, float a, bool nonnegative) {
+// for non-negative ones). D: the division (IeeeDivSqrt; the fused epilogue speculates with the
+// GPU's branch-free one and redoes out-of-range elements with IeeeDivSqrt, so the same bits).
+template <class D = IeeeDivSqrt>
+FH_HD uint8_t int8_encode_value(float x, float a, bool nonnegative, const D& d = D{}) {
   const int L = int8_levels(nonnegative);
   const int lo = nonnegative ? 0 : -L;
   int qi = 0;
   if (a > 0.0f && fisfinite(a)) {  // regular block (false for 0, NaN and inf)
     // |x / a| <= 1, so the rounding cannot leave [-L, L]; the clamp is for the non-negative
     // codec's negative inputs (and keeps bad input from wrapping a byte).
-    qi = rne_small(fmul(fdiv(x, a), float(L)));
+    qi = rne_small(fmul(d.div(x, a), float(L)));
   } else if (a > 0.0f && !fisfinite(x)) {  // infinite block (a = inf): only +-inf keep a level
     qi = (f2u(x) >> 31) ? -L : L;
   }
@@ -90,12 +92,23 @@ FH_HD void int8_encode_block(const float* x, int n, bool nonnegative, uint8_t* q
   for (int i = 0; i < n; ++i) q[i] = int8_encode_value(x[i], a, nonnegative);
 }
 
+// q / L, correctly rounded, for |q| <= 255 and L = int8_levels: the rounded reciprocal R, one
+// multiply and one correction step with the exact remainder q - q0 L (an FMA); no division, no
+// branch. The same bits as fdiv(q, L) for every q and both L (test_int8_codec checks all 1022).
+FH_HD float int8_level_quotient(int q, bool nonnegative) {
+  const float L = float(int8_levels(nonnegative));
+  const float R = nonnegative ? 0x1.010102p-8f : 0x1.020408p-7f;  // RN(1/255), RN(1/127)
+  const float x = float(q), q0 = fmul(x, R);
+  return ffma(ffma(fneg(q0), L, x), R, q0);
+}
+
+// A code's value: q / L times the block's absmax; +0 for q = 0 (also where absmax is infinite:
+// 0 * inf would be NaN), the NaN for a NaN block. Selects rather than branches, so a lane's
+// decodes interleave.
 FH_HD float int8_decode(uint8_t qbyte, bool nonnegative, float absmax) {
-  const int L = int8_levels(nonnegative);
   const int q = nonnegative ? int(qbyte) : int(int8_t(qbyte));
-  if (fisnan(absmax)) return absmax;
-  if (q == 0) return 0.0f;  // also avoids 0 * inf in an infinite block
-  return fmul(fdiv(float(q), float(L)), absmax);
+  const float v = fmul(int8_level_quotient(q, nonnegative), absmax);
+  return fisnan(absmax) ? absmax : (q == 0 ? 0.0f : v);
 }
 
 // B(a) = a/(2L) + 4*2^-24*a + 2^-150, rounded up (host only; the bound is a verdict's threshold,

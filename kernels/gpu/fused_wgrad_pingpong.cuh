@@ -349,7 +349,8 @@ __global__ void __launch_bounds__(Ring::kThreads, 1)
         park_rows<Ring::kParkRows>(sG, acc[h], cwarp, lane, row0);
         consumer_barrier(consumer);
         if constexpr (SF == StateFormat::int8) {
-          fused_epilogue_int8<Half, Rule, WS>(s, pv, sG, ho0, i0, short_edge, shift_state, cwarp);
+          fused_epilogue_int8<Half, Rule, WS>(s, pv, sG, ho0, i0, short_edge, shift_state,
+                                              a.planted_defect != int(FusedPlantedDefect::speculation_no_redo), cwarp);
         } else {
           if (whole[p])
             fused_epilogue_quads<Half, Rule, SF, WS, true>(s, pv, sG, ho0, i0, vec, short_edge, shift_state,

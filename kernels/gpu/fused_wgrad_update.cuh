@@ -318,18 +318,19 @@ struct Int8BlockQuad {
   uint32_t qold[kMaxStates];  // element 4 * l16 + i's code in byte i
   float p[4];
 
-  template <WeightStore WS>
+  // Whole: the caller knows the block is whole and the arrays aligned (vec4 at compile time).
+  template <WeightStore WS, bool Whole>
   __device__ __forceinline__ void load(const ParamView& pv, int64_t r_, int64_t srow, int64_t c0_, int n_,
                                        bool aligned, int l16) {
-    r = r_, c0 = c0_, n = n_;
+    r = r_, c0 = c0_, n = Whole ? kInt8Block : n_;
     base = r * pv.cols + c0;
     sbase = srow * pv.cols + c0;
     blk = srow * pv.blocks_per_row() + c0 / kInt8Block;
-    vec4 = aligned && n == kInt8Block;
+    vec4 = Whole || (aligned && n == kInt8Block);
     const int e0 = 4 * l16;
 #pragma unroll
-    for (int k = 0; k < kMaxStates; ++k) amax_old[k] = (n > 0 && pv.state[k].data) ? pv.state[k].absmax[blk] : 0.0f;
-    if (vec4) {
+    for (int k = 0; k < kMaxStates; ++k) amax_old[k] = ((Whole || n > 0) && pv.state[k].data) ? pv.state[k].absmax[blk] : 0.0f;
+    if (Whole || vec4) {
       if constexpr (WS == WeightStore::fp32_master) {
         const float4 v = *reinterpret_cast<const float4*>(pv.master + base + e0);
         p[0] = v.x, p[1] = v.y, p[2] = v.z, p[3] = v.w;
@@ -343,51 +344,72 @@ struct Int8BlockQuad {
         qold[k] = pv.state[k].data
                       ? *reinterpret_cast<const uint32_t*>(static_cast<const uint8_t*>(pv.state[k].data) + sbase + e0)
                       : 0u;
-      return;
-    }
+    } else {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) p[i] = e0 + i < n ? load_weight(pv, WS, base + e0 + i) : 0.0f;
+      for (int i = 0; i < 4; ++i) p[i] = e0 + i < n ? load_weight(pv, WS, base + e0 + i) : 0.0f;
 #pragma unroll
-    for (int k = 0; k < kMaxStates; ++k) {
-      uint32_t q = 0;
-      const uint8_t* bytes = static_cast<const uint8_t*>(pv.state[k].data);
+      for (int k = 0; k < kMaxStates; ++k) {
+        uint32_t q = 0;
+        const uint8_t* bytes = static_cast<const uint8_t*>(pv.state[k].data);
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
-        if (bytes && e0 + i < n) q |= uint32_t(bytes[sbase + e0 + i]) << (8 * i);
-      qold[k] = q;
+        for (int i = 0; i < 4; ++i)
+          if (bytes && e0 + i < n) q |= uint32_t(bytes[sbase + e0 + i]) << (8 * i);
+        qold[k] = q;
+      }
     }
   }
 
-  template <class Rule, WeightStore WS>
+  // The four elements' decode and update, the rule dividing with policy D (st_new: the new states, +0 past
+  // the block's end, where it leaves the max alone).
+  template <class Rule, bool Whole, class D>
+  __device__ __forceinline__ void step4(const typename Rule::Scalars& s, const ParamView& pv, const float (&g)[4],
+                                        int e0, float (&st_new)[4][kMaxStates], const D& d) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float st[kMaxStates];
+#pragma unroll
+      for (int k = 0; k < kMaxStates; ++k)
+        st[k] = pv.state[k].data ? int8_decode(uint8_t(qold[k] >> (8 * i)), pv.state[k].nonnegative, amax_old[k]) : 0.0f;
+      const bool in = Whole || e0 + i < n;
+      if (in) Rule::update(s, p[i], g[i], st, d);
+#pragma unroll
+      for (int k = 0; k < kMaxStates; ++k) st_new[i][k] = in ? st[k] : 0.0f;
+    }
+  }
+
+  // redo = false only for the planted speculation_no_redo (suite only).
+  template <class Rule, WeightStore WS, bool Whole>
   __device__ __forceinline__ void update(const typename Rule::Scalars& s, const ParamView& pv, const float* grow,
-                                         int l16) {
+                                         int l16, bool redo) {
     const int e0 = 4 * l16;
     float g[4];
-    if (vec4) {
+    if (Whole || vec4) {
       const float4 v = *reinterpret_cast<const float4*>(grow + e0);
       g[0] = v.x, g[1] = v.y, g[2] = v.z, g[3] = v.w;
     } else {
 #pragma unroll
       for (int i = 0; i < 4; ++i) g[i] = e0 + i < n ? grow[e0 + i] : 0.0f;
     }
+    // The lane's four updates with the branch-free division and square root, so they interleave
+    // (as update_speculative does for fp32 / bf16 state; the decodes divide by no variable); if any
+    // operation left the fast range, the lane redoes all four with the IEEE path from the same inputs.
+    const float p_in[4] = {p[0], p[1], p[2], p[3]};
     float st_new[4][kMaxStates];
+    bool bad = false;
+    step4<Rule, Whole>(s, pv, g, e0, st_new, SpeculativeDivSqrt{&bad});
+    if (bad && redo) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) p[i] = p_in[i];
+      step4<Rule, Whole>(s, pv, g, e0, st_new, IeeeDivSqrt{});
+    }
     uint16_t wb[4];  // the bf16 weights (or fp32 master's bf16 copy) to store
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int e = e0 + i;
-      float st[kMaxStates];
-#pragma unroll
-      for (int k = 0; k < kMaxStates; ++k)
-        st[k] = pv.state[k].data ? int8_decode(uint8_t(qold[k] >> (8 * i)), pv.state[k].nonnegative, amax_old[k]) : 0.0f;
-      if (e < n) Rule::update(s, p[i], g[i], st);
+    for (int i = 0; i < 4; ++i)
       wb[i] = WS == WeightStore::bf16_sr
-                  ? float_to_bf16_sr(p[i], sr_bits(pv.sr, uint64_t(global_element_index(pv, r, c0 + e))))
+                  ? float_to_bf16_sr(p[i], sr_bits(pv.sr, uint64_t(global_element_index(pv, r, c0 + e0 + i))))
                   : float_to_bf16_rne(p[i]);
-#pragma unroll
-      for (int k = 0; k < kMaxStates; ++k) st_new[i][k] = e < n ? st[k] : 0.0f;  // +0 leaves the max alone
-    }
     // store_weight's stores, four at a time where whole.
-    if (vec4) {
+    if (Whole || vec4) {
       if constexpr (WS == WeightStore::fp32_master)
         *reinterpret_cast<float4*>(pv.master + base + e0) = make_float4(p[0], p[1], p[2], p[3]);
       if (WS != WeightStore::fp32_master || pv.bf16)
@@ -411,11 +433,20 @@ struct Int8BlockQuad {
 #pragma unroll
       for (int off = 8; off > 0; off >>= 1) a = fmax_nan(a, __shfl_xor_sync(0xffffffffu, a, off));  // within the half
       a = int8_canonical_absmax(a);
+      // The four encodes speculate too (a lane's divisions by the block's absmax); out of range
+      // (a zero element, a tiny or huge absmax), the lane encodes its four again with the IEEE path.
       uint32_t q = 0;
+      bool enc_bad = false;
 #pragma unroll
-      for (int i = 0; i < 4; ++i) q |= uint32_t(int8_encode_value(st_new[i][k], a, sv.nonnegative)) << (8 * i);
+      for (int i = 0; i < 4; ++i)
+        q |= uint32_t(int8_encode_value(st_new[i][k], a, sv.nonnegative, SpeculativeDivSqrt{&enc_bad})) << (8 * i);
+      if (enc_bad && redo) {
+        q = 0;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) q |= uint32_t(int8_encode_value(st_new[i][k], a, sv.nonnegative)) << (8 * i);
+      }
       uint8_t* bytes = static_cast<uint8_t*>(sv.data) + sbase + e0;
-      if (vec4) {
+      if (Whole || vec4) {
         *reinterpret_cast<uint32_t*>(bytes) = q;
       } else {
 #pragma unroll
@@ -423,7 +454,7 @@ struct Int8BlockQuad {
           if (e0 + i < n) bytes[i] = uint8_t(q >> (8 * i));
       }
       // Every lane of the half read the old absmax before the shuffles above.
-      if (l16 == 0 && n > 0) sv.absmax[blk] = a;
+      if (l16 == 0 && (Whole || n > 0)) sv.absmax[blk] = a;
     }
   }
 };
@@ -432,40 +463,60 @@ struct Int8BlockQuad {
 // takes the tile's 64-column block w + kWarps * j (epilogue_int8_block); the warp's two halves take
 // passes j and j + 1 together (Int8BlockQuad: four elements a lane, the new absmax a half-warp
 // reduction). The passes go in groups of kInt8PassesInFlight: the group's loads, then its updates
-// (each pass waiting on its own loads was latency bound, kernels/gpu/NOTES.md v29); the next
-// group's lines are prefetched into L2 meanwhile (the first group's again: the mainloop may have
-// taken them). Blocks are distinct, so the order of passes changes no bit.
-template <class Cfg, class Rule, WeightStore WS>
-__device__ __forceinline__ void fused_epilogue_int8(const typename Rule::Scalars& s, const ParamView& pv,
-                                                    const float* sG, int64_t o0, int64_t i0,
-                                                    bool short_edge, bool shift_state, int warp) {
+// (each pass waiting on its own loads was latency bound, kernels/gpu/NOTES.md v29). Blocks are
+// distinct, so the order of passes changes no bit. Whole (the tile inside the tensor, the arrays
+// aligned, no planted defect): every block whole, no edge tests, and no L2 prefetch (its
+// instructions cost more than it saved, NOTES.md v33); otherwise each block is measured and the
+// next group's lines are prefetched.
+template <class Cfg, class Rule, WeightStore WS, bool Whole>
+__device__ __forceinline__ void int8_epilogue_passes(const typename Rule::Scalars& s, const ParamView& pv,
+                                                     const float* sG, int64_t o0, int64_t i0, bool aligned,
+                                                     bool short_edge, bool shift_state, bool redo, int warp) {
   constexpr int U = kInt8PassesInFlight, kPairs = U / 2;
   static_assert(Cfg::kBlockPasses % U == 0 && U % 2 == 0, "whole groups of int8 pass pairs");
   const int lane = threadIdx.x & 31, half = lane >> 4, l16 = lane & 15;
-  const bool aligned = int8_params_vec4(pv);
+  if constexpr (!Whole) {
 #pragma unroll
-  for (int j = 0; j < U; ++j) prefetch_int8_pass<Cfg, Rule, WS>(pv, o0, i0, warp, j, lane);
+    for (int j = 0; j < U; ++j) prefetch_int8_pass<Cfg, Rule, WS>(pv, o0, i0, warp, j, lane);
+  }
 #pragma unroll 1
   for (int j0 = 0; j0 < Cfg::kBlockPasses; j0 += U) {
+    if constexpr (!Whole) {
 #pragma unroll
-    for (int u = 0; u < U; ++u) prefetch_int8_pass<Cfg, Rule, WS>(pv, o0, i0, warp, j0 + U + u, lane);
+      for (int u = 0; u < U; ++u) prefetch_int8_pass<Cfg, Rule, WS>(pv, o0, i0, warp, j0 + U + u, lane);
+    }
     Int8BlockQuad blocks[kPairs];
 #pragma unroll
     for (int u = 0; u < kPairs; ++u) {
       const FragCoord b = epilogue_int8_block<Cfg>(warp, j0 + 2 * u + half);
       const int64_t r = o0 + b.row, c0 = i0 + b.col;
-      const int64_t left = pv.cols - c0;
-      int n = (r < pv.rows && c0 < pv.cols) ? (left < kInt8Block ? int(left) : kInt8Block) : 0;
-      if (short_edge && left < kInt8Block && n > 1) --n;  // planted defect (suite only)
-      const int64_t srow = (shift_state && r + 1 < pv.rows) ? r + 1 : r;  // planted defect (suite only)
-      blocks[u].template load<WS>(pv, r, srow, c0, n, aligned, l16);
+      int n = kInt8Block;
+      int64_t srow = r;
+      if constexpr (!Whole) {
+        const int64_t left = pv.cols - c0;
+        n = (r < pv.rows && c0 < pv.cols) ? (left < kInt8Block ? int(left) : kInt8Block) : 0;
+        if (short_edge && left < kInt8Block && n > 1) --n;  // planted defect (suite only)
+        if (shift_state && r + 1 < pv.rows) srow = r + 1;   // planted defect (suite only)
+      }
+      blocks[u].template load<WS, Whole>(pv, r, srow, c0, n, aligned, l16);
     }
 #pragma unroll
     for (int u = 0; u < kPairs; ++u) {
       const FragCoord b = epilogue_int8_block<Cfg>(warp, j0 + 2 * u + half);
-      blocks[u].template update<Rule, WS>(s, pv, sG + b.row * Cfg::kLdG + b.col, l16);
+      blocks[u].template update<Rule, WS, Whole>(s, pv, sG + b.row * Cfg::kLdG + b.col, l16, redo);
     }
   }
+}
+template <class Cfg, class Rule, WeightStore WS>
+__device__ __forceinline__ void fused_epilogue_int8(const typename Rule::Scalars& s, const ParamView& pv,
+                                                    const float* sG, int64_t o0, int64_t i0,
+                                                    bool short_edge, bool shift_state, bool redo, int warp) {
+  const bool aligned = int8_params_vec4(pv);
+  const bool whole = aligned && !short_edge && !shift_state && o0 + Cfg::TR <= pv.rows && i0 + Cfg::TC <= pv.cols;
+  if (whole)
+    int8_epilogue_passes<Cfg, Rule, WS, true>(s, pv, sG, o0, i0, aligned, short_edge, shift_state, redo, warp);
+  else
+    int8_epilogue_passes<Cfg, Rule, WS, false>(s, pv, sG, o0, i0, aligned, short_edge, shift_state, redo, warp);
 }
 
 // The accumulators into the G tile in shared memory, one 8-byte store per pair; kLdG makes them
@@ -542,7 +593,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   __syncthreads();
   if (a.planted_defect == int(FusedPlantedDefect::late_blocks_skip_update) && starts_late(sched)) return;  // suite only
   if constexpr (SF == StateFormat::int8) {
-    fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state, int(threadIdx.x >> 5));
+    fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state,
+                                       a.planted_defect != int(FusedPlantedDefect::speculation_no_redo),
+                                       int(threadIdx.x >> 5));
   } else {
     if (whole_tile)
       fused_epilogue_quads<Cfg, Rule, SF, WS, true>(s, pv, sG, o0, i0, vec, short_edge, shift_state, a.planted_defect,

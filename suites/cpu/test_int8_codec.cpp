@@ -261,6 +261,24 @@ TEST(int8_codec_bound, LevelsGridAndBytes) {
   EXPECT_TRUE(std::isfinite(int8_decode(q[1], false, a)));
 }
 
+// The decode's division-free quotient (int8_level_quotient) is the division's bits for every
+// code of both codecs, and the decode keeps the division's form's results on special blocks.
+TEST(int8_codec_bound, LevelQuotientIsTheDivision) {
+  int compared = 0;
+  for (bool nonneg : {false, true}) {
+    const float L = float(int8_levels(nonneg));
+    for (int q = -255; q <= 255; ++q, ++compared)
+      ASSERT_EQ(bits(int8_level_quotient(q, nonneg)), bits(fdiv(float(q), L))) << "q " << q << " L " << L;
+    for (float a : {0.0f, 1.0f, 3.0f, FLT_MAX, FLT_MIN, 1e-45f, INFINITY, NAN})
+      for (int b = 0; b < 256; ++b) {
+        const int q = nonneg ? b : int(int8_t(uint8_t(b)));
+        const float want = std::isnan(a) ? a : (q == 0 ? 0.0f : fmul(fdiv(float(q), L), a));
+        ASSERT_EQ(bits(int8_decode(uint8_t(b), nonneg, a)), bits(want)) << "byte " << b << " absmax " << a;
+      }
+  }
+  EXPECT_EQ(compared, 1022);
+}
+
 TEST(int8_codec_bound, SpecialBlocks) {
   uint8_t q[kInt8Block];
   float a;

@@ -184,21 +184,27 @@ TEST(GpuDivSqrt, SpeculativeUpdateEqualsHostOnSpecialValues) {
 }
 
 // The fused kernel's redo path: out rows whose dY column is zero have G = 0, so at step 1 the
-// first moment (and AdamW's numerator) is 0 and every such quad leaves the fast range. Fused ==
-// host twin; with speculation_no_redo planted it differs.
+// first moment (and AdamW's numerator) is 0 and every such quad leaves the fast range; with INT8
+// state, in columns whose X is zero too, so a regular block encodes zeros (out of the fast
+// division's range: the lane's encodes are redone). Fused == host twin; with speculation_no_redo
+// planted it differs (INT8 state on its own as well).
 TEST(GpuDivSqrt, FusedRedoPathEqualsTwin) {
   FH_REQUIRE_GPU();
   const int64_t out = 256, in = 256, T = 64;
   std::vector<uint16_t> X = test::random_bf16_vec(size_t(T * in), 31), dY = test::random_bf16_vec(size_t(T * out), 32, 6, -8);
-  for (int64_t t = 0; t < T; ++t)
+  for (int64_t t = 0; t < T; ++t) {
     for (int64_t o = 0; o < out; o += 3) dY[size_t(t * out + o)] = 0;
+    for (int64_t i = 0; i < in; i += 5) X[size_t(t * in + i)] = 0;
+  }
   DeviceBuffer<uint16_t> dX(X), ddY(dY);
   const WgradProblem prob{dX.data(), ddY.data(), T, out, in};
-  int64_t compared = 0, differing = 0, planted_diff = 0;
+  int64_t compared = 0, differing = 0, planted_diff = 0, planted_int8 = 0;
   for (RuleId r : kAllRules)
     for (auto [sf, ws] : {std::pair{StateFormat::fp32, WeightStore::fp32_master},
                           std::pair{StateFormat::bf16, WeightStore::bf16_rne},
-                          std::pair{StateFormat::fp32, WeightStore::bf16_sr}}) {
+                          std::pair{StateFormat::fp32, WeightStore::bf16_sr},
+                          std::pair{StateFormat::int8, WeightStore::fp32_master},
+                          std::pair{StateFormat::int8, WeightStore::bf16_sr}}) {
       const HostParam hp0 = HostParam::make(default_rule_config(r), sf, ws, out, in,
                                             test::random_weights(size_t(out * in), uint64_t(r) + 9), 3, 2);
       for (bool plant : {false, true}) {
@@ -214,6 +220,7 @@ TEST(GpuDivSqrt, FusedRedoPathEqualsTwin) {
         const ParamEvidence e = test::compare_params(fused_h, twin);
         if (plant) {
           planted_diff += e.differing;
+          if (sf == StateFormat::int8) planted_int8 += e.differing;
         } else {
           compared += e.values;
           differing += e.differing;
@@ -222,10 +229,11 @@ TEST(GpuDivSqrt, FusedRedoPathEqualsTwin) {
         }
       }
     }
-  std::printf("[divsqrt] fused with zero-gradient rows: %lld values, %lld differ from the twin; planted "
-              "speculation_no_redo: %lld differ (must be > 0)\n",
-              (long long)compared, (long long)differing, (long long)planted_diff);
+  std::printf("[divsqrt] fused with zero-gradient rows and columns: %lld values, %lld differ from the twin; "
+              "planted speculation_no_redo: %lld differ, %lld with INT8 state (both must be > 0)\n",
+              (long long)compared, (long long)differing, (long long)planted_diff, (long long)planted_int8);
   EXPECT_GT(planted_diff, 0);
+  EXPECT_GT(planted_int8, 0);
 }
 
 }  // namespace
