@@ -222,7 +222,7 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     coop_consumers_barrier();
     if constexpr (SF == StateFormat::int8)
       fused_epilogue_int8<Tile, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state,
-                                          a.planted_defect != int(FusedPlantedDefect::speculation_no_redo), ctid >> 5);
+                                          a.planted_defect, ctid >> 5);
     else if (whole)
       fused_epilogue_quads<Tile, Rule, SF, WS, true>(s, pv, sG, o0, i0, vec, short_edge, shift_state,
                                                      a.planted_defect, first, ctid);

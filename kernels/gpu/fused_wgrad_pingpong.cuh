@@ -350,7 +350,7 @@ __global__ void __launch_bounds__(Ring::kThreads, 1)
         consumer_barrier(consumer);
         if constexpr (SF == StateFormat::int8) {
           fused_epilogue_int8<Half, Rule, WS>(s, pv, sG, ho0, i0, short_edge, shift_state,
-                                              a.planted_defect != int(FusedPlantedDefect::speculation_no_redo), cwarp);
+                                              a.planted_defect, cwarp);
         } else {
           if (whole[p])
             fused_epilogue_quads<Half, Rule, SF, WS, true>(s, pv, sG, ho0, i0, vec, short_edge, shift_state,

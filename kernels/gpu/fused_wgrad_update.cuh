@@ -322,7 +322,7 @@ struct Int8BlockQuad {
   template <WeightStore WS, bool Whole>
   __device__ __forceinline__ void load(const ParamView& pv, int64_t r_, int64_t srow, int64_t c0_, int n_,
                                        bool aligned, int l16) {
-    r = r_, c0 = c0_, n = Whole ? kInt8Block : n_;
+    r = r_, c0 = c0_, n = n_;
     base = r * pv.cols + c0;
     sbase = srow * pv.cols + c0;
     blk = srow * pv.blocks_per_row() + c0 / kInt8Block;
@@ -510,7 +510,8 @@ __device__ __forceinline__ void int8_epilogue_passes(const typename Rule::Scalar
 template <class Cfg, class Rule, WeightStore WS>
 __device__ __forceinline__ void fused_epilogue_int8(const typename Rule::Scalars& s, const ParamView& pv,
                                                     const float* sG, int64_t o0, int64_t i0,
-                                                    bool short_edge, bool shift_state, bool redo, int warp) {
+                                                    bool short_edge, bool shift_state, int planted, int warp) {
+  const bool redo = planted != int(FusedPlantedDefect::speculation_no_redo);  // suite only
   const bool aligned = int8_params_vec4(pv);
   const bool whole = aligned && !short_edge && !shift_state && o0 + Cfg::TR <= pv.rows && i0 + Cfg::TC <= pv.cols;
   if (whole)
@@ -594,7 +595,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   if (a.planted_defect == int(FusedPlantedDefect::late_blocks_skip_update) && starts_late(sched)) return;  // suite only
   if constexpr (SF == StateFormat::int8) {
     fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state,
-                                       a.planted_defect != int(FusedPlantedDefect::speculation_no_redo),
+                                       a.planted_defect,
                                        int(threadIdx.x >> 5));
   } else {
     if (whole_tile)
