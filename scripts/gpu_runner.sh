@@ -21,6 +21,12 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 [ $# -eq 1 ] && [ -n "$1" ] || { echo "usage: gpu_runner.sh OUTDIR" >&2; exit 2; }
 OUT="$1"
+# FH_NCU_CONFIGS: benchmark configuration names (rule_state_store), checked before any work: each
+# becomes an anchored benchmark filter, and a regex or a typo would profile nothing.
+for cfg in ${FH_NCU_CONFIGS:-}; do
+  [[ "$cfg" =~ ^[a-z][a-z0-9_]*_(fp32|bf16|int8)_(fp32_master|bf16_rne|bf16_sr)$ ]] ||
+    { echo "gpu_runner.sh: FH_NCU_CONFIGS: '$cfg' is not a benchmark configuration such as adamw_int8_fp32_master" >&2; exit 2; }
+done
 [ ! -e "$OUT" ] || [ -d "$OUT" ] || { echo "gpu_runner.sh: OUTDIR $OUT exists and is not a folder" >&2; exit 2; }
 mkdir -p "$OUT" || { echo "gpu_runner.sh: cannot make OUTDIR $OUT" >&2; exit 2; }
 OUT="$(cd "$OUT" && pwd)"

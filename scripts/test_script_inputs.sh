@@ -9,7 +9,8 @@
 # seed_sweep.sh (against a stub forge-verify) must exit 2 on bad usage, never listing failing
 # seeds, and report a GPU claim asked for without --gpu as not run (exit 4), never "no failures";
 # nightly.sh must exit 2 with no arguments and on an FH_DIFF_* value that is not a number in range,
-# before it writes anything; gpu_bundle.sh must refuse a PTX-only build folder (exit 1).
+# before it writes anything; gpu_bundle.sh must refuse a PTX-only build folder (exit 1); gpu_runner.sh
+# must refuse an FH_NCU_CONFIGS entry that is not a configuration name (exit 2, before any work).
 # Usage: scripts/test_script_inputs.sh   (FH_PYTHON: a python3 with h5py and matplotlib)
 set -u
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -279,6 +280,14 @@ FH_BUILD_DIR="$T/ptx_build" timeout 60 bash "$S/gpu_bundle.sh" > "$T/b.out" 2>&1
 if [ $rc -eq 1 ] && grep -q "FH_DEVICE_SASS=OFF (PTX only)" "$T/b.out"; then
   ok "gpu_bundle PTX-only build: exit 1 ($(head -n1 "$T/b.out"))"
 else fail "gpu_bundle PTX-only build: exit $rc, output: $(head -c 300 "$T/b.out")"; fi
+
+# ---- gpu_runner.sh: FH_NCU_CONFIGS names configurations, checked before the OUTDIR is made ----
+for bad in 'adamw.*' 'adamw_int8_fp32' 'adamw_fp16_fp32_master'; do
+  FH_NCU_CONFIGS="adamw_fp32_fp32_master $bad" timeout 60 bash "$S/gpu_runner.sh" "$T/ncu_out" > "$T/n.out" 2>&1; rc=$?
+  if [ $rc -eq 2 ] && grep -q "FH_NCU_CONFIGS: '$bad'" "$T/n.out" && [ ! -e "$T/ncu_out" ]; then
+    ok "gpu_runner FH_NCU_CONFIGS '$bad': exit 2 before any work"
+  else fail "gpu_runner FH_NCU_CONFIGS '$bad': exit $rc, output: $(head -c 300 "$T/n.out")"; fi
+done
 
 echo "test_script_inputs: $oks ok, $fails failed, $notrun not run"
 [ $fails -eq 0 ]
