@@ -292,7 +292,8 @@ StackParams StackParams::make(const StackShape& s, const RuleConfig& rule, State
 std::vector<float> stack_train_step(StackParams& params, const StackShape& s, const std::vector<float>& x0,
                                     const std::vector<float>& dout, int64_t step, int p, Dataflow flow,
                                     LinearUpdate how, const FusedStepBackend& be, const TwinSchedule& sched,
-                                    const Collectives& coll, const StackDefects& defects, MemoryLedger* ledger) {
+                                    const Collectives& coll, const StackDefects& defects, MemoryLedger* ledger,
+                                    std::vector<NormGradRecord>* norm_grads) {
   if (flow != Dataflow::tp && flow != Dataflow::sp_megatron)
     throw std::invalid_argument("stack_train_step: tp or sp_megatron dataflow expected");
   if (coll.ranks() != p) throw std::invalid_argument("stack_train_step: the collectives are for another rank count");
@@ -339,6 +340,7 @@ std::vector<float> stack_train_step(StackParams& params, const StackShape& s, co
       }
       dg = coll.all_reduce_ordered(parts);
     }
+    if (norm_grads) norm_grads->push_back(NormGradRecord{x, dy, rstd, dg, T, H});
     Vec dx = rms_bwd_dx(x, g, rstd, dy, T, H);  // g before its (deferred) step
     ledger_alloc(ledger, "gradients", bytes_of(dg));
     pending.emplace_back(&g, std::move(dg));

@@ -61,6 +61,14 @@ struct StackDefects {
 // (fp32 x_in, x_mid, q, k, v, attention output, softmax P per head, gate, up and the two rstd;
 // bf16 h, h2, a, m).
 std::vector<ParamShape> stack_param_shapes(const StackShape& s);
+
+// A norm weight's gradient as the step computed it, with what it was computed from (whole, every
+// rank's tokens): dg[j] = sum over t of dy[t, j] x[t, j] rstd[t]. prop2_block_stack judges dg
+// against the exact sum of those terms (under SP a rank that summed the wrong tokens is seen).
+struct NormGradRecord {
+  std::vector<float> x, dy, rstd, dg;  // x, dy [T, H]; rstd [T]; dg [H]
+  int64_t T = 0, H = 0;
+};
 int64_t stack_activation_bytes(const StackShape& s);
 
 // One training step of the stack at `step` on p simulated ranks (flow tp or sp_megatron), the
@@ -69,10 +77,12 @@ int64_t stack_activation_bytes(const StackShape& s);
 // The norm weights' gradients are held to the end of backward and stepped then (the standard path
 // of a non-fusable parameter). ledger (p = 1): weights and state, the saved activations (released
 // after their block's backward), gradients (fused: one schedule tile while a layer steps).
+// norm_grads: when set, one NormGradRecord is appended per norm weight, in backward order.
 std::vector<float> stack_train_step(StackParams& params, const StackShape& s, const std::vector<float>& x0,
                                     const std::vector<float>& dout, int64_t step, int p, Dataflow flow,
                                     LinearUpdate how, const FusedStepBackend& be, const TwinSchedule& sched,
                                     const Collectives& coll, const StackDefects& defects = {},
-                                    MemoryLedger* ledger = nullptr);
+                                    MemoryLedger* ledger = nullptr,
+                                    std::vector<NormGradRecord>* norm_grads = nullptr);
 
 }  // namespace fh

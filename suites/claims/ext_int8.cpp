@@ -15,6 +15,10 @@
 #include "suites/claims/external_common.h"
 
 namespace fh {
+namespace {
+// A NaN ratio (a NaN code or scale in the path's file) is the worst, never skipped by `r > worst`.
+double nan_as_inf(double r) { return std::isnan(r) ? INFINITY : r; }
+}  // namespace
 
 void claim_ext_int8(const VerifyConfig& cfg, Report& report, const Progress& progress) {
   if (external_absent(cfg, report, "ext_int8")) return;
@@ -69,7 +73,7 @@ void claim_ext_int8(const VerifyConfig& cfg, Report& report, const Progress& pro
               }
               const double scale = sc.value(o * nb + b);
               if (absmax > 0) {
-                const double r = std::fabs(scale - absmax / 127) / (absmax / 127 * 1e-5 + 2e-12);
+                const double r = nan_as_inf(std::fabs(scale - absmax / 127) / (absmax / 127 * 1e-5 + 2e-12));
                 if (r > worst_scale) {
                   worst_scale = r;
                   if (r > 1 && first_scale.empty())
@@ -82,7 +86,7 @@ void claim_ext_int8(const VerifyConfig& cfg, Report& report, const Progress& pro
                 const int64_t e = o * c.in + b * c.qblock + k;
                 const double code = q.value(e), xv = x[size_t(k)];
                 const double slack = 1e-6 * std::fabs(xv) + 1.1e-8;
-                const double r = std::fabs(code * scale - xv) / (scale / 2 + slack);
+                const double r = nan_as_inf(std::fabs(code * scale - xv) / (scale / 2 + slack));
                 ++judged;
                 if (scale > 0 && std::fabs(code - xv / scale) > 0.5 + 1e-3 && std::fabs(code) < 127) ++not_nearest;
                 if (r > step_worst) step_worst = r;

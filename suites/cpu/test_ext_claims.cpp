@@ -273,6 +273,14 @@ TEST(ext_int8, NumpyCodesAreWithinHalfAStepAndACorruptedCodeFails) {
     std::memcpy(t.bytes.data() + 8, &u, 4);
   });
   EXPECT_EQ(count(verdicts(judge(fh::claim_ext_int8, {scale}), "ext_int8", "scale_is_absmax_over_127"), fh::Verdict::fail), 1);
+  // Planted: one v scale NaN. Its ratios are NaN, which `r > worst` would skip: both checks must fail.
+  const std::string nan_scale = mutated_copy(numpy_results("fused"), "int8_nan_scale.h5", "int8_32x128_t20", "v_scale", [](Tensor& t) {
+    const uint32_t u = 0x7fc00000u;
+    std::memcpy(t.bytes.data() + 8, &u, 4);
+  });
+  const auto nan_v = judge(fh::claim_ext_int8, {nan_scale});
+  EXPECT_EQ(count(verdicts(nan_v, "ext_int8", "scale_is_absmax_over_127"), fh::Verdict::fail), 1);
+  EXPECT_EQ(count(verdicts(nan_v, "ext_int8", "codes_within_half_step"), fh::Verdict::fail), 1);
 }
 
 TEST(ExternalFiles, BadFilesAreRefusedWithTheirName) {

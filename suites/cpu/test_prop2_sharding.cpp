@@ -127,9 +127,13 @@ TEST(prop2_block_stack, FusedEqualsUnfusedAndSpEqualsTpOverTwoBlocks) {
   fh::Prop2Config c = quick({2, 4});
   const auto rs = fh::run_prop2_block_stack_cases(c);
   EXPECT_EQ(failures(rs), 0) << first_failure(rs);
-  int sp_tp = 0;
-  for (const auto& r : rs) sp_tp += r.case_name.find("SP == TP") != std::string::npos && r.pass;
+  int sp_tp = 0, norm_grads = 0;
+  for (const auto& r : rs) {
+    sp_tp += r.case_name.find("SP == TP") != std::string::npos && r.pass;
+    norm_grads += r.case_name.find("norm gradients within the summation bound") != std::string::npos && r.pass;
+  }
   EXPECT_GE(sp_tp, 8);
+  EXPECT_GE(norm_grads, 16);  // TP and SP for each case (mutation catalog: sharding_sp_norm_grad_from_token_zero)
 }
 
 TEST(prop2_block_stack, PlantedDxAfterUpdateAndRankOrderSwapAreCaught) {
