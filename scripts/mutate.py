@@ -21,8 +21,10 @@ The kill matrix (OUT/kill_matrix.json, rewritten atomically after every mutant, 
 at the end): for each mutant and test, killed (failed or timed out in every rep), survived (passed
 in every rep), flaky (killed in some reps only), with the first failing check's message; the
 mutant's status: killed (some test killed it in every rep), survived, flaky, build_error; a
-per-layer summary and the survivors. A mutant marked "equivalent": "reason" in the catalog is
-run and reported but does not fail the run.
+per-layer summary and the survivors. Each kill also lists its units (kill_units): the
+configurations a test reports on FH_FAILED_UNIT lines, else its failed GoogleTest cases, else the
+test; a rule mutant with fewer than two is listed as a thin kill (issue 32's target). A mutant
+marked "equivalent": "reason" in the catalog is run and reported but does not fail the run.
 
 Exit status: 0 every mutant killed in all reps or marked equivalent; 1 a non-equivalent mutant
 survived, was killed only in some reps, or did not build; 2 bad usage or input (unknown id or
@@ -419,6 +421,34 @@ def first_failure(output):
     return " | ".join(tail)[-600:]
 
 
+GTEST_RUN = re.compile(r"^\[ RUN      \] (\S+)")
+GTEST_FAILED_CASE = re.compile(r"^\[  FAILED  \] (\S+\.\S+?)(,| \(|$)")
+FH_UNIT = re.compile(r"^FH_FAILED_UNIT: (.+?)\s*$")
+
+
+def failed_units(output):
+    """The independent units a failing test reports: the FH_FAILED_UNIT lines a test prints (one
+    per hyperparameter configuration, say), and each failed GoogleTest case that printed none;
+    an empty list when the output names neither (the whole test is then one unit)."""
+    units, case, cases_with_units, failed_cases = [], None, set(), []
+    for l in output.splitlines():
+        m = GTEST_RUN.match(l)
+        if m:
+            case = m.group(1)
+            continue
+        m = FH_UNIT.match(l)
+        if m:
+            units.append(m.group(1))
+            if case:
+                cases_with_units.add(case)
+            continue
+        m = GTEST_FAILED_CASE.match(l)
+        if m and m.group(1) not in failed_cases:
+            failed_cases.append(m.group(1))
+    units += [c for c in failed_cases if c not in cases_with_units]
+    return sorted(set(units))
+
+
 def run_test(t, timeout):
     env = dict(os.environ)
     for kv in t["env"]:
@@ -448,7 +478,7 @@ def run_test(t, timeout):
         return {"result": "pass", "message": "", "seconds": secs}
     msg = first_failure(out)
     return {"result": "fail", "message": ("exit %d: " % rc) + msg if rc >= 0 else "signal %d: %s" % (-rc, msg),
-            "seconds": secs}
+            "seconds": secs, "units": failed_units(out)}
 
 
 def run_tests(tests, jobs, timeouts):
@@ -517,7 +547,10 @@ def verdicts(runs):
         else:
             v = "flaky"
         msg = next((x["message"] for x in res if x["result"] == "fail"), "")
-        out[n] = {"verdict": v, "kills": kills, "reps": len(res), "message": msg,
+        # A killing test's units: those it reported in every rep (the whole test when none).
+        fails = [set(x.get("units") or [n]) for x in res if x["result"] == "fail"]
+        units = sorted(set.intersection(*fails)) if v == "killed" else []
+        out[n] = {"verdict": v, "kills": kills, "reps": len(res), "message": msg, "units": units,
                   "seconds": round(sum(x["seconds"] for x in res) / len(res), 2)}
     return out
 
@@ -545,8 +578,12 @@ def summarize(results, catalog_ids):
             broken.append(r["id"])
     totals = {k: sum(s[k] for s in per_layer.values())
               for k in ("mutants", "killed", "survived", "flaky", "build_error", "equivalent")}
+    # Issue 32's target: every rule mutant killed by at least two independent units (tests,
+    # configurations or cases); a rule defect one configuration sees is thinly covered.
+    thin = [r["id"] for r in results if r["layer"] == "rules" and r["status"] == "killed"
+            and len(r.get("kill_units", [])) < 2]
     return {"per_layer": per_layer, "totals": totals, "survivors": survivors, "flaky": flaky,
-            "build_errors": broken, "marked_equivalent_but_killed": wrong_equiv}
+            "build_errors": broken, "marked_equivalent_but_killed": wrong_equiv, "thin_rule_kills": thin}
 
 
 def write_matrix(out_dir, doc):
@@ -783,6 +820,9 @@ def run_mutant(m, tree, build, env, files, tests, targets, timeouts, args, journ
         v = verdicts(runs)
         result["tests"] = v
         result["killed_by"] = sorted(n for n, x in v.items() if x["verdict"] == "killed")
+        # Independent kills: each killing test's units (its configurations or cases), test-qualified.
+        result["kill_units"] = sorted(n + ": " + u if u != n else n
+                                      for n in result["killed_by"] for u in v[n]["units"])
         flaky = sorted(n for n, x in v.items() if x["verdict"] == "flaky")
         result["flaky_kills"] = flaky
         result["status"] = "killed" if result["killed_by"] else ("flaky" if flaky else "survived")
@@ -806,6 +846,9 @@ def print_summary(s, results):
         if r["status"] != "killed":
             tag = " (equivalent: %s)" % r["equivalent"] if r.get("equivalent") else ""
             print("%s: %s%s" % (r["status"], r["id"], tag))
+    if s["thin_rule_kills"]:
+        print("rule mutants killed by fewer than two independent units (tests, configurations): %s"
+              % ", ".join(s["thin_rule_kills"]))
     if s["marked_equivalent_but_killed"]:
         print("marked equivalent in the catalog but killed (the mark is wrong): %s"
               % ", ".join(s["marked_equivalent_but_killed"]))
@@ -832,7 +875,8 @@ set_tests_properties(test_strong test_weak PROPERTIES LABELS cpu)
     "mini.h": "#pragma once\nfloat lerp_beta(float beta, float m, float g);\n",
     "mini.cpp": '#include "mini.h"\nfloat lerp_beta(float beta, float m, float g) { return beta * m + (1.0f - beta) * g; }\n',
     "test_strong.cpp": '#include "mini.h"\n#include <cstdio>\nint main() { float r = lerp_beta(0.9f, 1.0f, 0.0f);\n'
-                       '  if (r != 0.9f) { std::printf("mini.cpp:1: Failure\\nExpected 0.9, got %g\\n", r); return 1; }\n'
+                       '  if (r != 0.9f) { std::printf("mini.cpp:1: Failure\\nExpected 0.9, got %g\\n", r);\n'
+                       '    std::printf("FH_FAILED_UNIT: m=1 g=0\\nFH_FAILED_UNIT: m=1 g=0 again\\n"); return 1; }\n'
                        '  return 0; }\n',
     "test_weak.cpp": '#include "mini.h"\nint main() { return lerp_beta(0.5f, 1.0f, 1.0f) == 1.0f ? 0 : 1; }\n',
 }
@@ -886,6 +930,10 @@ def selftest(args):
               and "Expected 0.9" in strong.get("message", ""))
         checks.append(ok)
         print("selftest: %-58s %s" % ("matrix: killed 2 of 2 reps, with the failure's message", "ok" if ok else "FAILED"))
+        ok = (r1.get("kill_units") == ["test_strong: m=1 g=0", "test_strong: m=1 g=0 again"]
+              and m1["summary"].get("thin_rule_kills") == [])
+        checks.append(ok)
+        print("selftest: %-58s %s" % ("matrix: the test's two reported units, not thin", "ok" if ok else "FAILED"))
         call(["--only", "beta_swapped", "--tests", "^test_weak$", "--no-hinted", "--reps", "1", "--out", os.path.join(base, "o2")],
              1, "survives the weak test")
         m2 = matrix("o2")

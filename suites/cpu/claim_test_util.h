@@ -6,16 +6,31 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "reports/report.h"
 
 namespace fh::test {
 
-// Writes text to <tmp>/<prefix><pid>/<name> and returns the path.
+// The process's scratch folders, removed when it exits (runs left one per test process in /tmp).
+struct ScratchDirs {
+  std::set<std::filesystem::path> dirs;
+  ~ScratchDirs() {
+    std::error_code ec;
+    for (const auto& d : dirs) std::filesystem::remove_all(d, ec);
+  }
+};
+inline ScratchDirs& scratch_dirs() {
+  static ScratchDirs s;
+  return s;
+}
+
+// Writes text to <tmp>/<prefix><pid>/<name> and returns the path (the folder goes at exit).
 inline std::string write_scratch(const std::string& prefix, const std::string& name, const std::string& text) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / (prefix + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
+  scratch_dirs().dirs.insert(dir);
   const std::filesystem::path p = dir / name;
   std::ofstream(p) << text;
   return p.string();
