@@ -8,12 +8,14 @@ set -uo pipefail
 BIN="$1"
 fails=0
 for bad in FH_FUSED_COOP_MIN_TOKENS=abc FH_FUSED_COOP_MIN_TOKENS=-1 FH_FUSED_COOP_MIN_TOKENS=99999999999 \
-           FH_FUSED_COOP_MIN_TOKENS= FH_FUSED_STAGGER_US=2000000 FH_FUSED_STAGGER_STRIDE=1x; do
+           FH_FUSED_COOP_MIN_TOKENS= FH_FUSED_STAGGER_US=2000000 FH_FUSED_STAGGER_STRIDE=1x \
+           FH_FUSED_COOP_MIN_TOKENS_INT8=-5 FH_FUSED_COOP_MIN_TOKENS_INT8=8k; do
   name="${bad%%=*}"
   out="$(env "$bad" "$BIN" --allow-no-gpu 2>&1)"
   rc=$?
   want="$name"
   [ "$bad" = FH_FUSED_COOP_MIN_TOKENS=-1 ] && want=coop_min_tokens  # set_fused_schedule's own words
+  [ "$bad" = FH_FUSED_COOP_MIN_TOKENS_INT8=-5 ] && want=coop_min_tokens_int8
   [ "$bad" = FH_FUSED_STAGGER_US=2000000 ] && want=stagger_us
   if [ $rc -ne 2 ]; then echo "FAIL: $bad: exit $rc, not 2 ($out)"; fails=$((fails + 1))
   elif ! grep -q "$want" <<< "$out"; then echo "FAIL: $bad: the message does not name $want: $out"; fails=$((fails + 1))

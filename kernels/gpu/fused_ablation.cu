@@ -21,8 +21,8 @@ void launch_variant(StateFormat sf, WeightStore ws, const WgradTileArgs& a, cons
     return launch.template operator()<StateFormat::fp32, WeightStore::fp32_master>();
   if (sf == StateFormat::bf16 && ws == WeightStore::bf16_rne)
     return launch.template operator()<StateFormat::bf16, WeightStore::bf16_rne>();
-  // INT8 state with fp32 master weights: the cooperative kernel only (until it is measured
-  // against the block kernel that production runs for INT8).
+  // INT8 state with fp32 master weights: the cooperative kernel only (at every T, where
+  // production switches to it from coop_min_tokens_int8).
   if constexpr (kCoop)
     if (sf == StateFormat::int8 && ws == WeightStore::fp32_master)
       return launch_fused_coop<AdamW, StateFormat::int8, WeightStore::fp32_master>(a, s, pv, stream);

@@ -1,8 +1,7 @@
 // The cooperative fused kernel for a 128 x 256 tile: what fused_wgrad_update runs for the 128 x 128
-// tile setting from T = FusedSchedule::coop_min_tokens on with fp32 or bf16 state (coop_chosen,
-// fused_wgrad_update.cuh), and the variant FusedVariant::coop_128x256 at any T (INT8 state too,
-// with the block kernel's INT8 epilogue, until it is measured against the block kernel). One
-// persistent block per SM, three warpgroups:
+// tile setting from T = FusedSchedule::coop_min_tokens on (coop_min_tokens_int8 with INT8 state,
+// whose epilogue is the block kernel's; coop_chosen, fused_wgrad_update.cuh), and the variant
+// FusedVariant::coop_128x256 at any T. One persistent block per SM, three warpgroups:
 //   - the producer (warpgroup 0, one thread) loads each 64-token chunk of the tile's dY rows (two
 //     64-column boxes) and X columns (four boxes) with TMA into a ring of four 48 KB slots;
 //   - both consumers (warpgroups 1, 2) multiply the same tile, consumer c its rows 64 c .. 64 c + 63

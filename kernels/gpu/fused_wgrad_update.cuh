@@ -318,6 +318,24 @@ struct Int8BlockQuad {
   uint32_t qold[kMaxStates];  // element 4 * l16 + i's code in byte i
   float p[4];
 
+  // The lane's four weights (recompute reads them again: they are stored only after it).
+  template <WeightStore WS, bool Whole>
+  __device__ __forceinline__ void load_weights(const ParamView& pv, int l16) {
+    const int e0 = 4 * l16;
+    if (Whole || vec4) {
+      if constexpr (WS == WeightStore::fp32_master) {
+        const float4 v = *reinterpret_cast<const float4*>(pv.master + base + e0);
+        p[0] = v.x, p[1] = v.y, p[2] = v.z, p[3] = v.w;
+      } else {
+        const uint2 v = *reinterpret_cast<const uint2*>(pv.bf16 + base + e0);
+        p[0] = bf16_to_float(uint16_t(v.x)), p[1] = bf16_to_float(uint16_t(v.x >> 16));
+        p[2] = bf16_to_float(uint16_t(v.y)), p[3] = bf16_to_float(uint16_t(v.y >> 16));
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) p[i] = e0 + i < n ? load_weight(pv, WS, base + e0 + i) : 0.0f;
+    }
+  }
   // Whole: the caller knows the block is whole and the arrays aligned (vec4 at compile time).
   template <WeightStore WS, bool Whole>
   __device__ __forceinline__ void load(const ParamView& pv, int64_t r_, int64_t srow, int64_t c0_, int n_,
@@ -330,23 +348,14 @@ struct Int8BlockQuad {
     const int e0 = 4 * l16;
 #pragma unroll
     for (int k = 0; k < kMaxStates; ++k) amax_old[k] = ((Whole || n > 0) && pv.state[k].data) ? pv.state[k].absmax[blk] : 0.0f;
+    load_weights<WS, Whole>(pv, l16);
     if (Whole || vec4) {
-      if constexpr (WS == WeightStore::fp32_master) {
-        const float4 v = *reinterpret_cast<const float4*>(pv.master + base + e0);
-        p[0] = v.x, p[1] = v.y, p[2] = v.z, p[3] = v.w;
-      } else {
-        const uint2 v = *reinterpret_cast<const uint2*>(pv.bf16 + base + e0);
-        p[0] = bf16_to_float(uint16_t(v.x)), p[1] = bf16_to_float(uint16_t(v.x >> 16));
-        p[2] = bf16_to_float(uint16_t(v.y)), p[3] = bf16_to_float(uint16_t(v.y >> 16));
-      }
 #pragma unroll
       for (int k = 0; k < kMaxStates; ++k)
         qold[k] = pv.state[k].data
                       ? *reinterpret_cast<const uint32_t*>(static_cast<const uint8_t*>(pv.state[k].data) + sbase + e0)
                       : 0u;
     } else {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) p[i] = e0 + i < n ? load_weight(pv, WS, base + e0 + i) : 0.0f;
 #pragma unroll
       for (int k = 0; k < kMaxStates; ++k) {
         uint32_t q = 0;
@@ -377,12 +386,23 @@ struct Int8BlockQuad {
     }
   }
 
-  // redo = false only for the planted speculation_no_redo (suite only).
-  template <class Rule, WeightStore WS, bool Whole>
-  __device__ __forceinline__ void update(const typename Rule::Scalars& s, const ParamView& pv, const float* grow,
-                                         int l16, bool redo) {
+  // The phases of a block's update, so that the caller runs its pairs side by side with one redo
+  // branch for all of them (a branch per block split the code into blocks the compiler could not
+  // interleave, NOTES.md v34):
+  //   compute      G and the four updates with the branch-free division and square root; bad |=
+  //                a lane's operation left the fast range;
+  //   recompute    the four again with the IEEE path from the same inputs (the weights read
+  //                again: they are stored after it); the same bits where the fast path was in
+  //                range, so redoing a block that was fine changes nothing;
+  //   store_weights, then per state: new_absmax, encode (speculating too, with its own redo by
+  //                the caller), store_state.
+  float g[4];
+  float st_new[4][kMaxStates];  // the new states, +0 past the block's end (leaves the max alone)
+
+  template <class Rule, bool Whole>
+  __device__ __forceinline__ void compute(const typename Rule::Scalars& s, const ParamView& pv, const float* grow,
+                                          int l16, bool& bad) {
     const int e0 = 4 * l16;
-    float g[4];
     if (Whole || vec4) {
       const float4 v = *reinterpret_cast<const float4*>(grow + e0);
       g[0] = v.x, g[1] = v.y, g[2] = v.z, g[3] = v.w;
@@ -390,18 +410,16 @@ struct Int8BlockQuad {
 #pragma unroll
       for (int i = 0; i < 4; ++i) g[i] = e0 + i < n ? grow[e0 + i] : 0.0f;
     }
-    // The lane's four updates with the branch-free division and square root, so they interleave
-    // (as update_speculative does for fp32 / bf16 state; the decodes divide by no variable); if any
-    // operation left the fast range, the lane redoes all four with the IEEE path from the same inputs.
-    const float p_in[4] = {p[0], p[1], p[2], p[3]};
-    float st_new[4][kMaxStates];
-    bool bad = false;
     step4<Rule, Whole>(s, pv, g, e0, st_new, SpeculativeDivSqrt{&bad});
-    if (bad && redo) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) p[i] = p_in[i];
-      step4<Rule, Whole>(s, pv, g, e0, st_new, IeeeDivSqrt{});
-    }
+  }
+  template <class Rule, WeightStore WS, bool Whole>
+  __device__ __forceinline__ void recompute(const typename Rule::Scalars& s, const ParamView& pv, int l16) {
+    load_weights<WS, Whole>(pv, l16);
+    step4<Rule, Whole>(s, pv, g, 4 * l16, st_new, IeeeDivSqrt{});
+  }
+  template <WeightStore WS, bool Whole>
+  __device__ __forceinline__ void store_weights(const ParamView& pv, int l16) {
+    const int e0 = 4 * l16;
     uint16_t wb[4];  // the bf16 weights (or fp32 master's bf16 copy) to store
 #pragma unroll
     for (int i = 0; i < 4; ++i)
@@ -423,39 +441,37 @@ struct Int8BlockQuad {
         if (WS != WeightStore::fp32_master || pv.bf16) pv.bf16[base + e0 + i] = wb[i];
       }
     }
+  }
+  // State k's new absmax: the max over the half's 64 new values (NaN canonical). Every lane of
+  // the half read the old absmax in load, before any lane stores the new one.
+  __device__ __forceinline__ float new_absmax(int k) const {
+    float a = 0.0f;
 #pragma unroll
-    for (int k = 0; k < kMaxStates; ++k) {
-      const StateView& sv = pv.state[k];
-      if (!sv.data) continue;  // uniform across the warp
-      float a = 0.0f;
+    for (int i = 0; i < 4; ++i) a = int8_absmax_step(a, st_new[i][k]);
 #pragma unroll
-      for (int i = 0; i < 4; ++i) a = int8_absmax_step(a, st_new[i][k]);
+    for (int off = 8; off > 0; off >>= 1) a = fmax_nan(a, __shfl_xor_sync(0xffffffffu, a, off));  // within the half
+    return int8_canonical_absmax(a);
+  }
+  // The lane's four codes of state k in bytes 0..3, dividing with policy D.
+  template <class D>
+  __device__ __forceinline__ uint32_t encode(int k, float a, bool nonnegative, const D& d) const {
+    uint32_t q = 0;
 #pragma unroll
-      for (int off = 8; off > 0; off >>= 1) a = fmax_nan(a, __shfl_xor_sync(0xffffffffu, a, off));  // within the half
-      a = int8_canonical_absmax(a);
-      // The four encodes speculate too (a lane's divisions by the block's absmax); out of range
-      // (a zero element, a tiny or huge absmax), the lane encodes its four again with the IEEE path.
-      uint32_t q = 0;
-      bool enc_bad = false;
+    for (int i = 0; i < 4; ++i) q |= uint32_t(int8_encode_value(st_new[i][k], a, nonnegative, d)) << (8 * i);
+    return q;
+  }
+  template <bool Whole>
+  __device__ __forceinline__ void store_state(const ParamView& pv, int k, float a, uint32_t q, int l16) const {
+    const int e0 = 4 * l16;
+    uint8_t* bytes = static_cast<uint8_t*>(pv.state[k].data) + sbase + e0;
+    if (Whole || vec4) {
+      *reinterpret_cast<uint32_t*>(bytes) = q;
+    } else {
 #pragma unroll
       for (int i = 0; i < 4; ++i)
-        q |= uint32_t(int8_encode_value(st_new[i][k], a, sv.nonnegative, SpeculativeDivSqrt{&enc_bad})) << (8 * i);
-      if (enc_bad && redo) {
-        q = 0;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) q |= uint32_t(int8_encode_value(st_new[i][k], a, sv.nonnegative)) << (8 * i);
-      }
-      uint8_t* bytes = static_cast<uint8_t*>(sv.data) + sbase + e0;
-      if (Whole || vec4) {
-        *reinterpret_cast<uint32_t*>(bytes) = q;
-      } else {
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          if (e0 + i < n) bytes[i] = uint8_t(q >> (8 * i));
-      }
-      // Every lane of the half read the old absmax before the shuffles above.
-      if (l16 == 0 && (Whole || n > 0)) sv.absmax[blk] = a;
+        if (e0 + i < n) bytes[i] = uint8_t(q >> (8 * i));
     }
+    if (l16 == 0 && (Whole || n > 0)) pv.state[k].absmax[blk] = a;
   }
 };
 
@@ -500,10 +516,37 @@ __device__ __forceinline__ void int8_epilogue_passes(const typename Rule::Scalar
       }
       blocks[u].template load<WS, Whole>(pv, r, srow, c0, n, aligned, l16);
     }
+    // The group's pairs side by side, one redo branch each for the updates and the encodes
+    // (redo = false only for the planted speculation_no_redo, suite only).
+    bool bad = false;
 #pragma unroll
     for (int u = 0; u < kPairs; ++u) {
       const FragCoord b = epilogue_int8_block<Cfg>(warp, j0 + 2 * u + half);
-      blocks[u].template update<Rule, WS, Whole>(s, pv, sG + b.row * Cfg::kLdG + b.col, l16, redo);
+      blocks[u].template compute<Rule, Whole>(s, pv, sG + b.row * Cfg::kLdG + b.col, l16, bad);
+    }
+    if (bad && redo) {
+#pragma unroll
+      for (int u = 0; u < kPairs; ++u) blocks[u].template recompute<Rule, WS, Whole>(s, pv, l16);
+    }
+#pragma unroll
+    for (int u = 0; u < kPairs; ++u) blocks[u].template store_weights<WS, Whole>(pv, l16);
+#pragma unroll
+    for (int k = 0; k < kMaxStates; ++k) {
+      const StateView& sv = pv.state[k];
+      if (!sv.data) continue;  // uniform across the warp
+      float a[kPairs];
+      uint32_t q[kPairs];
+      bool enc_bad = false;
+#pragma unroll
+      for (int u = 0; u < kPairs; ++u) a[u] = blocks[u].new_absmax(k);
+#pragma unroll
+      for (int u = 0; u < kPairs; ++u) q[u] = blocks[u].encode(k, a[u], sv.nonnegative, SpeculativeDivSqrt{&enc_bad});
+      if (enc_bad && redo) {
+#pragma unroll
+        for (int u = 0; u < kPairs; ++u) q[u] = blocks[u].encode(k, a[u], sv.nonnegative, IeeeDivSqrt{});
+      }
+#pragma unroll
+      for (int u = 0; u < kPairs; ++u) blocks[u].template store_state<Whole>(pv, k, a[u], q[u], l16);
     }
   }
 }
@@ -697,20 +740,21 @@ void launch_fused_cfg(const WgradTileArgs& a, const typename Rule::Scalars& s, c
 namespace fh::gpu {
 
 // The 128 x 128 tile setting: the cooperative 128 x 256 kernel from FusedSchedule::coop_min_tokens
-// tokens on (default kCoopMinTokens; 0: never) with fp32 or bf16 state where TMA can load the operands, the block-per-tile
-// kernel otherwise (kernels/gpu/NOTES.md v26: from T = 2048 the cooperative kernel's mainloop runs
-// at cuBLAS's rate; below, the block kernel's overlapped epilogues win).
+// tokens on (coop_min_tokens_int8 for INT8 state; 0: never) where TMA can load the operands, the
+// block-per-tile kernel otherwise (kernels/gpu/NOTES.md v26: from T = 2048 the cooperative kernel's
+// mainloop runs at cuBLAS's rate; below, the block kernel's overlapped epilogues win; v35: INT8's
+// longer epilogue moves its crossover, and its threshold is off by default until measured).
 inline bool coop_chosen(const WgradTileArgs& a, StateFormat sf) {
-  const int64_t from = fused_schedule().coop_min_tokens;
-  return from > 0 && sf != StateFormat::int8 && a.T >= from && pingpong_usable(a);
+  const FusedSchedule sched = fused_schedule();
+  const int64_t from = sf == StateFormat::int8 ? sched.coop_min_tokens_int8 : sched.coop_min_tokens;
+  return from > 0 && a.T >= from && pingpong_usable(a);
 }
 
 template <class Rule, StateFormat SF, WeightStore WS>
 void launch_fused_tile(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                        TileShape tile, cudaStream_t stream) {
   if (tile.rows == 128 && tile.cols == 128) {
-    if constexpr (SF != StateFormat::int8)
-      if (coop_chosen(a, SF)) return launch_fused_coop<Rule, SF, WS>(a, s, pv, stream);
+    if (coop_chosen(a, SF)) return launch_fused_coop<Rule, SF, WS>(a, s, pv, stream);
     return launch_fused_cfg<WgradTileCfg<128, 128>, Rule, SF, WS>(a, s, pv, stream);
   }
   if (tile.rows == 64 && tile.cols == 64)

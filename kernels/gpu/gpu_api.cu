@@ -41,9 +41,9 @@ void set_fused_schedule(const FusedSchedule& s) {
   if (s.stagger_us < -1 || s.stagger_us > 1000000 || s.stagger_stride < 0)
     throw std::invalid_argument("set_fused_schedule: stagger_us must be -1 (auto) .. 10^6 and stride >= 0 (got " +
                                 std::to_string(s.stagger_us) + ", " + std::to_string(s.stagger_stride) + ")");
-  if (s.coop_min_tokens < 0)
-    throw std::invalid_argument("set_fused_schedule: coop_min_tokens must be >= 0 (0: never; got " +
-                                std::to_string(s.coop_min_tokens) + ")");
+  if (s.coop_min_tokens < 0 || s.coop_min_tokens_int8 < 0)
+    throw std::invalid_argument("set_fused_schedule: coop_min_tokens and coop_min_tokens_int8 must be >= 0 (0: never; got " +
+                                std::to_string(s.coop_min_tokens) + ", " + std::to_string(s.coop_min_tokens_int8) + ")");
   std::lock_guard<std::mutex> lock(g_schedule_mutex);
   g_schedule = s;
 }

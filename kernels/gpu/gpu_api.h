@@ -134,16 +134,23 @@ FusedPlantedDefect fused_planted_defect();
 //     many tokens on, with fp32 or bf16 state and operands TMA can load (rows 16-byte aligned);
 //     the block-per-tile kernel otherwise, the same bits. 0: never. The default, kCoopMinTokens,
 //     is the measured crossover (kernels/gpu/NOTES.md v26, v28).
-// Process-wide. forge-bench reads FH_FUSED_STAGGER_US, FH_FUSED_STAGGER_STRIDE and
-// FH_FUSED_COOP_MIN_TOKENS. The stagger applies to the block-per-tile kernel.
+//   coop_min_tokens_int8: the same for INT8 state (its crossover is its own). Default 0 (never):
+//     the cooperative kernel's INT8 bits are verified for AdamW int8 / fp32_master only (the
+//     variants test); the bitwise test for every rule and store has not run yet (NOTES.md v35).
+//     8192 is where v34's measurements put the crossover.
+// Process-wide. forge-bench reads FH_FUSED_STAGGER_US, FH_FUSED_STAGGER_STRIDE,
+// FH_FUSED_COOP_MIN_TOKENS and FH_FUSED_COOP_MIN_TOKENS_INT8. The stagger applies to the
+// block-per-tile kernel.
 constexpr int64_t kCoopMinTokens = 2048;
+constexpr int64_t kCoopMinTokensInt8 = 0;
 struct FusedSchedule {
   int stagger_us = -1;
   int stagger_stride = 0;
   int64_t coop_min_tokens = kCoopMinTokens;
+  int64_t coop_min_tokens_int8 = kCoopMinTokensInt8;
 };
 // Throws std::invalid_argument on a value out of range (stagger_us -1 .. 10^6, stride >= 0,
-// coop_min_tokens >= 0).
+// coop_min_tokens and coop_min_tokens_int8 >= 0).
 void set_fused_schedule(const FusedSchedule& s);
 FusedSchedule fused_schedule();
 // The stagger an auto schedule uses: 10 us where the epilogue is DRAM bound (fp32 state: 24 or

@@ -57,9 +57,12 @@ __global__ void __launch_bounds__(kRuleThreads)
   }
 }
 
-// int8 state: warp w (grid-stride) takes block w of the tensor, row w / blocks_per_row.
+// int8 state: warp w (grid-stride) takes block w of the tensor, row w / blocks_per_row. Five blocks
+// an SM (<= 48 registers): v33's branch-free decode took AdamW from 47 to 60 registers, four blocks
+// an SM and 214 -> 236 us at 4096^2 (NOTES.md v34); the standalone step is the yardstick, so it
+// keeps its occupancy.
 template <class Rule, WeightStore WS>
-__global__ void __launch_bounds__(kRuleThreads)
+__global__ void __launch_bounds__(kRuleThreads, 5)
     rule_int8_block_kernel(typename Rule::Scalars s, ParamView pv, const float* g, int64_t ldg) {
   const int lane = threadIdx.x & 31;
   const int64_t bpr = pv.blocks_per_row(), nblocks = pv.rows * bpr;

@@ -29,7 +29,8 @@ namespace {
 constexpr double kCopyRateBytesPerS = 4.2e12;  // GPU_RUNNER.md, device-to-device, read + write
 
 // fused: the kernel fused_wgrad_update runs (block-per-tile, or the cooperative kernel from
-// T = FH_FUSED_COOP_MIN_TOKENS on, default kCoopMinTokens; 0: never); fused_pingpong: the warp-specialized
+// T = FH_FUSED_COOP_MIN_TOKENS on, default kCoopMinTokens, FH_FUSED_COOP_MIN_TOKENS_INT8 for INT8
+// state, default kCoopMinTokensInt8 = 0; 0: never); fused_pingpong: the warp-specialized
 // 128 x 128 kernel; fused_g_roundtrip: the pingpong kernel storing each G tile and loading it back
 // in the same launch (the decomposition's middle step); fused_coop: the cooperative 128 x 256
 // kernel at every T; gemm_cublas: cuBLAS's wgrad GEMM alone (no update), the large-T yardstick.
@@ -208,6 +209,9 @@ int main(int argc, char** argv) {
   int coop_min_tokens = int(sched.coop_min_tokens);
   env_int("FH_FUSED_COOP_MIN_TOKENS", coop_min_tokens);  // 0: never
   sched.coop_min_tokens = coop_min_tokens;
+  int coop_min_tokens_int8 = int(sched.coop_min_tokens_int8);
+  env_int("FH_FUSED_COOP_MIN_TOKENS_INT8", coop_min_tokens_int8);  // 0: never
+  sched.coop_min_tokens_int8 = coop_min_tokens_int8;
   try {
     set_fused_schedule(sched);
   } catch (const std::exception& e) {
@@ -223,9 +227,10 @@ int main(int argc, char** argv) {
   std::printf("forge-bench: %s, driver %s, runtime %s, cuBLAS %s\n", dev.name.c_str(), dev.driver.c_str(),
               dev.runtime.c_str(), dev.cublas.c_str());
   std::printf("seed: 0x%016llx (fixed)\n", (unsigned long long)kBenchSeed);
-  std::printf("forge-bench: fused schedule: cooperative kernel from T = %lld (0: never), stagger %d us (-1: auto, "
-              "%d us for fp32 state), stride %d (0: SM count)\n",
-              (long long)sched.coop_min_tokens, sched.stagger_us, auto_stagger_us(StateFormat::fp32), sched.stagger_stride);
+  std::printf("forge-bench: fused schedule: cooperative kernel from T = %lld (INT8 state: %lld; 0: never), stagger %d us "
+              "(-1: auto, %d us for fp32 state), stride %d (0: SM count)\n",
+              (long long)sched.coop_min_tokens, (long long)sched.coop_min_tokens_int8, sched.stagger_us,
+              auto_stagger_us(StateFormat::fp32), sched.stagger_stride);
   struct Layer { int64_t out, in; };
   const Layer layers[] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {1024, 4096}};
   const int64_t tokens[] = {512, 2048, 8192, 16384};

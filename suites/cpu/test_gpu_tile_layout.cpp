@@ -653,7 +653,11 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   bad = before;
   bad.coop_min_tokens = -1;
   EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
+  bad = before;
+  bad.coop_min_tokens_int8 = -1;
+  EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
   EXPECT_EQ(before.coop_min_tokens, kCoopMinTokens) << "the cooperative kernel runs from the measured crossover by default";
+  EXPECT_EQ(before.coop_min_tokens_int8, kCoopMinTokensInt8);
   FusedSchedule mine = before;
   mine.stagger_us = 7;
   mine.stagger_stride = 3;

@@ -119,8 +119,8 @@ TEST(gpu_fused_vs_twin, FusedEqualsOrderMatchedAndTwinOnRaggedShapes) {
               (long long)compared_om, (long long)diff_om, (long long)compared_twin, (long long)diff_twin);
 }
 
-// The cooperative 128 x 256 kernel, which fused_wgrad_update runs from T = coop_min_tokens on with
-// fp32 or bf16 state (FusedSchedule; opt-in, set here to kCoopMinTokens): every rule and weight
+// The cooperative 128 x 256 kernel, which fused_wgrad_update runs from T = coop_min_tokens on
+// (coop_min_tokens_int8 for INT8 state; both set here to kCoopMinTokens): every rule, state format and weight
 // store, two steps (the second from non-zero state), fused == order-matched (G materialized, then
 // the rule kernel) bit for bit. 304 x 520 at T = 2100 (rows of 304 and 520 bf16 are 16-byte
 // aligned, as TMA needs): ragged rows (the last tile 48 of 128 high), columns (8 of 256 wide) and
@@ -133,6 +133,7 @@ TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
   const FusedSchedule defaults = fused_schedule();
   FusedSchedule coop = defaults;
   coop.coop_min_tokens = kCoopMinTokens;
+  coop.coop_min_tokens_int8 = kCoopMinTokens;
   set_fused_schedule(coop);
   // Two steps of the fused kernel (the planted defect on, if any) and of the order-matched path
   // from the same parameter; their difference.
@@ -161,7 +162,7 @@ TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
     std::vector<StepData> steps;
     for (int st = 1; st <= 2; ++st) steps.emplace_back(s, uint64_t(s.out * 7919 + s.T + st));
     for (RuleId r : kAllRules)
-      for (StateFormat sf : {StateFormat::fp32, StateFormat::bf16})
+      for (StateFormat sf : {StateFormat::fp32, StateFormat::bf16, StateFormat::int8})
         for (WeightStore ws : kStores) {
           ++configs;
           EXPECT_STREQ(fused_kernel_for(steps[0].prob, TileShape{128, 128}, sf), "coop_128x256");
@@ -178,11 +179,15 @@ TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
   const HostParam hp0 = make_param(RuleId::adamw, StateFormat::fp32, WeightStore::fp32_master, ragged_shape, 5);
   const ParamEvidence planted = fused_vs_order_matched(ragged, hp0, StateFormat::fp32, WeightStore::fp32_master,
                                                        FusedPlantedDefect::state_row_offset);
+  const HostParam hp8 = make_param(RuleId::adamw, StateFormat::int8, WeightStore::fp32_master, ragged_shape, 6);
+  const ParamEvidence planted8 = fused_vs_order_matched(ragged, hp8, StateFormat::int8, WeightStore::fp32_master,
+                                                        FusedPlantedDefect::state_row_offset);
   set_fused_schedule(defaults);
   EXPECT_GT(planted.differing, 0) << "the coop kernel's planted state-row offset went unnoticed";
+  EXPECT_GT(planted8.differing, 0) << "the coop kernel's planted state-row offset went unnoticed with INT8 state";
   std::printf("[fused] coop kernel: %lld configs x 2 steps, fused vs order-matched: %lld values, %lld differ; "
-              "planted state-row offset: %lld differ (must be > 0)\n", (long long)configs, (long long)compared,
-              (long long)differing, (long long)planted.differing);
+              "planted state-row offset: %lld differ, %lld with INT8 state (both must be > 0)\n", (long long)configs,
+              (long long)compared, (long long)differing, (long long)planted.differing, (long long)planted8.differing);
 }
 
 // A few configurations on one ragged shape, every kernel of the set once: small enough for
