@@ -188,6 +188,10 @@ std::vector<NamedRuleConfig> rule_hyper_sets(RuleId id) {
       out.push_back(cfg<SGDMomentum>("nesterov", h, id));
       h = {}; h.weight_decay = 0.01; h.maximize = true; h.momentum = 0.5;
       out.push_back(cfg<SGDMomentum>("wd0.01_maximize_mu0.5", h, id));
+      // A second Nesterov configuration: with one, a Nesterov defect was seen by a single
+      // configuration (mutation catalog: sgdm_nesterov_old_buffer).
+      h.nesterov = true;
+      out.push_back(cfg<SGDMomentum>("nesterov_wd0.01_maximize_mu0.5", h, id));
       break;
     }
   }
