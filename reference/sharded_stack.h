@@ -61,6 +61,7 @@ struct StackDefects {
 // (fp32 x_in, x_mid, q, k, v, attention output, softmax P per head, gate, up and the two rstd;
 // bf16 h, h2, a, m).
 std::vector<ParamShape> stack_param_shapes(const StackShape& s);
+int64_t stack_activation_bytes(const StackShape& s);
 
 // A norm weight's gradient as the step computed it, with what it was computed from (whole, every
 // rank's tokens): dg[j] = sum over t of dy[t, j] x[t, j] rstd[t]. prop2_block_stack judges dg
@@ -69,7 +70,6 @@ struct NormGradRecord {
   std::vector<float> x, dy, rstd, dg;  // x, dy [T, H]; rstd [T]; dg [H]
   int64_t T = 0, H = 0;
 };
-int64_t stack_activation_bytes(const StackShape& s);
 
 // One training step of the stack at `step` on p simulated ranks (flow tp or sp_megatron), the
 // parameters updated in place (sharded internally, gathered back). x0 [T, hidden] the input,

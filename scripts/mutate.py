@@ -430,7 +430,7 @@ def failed_units(output):
     """The independent units a failing test reports: the FH_FAILED_UNIT lines a test prints (one
     per hyperparameter configuration, say), and each failed GoogleTest case that printed none;
     an empty list when the output names neither (the whole test is then one unit)."""
-    units, case, cases_with_units, failed_cases = [], None, set(), []
+    units, case, cases_with_units, failed_cases = set(), None, set(), set()
     for l in output.splitlines():
         m = GTEST_RUN.match(l)
         if m:
@@ -438,15 +438,14 @@ def failed_units(output):
             continue
         m = FH_UNIT.match(l)
         if m:
-            units.append(m.group(1))
+            units.add(m.group(1))
             if case:
                 cases_with_units.add(case)
             continue
         m = GTEST_FAILED_CASE.match(l)
-        if m and m.group(1) not in failed_cases:
-            failed_cases.append(m.group(1))
-    units += [c for c in failed_cases if c not in cases_with_units]
-    return sorted(set(units))
+        if m:
+            failed_cases.add(m.group(1))
+    return sorted(units | (failed_cases - cases_with_units))
 
 
 def run_test(t, timeout):

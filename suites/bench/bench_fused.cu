@@ -206,12 +206,13 @@ int main(int argc, char** argv) {
   };
   env_int("FH_FUSED_STAGGER_US", sched.stagger_us);
   env_int("FH_FUSED_STAGGER_STRIDE", sched.stagger_stride);
-  int coop_min_tokens = int(sched.coop_min_tokens);
-  env_int("FH_FUSED_COOP_MIN_TOKENS", coop_min_tokens);  // 0: never
-  sched.coop_min_tokens = coop_min_tokens;
-  int coop_min_tokens_int8 = int(sched.coop_min_tokens_int8);
-  env_int("FH_FUSED_COOP_MIN_TOKENS_INT8", coop_min_tokens_int8);  // 0: never
-  sched.coop_min_tokens_int8 = coop_min_tokens_int8;
+  auto env_tokens = [&](const char* name, int64_t& v) {  // an int of tokens into an int64_t field
+    int x = int(v);
+    env_int(name, x);
+    v = x;
+  };
+  env_tokens("FH_FUSED_COOP_MIN_TOKENS", sched.coop_min_tokens);  // 0: never
+  env_tokens("FH_FUSED_COOP_MIN_TOKENS_INT8", sched.coop_min_tokens_int8);
   try {
     set_fused_schedule(sched);
   } catch (const std::exception& e) {

@@ -89,7 +89,8 @@ void note(Stats& s, bool adversarial, const OutputCheck& o, bool is_p, const std
   if (is_p && !adversarial) x.bound_ulps_p.push_back(o.bound_ulps);
 }
 
-void run_config_elements(const NamedConfig& nc, const std::vector<RuleSample>& elements, Stats& s) {
+void run_config(const NamedConfig& nc, const std::vector<RuleSample>& elements, Stats& s) {
+  const int64_t failures_before = s.failures;
   std::map<int64_t, MpfrStepScalars> ref_scalars;
   std::map<int64_t, Fp32Step> fp32_steps;
   for (const RuleSample& e : elements) {
@@ -129,11 +130,6 @@ void run_config_elements(const NamedConfig& nc, const std::vector<RuleSample>& e
       }
     }
   }
-}
-
-void run_config(const NamedConfig& nc, const std::vector<RuleSample>& elements, Stats& s) {
-  const int64_t failures_before = s.failures;
-  run_config_elements(nc, elements, s);
   // One line per hyperparameter configuration with failures: scripts/mutate.py counts each as an
   // independent kill (a rule defect seen by one configuration only is thinly covered).
   if (s.failures > failures_before)
