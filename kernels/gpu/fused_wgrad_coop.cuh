@@ -116,10 +116,16 @@ __device__ __forceinline__ void coop_park_rows(float* sG, const float (&acc)[32]
     }
 }
 
+// FusedSchedule's coop_stagger_us (in ns) and coop_stagger_groups, as the kernel sees them.
+struct CoopStagger {
+  uint32_t step_ns;
+  int groups;
+};
+
 template <class Rule, StateFormat SF, WeightStore WS>
 __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     fused_wgrad_coop_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec,
-                            const __grid_constant__ WgradTmaMaps maps) {
+                            CoopStagger stagger, const __grid_constant__ WgradTmaMaps maps) {
   using Cfg = CoopCfg;
   using Tile = CoopTile;
   constexpr int S = Cfg::kStages;
@@ -143,9 +149,17 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   }
   __syncthreads();
 
+  // This block's start delay (FusedSchedule::coop_stagger_us): the producer waits it out and the
+  // consumers wait on its first chunk. Timing only, except for the planted defect.
+  const uint32_t stagger_ns = stagger.step_ns * uint32_t(coop_stagger_group(blockIdx.x, gridDim.x, stagger.groups));
+  const bool late_skips = stagger_ns != 0 && a.planted_defect == int(FusedPlantedDefect::late_blocks_skip_update);
   if (wg == 0) {  // producer: one thread
     setmaxnreg_dec<Cfg::kProducerRegs>();
     if (threadIdx.x == 0) {
+      if (stagger_ns != 0) {
+        const uint64_t t0 = global_timer_ns();
+        while (global_timer_ns() - t0 < stagger_ns) __nanosleep(256);
+      }
       int64_t n = 0;  // the block's chunk index
       uint32_t tile_k = 0;  // the block's tile index
       for (int64_t u = blockIdx.x; u < tiles; u += gridDim.x, ++tile_k) {
@@ -219,7 +233,8 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     coop_consumers_barrier();
     coop_park_rows<Tile>(sG, acc, consumer, cwarp, lane);
     coop_consumers_barrier();
-    if constexpr (SF == StateFormat::int8)
+    if (late_skips) {  // planted defect (suite only): a late block skips its updates
+    } else if constexpr (SF == StateFormat::int8)
       fused_epilogue_int8<Tile, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state,
                                           a.planted_defect, ctid >> 5);
     else if (whole)
@@ -249,7 +264,9 @@ void launch_fused_coop(const WgradTileArgs& a, const typename Rule::Scalars& s, 
   const int64_t blocks = tiles < sms ? tiles : sms;
   const WgradTmaMaps maps = make_wgrad_tma_maps(a);
   const bool vec = SF != StateFormat::int8 && fused_params_vec4<SF>(pv);
-  kernel<<<unsigned(blocks), CoopCfg::kThreads, CoopCfg::kSmemBytes, stream>>>(a, s, pv, vec, maps);
+  const FusedSchedule fs = fused_schedule();
+  const CoopStagger stagger{uint32_t(fs.coop_stagger_us) * 1000u, fs.coop_stagger_groups};
+  kernel<<<unsigned(blocks), CoopCfg::kThreads, CoopCfg::kSmemBytes, stream>>>(a, s, pv, vec, stagger, maps);
   cuda_check(cudaGetLastError(), "fused_wgrad_coop: launch");
 }
 

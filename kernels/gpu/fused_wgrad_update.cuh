@@ -747,7 +747,7 @@ namespace fh::gpu {
 inline bool coop_chosen(const WgradTileArgs& a, StateFormat sf) {
   const FusedSchedule sched = fused_schedule();
   const int64_t from = sf == StateFormat::int8 ? sched.coop_min_tokens_int8 : sched.coop_min_tokens;
-  return from > 0 && a.T >= from && pingpong_usable(a);
+  return from > 0 && a.T >= from && wgrad_tma_usable(a);
 }
 
 template <class Rule, StateFormat SF, WeightStore WS>

@@ -125,7 +125,7 @@ FusedPlantedDefect fused_planted_defect();
 
 // How the fused kernel schedules its blocks (kernels/gpu/NOTES.md records the measurements). Timing
 // only: no setting changes a bit of the results (the GPU fused suite checks that).
-//   stagger_us: the blocks of the first resident wave that staggered_block (wgrad_tile_layout.h)
+//   stagger_us (block-per-tile kernel): the blocks of the first resident wave that staggered_block (wgrad_tile_layout.h)
 //     picks start that many microseconds late, so that about half the blocks multiply while the
 //     other half stream the epilogue's weights and state; without it every block of a wave
 //     multiplies, then every block waits on DRAM. -1: auto_stagger_us(state format).
@@ -138,19 +138,29 @@ FusedPlantedDefect fused_planted_defect();
 //     the cooperative kernel's INT8 bits are verified for AdamW int8 / fp32_master only (the
 //     variants test); the bitwise test for every rule and store has not run yet (NOTES.md v35).
 //     8192 is where v34's measurements put the crossover.
+//   coop_stagger_us, coop_stagger_groups: the cooperative kernel's persistent blocks start in
+//     coop_stagger_groups groups of consecutive block indices, group g coop_stagger_us * g
+//     microseconds late, so that the blocks' epilogues (which stream the state from DRAM) do not all
+//     fall in the same microseconds while the other SMs' mainloops leave DRAM idle; the last group
+//     holds the blocks with one tile fewer. 0 us or 1 group: no stagger.
 // Process-wide. forge-bench reads FH_FUSED_STAGGER_US, FH_FUSED_STAGGER_STRIDE,
-// FH_FUSED_COOP_MIN_TOKENS and FH_FUSED_COOP_MIN_TOKENS_INT8. The stagger applies to the
-// block-per-tile kernel.
+// FH_FUSED_COOP_MIN_TOKENS, FH_FUSED_COOP_MIN_TOKENS_INT8, FH_FUSED_COOP_STAGGER_US and
+// FH_FUSED_COOP_STAGGER_GROUPS.
 constexpr int64_t kCoopMinTokens = 2048;
 constexpr int64_t kCoopMinTokensInt8 = 0;
+constexpr int kCoopStaggerUs = 0;
+constexpr int kCoopStaggerGroups = 1;
 struct FusedSchedule {
   int stagger_us = -1;
   int stagger_stride = 0;
   int64_t coop_min_tokens = kCoopMinTokens;
   int64_t coop_min_tokens_int8 = kCoopMinTokensInt8;
+  int coop_stagger_us = kCoopStaggerUs;
+  int coop_stagger_groups = kCoopStaggerGroups;
 };
 // Throws std::invalid_argument on a value out of range (stagger_us -1 .. 10^6, stride >= 0,
-// coop_min_tokens and coop_min_tokens_int8 >= 0).
+// coop_min_tokens and coop_min_tokens_int8 >= 0, coop_stagger_us >= 0, coop_stagger_groups
+// 1 .. 1024, the last group's delay at most 10^6 us).
 void set_fused_schedule(const FusedSchedule& s);
 FusedSchedule fused_schedule();
 // The stagger an auto schedule uses: 10 us where the epilogue is DRAM bound (fp32 state: 24 or

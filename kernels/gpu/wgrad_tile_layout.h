@@ -344,4 +344,11 @@ FH_HD bool staggered_block(int64_t lin, int64_t stride, int64_t wave) {
   return lin < wave && (lin / stride) % 2 == 1;
 }
 
+// The cooperative kernel's stagger (FusedSchedule::coop_stagger_groups): the group of persistent
+// block b of `blocks`, consecutive indices together, so that the last group holds the blocks that
+// run one tile fewer (tiles go round-robin: block b runs tiles b, b + blocks, ...).
+FH_HD int coop_stagger_group(int64_t b, int64_t blocks, int groups) {
+  return int(b * groups / blocks);
+}
+
 }  // namespace fh::gpu

@@ -641,6 +641,28 @@ TEST(GpuTileLayout, StaggerDelaysHalfTheFirstWaveOnly) {
   }
 }
 
+// The cooperative stagger's groups: consecutive blocks, equal sizes up to one block, every group
+// used, and the blocks that run one tile fewer (the highest indices) in the last group.
+TEST(GpuTileLayout, CoopStaggerGroupsAreContiguousAndEven) {
+  for (int64_t blocks : {int64_t(132), int64_t(114), int64_t(7)})
+    for (int groups : {1, 2, 3, 4, 8}) {
+      if (groups > blocks) continue;
+      std::vector<int64_t> size(size_t(groups), 0);
+      int prev = 0;
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int g = coop_stagger_group(b, blocks, groups);
+        ASSERT_GE(g, prev) << "groups must be consecutive block ranges";
+        ASSERT_LT(g, groups);
+        prev = g;
+        ++size[size_t(g)];
+      }
+      EXPECT_EQ(coop_stagger_group(0, blocks, groups), 0) << "the first block starts on time";
+      EXPECT_EQ(coop_stagger_group(blocks - 1, blocks, groups), groups - 1) << "the last block is in the last group";
+      const auto [lo, hi] = std::minmax_element(size.begin(), size.end());
+      EXPECT_LE(*hi - *lo, 1) << blocks << " blocks in " << groups << " groups";
+    }
+}
+
 // The schedule's settings are range-checked and kept process-wide.
 TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   const FusedSchedule before = fused_schedule();
@@ -656,13 +678,25 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   bad = before;
   bad.coop_min_tokens_int8 = -1;
   EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
+  for (auto [us, groups] : {std::pair{-1, 2}, std::pair{10, 0}, std::pair{10, 1025}, std::pair{500001, 3}}) {
+    bad = before;
+    bad.coop_stagger_us = us;
+    bad.coop_stagger_groups = groups;
+    EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument) << us << " us, " << groups << " groups";
+  }
+  EXPECT_EQ(before.coop_stagger_us, kCoopStaggerUs);
+  EXPECT_EQ(before.coop_stagger_groups, kCoopStaggerGroups);
   EXPECT_EQ(before.coop_min_tokens, kCoopMinTokens) << "the cooperative kernel runs from the measured crossover by default";
   EXPECT_EQ(before.coop_min_tokens_int8, kCoopMinTokensInt8);
   FusedSchedule mine = before;
   mine.stagger_us = 7;
   mine.stagger_stride = 3;
   mine.coop_min_tokens = 0;
+  mine.coop_stagger_us = 500000;  // the last of three groups 10^6 us late: the limit itself
+  mine.coop_stagger_groups = 3;
   set_fused_schedule(mine);
+  EXPECT_EQ(fused_schedule().coop_stagger_us, 500000);
+  EXPECT_EQ(fused_schedule().coop_stagger_groups, 3);
   EXPECT_EQ(fused_schedule().stagger_us, 7);
   EXPECT_EQ(fused_schedule().stagger_stride, 3);
   EXPECT_EQ(fused_schedule().coop_min_tokens, 0);

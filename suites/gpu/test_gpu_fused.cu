@@ -432,6 +432,15 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
   std::vector<FusedSchedule> variants;
   for (int stagger : {0, 10, 25})
     for (int stride : {0, 1}) variants.push_back(FusedSchedule{stagger, stride});
+  // The cooperative kernel (forced from 64 tokens, INT8 state too), unstaggered and in 2 and 4
+  // groups of late starts.
+  for (auto [us, groups] : {std::pair{0, 1}, std::pair{10, 2}, std::pair{4, 4}}) {
+    FusedSchedule coop = defaults;
+    coop.coop_min_tokens = coop.coop_min_tokens_int8 = 64;
+    coop.coop_stagger_us = us;
+    coop.coop_stagger_groups = groups;
+    variants.push_back(coop);
+  }
   int64_t compared = 0, differing = 0, runs = 0;
   // 4096^2: several waves of blocks; 1000^2 and 2048 x 1000 at T = 77: ragged tiles and a ragged
   // last chunk.
@@ -458,7 +467,9 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
         compared += e.values;
         differing += e.differing;
         EXPECT_EQ(e.differing, 0) << "schedule: stagger " << v.stagger_us
-                                  << " us stride " << v.stagger_stride << ": "
+                                  << " us stride " << v.stagger_stride << ", coop from T = " << v.coop_min_tokens
+                                  << " (INT8 " << v.coop_min_tokens_int8 << "), coop stagger " << v.coop_stagger_us
+                                  << " us x " << v.coop_stagger_groups << " groups: "
                                   << config_name(RuleId::adamw, sf, ws) << " " << s.out << "x" << s.in
                                   << ", first " << e.first_diff;
       }
@@ -482,9 +493,25 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
   planted.download_into(got);
   const ParamEvidence e = test::compare_params(got, want);
   EXPECT_GT(e.differing, 0) << "late blocks that skip their update went unnoticed";
+  // The same for the cooperative kernel's late groups.
+  FusedSchedule coop_late = defaults;
+  coop_late.coop_min_tokens = 64;
+  coop_late.coop_stagger_us = 10;
+  coop_late.coop_stagger_groups = 2;
+  set_fused_schedule(coop_late);
+  ASSERT_STREQ(fused_kernel_for(d.prob, TileShape{}, StateFormat::fp32), "coop_128x256");
+  DeviceParam coop_planted(hp0);
+  set_fused_planted_defect(FusedPlantedDefect::late_blocks_skip_update);
+  fused_wgrad_update(d.prob, hp0.rule, StateFormat::fp32, WeightStore::fp32_master, coop_planted.view(), 1);
+  set_fused_planted_defect(FusedPlantedDefect::none);
+  set_fused_schedule(defaults);
+  coop_planted.download_into(got);
+  const ParamEvidence ec = test::compare_params(got, want);
+  EXPECT_GT(ec.differing, 0) << "the cooperative kernel's late groups skipping their update went unnoticed";
   std::printf("[fused] schedule settings: %lld runs against the default schedule, %lld values, %lld differ; "
-              "planted late-block skip: %lld of %lld values differ\n", (long long)runs, (long long)compared,
-              (long long)differing, (long long)e.differing, (long long)e.values);
+              "planted late-block skip: %lld of %lld values differ (block kernel), %lld (cooperative kernel)\n",
+              (long long)runs, (long long)compared, (long long)differing, (long long)e.differing, (long long)e.values,
+              (long long)ec.differing);
 }
 
 // The fused kernel's variants (the warp-specialized 128 x 128 kernel, the decomposition's G round
