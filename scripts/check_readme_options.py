@@ -4,9 +4,10 @@
 Usage: check_readme_options.py [ROOT] [--help-text FILE]
 
 Reads, from the source tree at ROOT (default: this script's checkout), the options forge-verify's
-parser accepts (suites/forge_verify/main.cpp: every `a == "--name"`), its subcommands (the
-`std::string(argv[1]) == "name"` dispatch in main()), the --help text (the kHelp raw string in
-main.cpp, or FILE: `forge-verify --help > FILE`, the built binary's own) and the README's option
+parser accepts (suites/forge_verify/cli_options.cpp: the rows of option_rows(), `{"--name", ...`,
+the one table the parser and --help read), its subcommands (the `std::string(argv[1]) == "name"`
+dispatch in main.cpp's main()), the --help text (FILE: `forge-verify --help > FILE`, the built binary's own;
+without it, the kHelpHead and kHelpTail raw strings and the rows' names) and the README's option
 list (between `<!-- forge-verify options: begin` and `<!-- forge-verify options: end -->`).
 It fails (exit 1, one line per difference) when
   - an accepted option is missing from --help or from the README's list,
@@ -40,6 +41,10 @@ def accepted(src):
     return set(re.findall(r'\ba == "(--[a-z][a-z0-9-]*)"', src))
 
 
+def table_rows(src):
+    return set(re.findall(r'^\s*\{"(--[a-z][a-z0-9-]*)", "', src, re.M))
+
+
 def main(argv):
     args = list(argv)
     help_file = None
@@ -54,18 +59,19 @@ def main(argv):
     root = args[0] if args else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     fv = os.path.join(root, "suites", "forge_verify")
     main_src = read(os.path.join(fv, "main.cpp"))
+    cli_src = read(os.path.join(fv, "cli_options.cpp"))
     sub_src = read(os.path.join(fv, "diff_main.cpp")) + read(os.path.join(fv, "external_cases_main.cpp"))
-    options = accepted(main_src)
+    options = table_rows(cli_src)
     if not options:
-        die("found no option in %s (the parser's `a == \"--name\"` comparisons)" % os.path.join(fv, "main.cpp"))
+        die("found no option in %s (option_rows()'s `{\"--name\", ...` rows)" % os.path.join(fv, "cli_options.cpp"))
     subcommands = set(re.findall(r'std::string\(argv\[1\]\) == "([a-z][a-z-]*)"', main_src))
     if help_file:
         help_text = read(help_file)
     else:
-        m = re.search(r'const char\* kHelp = R"\((.*?)\)";', main_src, re.S)
-        if not m:
-            die("no kHelp raw string in %s" % os.path.join(fv, "main.cpp"))
-        help_text = m.group(1)
+        parts = [re.search(r'const char\* %s = R"\((.*?)\)";' % name, cli_src, re.S) for name in ("kHelpHead", "kHelpTail")]
+        if not all(parts):
+            die("no kHelpHead / kHelpTail raw string in %s" % os.path.join(fv, "cli_options.cpp"))
+        help_text = "\n".join([parts[0].group(1), " ".join(sorted(options)), parts[1].group(1)])
     readme = read(os.path.join(root, "README.md"))
     b, e = readme.find(BEGIN), readme.find(END)
     if b < 0 or e < b:
