@@ -149,6 +149,126 @@ def select(mutants, only, layer):
 
 
 # ---------------------------------------------------------------------------------------------
+# Mutants of a change (--changed BASE)
+
+# The operators a changed line gets, each applied at its first occurrence outside a string literal
+# or comment: the binary operators with the spaces this code base's format puts around them (so
+# that a template's angle brackets or a unary minus are never taken), and the boolean literals.
+CHANGED_OPERATORS = [(" <= ", " < "), (" >= ", " > "), (" < ", " <= "), (" > ", " >= "), (" == ", " != "),
+                     (" != ", " == "), (" && ", " || "), (" || ", " && "), (" + ", " - "), (" - ", " + "),
+                     ("true", "false"), ("false", "true")]
+CHANGED_OP_NAMES = {" <= ": "le", " >= ": "ge", " < ": "lt", " > ": "gt", " == ": "eq", " != ": "ne",
+                    " && ": "and", " || ": "or", " + ": "plus", " - ": "minus", "true": "true", "false": "false"}
+# Production code only: tests (test_*), fuzz targets, the catalog and CUDA code (this slice) are not
+# mutated.
+CHANGED_SKIP = ("suites/cpu/", "suites/gpu/", "suites/fuzz/", "suites/mutation/") + CUDA_DIRS
+CHANGED_SUFFIXES = (".cpp", ".h", ".hpp", ".cc")
+
+
+def code_span(line):
+    """The part of a C++ line before a // comment that is not inside a string literal, and a mask
+    of the positions inside string or character literals."""
+    inside, quote, mask, i = False, "", [], 0
+    while i < len(line):
+        c = line[i]
+        if not inside and line.startswith("//", i):
+            return line[:i], mask
+        if inside:
+            mask.append(True)
+            if c == "\\":
+                mask.append(True)
+                i += 2
+                continue
+            if c == quote:
+                inside = False
+        else:
+            if c in "\"'":
+                inside, quote = True, c
+                mask.append(True)
+            else:
+                mask.append(False)
+        i += 1
+    return line, mask
+
+
+def mutate_line(line):
+    """[(operator name, mutated line)] for one changed line: each operator once, at its first
+    occurrence in code (not in a literal or comment); nothing for comments and preprocessor lines."""
+    stripped = line.strip()
+    if not stripped or stripped.startswith(("//", "#", "*", "/*")):
+        return []
+    code, mask = code_span(line)
+    out = []
+    for old, new in CHANGED_OPERATORS:
+        at = code.find(old)
+        while at >= 0 and any(mask[at:at + len(old)]):
+            at = code.find(old, at + 1)
+        if at < 0:
+            continue
+        if old in ("true", "false"):  # whole words only
+            before = code[at - 1] if at > 0 else " "
+            after = code[at + len(old)] if at + len(old) < len(code) else " "
+            if before.isalnum() or before == "_" or after.isalnum() or after == "_":
+                continue
+        out.append((CHANGED_OP_NAMES[old], line[:at] + new + line[at + len(old):]))
+    return out
+
+
+def changed_lines(root, base):
+    """{path: [new line numbers]} of the host C++ production files the change BASE..working tree
+    adds or modifies (git diff --unified=0)."""
+    try:
+        out = subprocess.run(["git", "-C", root, "diff", "--unified=0", "--no-color", "--no-ext-diff", base, "--"],
+                             capture_output=True, text=True, check=True).stdout
+    except subprocess.CalledProcessError as e:
+        raise BadInput("--changed %s: git diff failed: %s" % (base, e.stderr.strip()[:300]))
+    lines, path, at = {}, None, 0
+    for row in out.splitlines():
+        if row.startswith("+++ "):
+            path = row[6:] if row.startswith("+++ b/") else None
+            if path and (not path.endswith(CHANGED_SUFFIXES) or path.startswith(CHANGED_SKIP)
+                         or os.path.basename(path).startswith(("test_", "fuzz_"))):
+                path = None
+        elif row.startswith("@@"):
+            m = re.match(r"@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@", row)
+            at = int(m.group(1)) if m else 0
+        elif row.startswith("+") and path:
+            lines.setdefault(path, []).append(at)
+            at += 1
+    return lines
+
+
+def changed_mutants(root, base, files, limit):
+    """Catalog entries (layer "changed") for the operators on the lines the change touched. Each
+    edit's `find` is the line itself, or the line with the one before it where the line alone is not
+    unique in its file; a line unique neither way is left out. More than `limit`: an evenly spaced,
+    deterministic subset."""
+    made = []
+    for path, numbers in sorted(changed_lines(root, base).items()):
+        if path not in files:
+            continue
+        text = files[path].decode("utf-8", "replace")
+        rows = text.split("\n")
+        for n in numbers:
+            if not 1 <= n <= len(rows):
+                continue
+            line = rows[n - 1]
+            for op, mutated in mutate_line(line):
+                find, replace = line + "\n", mutated + "\n"
+                if text.count(find) != 1 and n >= 2:
+                    find, replace = rows[n - 2] + "\n" + find, rows[n - 2] + "\n" + replace
+                if text.count(find) != 1:
+                    continue
+                stem = re.sub(r"[^A-Za-z0-9_]", "_", os.path.splitext(path)[0])
+                made.append({"id": "changed.%s.%d.%s" % (stem, n, op), "layer": "changed", "file": path,
+                             "find": find, "replace": replace, "tests": [],
+                             "why": "%s:%d, %s: %s" % (path, n, op, mutated.strip()[:100])})
+    if limit and len(made) > limit:
+        made = [made[(i * len(made)) // limit] for i in range(limit)]
+    return made
+
+
+# ---------------------------------------------------------------------------------------------
 # The scratch tree
 
 def source_files(root, hold):
@@ -246,8 +366,8 @@ def build_env(tree):
 
 
 def configure(tree, build, env):
-    if os.path.exists(os.path.join(build, "build.ninja")):
-        return 0.0
+    # Every run, also over an existing build: a re-run is seconds, and it re-globs the suites, so a
+    # test file new since the last run is a CTest test before the tests are listed.
     t = time.time()
     # PTX-only device code (as CI builds it): no CPU test runs a kernel, and ptxas is two thirds
     # of the CUDA build.
@@ -602,13 +722,13 @@ def run(args):
     catalog_path = args.catalog if os.path.isabs(args.catalog) else os.path.join(root, args.catalog)
     if not os.path.exists(catalog_path) and os.path.exists(args.catalog):
         catalog_path = os.path.abspath(args.catalog)
-    mutants = load_catalog(catalog_path)
+    mutants = load_catalog(catalog_path) if not args.changed else []
     if args.list:
         for m in mutants:
             print("%-28s %-10s %-44s %s%s" % (m["id"], m["layer"], m["file"], m["why"],
                                               "  [equivalent]" if m.get("equivalent") else ""))
         return 0
-    chosen = mutants if args.check_catalog else select(mutants, args.only, args.layer)
+    chosen = mutants if args.check_catalog or args.changed else select(mutants, args.only, args.layer)
     if args.reps < 1:
         raise BadInput("--reps must be at least 1")
     hold = [h for h in (args.hold or "").split(",") if h]
@@ -629,6 +749,14 @@ def run(args):
                     files[rel] = data
     else:
         files = source_files(root, hold)
+    if args.changed:
+        mutants = changed_mutants(root, args.changed, files, args.max_mutants)
+        if not mutants:
+            raise BadInput("--changed %s: the change touches no mutable line of host production code" % args.changed)
+        chosen = select(mutants, args.only, None)
+        log("--changed %s: %d mutants over %d lines of %d files" % (
+            args.changed, len(chosen), len({(m["file"], m["why"].split(",")[0]) for m in chosen}),
+            len({m["file"] for m in chosen})))
     for m in chosen:
         if m["file"] not in files:
             raise BadInput("mutant %s: %s is not a file of the tree" % (m["id"], m["file"]))
@@ -751,7 +879,8 @@ def run(args):
     s = doc["summary"]
     print_summary(s, results)
     print("kill matrix: %s" % path)
-    bad = s["survivors"] + s["flaky"] + s["build_errors"]
+    # A generated mutant that does not compile is no bug a review would meet: listed, not a failure.
+    bad = s["survivors"] + s["flaky"] + ([] if args.changed else s["build_errors"])
     return 1 if bad else 0
 
 
@@ -881,6 +1010,12 @@ set_tests_properties(test_strong test_weak PROPERTIES LABELS cpu)
 }
 
 
+# The change --changed's self-test makes: one added line of code (two operators) and its test.
+SELFTEST_CHANGE = "float add_or_sub(float a, float b, bool add) { return add ? a + b : a - b; }\n"
+SELFTEST_CHANGE_TEST = '#include <cstdlib>\nfloat add_or_sub(float a, float b, bool add);\n' \
+                       'static int adds = add_or_sub(3.0f, 1.0f, true) == 4.0f ? 0 : (std::printf("add broken\\n"), std::exit(1), 1);\n'
+
+
 def selftest(args):
     base = tempfile.mkdtemp(prefix="fh-mutate-selftest.")
     try:
@@ -943,6 +1078,24 @@ def selftest(args):
             open(os.path.join(base, "scratch", "tree", "mini.cpp")).read() == before
         checks.append(ok)
         print("selftest: %-58s %s" % ("checkout and scratch copy unmutated afterwards", "ok" if ok else "FAILED"))
+        # --changed: a commit, then a change that adds one line; its `+` mutant is killed (test_strong
+        # adds), its `-` mutant survives (nothing subtracts), and nothing outside the change is mutated.
+        git = ["git", "-C", proj, "-c", "user.name=selftest", "-c", "user.email=selftest@localhost"]
+        for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
+            subprocess.run(git + cmd, check=True, capture_output=True)
+        with open(os.path.join(proj, "mini.cpp"), "a") as f:
+            f.write(SELFTEST_CHANGE)
+        with open(os.path.join(proj, "test_strong.cpp"), "a") as f:
+            f.write(SELFTEST_CHANGE_TEST)
+        call(["--changed", "HEAD", "--tests", "^test_strong$", "--reps", "1", "--out", os.path.join(base, "o3")],
+             1, "--changed: one mutant killed, one survives")
+        m3 = matrix("o3")
+        got = {r["id"]: r["status"] for r in m3["mutants"]}
+        ok = got == {"changed.mini.3.plus": "killed", "changed.mini.3.minus": "survived"}
+        checks.append(ok)
+        print("selftest: %-58s %s" % ("--changed: the added line's two mutants only" + ("" if ok else " (got %s)" % got),
+                                      "ok" if ok else "FAILED"))
+        call(["--changed", "HEAD~0", "--only", "nosuch", "--out", os.path.join(base, "o4")], 2, "--changed: unknown id")
         return 0 if all(checks) else 1
     finally:
         if not args.keep:
@@ -958,6 +1111,12 @@ def main(argv):
                "mutant that does not build; 2 bad usage or input (nothing measured).")
     ap.add_argument("--catalog", default=DEFAULT_CATALOG, help="the catalog (default: %(default)s)")
     ap.add_argument("--only", help="mutant ids, comma separated")
+    ap.add_argument("--changed", metavar="BASE",
+                    help="mutate the lines the change BASE..working tree adds or modifies in host production code "
+                         "(relational, equality, logical, + / - operators, boolean literals) instead of the catalog; "
+                         "a generated mutant that does not compile is listed, not a failure")
+    ap.add_argument("--max-mutants", type=int, default=30,
+                    help="with --changed: at most this many, an evenly spaced subset (default %(default)s; 0: all)")
     ap.add_argument("--layer", help="only the mutants of this layer")
     ap.add_argument("--tests", help="regex over the CPU-labelled CTest names to run (default: every CPU test "
                                     "without a measured COST, i.e. all but the slowest, and not forge_bench_no_gpu)")
