@@ -23,16 +23,26 @@ inline const char* weight_store_name(WeightStore w) {
   return "?";
 }
 
-// One optimizer-state tensor [rows, cols] in its format. data: float* (fp32), uint16_t* (bf16),
-// uint8_t* (int8, signed bytes for signed moments). absmax: int8 only, [rows, blocks_per_row].
+// One optimizer-state tensor [rows, cols] in its format: one typed pointer set, the one of the
+// format (f32, bf16 bit patterns, or i8: signed bytes for signed moments, with absmax [rows,
+// blocks_per_row]), so that a float buffer handed over as bf16 state does not compile. None set:
+// the rule keeps no such slot.
 struct StateView {
-  void* data = nullptr;
+  float* f32 = nullptr;
+  uint16_t* bf16 = nullptr;
+  uint8_t* i8 = nullptr;
   float* absmax = nullptr;
   bool nonnegative = false;
+  FH_HD bool present() const { return f32 != nullptr || bf16 != nullptr || i8 != nullptr; }
 };
+// The storage of format f (nullptr when absent), as bytes: for checks and digests, never values.
+FH_HD const void* state_storage(const StateView& s, StateFormat f) {
+  return f == StateFormat::fp32 ? static_cast<const void*>(s.f32)
+                                : f == StateFormat::bf16 ? static_cast<const void*>(s.bf16) : static_cast<const void*>(s.i8);
+}
 
-// A weight (or a shard of one) and its state. Pointers are host or device memory, matching the
-// producer that uses the view. Element (r, c) of this view is global element
+// A weight (or a shard of one) and its state. Its memory space is in the type that carries it
+// between producers (HostParamView, DeviceParamView below). Element (r, c) of this view is global element
 // (row0 + r, col0 + c) of the full tensor, whose row length is global_cols; random bits and
 // INT8 blocks are keyed by the global position.
 struct ParamView {
@@ -45,17 +55,31 @@ struct ParamView {
   FH_HD int64_t blocks_per_row() const { return (cols + kInt8Block - 1) / kInt8Block; }
 };
 
+// Where a view's memory is. The host producers take a HostParamView (HostParam::view()), the GPU
+// entry points a DeviceParamView (DeviceParam::view(), the model step's pools), and neither
+// converts to the other, so a host view handed to a kernel launch does not compile. Made from a
+// plain ParamView only explicitly, where the memory is allocated; the kernels and the element-wise
+// driver read the plain ParamView inside (suites/cpu/test_memory_spaces.cpp holds the rule).
+enum class MemSpace : uint8_t { host, device };
+template <MemSpace S>
+struct ParamViewIn : ParamView {
+  ParamViewIn() = default;
+  explicit ParamViewIn(const ParamView& v) : ParamView(v) {}
+};
+using HostParamView = ParamViewIn<MemSpace::host>;
+using DeviceParamView = ParamViewIn<MemSpace::device>;
+
 FH_HD float load_state(const StateView& s, StateFormat f, int64_t idx) {
   switch (f) {
-    case StateFormat::fp32: return static_cast<const float*>(s.data)[idx];
-    case StateFormat::bf16: return bf16_to_float(static_cast<const uint16_t*>(s.data)[idx]);
+    case StateFormat::fp32: return s.f32[idx];
+    case StateFormat::bf16: return bf16_to_float(s.bf16[idx]);
     default: return 0.0f;  // int8 is decoded per block by update_segment
   }
 }
 FH_HD void store_state(const StateView& s, StateFormat f, int64_t idx, float v) {
   switch (f) {
-    case StateFormat::fp32: static_cast<float*>(s.data)[idx] = v; break;
-    case StateFormat::bf16: static_cast<uint16_t*>(s.data)[idx] = float_to_bf16_rne(v); break;
+    case StateFormat::fp32: s.f32[idx] = v; break;
+    case StateFormat::bf16: s.bf16[idx] = float_to_bf16_rne(v); break;
     default: break;
   }
 }
@@ -93,7 +117,7 @@ FH_HD ElementValues load_element(const ParamView& pv, int64_t idx, int64_t sidx)
 #pragma unroll
 #endif
   for (int k = 0; k < kMaxStates; ++k)
-    e.st[k] = k < kSlots && pv.state[k].data ? load_state(pv.state[k], SF, sidx) : 0.0f;
+    e.st[k] = k < kSlots && pv.state[k].present() ? load_state(pv.state[k], SF, sidx) : 0.0f;
   e.p = load_weight(pv, WS, idx);
   return e;
 }
@@ -105,7 +129,7 @@ FH_HD void store_element(const ParamView& pv, int64_t idx, int64_t sidx, int64_t
 #pragma unroll
 #endif
   for (int k = 0; k < kSlots; ++k)
-    if (pv.state[k].data) store_state(pv.state[k], SF, sidx, e.st[k]);
+    if (pv.state[k].present()) store_state(pv.state[k], SF, sidx, e.st[k]);
   store_weight(pv, WS, idx, global_idx, e.p);
 }
 
@@ -140,7 +164,7 @@ FH_HD void update_segment(const typename Rule::Scalars& s, const ParamView& pv, 
       float st[kMaxStates];
       for (int k = 0; k < kMaxStates; ++k) {
         const StateView& sv = pv.state[k];
-        st[k] = sv.data ? int8_decode(static_cast<const uint8_t*>(sv.data)[base + i],
+        st[k] = sv.i8 ? int8_decode(sv.i8[base + i],
                                       sv.nonnegative, sv.absmax[blk]) : 0.0f;
       }
       float p = load_weight(pv, WS, base + i);
@@ -150,8 +174,8 @@ FH_HD void update_segment(const typename Rule::Scalars& s, const ParamView& pv, 
     }
     for (int k = 0; k < kMaxStates; ++k) {
       const StateView& sv = pv.state[k];
-      if (!sv.data) continue;
-      int8_encode_block(st_new[k], n, sv.nonnegative, static_cast<uint8_t*>(sv.data) + base,
+      if (!sv.i8) continue;
+      int8_encode_block(st_new[k], n, sv.nonnegative, sv.i8 + base,
                         sv.absmax + blk);
     }
   }
@@ -182,7 +206,7 @@ struct Int8BlockWarp {
     sbase = srow * pv.cols + c0;                          // state bytes
     blk = srow * pv.blocks_per_row() + c0 / kInt8Block;
 #pragma unroll
-    for (int k = 0; k < kMaxStates; ++k) amax_old[k] = pv.state[k].data ? pv.state[k].absmax[blk] : 0.0f;
+    for (int k = 0; k < kMaxStates; ++k) amax_old[k] = pv.state[k].i8 ? pv.state[k].absmax[blk] : 0.0f;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int e = lane + 32 * h;
@@ -190,7 +214,7 @@ struct Int8BlockWarp {
       p[h] = in ? load_weight(pv, WS, base + e) : 0.0f;
 #pragma unroll
       for (int k = 0; k < kMaxStates; ++k)
-        qold[h][k] = (in && pv.state[k].data) ? static_cast<const uint8_t*>(pv.state[k].data)[sbase + e] : uint8_t(0);
+        qold[h][k] = (in && pv.state[k].i8) ? pv.state[k].i8[sbase + e] : uint8_t(0);
     }
   }
 
@@ -203,7 +227,7 @@ struct Int8BlockWarp {
       float st[kMaxStates];
 #pragma unroll
       for (int k = 0; k < kMaxStates; ++k)
-        st[k] = pv.state[k].data ? int8_decode(qold[h][k], pv.state[k].nonnegative, amax_old[k]) : 0.0f;
+        st[k] = pv.state[k].i8 ? int8_decode(qold[h][k], pv.state[k].nonnegative, amax_old[k]) : 0.0f;
       if (e < n) {
         Rule::update(s, p[h], g(e), st);
         store_weight(pv, WS, base + e, global_element_index(pv, r, c0 + e), p[h]);
@@ -214,12 +238,12 @@ struct Int8BlockWarp {
 #pragma unroll
     for (int k = 0; k < kMaxStates; ++k) {
       const StateView& sv = pv.state[k];
-      if (!sv.data) continue;  // uniform across the warp
+      if (!sv.i8) continue;  // uniform across the warp
       float a = int8_absmax_step(int8_absmax_step(0.0f, st_new[0][k]), st_new[1][k]);
 #pragma unroll
       for (int off = 16; off > 0; off >>= 1) a = fmax_nan(a, __shfl_xor_sync(0xffffffffu, a, off));
       a = int8_canonical_absmax(a);
-      uint8_t* q = static_cast<uint8_t*>(sv.data) + sbase;
+      uint8_t* q = sv.i8 + sbase;
 #pragma unroll
       for (int h = 0; h < 2; ++h)
         if (lane + 32 * h < n) q[lane + 32 * h] = int8_encode_value(st_new[h][k], a, sv.nonnegative);

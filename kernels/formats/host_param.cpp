@@ -64,8 +64,8 @@ HostParam HostParam::make(const RuleConfig& rule, StateFormat sf, WeightStore ws
   return hp;
 }
 
-ParamView HostParam::view() {
-  ParamView pv;
+HostParamView HostParam::view() {
+  HostParamView pv;
   pv.rows = rows;
   pv.cols = cols;
   pv.row0 = origin_row;
@@ -79,9 +79,9 @@ ParamView HostParam::view() {
     StateView& sv = pv.state[k];
     sv.nonnegative = decls.slot[k].nonnegative;
     switch (state_format) {
-      case StateFormat::fp32: sv.data = st_f32[k].data(); break;
-      case StateFormat::bf16: sv.data = st_bf16[k].data(); break;
-      case StateFormat::int8: sv.data = st_i8[k].data(); sv.absmax = st_absmax[k].data(); break;
+      case StateFormat::fp32: sv.f32 = st_f32[k].data(); break;
+      case StateFormat::bf16: sv.bf16 = st_bf16[k].data(); break;
+      case StateFormat::int8: sv.i8 = st_i8[k].data(); sv.absmax = st_absmax[k].data(); break;
     }
   }
   return pv;
@@ -187,7 +187,7 @@ void apply_region_ws(WeightStore ws, const typename Rule::Scalars& s, const Para
 
 }  // namespace
 
-void apply_rule_region(const RuleConfig& rule, StateFormat sf, WeightStore ws, const ParamView& pv_in,
+void apply_rule_region(const RuleConfig& rule, StateFormat sf, WeightStore ws, const HostParamView& pv_in,
                        int64_t step, const float* g, int64_t ldg, int64_t r0, int64_t r1,
                        int64_t c0, int64_t c1) {
   if (step < 1) throw std::invalid_argument("apply_rule_region: step counts from 1");

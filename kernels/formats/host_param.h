@@ -34,7 +34,7 @@ struct HostParam {
   static HostParam make(const RuleConfig& rule, StateFormat sf, WeightStore ws, int64_t rows,
                         int64_t cols, const std::vector<float>& w0, uint64_t seed = 0,
                         uint32_t tensor_id = 0);
-  ParamView view();                            // the whole tensor
+  HostParamView view();                        // the whole tensor
   float weight(int64_t i) const;               // the stored weight, widened
   float state(int k, int64_t i) const;         // state slot k, decoded
   int64_t blocks_per_row() const { return (cols + kInt8Block - 1) / kInt8Block; }
@@ -50,7 +50,7 @@ struct HostParam {
 // G given for that rectangle (row-major, leading dimension ldg). For int8 state the rectangle's
 // column edges must be block aligned (or the tensor's end). One function for all producers on
 // the host: the twin calls it per tile, the two-phase step once for the whole tensor.
-void apply_rule_region(const RuleConfig& rule, StateFormat sf, WeightStore ws, const ParamView& pv,
+void apply_rule_region(const RuleConfig& rule, StateFormat sf, WeightStore ws, const HostParamView& pv,
                        int64_t step, const float* g, int64_t ldg, int64_t r0, int64_t r1,
                        int64_t c0, int64_t c1);
 

@@ -32,7 +32,7 @@ void launch_variant(StateFormat sf, WeightStore ws, const WgradTileArgs& a, cons
 }  // namespace
 
 void fused_wgrad_update_variant(const WgradProblem& p, const RuleConfig& rule, StateFormat sf, WeightStore ws,
-                                const ParamView& pv_in, int64_t step, FusedVariant v, float* g, cudaStream_t stream) {
+                                const DeviceParamView& pv_in, int64_t step, FusedVariant v, float* g, cudaStream_t stream) {
   validate_problem(p, "fused_wgrad_update_variant");
   validate_param_view(rule, sf, ws, pv_in, step, "fused_wgrad_update_variant");
   if (rule.id != RuleId::adamw) throw std::invalid_argument("fused_wgrad_update_variant: AdamW only");

@@ -24,9 +24,9 @@ void require_state_pointers(const ParamView& pv, WeightStore ws, const StateDecl
     throw std::invalid_argument(std::string(who) + ": bf16 store needs pv.bf16");
   for (int k = 0; k < kMaxStates; ++k) {
     if (!decls.slot[k].kept) continue;
-    if (!pv.state[k].data)
+    if (!state_storage(pv.state[k], sf))
       throw std::invalid_argument(std::string(who) + ": state slot " + std::to_string(k) + " (" +
-                                  decls.slot[k].name + ") has no storage");
+                                  decls.slot[k].name + ") has no " + state_format_name(sf) + " storage");
     if (sf == StateFormat::int8 && !pv.state[k].absmax)
       throw std::invalid_argument(std::string(who) + ": int8 state slot " + std::to_string(k) +
                                   " has no absmax");
@@ -38,7 +38,7 @@ void require_state_pointers(const ParamView& pv, WeightStore ws, const StateDecl
 
 }  // namespace
 
-void validate_param_view(const RuleConfig& rule, StateFormat sf, WeightStore ws, const ParamView& pv,
+void validate_param_view(const RuleConfig& rule, StateFormat sf, WeightStore ws, const DeviceParamView& pv,
                          int64_t step, const char* who) {
   if (step < 1) throw std::invalid_argument(std::string(who) + ": step counts from 1");
   if (pv.rows < 1 || pv.cols < 1) throw std::invalid_argument(std::string(who) + ": empty weight view");
@@ -65,7 +65,7 @@ const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat 
 }
 
 void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateFormat sf,
-                        WeightStore ws, const ParamView& pv_in, int64_t step, TileShape tile,
+                        WeightStore ws, const DeviceParamView& pv_in, int64_t step, TileShape tile,
                         cudaStream_t stream) {
   validate_problem(p, "fused_wgrad_update");
   validate_param_view(rule, sf, ws, pv_in, step, "fused_wgrad_update");

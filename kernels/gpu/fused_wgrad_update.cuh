@@ -70,11 +70,11 @@ __device__ __forceinline__ void load_quad(const ParamView& pv, int64_t idx, int6
   float v[4];
 #pragma unroll
   for (int k = 0; k < kMaxStates; ++k) {
-    if (k < Rule::kStateSlots && pv.state[k].data) {
+    if (k < Rule::kStateSlots && pv.state[k].present()) {
       if constexpr (SF == StateFormat::fp32)
-        load4(static_cast<const float*>(pv.state[k].data) + sidx, v);
+        load4(pv.state[k].f32 + sidx, v);
       else
-        load4(static_cast<const uint16_t*>(pv.state[k].data) + sidx, v);
+        load4(pv.state[k].bf16 + sidx, v);
     } else {
       v[0] = v[1] = v[2] = v[3] = 0.0f;
     }
@@ -95,7 +95,8 @@ __device__ __forceinline__ void prefetch_quad_lines(const ParamView& pv, int64_t
   constexpr int ebytes = SF == StateFormat::fp32 ? 4 : 2;
 #pragma unroll
   for (int k = 0; k < Rule::kStateSlots; ++k)
-    if (pv.state[k].data) prefetch_l2(static_cast<const unsigned char*>(pv.state[k].data) + idx * ebytes);
+    if (pv.state[k].present())
+      prefetch_l2(SF == StateFormat::fp32 ? static_cast<const void*>(pv.state[k].f32 + idx) : pv.state[k].bf16 + idx);
   if constexpr (WS == WeightStore::fp32_master)
     prefetch_l2(pv.master + idx);
   else
@@ -120,15 +121,15 @@ __device__ __forceinline__ void store_quad(const ParamView& pv, int64_t idx, int
   uint16_t h[4];
 #pragma unroll
   for (int k = 0; k < Rule::kStateSlots; ++k) {
-    if (!pv.state[k].data) continue;
+    if (!pv.state[k].present()) continue;
     if constexpr (SF == StateFormat::fp32) {
 #pragma unroll
       for (int b = 0; b < 4; ++b) v[b] = e[b].st[k];
-      store4(static_cast<float*>(pv.state[k].data) + sidx, v);
+      store4(pv.state[k].f32 + sidx, v);
     } else {
 #pragma unroll
       for (int b = 0; b < 4; ++b) h[b] = float_to_bf16_rne(e[b].st[k]);
-      store4(static_cast<uint16_t*>(pv.state[k].data) + sidx, h);
+      store4(pv.state[k].bf16 + sidx, h);
     }
   }
 #pragma unroll
@@ -276,10 +277,10 @@ __device__ __forceinline__ void prefetch_int8_block(const ParamView& pv, int64_t
   } else if (lane == 2) {
     if (pv.bf16) p = pv.bf16 + base;
   } else if (lane < 3 + Rule::kStateSlots) {
-    if (pv.state[lane - 3].data) p = static_cast<const uint8_t*>(pv.state[lane - 3].data) + sbase;
+    if (pv.state[lane - 3].i8) p = pv.state[lane - 3].i8 + sbase;
   } else if (lane < 3 + 2 * Rule::kStateSlots) {
     const StateView& sv = pv.state[lane - 3 - Rule::kStateSlots];
-    if (sv.data) p = sv.absmax + blk;
+    if (sv.i8) p = sv.absmax + blk;
   }
   if (p) prefetch_l2(p);
 }
@@ -288,7 +289,7 @@ __device__ __forceinline__ void prefetch_int8_block(const ParamView& pv, int64_t
 __device__ __forceinline__ bool int8_params_vec4(const ParamView& pv) {
   auto aligned = [](const void* p, uintptr_t n) { return reinterpret_cast<uintptr_t>(p) % n == 0; };
   bool ok = pv.cols % 4 == 0 && aligned(pv.master, 16) && aligned(pv.bf16, 8);
-  for (const StateView& sv : pv.state) ok = ok && aligned(sv.data, 4);
+  for (const StateView& sv : pv.state) ok = ok && aligned(sv.i8, 4);
   return ok;
 }
 // The int8 epilogue's passes in flight per warp (loads of kInt8PassesInFlight blocks issued
@@ -347,19 +348,19 @@ struct Int8BlockQuad {
     vec4 = Whole || (aligned && n == kInt8Block);
     const int e0 = 4 * l16;
 #pragma unroll
-    for (int k = 0; k < kMaxStates; ++k) amax_old[k] = ((Whole || n > 0) && pv.state[k].data) ? pv.state[k].absmax[blk] : 0.0f;
+    for (int k = 0; k < kMaxStates; ++k) amax_old[k] = ((Whole || n > 0) && pv.state[k].i8) ? pv.state[k].absmax[blk] : 0.0f;
     load_weights<WS, Whole>(pv, l16);
     if (Whole || vec4) {
 #pragma unroll
       for (int k = 0; k < kMaxStates; ++k)
-        qold[k] = pv.state[k].data
-                      ? *reinterpret_cast<const uint32_t*>(static_cast<const uint8_t*>(pv.state[k].data) + sbase + e0)
+        qold[k] = pv.state[k].i8
+                      ? *reinterpret_cast<const uint32_t*>(pv.state[k].i8 + sbase + e0)
                       : 0u;
     } else {
 #pragma unroll
       for (int k = 0; k < kMaxStates; ++k) {
         uint32_t q = 0;
-        const uint8_t* bytes = static_cast<const uint8_t*>(pv.state[k].data);
+        const uint8_t* bytes = pv.state[k].i8;
 #pragma unroll
         for (int i = 0; i < 4; ++i)
           if (bytes && e0 + i < n) q |= uint32_t(bytes[sbase + e0 + i]) << (8 * i);
@@ -378,7 +379,7 @@ struct Int8BlockQuad {
       float st[kMaxStates];
 #pragma unroll
       for (int k = 0; k < kMaxStates; ++k)
-        st[k] = pv.state[k].data ? int8_decode(uint8_t(qold[k] >> (8 * i)), pv.state[k].nonnegative, amax_old[k]) : 0.0f;
+        st[k] = pv.state[k].i8 ? int8_decode(uint8_t(qold[k] >> (8 * i)), pv.state[k].nonnegative, amax_old[k]) : 0.0f;
       const bool in = Whole || e0 + i < n;
       if (in) Rule::update(s, p[i], g[i], st, d);
 #pragma unroll
@@ -463,7 +464,7 @@ struct Int8BlockQuad {
   template <bool Whole>
   __device__ __forceinline__ void store_state(const ParamView& pv, int k, float a, uint32_t q, int l16) const {
     const int e0 = 4 * l16;
-    uint8_t* bytes = static_cast<uint8_t*>(pv.state[k].data) + sbase + e0;
+    uint8_t* bytes = pv.state[k].i8 + sbase + e0;
     if (Whole || vec4) {
       *reinterpret_cast<uint32_t*>(bytes) = q;
     } else {
@@ -533,7 +534,7 @@ __device__ __forceinline__ void int8_epilogue_passes(const typename Rule::Scalar
 #pragma unroll
     for (int k = 0; k < kMaxStates; ++k) {
       const StateView& sv = pv.state[k];
-      if (!sv.data) continue;  // uniform across the warp
+      if (!sv.i8) continue;  // uniform across the warp
       float a[kPairs];
       uint32_t q[kPairs];
       bool enc_bad = false;
@@ -703,7 +704,8 @@ template <StateFormat SF>
 bool fused_params_vec4(const ParamView& pv) {
   auto aligned = [](const void* p, uintptr_t n) { return reinterpret_cast<uintptr_t>(p) % n == 0; };
   bool ok = pv.cols % 4 == 0 && aligned(pv.master, 16) && aligned(pv.bf16, 8);
-  for (const StateView& sv : pv.state) ok = ok && aligned(sv.data, SF == StateFormat::fp32 ? 16 : 8);
+  for (const StateView& sv : pv.state)
+    ok = ok && (SF == StateFormat::fp32 ? aligned(sv.f32, 16) : aligned(sv.bf16, 8));
   return ok;
 }
 

@@ -97,8 +97,8 @@ void DeviceParam::upload(const HostParam& hp) {
   }
 }
 
-ParamView DeviceParam::view() const {
-  ParamView pv;
+DeviceParamView DeviceParam::view() const {
+  DeviceParamView pv;
   pv.rows = shape_.rows;
   pv.cols = shape_.cols;
   // A shard (HostParam::slice) keeps its place in the global tensor: SR bits and INT8 blocks.
@@ -113,9 +113,9 @@ ParamView DeviceParam::view() const {
     StateView& sv = pv.state[k];
     sv.nonnegative = shape_.decls.slot[k].nonnegative;
     switch (shape_.state_format) {
-      case StateFormat::fp32: sv.data = st_f32_[k].data(); break;
-      case StateFormat::bf16: sv.data = st_bf16_[k].data(); break;
-      case StateFormat::int8: sv.data = st_i8_[k].data(); sv.absmax = st_absmax_[k].data(); break;
+      case StateFormat::fp32: sv.f32 = st_f32_[k].data(); break;
+      case StateFormat::bf16: sv.bf16 = st_bf16_[k].data(); break;
+      case StateFormat::int8: sv.i8 = st_i8_[k].data(); sv.absmax = st_absmax_[k].data(); break;
     }
   }
   return pv;

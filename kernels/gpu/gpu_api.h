@@ -64,7 +64,7 @@ class DeviceBuffer {
 class DeviceParam {
  public:
   explicit DeviceParam(const HostParam& hp);
-  ParamView view() const;                   // hp's origin (a shard's place), sr = hp.sr
+  DeviceParamView view() const;             // hp's origin (a shard's place), sr = hp.sr
   void upload(const HostParam& hp);         // same shape and format as at construction
   void download_into(HostParam& hp) const;  // overwrites hp's weights and state with the device's
 
@@ -88,7 +88,7 @@ void validate_problem(const WgradProblem& p, const char* who);
 
 // Checks a device ParamView against a rule and format before a launch: step >= 1, view inside
 // its global rows, INT8 block alignment of its edges, storage for every kept state slot.
-void validate_param_view(const RuleConfig& rule, StateFormat sf, WeightStore ws, const ParamView& pv,
+void validate_param_view(const RuleConfig& rule, StateFormat sf, WeightStore ws, const DeviceParamView& pv,
                          int64_t step, const char* who);
 
 // Tile of G per block. Supported: 128 x 128 (the paper's) and 64 x 64.
@@ -102,7 +102,7 @@ bool tile_supported(TileShape t);
 // then pv.row0 / pv.col0 / pv.global_cols place it); `step` counts from 1 and also keys the
 // stochastic rounding (pv.sr.step is overwritten with it).
 void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateFormat sf,
-                        WeightStore ws, const ParamView& pv, int64_t step, TileShape tile = {},
+                        WeightStore ws, const DeviceParamView& pv, int64_t step, TileShape tile = {},
                         cudaStream_t stream = 0);
 
 // Test only: defects the GPU suite plants in the fused kernel's epilogue to show that its
@@ -182,7 +182,7 @@ const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat 
 //     the same bits.
 enum class FusedVariant : int { g_roundtrip = 0, pingpong_128x128 = 1, coop_128x256 = 2 };
 void fused_wgrad_update_variant(const WgradProblem& p, const RuleConfig& rule, StateFormat sf, WeightStore ws,
-                                const ParamView& pv, int64_t step, FusedVariant v, float* g = nullptr,
+                                const DeviceParamView& pv, int64_t step, FusedVariant v, float* g = nullptr,
                                 cudaStream_t stream = 0);
 
 // The order-matched reference, phase 1: the fused kernel's mainloop, storing fp32 G [out, in]
@@ -191,7 +191,7 @@ void wgrad_materialize(const WgradProblem& p, float* g, TileShape tile = {}, cud
 
 // Phase 2 of both two-phase references: the rule over the whole tensor, one thread per
 // (row, 64-column block) segment, G [rows, cols] with leading dimension ldg.
-void rule_apply_device(const RuleConfig& rule, StateFormat sf, WeightStore ws, const ParamView& pv,
+void rule_apply_device(const RuleConfig& rule, StateFormat sf, WeightStore ws, const DeviceParamView& pv,
                        int64_t step, const float* g, int64_t ldg, cudaStream_t stream = 0);
 
 // A cuBLAS handle (RAII).

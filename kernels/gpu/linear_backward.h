@@ -12,7 +12,7 @@ struct LinearBackwardArgs {
   RuleConfig rule;
   StateFormat state_format = StateFormat::fp32;
   WeightStore weight_store = WeightStore::fp32_master;
-  ParamView param;                  // device view of W [out, in]; its bf16 copy feeds dX
+  DeviceParamView param;            // W [out, in]; its bf16 copy feeds dX
   int64_t step = 1;
   int consumers = 1;                // how many ops read this weight in the forward pass
   float* dx = nullptr;              // out: dX [T, in] fp32 (device)

@@ -17,7 +17,7 @@ using Tag = TaggedPool::Tag;
 
 struct Param {
   ModelParamInfo info;
-  ParamView pv;
+  DeviceParamView pv;  // the pool's device memory
 };
 
 // Saved for backward, per block.
@@ -91,8 +91,13 @@ struct ModelStep::Impl {
         case StateFormat::bf16: bytes = n * 2; break;
         case StateFormat::int8: bytes = n; break;
       }
-      sv.data = pool->alloc(Tag::state, bytes);
-      cuda_check(cudaMemsetAsync(sv.data, 0, size_t(bytes), stream), "ModelStep: state init");
+      void* storage = pool->alloc(Tag::state, bytes);
+      cuda_check(cudaMemsetAsync(storage, 0, size_t(bytes), stream), "ModelStep: state init");
+      switch (cfg.state) {  // device memory of the pool, in the format's type
+        case StateFormat::fp32: sv.f32 = static_cast<float*>(storage); break;
+        case StateFormat::bf16: sv.bf16 = static_cast<uint16_t*>(storage); break;
+        case StateFormat::int8: sv.i8 = static_cast<uint8_t*>(storage); break;
+      }
       if (cfg.state == StateFormat::int8) {
         const int64_t nb = rows * p.pv.blocks_per_row();
         sv.absmax = pool->alloc_n<float>(Tag::state, nb);
@@ -545,13 +550,14 @@ std::vector<uint64_t> ModelStep::state_digests() const {
     uint64_t h = 0;
     for (int k = 0; k < kMaxStates; ++k) {
       const StateView& sv = p.pv.state[k];
-      if (!sv.data) continue;
+      const void* storage = state_storage(sv, impl_->cfg.state);
+      if (!storage) continue;
       // INT8 codes of an odd count: the last byte rides with the scales' digest below.
       const int64_t b = n * bytes_per;
-      h = combine(h, device_digest(sv.data, b - (b % 2), impl_->stream));
+      h = combine(h, device_digest(storage, b - (b % 2), impl_->stream));
       if (b % 2) {
         uint8_t last = 0;
-        cuda_check(cudaMemcpy(&last, static_cast<const uint8_t*>(sv.data) + b - 1, 1, cudaMemcpyDeviceToHost),
+        cuda_check(cudaMemcpy(&last, static_cast<const uint8_t*>(storage) + b - 1, 1, cudaMemcpyDeviceToHost),
                    "state_digests: last byte");
         h = combine(h, last);
       }

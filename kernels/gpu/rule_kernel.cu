@@ -6,7 +6,7 @@
 
 namespace fh::gpu {
 
-void rule_apply_device(const RuleConfig& rule, StateFormat sf, WeightStore ws, const ParamView& pv_in,
+void rule_apply_device(const RuleConfig& rule, StateFormat sf, WeightStore ws, const DeviceParamView& pv_in,
                        int64_t step, const float* g, int64_t ldg, cudaStream_t stream) {
   validate_param_view(rule, sf, ws, pv_in, step, "rule_apply_device");
   if (!g) throw std::invalid_argument("rule_apply_device: G must be a device pointer");

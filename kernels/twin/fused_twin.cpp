@@ -205,20 +205,17 @@ TwinStats fused_twin_step(HostParam& w, const uint16_t* X, const uint16_t* dY, i
   if (dX && !sched.defects.dx_after_update)
     *dX = twin_dgrad(dY, w.bf16.data(), T, in, out, sched.order);
 
-  const ParamView pv = w.view();
+  const HostParamView pv = w.view();
   TwinStats stats = twin_for_each_g_tile(X, dY, T, in, out, sched,
       [&](const TileCoord& tc, const float* g, int64_t ldg) {
-        ParamView tile_view = pv;
+        HostParamView tile_view = pv;
         if (tc.id == bad_tile) {  // planted defect: this tile's state is one row off
           for (auto& sv : tile_view.state) {
-            if (!sv.data) continue;
-            switch (w.state_format) {
-              case StateFormat::fp32: sv.data = static_cast<float*>(sv.data) + in; break;
-              case StateFormat::bf16: sv.data = static_cast<uint16_t*>(sv.data) + in; break;
-              case StateFormat::int8:
-                sv.data = static_cast<uint8_t*>(sv.data) + in;
-                sv.absmax += w.blocks_per_row();
-                break;
+            if (sv.f32) sv.f32 += in;
+            if (sv.bf16) sv.bf16 += in;
+            if (sv.i8) {
+              sv.i8 += in;
+              sv.absmax += w.blocks_per_row();
             }
           }
         }

@@ -116,7 +116,7 @@ Setup& setup_for(RuleId id, int64_t out, int64_t in, int64_t T, StateFormat sf, 
 
 void run_path(Setup& su, Path path) {
   const WgradProblem p = su.problem();
-  const ParamView pv = su.param->view();
+  const DeviceParamView pv = su.param->view();
   switch (path) {
     case Path::fused: fused_wgrad_update(p, su.rule, su.sf, su.ws, pv, 1); break;
     case Path::fused_pingpong:

@@ -176,8 +176,13 @@ void run_segment(const R::Scalars& s, std::vector<float>* master, std::vector<ui
   pv.cols = pv.global_cols = int64_t(g.size());
   pv.master = master ? master->data() : nullptr;
   pv.bf16 = wbf16 ? wbf16->data() : nullptr;
-  pv.state[0].data = m;
-  pv.state[1].data = v;
+  if constexpr (SF == StateFormat::fp32) {
+    pv.state[0].f32 = static_cast<float*>(m);
+    pv.state[1].f32 = static_cast<float*>(v);
+  } else {
+    pv.state[0].bf16 = static_cast<uint16_t*>(m);
+    pv.state[1].bf16 = static_cast<uint16_t*>(v);
+  }
   pv.state[1].nonnegative = true;
   update_segment<R, SF, WS>(s, pv, 0, 0, int(g.size()), g.data());
 }

@@ -199,9 +199,9 @@ TEST(SrBits, WeightsIndependentOfTilingAndSharding) {
     HostParam whole = HostParam::make(rule, sf, WeightStore::bf16_sr, rows, cols, w0, 77, 5);
     HostParam tiled = whole;
     for (int64_t t = 1; t <= 3; ++t) {
-      ParamView pw = whole.view();
+      HostParamView pw = whole.view();
       apply_rule_region(rule, sf, WeightStore::bf16_sr, pw, t, g.data(), cols, 0, rows, 0, cols);
-      ParamView pt = tiled.view();
+      HostParamView pt = tiled.view();
       for (int64_t r0 : {int64_t(3), int64_t(0)})  // tiles in an unusual order
         for (int64_t c0 : {int64_t(128), int64_t(0), int64_t(64)}) {
           const int64_t r1 = r0 == 0 ? 3 : rows;
@@ -219,7 +219,7 @@ TEST(SrBits, WeightsIndependentOfTilingAndSharding) {
       }
     HostParam shard = HostParam::make(rule, sf, WeightStore::bf16_sr, rows, 128, ws, 77, 5);
     for (int64_t t = 1; t <= 3; ++t) {
-      ParamView ps = shard.view();
+      HostParamView ps = shard.view();
       ps.col0 = 64;
       ps.global_cols = cols;
       apply_rule_region(rule, sf, WeightStore::bf16_sr, ps, t, gs.data(), 128, 0, rows, 0, 128);

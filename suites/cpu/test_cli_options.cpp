@@ -59,6 +59,16 @@ TEST(CliOptions, MissingValuesAndUnknownOptionsAreRefused) {
   }
   RunOptions run;
   EXPECT_THROW(parse({"--no-such-option"}, run), UsageError);
+  // --hyper without '=' or without a key says what it wants (found by mutate.py --changed: a
+  // refusal further down, with another message, hid a broken check here).
+  for (const char* bad : {"lr", "=0.1"}) {
+    try {
+      parse({"--hyper", bad}, run);
+      ADD_FAILURE() << "--hyper " << bad << " accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("wants KEY=VALUE"), std::string::npos) << bad << ": " << e.what();
+    }
+  }
 }
 
 // The rows set what they say (a few of them, one of each kind).

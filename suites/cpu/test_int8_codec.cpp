@@ -437,7 +437,7 @@ struct Int8Run {
   }
   // One step, applied in two column tiles [0, 128) and [128, cols) as a tiled producer would.
   void step(int64_t t, const std::vector<float>& g) {
-    ParamView pv = hp.view();
+    HostParamView pv = hp.view();
     const int64_t split = std::min<int64_t>(128, hp.cols);
     apply_rule_region(hp.rule, hp.state_format, hp.weight_store, pv, t, g.data(), hp.cols, 0,
                       hp.rows, 0, split);
@@ -528,7 +528,7 @@ TEST(int8_codec_bound, StraddlingLayoutsAreRefused) {
   for (StateFormat sf : {StateFormat::int8, StateFormat::fp32}) {
     HostParam hp = HostParam::make(default_rule_config(RuleId::adamw), sf,
                                    WeightStore::fp32_master, rows, cols, w0);
-    ParamView pv = hp.view();
+    HostParamView pv = hp.view();
     auto region = [&](int64_t c0, int64_t c1) {
       apply_rule_region(hp.rule, sf, hp.weight_store, pv, 1, g.data(), cols, 0, rows, c0, c1);
     };
@@ -546,7 +546,7 @@ TEST(int8_codec_bound, StraddlingLayoutsAreRefused) {
     std::vector<float> w(2 * 200, 0.5f), gg(2 * 200, 1e-3f);
     HostParam hp = HostParam::make(default_rule_config(RuleId::adamw), StateFormat::int8,
                                    WeightStore::fp32_master, 2, 200, w);
-    ParamView pv = hp.view();
+    HostParamView pv = hp.view();
     EXPECT_NO_THROW(apply_rule_region(hp.rule, hp.state_format, hp.weight_store, pv, 1, gg.data(),
                                       200, 0, 2, 128, 200));
     EXPECT_THROW(apply_rule_region(hp.rule, hp.state_format, hp.weight_store, pv, 1, gg.data(),
@@ -558,7 +558,7 @@ TEST(int8_codec_bound, StraddlingLayoutsAreRefused) {
     std::vector<float> w(2 * 224, 0.5f), gg(2 * 224, 1e-3f);
     HostParam hp = HostParam::make(default_rule_config(RuleId::adamw), StateFormat::int8,
                                    WeightStore::fp32_master, 2, 224, w);
-    ParamView pv = hp.view();
+    HostParamView pv = hp.view();
     pv.col0 = 32;
     pv.global_cols = 256;
     EXPECT_THROW(apply_rule_region(hp.rule, hp.state_format, hp.weight_store, pv, 1, gg.data(),

@@ -610,7 +610,7 @@ TEST(GpuFused, BadArgumentsAreRefused) {
                                   TileShape{96, 96}), std::invalid_argument);
   EXPECT_THROW(fused_wgrad_update(d.prob, hp.rule, StateFormat::int8, WeightStore::fp32_master, p.view(), 0),
                std::invalid_argument);
-  ParamView shard = p.view();
+  DeviceParamView shard = p.view();
   shard.col0 = 32;  // an INT8 block would straddle the shard's edge
   shard.global_cols = 256;
   EXPECT_THROW(fused_wgrad_update(d.prob, hp.rule, StateFormat::int8, WeightStore::fp32_master, shard, 1),

@@ -220,8 +220,10 @@ void run_adamw(const Options& o) {
   pv.cols = pv.global_cols = int64_t(n);
   pv.master = bf16 ? nullptr : p32.data();
   pv.bf16 = bf16 ? p16.data() : nullptr;  // fp32 params have no bf16 working copy
-  pv.state[0].data = bf16 ? static_cast<void*>(m16.data()) : static_cast<void*>(m32.data());
-  pv.state[1].data = bf16 ? static_cast<void*>(v16.data()) : static_cast<void*>(v32.data());
+  pv.state[0].bf16 = bf16 ? m16.data() : nullptr;
+  pv.state[1].bf16 = bf16 ? v16.data() : nullptr;
+  pv.state[0].f32 = bf16 ? nullptr : m32.data();
+  pv.state[1].f32 = bf16 ? nullptr : v32.data();
   pv.state[1].nonnegative = true;
 
   Writer w(o.out);
