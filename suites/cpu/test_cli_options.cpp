@@ -1,4 +1,5 @@
-// forge-verify's command line (suites/forge_verify/cli_options.cpp, compiled into this suite):
+// forge-verify's command line (suites/forge_verify/cli_options.cpp and, for its diff subcommand,
+// diff_main.cpp, compiled into this suite):
 // --help is generated from the option table the parser reads, so every row is checked both
 // ways here: its example value parses through parse_args, and --help shows it at a line start
 // with no line wider than kHelpWidth. The real binary's --help is checked against the README by
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "suites/forge_verify/cli_options.h"
+#include "suites/forge_verify/diff_main.h"
 
 namespace fh {
 namespace {
@@ -104,6 +106,30 @@ TEST(CliOptions, HelpShowsEveryRowWithinItsWidth) {
   const VerifyConfig d;
   EXPECT_NE(h.find("(default: " + std::to_string(d.steps) + ")"), std::string::npos);
   EXPECT_NE(h.find(std::to_string(d.out) + "x" + std::to_string(d.in) + "x" + std::to_string(d.tokens)), std::string::npos);
+}
+
+// forge-verify diff's table: every row's example applies, and --help shows every row.
+TEST(CliOptions, DiffRowsParseAndShowInHelp) {
+  std::set<std::string> names;
+  for (const auto& r : diff_option_rows()) {
+    EXPECT_TRUE(names.insert(r.name).second) << r.name << " has two rows";
+    EXPECT_EQ(r.value.empty(), r.example.empty()) << r.name;
+    DiffArgs a;
+    EXPECT_NO_THROW(r.apply(a, r.example)) << r.name << " " << r.example;
+  }
+  DiffArgs a;
+  find_option(diff_option_rows(), "--alpha")->apply(a, "0.01");
+  EXPECT_EQ(a.opt.alpha, 0.01);
+  EXPECT_ANY_THROW(find_option(diff_option_rows(), "--alpha")->apply(a, "1.5"));
+  const std::string h = diff_help_text();
+  std::istringstream in(h);
+  std::set<std::string> shown;
+  for (std::string line; std::getline(in, line);) {
+    EXPECT_LE(line.size(), kHelpWidth) << "too wide: " << line;
+    if (line.rfind("  --", 0) == 0) shown.insert(line.substr(2, line.find(' ', 2) - 2));
+  }
+  EXPECT_EQ(shown, names);
+  EXPECT_NE(h.find("(default " + std::string("0.05") + ")"), std::string::npos) << "alpha's default from DiffOptions";
 }
 
 }  // namespace

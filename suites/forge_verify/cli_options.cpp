@@ -326,29 +326,6 @@ const std::vector<OptionRow>& option_rows() {
   return rows;
 }
 
-namespace {
-// `text` wrapped at kHelpWidth, every line after the first indented by `indent` spaces.
-std::string wrap(const std::string& text, size_t indent, size_t first_used) {
-  std::istringstream words(text);
-  std::string o, w;
-  size_t col = first_used;
-  bool line_start = true;
-  while (words >> w) {
-    if (!line_start && col + 1 + w.size() > kHelpWidth) {
-      o += "\n" + std::string(indent, ' ');
-      col = indent;
-      line_start = true;
-    }
-    if (!line_start) { o += ' '; ++col; }
-    o += w;
-    col += w.size();
-    line_start = false;
-  }
-  return o;
-}
-
-}  // namespace
-
 std::string help_text() {
   const VerifyConfig d;
   std::string h = kHelpHead;
@@ -356,15 +333,7 @@ std::string help_text() {
                                                       {"@T@", std::to_string(d.tokens)}, {"@STEPS@", std::to_string(d.steps)},
                                                       {"@SEED@", std::to_string(d.seed)}};
   for (const auto& [key, value] : keys) h.replace(h.find(key), key.size(), value);
-  constexpr size_t kColumn = 27;  // where every option's text starts
-  h += "\nOptions:\n";
-  for (const OptionRow& r : option_rows()) {
-    std::string left = "  " + r.name + (r.value.empty() ? "" : " " + r.value);
-    if (left.size() + 1 > kColumn) left += "\n" + std::string(kColumn, ' ');
-    else left += std::string(kColumn - left.size(), ' ');
-    h += left + wrap(r.help, kColumn, kColumn) + "\n";
-  }
-  return h + kHelpTail;
+  return h + "\nOptions:\n" + option_help(option_rows(), 27) + kHelpTail;
 }
 
 VerifyConfig parse_args(int argc, char** argv, RunOptions& run_out) {
@@ -381,9 +350,8 @@ VerifyConfig parse_args(int argc, char** argv, RunOptions& run_out) {
   };
   for (int i = 1; i < argc; ++i) {
     const std::string a = std::strcmp(argv[i], "-h") == 0 ? "--help" : argv[i];
-    const auto& rows = option_rows();
-    const auto row = std::find_if(rows.begin(), rows.end(), [&](const OptionRow& r) { return r.name == a; });
-    if (row == rows.end()) throw UsageError("unknown option '" + a + "' (see --help)");
+    const OptionRow* row = find_option(option_rows(), a);
+    if (!row) throw UsageError("unknown option '" + a + "' (see --help)");
     row->apply(p, row->value.empty() ? std::string() : need(i));
   }
   std::vector<RuleId>& rules = p.rules;

@@ -2,13 +2,13 @@
 // parser itself (the driver, main.cpp, runs what it returns).
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "suites/claims/claim_config.h"
+#include "suites/forge_verify/option_table.h"
 
 namespace fh {
 
@@ -35,21 +35,14 @@ struct ParsedArgs {
   std::vector<std::pair<std::string, double>> hypers;
 };
 
-// One command-line option: its name, its value's name (empty: a flag), its --help paragraph, a
-// value it accepts (test_cli_options parses every row with it), and what it does. The parser
-// and --help read this one table, so an option cannot be accepted and undocumented, or the
-// reverse; ranges and defaults in the help come from the constants the parser checks.
-struct OptionRow {
-  std::string name, value, help, example;
-  std::function<void(ParsedArgs&, const std::string& value)> apply;
-};
+// A row of forge-verify's own option table (option_table.h).
+using OptionRow = OptionRowOf<ParsedArgs>;
 
 // The table, in --help's order.
 const std::vector<OptionRow>& option_rows();
 
 // forge-verify --help: the text around the table, and each row wrapped under "Options:" (no line
 // wider than kHelpWidth).
-constexpr size_t kHelpWidth = 100;
 std::string help_text();
 
 // The command line (argv[1..]) into the claims' configuration and the run's own options; throws

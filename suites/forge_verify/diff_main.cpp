@@ -24,7 +24,7 @@ namespace {
 
 constexpr int kNoRegression = 0, kRegression = 1, kBadInput = 2, kInternal = 3;
 
-const char* kDiffHelp = R"(forge-verify diff: compare two forge-verify reports
+const char* kDiffHelpHead = R"(forge-verify diff: compare two forge-verify reports
 
 Usage: forge-verify diff BASE.h5 NEW.h5 [options]
 
@@ -40,24 +40,9 @@ new/base median >= the minimum ratio (with fewer than 3 repetitions on either si
 alone). Information only: /meta (provenance), new claims, cases, checks and benchmarks,
 improvements, a first judgement of an inconclusive finding, a finding's margin, a check's kind
 (contract or finding) changed, other evidence, case attributes, datasets (bit for bit).
-
-Options:
-  --json OUT             also write the changes as JSON to OUT (only when both reports were read);
-                         OUT is never an input, never anything but a regular file, and is
-                         written to a temporary name beside it, then renamed
-  --force                replace an existing regular file at OUT
-  --alpha A              Mann-Whitney significance level, 0 < A < 1 (default 0.05)
-  --min-ratio R          minimum slowdown new/base median, R >= 1 (default 1.05)
-  --margin-fraction F    a margin that shrank by more than F of the base's, 0 <= F <= 1
-                         (default 0.5)
-  --rename-map FILE      deliberate renamings applied to BASE: lines "kind old new" (kind:
-                         claim, case, check, metric_name, dataset, attr; '#' comments; quote
-                         names with spaces); an entry that matches nothing is an error
-  --ignore-datasets      do not compare the per-case datasets
-  --ignore-reasons       do not compare checks' reason text
-  --strict               exit 1 on any change outside /meta, not only on a regression
-                         ("are these two runs the same?")
-
+)";
+// Between the two: "Options:" and diff_option_rows(), wrapped by option_help.
+const char* kDiffHelpTail = R"(
 Exit status: 0 nothing regressed, 1 something regressed (with --strict: anything outside /meta
 changed), 2 bad usage, an OUT the path policy refuses, or an input that is not a readable,
 schema-valid report (nothing written), 3 internal error (OUT could not be written after all).
@@ -113,42 +98,69 @@ nlohmann::json to_json(const std::string& base, const std::string& now, const Di
 
 }  // namespace
 
+const std::vector<OptionRowOf<DiffArgs>>& diff_option_rows() {
+  using A = DiffArgs;
+  using V = const std::string&;
+  const DiffOptions d;  // the defaults the help states
+  auto num = [](double x) {
+    std::ostringstream o;
+    o << x;
+    return o.str();
+  };
+  static const std::vector<OptionRowOf<DiffArgs>> rows = {
+      {"--json", "OUT",
+       "also write the changes as JSON to OUT (only when both reports were read); OUT is never an input, never "
+       "anything but a regular file, and is written to a temporary name beside it, then renamed",
+       "changes.json", [](A& a, V v) {
+         if (v.empty()) throw Usage("--json needs a non-empty path");
+         a.json_path = v;
+       }},
+      {"--force", "", "replace an existing regular file at OUT", "", [](A& a, V) { a.force = true; }},
+      {"--alpha", "A", "Mann-Whitney significance level, 0 < A < 1 (default " + num(d.alpha) + ")", "0.01",
+       [](A& a, V v) { a.opt.alpha = number("--alpha", v.c_str(), [](double x) { return x > 0 && x < 1; }, "with 0 < A < 1"); }},
+      {"--min-ratio", "R", "minimum slowdown new/base median, R >= 1 (default " + num(d.min_ratio) + ")", "1.1",
+       [](A& a, V v) { a.opt.min_ratio = number("--min-ratio", v.c_str(), [](double x) { return x >= 1; }, ">= 1"); }},
+      {"--margin-fraction", "F",
+       "a margin that shrank by more than F of the base's, 0 <= F <= 1 (default " + num(d.margin_fraction) + ")", "0.25",
+       [](A& a, V v) {
+         a.opt.margin_fraction = number("--margin-fraction", v.c_str(), [](double x) { return x >= 0 && x <= 1; },
+                                        "with 0 <= F <= 1");
+       }},
+      {"--rename-map", "FILE",
+       "deliberate renamings applied to BASE: lines \"kind old new\" (kind: claim, case, check, metric_name, "
+       "dataset, attr; '#' comments; quote names with spaces); an entry that matches nothing is an error",
+       "renames.txt", [](A& a, V v) { a.rename_path = v; }},
+      {"--ignore-datasets", "", "do not compare the per-case datasets", "", [](A& a, V) { a.opt.compare_datasets = false; }},
+      {"--ignore-reasons", "", "do not compare checks' reason text", "", [](A& a, V) { a.opt.compare_reasons = false; }},
+      {"--strict", "", "exit 1 on any change outside /meta, not only on a regression (\"are these two runs the same?\")",
+       "", [](A& a, V) { a.strict = true; }},
+      {"--help", "", "this text (also -h)", "", [](A& a, V) { a.help = true; }},
+  };
+  return rows;
+}
+
+std::string diff_help_text() {
+  return std::string(kDiffHelpHead) + "\nOptions:\n" + option_help(diff_option_rows(), 25) + kDiffHelpTail;
+}
+
 int run_diff(int argc, char** argv) {
-  DiffOptions opt;
-  std::vector<std::string> files;
-  std::string json_path, rename_path;
-  bool strict = false, force = false;
+  DiffArgs args;
+  DiffOptions& opt = args.opt;
+  std::vector<std::string>& files = args.files;
+  const std::string& json_path = args.json_path;
+  const std::string& rename_path = args.rename_path;
   try {
     for (int i = 1; i < argc; ++i) {
-      const std::string a = argv[i];
-      auto value = [&]() -> const char* {
-        if (i + 1 >= argc) throw Usage(a + " needs a value");
-        return argv[++i];
-      };
-      if (a == "-h" || a == "--help") {
-        std::cout << kDiffHelp;
-        return kNoRegression;
-      } else if (a == "--json") {
-        json_path = value();
-        if (json_path.empty()) throw Usage("--json needs a non-empty path");
-      } else if (a == "--alpha") {
-        opt.alpha = number(a, value(), [](double v) { return v > 0 && v < 1; }, "with 0 < A < 1");
-      } else if (a == "--min-ratio") {
-        opt.min_ratio = number(a, value(), [](double v) { return v >= 1; }, ">= 1");
-      } else if (a == "--margin-fraction") {
-        opt.margin_fraction = number(a, value(), [](double v) { return v >= 0 && v <= 1; }, "with 0 <= F <= 1");
-      } else if (a == "--rename-map") {
-        rename_path = value();
-      } else if (a == "--ignore-datasets") {
-        opt.compare_datasets = false;
-      } else if (a == "--ignore-reasons") {
-        opt.compare_reasons = false;
-      } else if (a == "--strict") {
-        strict = true;
-      } else if (a == "--force") {
-        force = true;
-      } else if (a.size() > 1 && a[0] == '-') {
-        throw Usage("unknown option '" + a + "'");
+      const std::string a = std::strcmp(argv[i], "-h") == 0 ? "--help" : argv[i];
+      if (a.size() > 1 && a[0] == '-') {
+        const OptionRowOf<DiffArgs>* row = find_option(diff_option_rows(), a);
+        if (!row) throw Usage("unknown option '" + a + "'");
+        if (!row->value.empty() && i + 1 >= argc) throw Usage(a + " needs a value");
+        row->apply(args, row->value.empty() ? std::string() : std::string(argv[++i]));
+        if (args.help) {
+          std::cout << diff_help_text();
+          return kNoRegression;
+        }
       } else {
         files.push_back(a);
       }
@@ -164,7 +176,7 @@ int run_diff(int argc, char** argv) {
     // forge-verify's output policy, checked before the reports are read.
     if (!json_path.empty()) {
       try {
-        check_output_path("forge-verify diff", json_path, WriteOptions{.replace_existing = force});
+        check_output_path("forge-verify diff", json_path, WriteOptions{.replace_existing = args.force});
       } catch (const ReportPathError& e) {
         throw Usage(std::string("--json: ") + e.what());
       }
@@ -220,7 +232,7 @@ int run_diff(int argc, char** argv) {
       // The report path policy's writer: a temporary name, then a rename that replaces only
       // with --force (and never what appeared at OUT meanwhile without it).
       write_text_file(json_path, to_json(files[0], files[1], opt, applied, result).dump(2) + "\n",
-                      WriteOptions{.replace_existing = force});
+                      WriteOptions{.replace_existing = args.force});
     } catch (const std::exception& e) {
       // OUT was checked before the reports were read: a failure now is the harness's.
       std::cerr << "forge-verify diff: internal error: --json: " << e.what() << "\n";
@@ -229,7 +241,7 @@ int run_diff(int argc, char** argv) {
   }
   const bool changed = std::any_of(result.changes.begin(), result.changes.end(),
                                    [](const Change& c) { return c.kind != "meta"; });
-  return result.regressed() || (strict && changed) ? kRegression : kNoRegression;
+  return result.regressed() || (args.strict && changed) ? kRegression : kNoRegression;
 }
 
 }  // namespace fh
