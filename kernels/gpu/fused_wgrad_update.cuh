@@ -745,7 +745,7 @@ namespace fh::gpu {
 // tokens on (coop_min_tokens_int8 for INT8 state; 0: never) where TMA can load the operands, the
 // block-per-tile kernel otherwise (kernels/gpu/NOTES.md v26: from T = 2048 the cooperative kernel's
 // mainloop runs at cuBLAS's rate; below, the block kernel's overlapped epilogues win; v35: INT8's
-// longer epilogue moves its crossover, and its threshold is off by default until measured).
+// longer epilogue moves its crossover to T = 8192).
 inline bool coop_chosen(const WgradTileArgs& a, StateFormat sf) {
   const FusedSchedule sched = fused_schedule();
   const int64_t from = sf == StateFormat::int8 ? sched.coop_min_tokens_int8 : sched.coop_min_tokens;

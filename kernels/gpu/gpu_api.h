@@ -134,20 +134,20 @@ FusedPlantedDefect fused_planted_defect();
 //     many tokens on, with fp32 or bf16 state and operands TMA can load (rows 16-byte aligned);
 //     the block-per-tile kernel otherwise, the same bits. 0: never. The default, kCoopMinTokens,
 //     is the measured crossover (kernels/gpu/NOTES.md v26, v28).
-//   coop_min_tokens_int8: the same for INT8 state (its crossover is its own). Default 0 (never):
-//     the cooperative kernel's INT8 bits are verified for AdamW int8 / fp32_master only (the
-//     variants test); the bitwise test for every rule and store has not run yet (NOTES.md v35).
-//     8192 is where v34's measurements put the crossover.
+//   coop_min_tokens_int8: the same for INT8 state (its crossover is its own). The default,
+//     kCoopMinTokensInt8 = 8192, is measured (NOTES.md v35): from there the cooperative kernel's
+//     INT8 step takes 10-22% less time than the block kernel's, for every rule timed.
 //   coop_stagger_us, coop_stagger_groups: the cooperative kernel's persistent blocks start in
 //     coop_stagger_groups groups of consecutive block indices, group g coop_stagger_us * g
 //     microseconds late, so that the blocks' epilogues (which stream the state from DRAM) do not all
 //     fall in the same microseconds while the other SMs' mainloops leave DRAM idle; the last group
-//     holds the blocks with one tile fewer. 0 us or 1 group: no stagger.
+//     holds the blocks with one tile fewer. 0 us or 1 group: no stagger, the default (measured:
+//     no setting tried was faster, NOTES.md v36).
 // Process-wide. forge-bench reads FH_FUSED_STAGGER_US, FH_FUSED_STAGGER_STRIDE,
 // FH_FUSED_COOP_MIN_TOKENS, FH_FUSED_COOP_MIN_TOKENS_INT8, FH_FUSED_COOP_STAGGER_US and
 // FH_FUSED_COOP_STAGGER_GROUPS.
 constexpr int64_t kCoopMinTokens = 2048;
-constexpr int64_t kCoopMinTokensInt8 = 0;
+constexpr int64_t kCoopMinTokensInt8 = 8192;
 constexpr int kCoopStaggerUs = 0;
 constexpr int kCoopStaggerGroups = 1;
 struct FusedSchedule {

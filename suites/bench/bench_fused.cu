@@ -30,7 +30,7 @@ constexpr double kCopyRateBytesPerS = 4.2e12;  // GPU_RUNNER.md, device-to-devic
 
 // fused: the kernel fused_wgrad_update runs (block-per-tile, or the cooperative kernel from
 // T = FH_FUSED_COOP_MIN_TOKENS on, default kCoopMinTokens, FH_FUSED_COOP_MIN_TOKENS_INT8 for INT8
-// state, default kCoopMinTokensInt8 = 0; 0: never; its stagger FH_FUSED_COOP_STAGGER_US and
+// state, default kCoopMinTokensInt8 = 8192; 0: never; its stagger FH_FUSED_COOP_STAGGER_US and
 // FH_FUSED_COOP_STAGGER_GROUPS); fused_pingpong: the warp-specialized 128 x 128 kernel;
 // fused_g_roundtrip: the pingpong kernel storing each G tile and loading it back in the same
 // launch (the decomposition's middle step); fused_coop: the cooperative 128 x 256 kernel at every T;
