@@ -89,6 +89,12 @@ TEST(CliOptions, RowsSetTheirFields) {
   EXPECT_TRUE(cfg.quiet);
   EXPECT_EQ(run.jobs, 3);
   EXPECT_EQ(run.json_path, "r.json");
+  // The numeric ranges --help states hold at their edges: OUT*IN <= 2^26, T <= 2^20, steps.
+  EXPECT_NO_THROW(parse({"--shape", "8192x8192x1048576"}, run));
+  EXPECT_THROW(parse({"--shape", "8192x8193x1"}, run), UsageError);
+  EXPECT_THROW(parse({"--shape", "1x1x1048577"}, run), UsageError);
+  EXPECT_NO_THROW(parse({"--steps", "10000"}, run));
+  EXPECT_THROW(parse({"--steps", "10001"}, run), UsageError);
 }
 
 TEST(CliOptions, HelpShowsEveryRowWithinItsWidth) {

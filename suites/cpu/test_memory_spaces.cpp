@@ -67,6 +67,7 @@ TEST(MemorySpaces, HostViewSetsThePointerOfItsFormat) {
         continue;
       }
       ++kept;
+      EXPECT_TRUE(sv.present()) << state_format_name(sf) << " slot " << k;
       EXPECT_EQ(sv.f32 != nullptr, sf == StateFormat::fp32) << state_format_name(sf) << " slot " << k;
       EXPECT_EQ(sv.bf16 != nullptr, sf == StateFormat::bf16) << state_format_name(sf) << " slot " << k;
       EXPECT_EQ(sv.i8 != nullptr, sf == StateFormat::int8) << state_format_name(sf) << " slot " << k;
