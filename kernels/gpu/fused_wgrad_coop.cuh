@@ -156,10 +156,7 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   if (wg == 0) {  // producer: one thread
     setmaxnreg_dec<Cfg::kProducerRegs>();
     if (threadIdx.x == 0) {
-      if (stagger_ns != 0) {
-        const uint64_t t0 = global_timer_ns();
-        while (global_timer_ns() - t0 < stagger_ns) __nanosleep(256);
-      }
+      if (stagger_ns != 0) spin_for_ns(stagger_ns);
       int64_t n = 0;  // the block's chunk index
       uint32_t tile_k = 0;  // the block's tile index
       for (int64_t u = blockIdx.x; u < tiles; u += gridDim.x, ++tile_k) {

@@ -598,10 +598,13 @@ __device__ __forceinline__ uint64_t global_timer_ns() {
 __device__ __forceinline__ bool starts_late(const FusedKernelSchedule& k) {
   return k.stagger_ns != 0 && staggered_block(int64_t(blockIdx.y) * gridDim.x + blockIdx.x, k.stagger_stride, k.stagger_below);
 }
-__device__ __forceinline__ void stagger_start(const FusedKernelSchedule& k) {
-  if (!starts_late(k)) return;
+// Waits ns nanoseconds (a late start; touches no data).
+__device__ __forceinline__ void spin_for_ns(uint32_t ns) {
   const uint64_t t0 = global_timer_ns();
-  while (global_timer_ns() - t0 < k.stagger_ns) __nanosleep(256);
+  while (global_timer_ns() - t0 < ns) __nanosleep(256);
+}
+__device__ __forceinline__ void stagger_start(const FusedKernelSchedule& k) {
+  if (starts_late(k)) spin_for_ns(k.stagger_ns);
 }
 
 // Block per tile: mainloop, G parked over the operand buffers (the mainloop ended on a barrier),

@@ -85,19 +85,14 @@ struct ModelStep::Impl {
                                     std::to_string(decls.slot[k].initial) + "; the model step initialises state to zero");
       StateView& sv = p.pv.state[k];
       sv.nonnegative = decls.slot[k].nonnegative;
+      void* storage = nullptr;  // the pool's device memory, held in the format's type
       int64_t bytes = 0;
       switch (cfg.state) {
-        case StateFormat::fp32: bytes = n * 4; break;
-        case StateFormat::bf16: bytes = n * 2; break;
-        case StateFormat::int8: bytes = n; break;
+        case StateFormat::fp32: storage = sv.f32 = pool->alloc_n<float>(Tag::state, n), bytes = n * 4; break;
+        case StateFormat::bf16: storage = sv.bf16 = pool->alloc_n<uint16_t>(Tag::state, n), bytes = n * 2; break;
+        case StateFormat::int8: storage = sv.i8 = pool->alloc_n<uint8_t>(Tag::state, n), bytes = n; break;
       }
-      void* storage = pool->alloc(Tag::state, bytes);
       cuda_check(cudaMemsetAsync(storage, 0, size_t(bytes), stream), "ModelStep: state init");
-      switch (cfg.state) {  // device memory of the pool, in the format's type
-        case StateFormat::fp32: sv.f32 = static_cast<float*>(storage); break;
-        case StateFormat::bf16: sv.bf16 = static_cast<uint16_t*>(storage); break;
-        case StateFormat::int8: sv.i8 = static_cast<uint8_t*>(storage); break;
-      }
       if (cfg.state == StateFormat::int8) {
         const int64_t nb = rows * p.pv.blocks_per_row();
         sv.absmax = pool->alloc_n<float>(Tag::state, nb);

@@ -214,115 +214,117 @@ void parse_names(const std::string& v, const std::string& option, const char* wh
 const std::vector<OptionRow>& option_rows() {
   using P = ParsedArgs;
   using V = const std::string&;
-  const VerifyConfig d;  // the defaults the help states
-  const std::string shape_default = std::to_string(d.out) + "x" + std::to_string(d.in) + "x" + std::to_string(d.tokens);
-  static const std::vector<OptionRow> rows = {
-      {"--rule", "NAME[,NAME...]", "rules to audit (repeatable): " + rule_names() + " (default: all)", "adamw,lion",
-       [](P& p, V v) {
-         p.run.given |= kOptRule;
-         for (const auto& n : split_list(v, "--rule")) {
-           auto id = parse_rule(n);
-           if (!id) throw UsageError("unknown rule '" + n + "' (known: " + rule_names() + ")");
-           if (std::find(p.rules.begin(), p.rules.end(), *id) == p.rules.end()) p.rules.push_back(*id);
-         }
-       }},
-      {"--format", "F[,F...]", "optimizer-state formats: " + names_of(kFormatNames) + " (default: all)", "fp32,int8",
-       [](P& p, V v) { p.run.given |= kOptFormat; parse_names(v, "--format", "state format", kFormatNames, p.cfg.formats); }},
-      {"--store", "S[,S...]", "weight stores: " + names_of(kStoreNames) + " (default: all)", "bf16_sr",
-       [](P& p, V v) { p.run.given |= kOptStore; parse_names(v, "--store", "weight store", kStoreNames, p.cfg.stores); }},
-      {"--shape", "OUTxINxT",
-       "layer shape and token count: three integers joined by 'x', OUT and IN in 1.." + std::to_string(kDimMax) +
-           " with OUT*IN <= " + std::to_string(kOutInMax) + " (2^26), T in 1.." + std::to_string(kTokensMax) +
-           " (2^20) (default: " + shape_default + ")",
-       "64x96x33", [](P& p, V v) { p.run.given |= kOptShape; parse_shape(v, p.cfg); }},
-      {"--steps", "N",
-       "consecutive optimizer steps per case, 1.." + std::to_string(kStepsMax) + " (default: " + std::to_string(d.steps) + ")",
-       "2", [](P& p, V v) { p.run.given |= kOptSteps; p.cfg.steps = int64_t(parse_unsigned(v, "--steps", 1, kStepsMax)); }},
-      {"--seed", "N",
-       "the run's one seed, 0..18446744073709551615, decimal or 0x hex (default: " + std::to_string(d.seed) +
-           "); printed at the start and kept in /meta; every generated input is a named stream of it "
-           "(\"<claim>/<purpose>\")",
-       "0x1f", [](P& p, V v) {
-         p.run.given |= kOptSeed;
-         p.cfg.seed = parse_unsigned(v, "--seed", 0, std::numeric_limits<uint64_t>::max(), /*hex=*/true);
-       }},
-      {"--samples", "N",
-       "elements per rule and input class for the MPFR check, 1.." + std::to_string(kSamplesMax) + " (default: " +
-           std::to_string(d.rule_samples) + ")",
-       "10", [](P& p, V v) {
-         p.run.given |= kOptSamples;
-         p.cfg.rule_samples = int64_t(parse_unsigned(v, "--samples", 1, kSamplesMax));
-       }},
-      {"--hyper", "KEY=VALUE",
-       "set a hyperparameter (torch.optim names; beta1/beta2 for betas; flags as 0/1) on every selected rule that "
-       "has it (repeatable); VALUE a finite double; an error if no selected rule has KEY or VALUE is invalid",
-       "lr=0.01", [](P& p, V v) {
-         p.run.given |= kOptHyper;
-         const auto eq = v.find('=');
-         if (eq == std::string::npos || eq == 0) throw UsageError("--hyper wants KEY=VALUE, got '" + v + "'");
-         p.hypers.emplace_back(v.substr(0, eq), parse_hyper_value(v.substr(0, eq), v.substr(eq + 1)));
-       }},
-      {"--claim", "NAME[,NAME...]", "run only these claims (see --list-claims)", "int8_codec_bound",
-       [](P& p, V v) { for (const auto& n : split_list(v, "--claim")) p.cfg.claims.push_back(n); }},
-      {"--jobs", "N",
-       "run up to N claims at a time, 1.." + std::to_string(kMaxJobs) +
-           " (default: the machine's cores); claims that use the GPU take turns on it. The report, tables and "
-           "summaries are the same for every N; progress says each claim's start and finish (with its notes "
-           "under it)",
-       "3", [](P& p, V v) { p.run.jobs = int(parse_unsigned(v, "--jobs", 1, kMaxJobs)); }},
-      {"--list-claims", "", "print the claim registry (id, GPU, options honoured, paper statement, what it judges), then exit",
-       "", [](P& p, V) { p.run.list_mode = ListMode::text; }},
-      {"--list-claims-markdown", "", "print it as the README's table, then exit", "",
-       [](P& p, V) { p.run.list_mode = ListMode::markdown; }},
-      {"--list-claims-json", "", "print it as JSON, then exit", "", [](P& p, V) { p.run.list_mode = ListMode::json; }},
-      {"--report", "PATH",
-       "where the HDF5 report goes (default: ./forge-verify-<UTC>-<pid>.h5, unique per run); PATH must be absent or "
-       "a regular file",
-       "r.h5", [](P& p, V v) { p.cfg.report_path = v; }},
-      {"--json", "PATH",
-       "also write a JSON summary: per claim and check, the verdict table's content, the exit code and what "
-       "--require-gpu found",
-       "r.json", [](P& p, V v) { p.run.json_path = v; }},
-      {"--junit", "PATH",
-       "also write JUnit XML: one test case per check; a failed check is a failure, a claim that threw an error, a "
-       "not-run check skipped",
-       "r.xml", [](P& p, V v) { p.run.junit_path = v; }},
-      {"--bench-json", "PATH",
-       "store forge-bench's JSON (--benchmark_out) in the report's /benchmarks, every repetition and the median, so "
-       "that `forge-verify diff` can test a slowdown; read before any claim runs",
-       "b.json", [](P& p, V v) { p.run.bench_json = v; }},
-      {"--external", "PATH",
-       "judge an external producer's results file (repeatable; one kernel path per file; "
-       "docs/EXTERNAL_PRODUCER.md). Needs --external-cases. Without --claim, only the claims that judge the given "
-       "files run (for --external the ext_* claims). A bad, truncated or mismatched file is bad input (exit 2, no "
-       "report)",
-       "res.h5", [](P& p, V v) { p.cfg.external_results.push_back(v); }},
-      {"--external-cases", "PATH",
-       "the cases file the results answer (written by `forge-verify external-cases --set ci|forge [--seed N] "
-       "[--force] OUT`)",
-       "cases.h5", [](P& p, V v) { p.cfg.external_cases = v; }},
-      {"--external-model", "PATH",
-       "a model configuration measured by scripts/forge_model_bench.py (JSON; repeatable): " +
-           claims_judging(kInputModelRuns),
-       "m.json", [](P& p, V v) { p.cfg.external_model.push_back(v); }},
-      {"--model-step", "PATH",
-       "a run of forge-model-step (JSON; repeatable), judged by " + claims_judging(kInputModelSteps) +
-           ", with --external-model's torch runs beside it. Bad JSON is bad input (exit 2, no report)",
-       "s.json", [](P& p, V v) { p.cfg.model_step.push_back(v); }},
-      {"--external-timing", "PATH",
-       "per-layer timings, Google Benchmark JSON (forge_adapter.py --timing, forge-bench; repeatable), judged by " +
-           claims_judging(kInputTimings) + ". Bad JSON is bad input (exit 2, no report)",
-       "t.json", [](P& p, V v) { p.cfg.external_timing.push_back(v); }},
-      {"--require-gpu", "",
-       "asserts a GPU is visible and every GPU claim this machine can run ran; else the run fails (exit 4). A claim "
-       "not applicable here (it needs 2 GPUs, 1 visible) does not fail it. The GPU runner's entry point always "
-       "passes it",
-       "", [](P& p, V) { p.run.require_gpu = true; }},
-      {"--force", "", "replace existing regular files at the report, JSON and JUnit paths", "",
-       [](P& p, V) { p.run.force = true; }},
-      {"--quiet", "", "no progress lines on stderr", "", [](P& p, V) { p.cfg.quiet = true; }},
-      {"--help", "", "this text (also -h)", "", [](P&, V) { std::fputs(help_text().c_str(), stdout); std::exit(0); }},
-  };
+  static const std::vector<OptionRow> rows = [] {  // built once; the parser looks up every argument here
+    const VerifyConfig d;  // the defaults the help states
+    const std::string shape_default = std::to_string(d.out) + "x" + std::to_string(d.in) + "x" + std::to_string(d.tokens);
+    return std::vector<OptionRow>{
+        {"--rule", "NAME[,NAME...]", "rules to audit (repeatable): " + rule_names() + " (default: all)", "adamw,lion",
+         [](P& p, V v) {
+           p.run.given |= kOptRule;
+           for (const auto& n : split_list(v, "--rule")) {
+             auto id = parse_rule(n);
+             if (!id) throw UsageError("unknown rule '" + n + "' (known: " + rule_names() + ")");
+             if (std::find(p.rules.begin(), p.rules.end(), *id) == p.rules.end()) p.rules.push_back(*id);
+           }
+         }},
+        {"--format", "F[,F...]", "optimizer-state formats: " + names_of(kFormatNames) + " (default: all)", "fp32,int8",
+         [](P& p, V v) { p.run.given |= kOptFormat; parse_names(v, "--format", "state format", kFormatNames, p.cfg.formats); }},
+        {"--store", "S[,S...]", "weight stores: " + names_of(kStoreNames) + " (default: all)", "bf16_sr",
+         [](P& p, V v) { p.run.given |= kOptStore; parse_names(v, "--store", "weight store", kStoreNames, p.cfg.stores); }},
+        {"--shape", "OUTxINxT",
+         "layer shape and token count: three integers joined by 'x', OUT and IN in 1.." + std::to_string(kDimMax) +
+             " with OUT*IN <= " + std::to_string(kOutInMax) + " (2^26), T in 1.." + std::to_string(kTokensMax) +
+             " (2^20) (default: " + shape_default + ")",
+         "64x96x33", [](P& p, V v) { p.run.given |= kOptShape; parse_shape(v, p.cfg); }},
+        {"--steps", "N",
+         "consecutive optimizer steps per case, 1.." + std::to_string(kStepsMax) + " (default: " + std::to_string(d.steps) + ")",
+         "2", [](P& p, V v) { p.run.given |= kOptSteps; p.cfg.steps = int64_t(parse_unsigned(v, "--steps", 1, kStepsMax)); }},
+        {"--seed", "N",
+         "the run's one seed, 0..18446744073709551615, decimal or 0x hex (default: " + std::to_string(d.seed) +
+             "); printed at the start and kept in /meta; every generated input is a named stream of it "
+             "(\"<claim>/<purpose>\")",
+         "0x1f", [](P& p, V v) {
+           p.run.given |= kOptSeed;
+           p.cfg.seed = parse_unsigned(v, "--seed", 0, std::numeric_limits<uint64_t>::max(), /*hex=*/true);
+         }},
+        {"--samples", "N",
+         "elements per rule and input class for the MPFR check, 1.." + std::to_string(kSamplesMax) + " (default: " +
+             std::to_string(d.rule_samples) + ")",
+         "10", [](P& p, V v) {
+           p.run.given |= kOptSamples;
+           p.cfg.rule_samples = int64_t(parse_unsigned(v, "--samples", 1, kSamplesMax));
+         }},
+        {"--hyper", "KEY=VALUE",
+         "set a hyperparameter (torch.optim names; beta1/beta2 for betas; flags as 0/1) on every selected rule that "
+         "has it (repeatable); VALUE a finite double; an error if no selected rule has KEY or VALUE is invalid",
+         "lr=0.01", [](P& p, V v) {
+           p.run.given |= kOptHyper;
+           const auto eq = v.find('=');
+           if (eq == std::string::npos || eq == 0) throw UsageError("--hyper wants KEY=VALUE, got '" + v + "'");
+           p.hypers.emplace_back(v.substr(0, eq), parse_hyper_value(v.substr(0, eq), v.substr(eq + 1)));
+         }},
+        {"--claim", "NAME[,NAME...]", "run only these claims (see --list-claims)", "int8_codec_bound",
+         [](P& p, V v) { for (const auto& n : split_list(v, "--claim")) p.cfg.claims.push_back(n); }},
+        {"--jobs", "N",
+         "run up to N claims at a time, 1.." + std::to_string(kMaxJobs) +
+             " (default: the machine's cores); claims that use the GPU take turns on it. The report, tables and "
+             "summaries are the same for every N; progress says each claim's start and finish (with its notes "
+             "under it)",
+         "3", [](P& p, V v) { p.run.jobs = int(parse_unsigned(v, "--jobs", 1, kMaxJobs)); }},
+        {"--list-claims", "", "print the claim registry (id, GPU, options honoured, paper statement, what it judges), then exit",
+         "", [](P& p, V) { p.run.list_mode = ListMode::text; }},
+        {"--list-claims-markdown", "", "print it as the README's table, then exit", "",
+         [](P& p, V) { p.run.list_mode = ListMode::markdown; }},
+        {"--list-claims-json", "", "print it as JSON, then exit", "", [](P& p, V) { p.run.list_mode = ListMode::json; }},
+        {"--report", "PATH",
+         "where the HDF5 report goes (default: ./forge-verify-<UTC>-<pid>.h5, unique per run); PATH must be absent or "
+         "a regular file",
+         "r.h5", [](P& p, V v) { p.cfg.report_path = v; }},
+        {"--json", "PATH",
+         "also write a JSON summary: per claim and check, the verdict table's content, the exit code and what "
+         "--require-gpu found",
+         "r.json", [](P& p, V v) { p.run.json_path = v; }},
+        {"--junit", "PATH",
+         "also write JUnit XML: one test case per check; a failed check is a failure, a claim that threw an error, a "
+         "not-run check skipped",
+         "r.xml", [](P& p, V v) { p.run.junit_path = v; }},
+        {"--bench-json", "PATH",
+         "store forge-bench's JSON (--benchmark_out) in the report's /benchmarks, every repetition and the median, so "
+         "that `forge-verify diff` can test a slowdown; read before any claim runs",
+         "b.json", [](P& p, V v) { p.run.bench_json = v; }},
+        {"--external", "PATH",
+         "judge an external producer's results file (repeatable; one kernel path per file; "
+         "docs/EXTERNAL_PRODUCER.md). Needs --external-cases. Without --claim, only the claims that judge the given "
+         "files run (for --external the ext_* claims). A bad, truncated or mismatched file is bad input (exit 2, no "
+         "report)",
+         "res.h5", [](P& p, V v) { p.cfg.external_results.push_back(v); }},
+        {"--external-cases", "PATH",
+         "the cases file the results answer (written by `forge-verify external-cases --set ci|forge [--seed N] "
+         "[--force] OUT`)",
+         "cases.h5", [](P& p, V v) { p.cfg.external_cases = v; }},
+        {"--external-model", "PATH",
+         "a model configuration measured by scripts/forge_model_bench.py (JSON; repeatable): " +
+             claims_judging(kInputModelRuns),
+         "m.json", [](P& p, V v) { p.cfg.external_model.push_back(v); }},
+        {"--model-step", "PATH",
+         "a run of forge-model-step (JSON; repeatable), judged by " + claims_judging(kInputModelSteps) +
+             ", with --external-model's torch runs beside it. Bad JSON is bad input (exit 2, no report)",
+         "s.json", [](P& p, V v) { p.cfg.model_step.push_back(v); }},
+        {"--external-timing", "PATH",
+         "per-layer timings, Google Benchmark JSON (forge_adapter.py --timing, forge-bench; repeatable), judged by " +
+             claims_judging(kInputTimings) + ". Bad JSON is bad input (exit 2, no report)",
+         "t.json", [](P& p, V v) { p.cfg.external_timing.push_back(v); }},
+        {"--require-gpu", "",
+         "asserts a GPU is visible and every GPU claim this machine can run ran; else the run fails (exit 4). A claim "
+         "not applicable here (it needs 2 GPUs, 1 visible) does not fail it. The GPU runner's entry point always "
+         "passes it",
+         "", [](P& p, V) { p.run.require_gpu = true; }},
+        {"--force", "", "replace existing regular files at the report, JSON and JUnit paths", "",
+         [](P& p, V) { p.run.force = true; }},
+        {"--quiet", "", "no progress lines on stderr", "", [](P& p, V) { p.cfg.quiet = true; }},
+        {"--help", "", "this text (also -h)", "", [](P&, V) { std::fputs(help_text().c_str(), stdout); std::exit(0); }},
+    };
+  }();
   return rows;
 }
 

@@ -101,41 +101,43 @@ nlohmann::json to_json(const std::string& base, const std::string& now, const Di
 const std::vector<OptionRowOf<DiffArgs>>& diff_option_rows() {
   using A = DiffArgs;
   using V = const std::string&;
-  const DiffOptions d;  // the defaults the help states
-  auto num = [](double x) {
-    std::ostringstream o;
-    o << x;
-    return o.str();
-  };
-  static const std::vector<OptionRowOf<DiffArgs>> rows = {
-      {"--json", "OUT",
-       "also write the changes as JSON to OUT (only when both reports were read); OUT is never an input, never "
-       "anything but a regular file, and is written to a temporary name beside it, then renamed",
-       "changes.json", [](A& a, V v) {
-         if (v.empty()) throw Usage("--json needs a non-empty path");
-         a.json_path = v;
-       }},
-      {"--force", "", "replace an existing regular file at OUT", "", [](A& a, V) { a.force = true; }},
-      {"--alpha", "A", "Mann-Whitney significance level, 0 < A < 1 (default " + num(d.alpha) + ")", "0.01",
-       [](A& a, V v) { a.opt.alpha = number("--alpha", v.c_str(), [](double x) { return x > 0 && x < 1; }, "with 0 < A < 1"); }},
-      {"--min-ratio", "R", "minimum slowdown new/base median, R >= 1 (default " + num(d.min_ratio) + ")", "1.1",
-       [](A& a, V v) { a.opt.min_ratio = number("--min-ratio", v.c_str(), [](double x) { return x >= 1; }, ">= 1"); }},
-      {"--margin-fraction", "F",
-       "a margin that shrank by more than F of the base's, 0 <= F <= 1 (default " + num(d.margin_fraction) + ")", "0.25",
-       [](A& a, V v) {
-         a.opt.margin_fraction = number("--margin-fraction", v.c_str(), [](double x) { return x >= 0 && x <= 1; },
-                                        "with 0 <= F <= 1");
-       }},
-      {"--rename-map", "FILE",
-       "deliberate renamings applied to BASE: lines \"kind old new\" (kind: claim, case, check, metric_name, "
-       "dataset, attr; '#' comments; quote names with spaces); an entry that matches nothing is an error",
-       "renames.txt", [](A& a, V v) { a.rename_path = v; }},
-      {"--ignore-datasets", "", "do not compare the per-case datasets", "", [](A& a, V) { a.opt.compare_datasets = false; }},
-      {"--ignore-reasons", "", "do not compare checks' reason text", "", [](A& a, V) { a.opt.compare_reasons = false; }},
-      {"--strict", "", "exit 1 on any change outside /meta, not only on a regression (\"are these two runs the same?\")",
-       "", [](A& a, V) { a.strict = true; }},
-      {"--help", "", "this text (also -h)", "", [](A& a, V) { a.help = true; }},
-  };
+  static const std::vector<OptionRowOf<DiffArgs>> rows = [] {  // built once
+    const DiffOptions d;  // the defaults the help states
+    auto num = [](double x) {
+      std::ostringstream o;
+      o << x;
+      return o.str();
+    };
+    return std::vector<OptionRowOf<DiffArgs>>{
+        {"--json", "OUT",
+         "also write the changes as JSON to OUT (only when both reports were read); OUT is never an input, never "
+         "anything but a regular file, and is written to a temporary name beside it, then renamed",
+         "changes.json", [](A& a, V v) {
+           if (v.empty()) throw Usage("--json needs a non-empty path");
+           a.json_path = v;
+         }},
+        {"--force", "", "replace an existing regular file at OUT", "", [](A& a, V) { a.force = true; }},
+        {"--alpha", "A", "Mann-Whitney significance level, 0 < A < 1 (default " + num(d.alpha) + ")", "0.01",
+         [](A& a, V v) { a.opt.alpha = number("--alpha", v.c_str(), [](double x) { return x > 0 && x < 1; }, "with 0 < A < 1"); }},
+        {"--min-ratio", "R", "minimum slowdown new/base median, R >= 1 (default " + num(d.min_ratio) + ")", "1.1",
+         [](A& a, V v) { a.opt.min_ratio = number("--min-ratio", v.c_str(), [](double x) { return x >= 1; }, ">= 1"); }},
+        {"--margin-fraction", "F",
+         "a margin that shrank by more than F of the base's, 0 <= F <= 1 (default " + num(d.margin_fraction) + ")", "0.25",
+         [](A& a, V v) {
+           a.opt.margin_fraction = number("--margin-fraction", v.c_str(), [](double x) { return x >= 0 && x <= 1; },
+                                          "with 0 <= F <= 1");
+         }},
+        {"--rename-map", "FILE",
+         "deliberate renamings applied to BASE: lines \"kind old new\" (kind: claim, case, check, metric_name, "
+         "dataset, attr; '#' comments; quote names with spaces); an entry that matches nothing is an error",
+         "renames.txt", [](A& a, V v) { a.rename_path = v; }},
+        {"--ignore-datasets", "", "do not compare the per-case datasets", "", [](A& a, V) { a.opt.compare_datasets = false; }},
+        {"--ignore-reasons", "", "do not compare checks' reason text", "", [](A& a, V) { a.opt.compare_reasons = false; }},
+        {"--strict", "", "exit 1 on any change outside /meta, not only on a regression (\"are these two runs the same?\")",
+         "", [](A& a, V) { a.strict = true; }},
+        {"--help", "", "this text (also -h)", "", [](A& a, V) { a.help = true; }},
+    };
+  }();
   return rows;
 }
 
