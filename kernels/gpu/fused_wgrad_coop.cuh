@@ -110,8 +110,8 @@ __device__ __forceinline__ void coop_park_rows(float* sG, const float (&acc)[32]
   for (int nt = 0; nt < 32; ++nt)
 #pragma unroll
     for (int pair = 0; pair < 2; ++pair) {
-      const FragCoord c = mma_c_coord(lane, 2 * pair);
-      *reinterpret_cast<float2*>(sG + (64 * consumer + 16 * warp + c.row) * Tile::kLdG + 8 * nt + c.col) =
+      const FragCoord c = coop_pair_tile_coord(consumer, warp, lane, nt, pair);
+      *reinterpret_cast<float2*>(sG + g_tile_offset<Tile>(c.row, c.col)) =
           make_float2(acc[nt][2 * pair], acc[nt][2 * pair + 1]);
     }
 }
@@ -247,23 +247,34 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   }
 }
 
+// A persistent launch of a 128 x 256 cooperative kernel: one block per SM (or per tile, when
+// there are fewer tiles), its TMA maps (boxes of box_tokens tokens), the vector test and the stagger.
+struct CoopLaunch {
+  unsigned blocks;
+  bool vec;
+  CoopStagger stagger;
+  WgradTmaMaps maps;
+};
+template <class Cfg, StateFormat SF>
+CoopLaunch coop_launch(const WgradTileArgs& a, const ParamView& pv, int box_tokens) {
+  int device = 0, sms = 0;
+  cuda_check(cudaGetDevice(&device), "fused_wgrad_coop: cudaGetDevice");
+  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused_wgrad_coop: SM count");
+  const int64_t tiles = ((a.in + Cfg::TC - 1) / Cfg::TC) * ((a.out + Cfg::TR - 1) / Cfg::TR);
+  const FusedSchedule fs = fused_schedule();
+  return CoopLaunch{unsigned(tiles < sms ? tiles : sms), SF != StateFormat::int8 && fused_params_vec4<SF>(pv),
+                    CoopStagger{uint32_t(fs.coop_stagger_us) * 1000u, fs.coop_stagger_groups},
+                    make_wgrad_tma_maps(a, box_tokens)};
+}
+
 template <class Rule, StateFormat SF, WeightStore WS>
 void launch_fused_coop(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                        cudaStream_t stream) {
   auto kernel = fused_wgrad_coop_kernel<Rule, SF, WS>;
   static const bool attributes_set = set_smem_limit(kernel, CoopCfg::kSmemBytes, "fused_wgrad_coop: cudaFuncSetAttribute");
   (void)attributes_set;
-  int device = 0, sms = 0;
-  cuda_check(cudaGetDevice(&device), "fused_wgrad_coop: cudaGetDevice");
-  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused_wgrad_coop: SM count");
-  // Persistent: one block per SM (or per tile, when there are fewer tiles).
-  const int64_t tiles = ((a.in + CoopCfg::TC - 1) / CoopCfg::TC) * ((a.out + CoopCfg::TR - 1) / CoopCfg::TR);
-  const int64_t blocks = tiles < sms ? tiles : sms;
-  const WgradTmaMaps maps = make_wgrad_tma_maps(a);
-  const bool vec = SF != StateFormat::int8 && fused_params_vec4<SF>(pv);
-  const FusedSchedule fs = fused_schedule();
-  const CoopStagger stagger{uint32_t(fs.coop_stagger_us) * 1000u, fs.coop_stagger_groups};
-  kernel<<<unsigned(blocks), CoopCfg::kThreads, CoopCfg::kSmemBytes, stream>>>(a, s, pv, vec, stagger, maps);
+  const CoopLaunch l = coop_launch<CoopCfg, SF>(a, pv, CoopCfg::TK);
+  kernel<<<l.blocks, CoopCfg::kThreads, CoopCfg::kSmemBytes, stream>>>(a, s, pv, l.vec, l.stagger, l.maps);
   cuda_check(cudaGetLastError(), "fused_wgrad_coop: launch");
 }
 

@@ -327,6 +327,43 @@ FH_HD FragCoord epilogue_quad(int tid, int pass) {
   return {q / (Cfg::TC / 4), 4 * (q % (Cfg::TC / 4))};
 }
 
+// Where tile element (row, col) of the parked G tile lies in shared memory (in floats). A padded
+// tile (kLdG > TC) is row-major. The asynchronous cooperative kernel's tile (Cfg::kGSwizzled)
+// has no room for padding, so each row's 16-byte quads are XOR-swizzled by 2 * (row % 8): a warp's
+// 8-byte pair stores (8 rows x 32 bytes) and a quarter warp's 16-byte quad reads of one row fall in
+// distinct banks. A quad (col % 4 == 0) stays four contiguous floats.
+template <class Cfg>
+FH_HD int g_tile_offset(int row, int col) {
+  if constexpr (requires { Cfg::kGSwizzled; }) {
+    static_assert(Cfg::kGSwizzled && Cfg::kLdG == Cfg::TC && Cfg::TC >= 64, "a swizzled G tile is unpadded");
+    return row * Cfg::TC + ((((col >> 2) ^ ((row & 7) << 1))) << 2) + (col & 3);
+  } else {
+    return row * Cfg::kLdG + col;
+  }
+}
+
+// The cooperative kernels' park: n8 block nt's pair `pair` of consumer c's warp w (rows
+// 64 c + 16 w .. + 15 of the tile, one wgmma m64n256k16 accumulator) starts at this tile element.
+FH_HD FragCoord coop_pair_tile_coord(int consumer, int warp, int lane, int nt, int pair) {
+  const FragCoord c = mma_c_coord(lane, 2 * pair);
+  return {64 * consumer + 16 * warp + c.row, 8 * nt + c.col};
+}
+
+// The asynchronous cooperative kernel's epilogue geometry (fused_wgrad_coop_async.cuh): the whole
+// 128 x 256 tile on two epilogue warps; pass j of thread t is row j, columns 4 t .. 4 t + 3
+// (epilogue_quad), so each pass is one row. Its G tile is swizzled (g_tile_offset).
+struct CoopAsyncTile {
+  static constexpr int TR = 128, TC = 256, kThreads = 64, kWarps = 2;
+  static constexpr int kLdG = TC;
+  static constexpr bool kGSwizzled = true;
+  static constexpr int kEpilogueQuads = 2;
+  static constexpr int kPrefetchPasses = 8, kEarlyPrefetchPasses = 8;
+  static constexpr int kSegmentsPerRow = TC / 64, kSegments = TR * kSegmentsPerRow;
+  static constexpr int kQuadPasses = TR * TC / (4 * kThreads);
+  static constexpr int kQuadRowsPerPass = kThreads / (TC / 4);
+  static constexpr int kBlockPasses = kSegments / kWarps;
+};
+
 // Fused epilogue, int8 state: pass j of warp w updates the tile's 64-column block
 // b = w + kWarps * j at (b / kSegmentsPerRow, 64 * (b % kSegmentsPerRow)); lane l takes its
 // columns l and l + 32.

@@ -585,6 +585,77 @@ TEST(GpuTileLayout, FusedEpilogueParksAndReadsEachAccumulatorOnceWithoutBankConf
   check_fused_epilogue_layout<WgradTileCfg<64, 64>>();
 }
 
+// The asynchronous cooperative kernel's swizzled G tile (g_tile_offset, no padding): the
+// consumers' pair stores (coop_pair_tile_coord) put every element at its own address inside the
+// 128 KB tile, 8-byte aligned and bank-conflict free per half warp; the epilogue's quads (fp32 /
+// bf16 state: epilogue_quad; int8 state: a half warp's 16 lanes x 4 columns of one 64-column block)
+// are four contiguous floats, 16-byte aligned, read back as parked, conflict free per quarter warp.
+// The padded tiles' layout is row-major (the test above).
+TEST(GpuTileLayout, SwizzledCoopTileParksAndReadsWithoutBankConflicts) {
+  using T = CoopAsyncTile;
+  static_assert(T::kThreads == 32 * T::kWarps && T::kQuadRowsPerPass == 1 && T::kQuadPasses == T::TR);
+  std::vector<int> sG(size_t(T::TR * T::TC), -1);
+  int store_conflicts = 0, misaligned = 0;
+  for (int consumer = 0; consumer < 2; ++consumer)
+    for (int w = 0; w < 4; ++w)
+      for (int nt = 0; nt < T::TC / 8; ++nt)
+        for (int pair = 0; pair < 2; ++pair)
+          for (int half = 0; half < 2; ++half) {
+            int bank_use[32] = {};
+            for (int l = 16 * half; l < 16 * half + 16; ++l) {
+              const FragCoord c = coop_pair_tile_coord(consumer, w, l, nt, pair);
+              ASSERT_TRUE(c.row < T::TR && c.col + 1 < T::TC && c.col % 2 == 0);
+              const int addr = g_tile_offset<T>(c.row, c.col);
+              ASSERT_EQ(g_tile_offset<T>(c.row, c.col + 1), addr + 1) << "a pair must stay adjacent";
+              if (addr % 2 != 0) ++misaligned;
+              for (int e = 0; e < 2; ++e) {
+                ASSERT_TRUE(addr + e >= 0 && addr + e < T::TR * T::TC);
+                ASSERT_EQ(sG[size_t(addr + e)], -1) << "two elements parked at one address";
+                sG[size_t(addr + e)] = c.row * T::TC + c.col + e;
+                if (++bank_use[(addr + e) % 32] > 1) ++store_conflicts;
+              }
+            }
+          }
+  EXPECT_EQ(misaligned, 0);
+  EXPECT_EQ(store_conflicts, 0) << "bank conflicts in the swizzled tile's pair stores";
+  // A quad read at (row, col): four contiguous words holding the parked elements.
+  int wrong = 0, read_conflicts = 0;
+  auto read_quad = [&](int row, int col, SharedReadWavefront& banks) {
+    const int addr = g_tile_offset<T>(row, col);
+    if (addr % 4 != 0) ++wrong;
+    for (int e = 0; e < 4; ++e) {
+      if (sG[size_t(addr + e)] != row * T::TC + col + e) ++wrong;
+      read_conflicts += banks.conflicts(addr + e);
+    }
+  };
+  for (int j = 0; j < T::kQuadPasses; ++j)
+    for (int w = 0; w < T::kWarps; ++w)
+      for (int quarter = 0; quarter < 4; ++quarter) {
+        SharedReadWavefront banks;
+        for (int l = 8 * quarter; l < 8 * quarter + 8; ++l) {
+          const FragCoord t = epilogue_quad<T>(32 * w + l, j);
+          read_quad(t.row, t.col, banks);
+        }
+      }
+  for (int j = 0; j < T::kBlockPasses; ++j)
+    for (int w = 0; w < T::kWarps; ++w) {
+      const FragCoord b = epilogue_int8_block<T>(w, j);
+      for (int quarter = 0; quarter < 2; ++quarter) {  // a half warp's 16 lanes, 8 at a time
+        SharedReadWavefront banks;
+        for (int l16 = 8 * quarter; l16 < 8 * quarter + 8; ++l16) read_quad(b.row, b.col + 4 * l16, banks);
+      }
+    }
+  EXPECT_EQ(wrong, 0) << "a quad read is misaligned or reads another element";
+  EXPECT_EQ(read_conflicts, 0) << "bank conflicts in the swizzled tile's quad reads";
+  // The unswizzled row-major layout would conflict (the check can fail): 8 rows x 32 bytes.
+  int plain_conflicts = 0, bank_use[32] = {};
+  for (int l = 0; l < 16; ++l) {
+    const FragCoord c = coop_pair_tile_coord(0, 0, l, 0, 0);
+    for (int e = 0; e < 2; ++e) plain_conflicts += ++bank_use[(c.row * T::TC + c.col + e) % 32] > 1;
+  }
+  EXPECT_GT(plain_conflicts, 0);
+}
+
 }  // namespace
 }  // namespace fh::gpu
 
@@ -678,6 +749,9 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   bad = before;
   bad.coop_min_tokens_int8 = -1;
   EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
+  bad = before;
+  bad.coop_async_min_tokens = -1;
+  EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
   for (auto [us, groups] : {std::pair{-1, 2}, std::pair{10, 0}, std::pair{10, 1025}, std::pair{500001, 3}}) {
     bad = before;
     bad.coop_stagger_us = us;
@@ -688,10 +762,12 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   EXPECT_EQ(before.coop_stagger_groups, kCoopStaggerGroups);
   EXPECT_EQ(before.coop_min_tokens, kCoopMinTokens) << "the cooperative kernel runs from the measured crossover by default";
   EXPECT_EQ(before.coop_min_tokens_int8, kCoopMinTokensInt8);
+  EXPECT_EQ(before.coop_async_min_tokens, kCoopAsyncMinTokens);
   FusedSchedule mine = before;
   mine.stagger_us = 7;
   mine.stagger_stride = 3;
   mine.coop_min_tokens = 0;
+  mine.coop_async_min_tokens = 4096;
   mine.coop_stagger_us = 500000;  // the last of three groups 10^6 us late: the limit itself
   mine.coop_stagger_groups = 3;
   set_fused_schedule(mine);
@@ -700,6 +776,7 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   EXPECT_EQ(fused_schedule().stagger_us, 7);
   EXPECT_EQ(fused_schedule().stagger_stride, 3);
   EXPECT_EQ(fused_schedule().coop_min_tokens, 0);
+  EXPECT_EQ(fused_schedule().coop_async_min_tokens, 4096);
   set_fused_schedule(before);
   EXPECT_EQ(auto_stagger_us(StateFormat::fp32), 10);
   EXPECT_EQ(auto_stagger_us(StateFormat::bf16), 0);
