@@ -7,7 +7,7 @@
 # MPFR chains as a fallback for a runner that lacks one (gpu_runner.sh puts lib/ on LD_LIBRARY_PATH
 # only when ldd reports a library missing). cuBLAS is never bundled (nor linked: the binaries load it
 # when first called): the runner's own cuBLAS 13.1 in /usr/local/cuda is the one the suites describe.
-# Usage: scripts/gpu_bundle.sh            (build dir: $FH_BUILD_DIR or build/, jobs: $FH_JOBS, FH_BUNDLE_SUITES, FH_NO_BENCH=1 leaves forge-bench out)
+# Usage: scripts/gpu_bundle.sh            (build dir: $FH_BUILD_DIR or build/, jobs: $FH_JOBS, FH_BUNDLE_SUITES, FH_BUNDLE_VERIFY, FH_NO_BENCH=1 leaves forge-bench out)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${FH_BUILD_DIR:-$ROOT/build}"
@@ -34,9 +34,11 @@ done
 targets=("${gpu_suites[@]}" forge-verify forge-torch-compat forge-model-step)
 # FH_BUNDLE_SUITES: only these GPU suites and no forge-verify / torch-compat / model-step (a
 # kernel speed run's bundle, well under the carry limit now that every binary holds two kernels).
+# FH_BUNDLE_VERIFY=1 adds forge-verify back (a kernel call that also runs the GPU claims).
 if [ -n "${FH_BUNDLE_SUITES:-}" ]; then
   read -r -a gpu_suites <<< "$FH_BUNDLE_SUITES"
   targets=("${gpu_suites[@]}")
+  [ "${FH_BUNDLE_VERIFY:-0}" = 1 ] && targets+=(forge-verify)
 fi
 if [ -z "${FH_NO_BENCH:-}" ] && ninja -C "$BUILD" -t targets all 2>/dev/null | grep "^forge-bench:" >/dev/null; then
   targets+=(forge-bench)

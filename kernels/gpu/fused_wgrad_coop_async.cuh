@@ -1,8 +1,8 @@
 // The asynchronous cooperative fused kernel for a 128 x 256 tile: what fused_wgrad_update runs
 // where the cooperative kernel is chosen and T >= FusedSchedule::coop_async_min_tokens
 // (coop_async_chosen, fused_wgrad_update.cuh). One persistent block per SM, three warpgroups:
-//   - warp 0 (one thread) loads each 32-token chunk of the tile's dY rows (two 64-column boxes) and
-//     X columns (four boxes) with TMA into a ring of four 24 KB slots;
+//   - warp 0 (one thread) loads each 16-token chunk of the tile's dY rows (two 64-column boxes) and
+//     X columns (four boxes) with TMA into a ring of eight 12 KB slots;
 //   - warps 2 and 3 are the epilogue: they update a parked G tile with the rule while the
 //     consumers multiply the next tile (warp 1 has no work);
 //   - both consumers (warpgroups 1, 2) multiply the same tile as in the cooperative kernel
@@ -11,8 +11,10 @@
 // Why: the cooperative kernel's consumers run the epilogue themselves, and the tensor cores idle
 // while 128 x 256 weights and states stream from DRAM (kernels/gpu/NOTES.md v26, v36). Here the
 // epilogue overlaps the next tile's mainloop; the last tile's epilogue is the only one not hidden.
-// The G tile (128 KB) leaves 96 KB for the ring: four 32-token slots rather than two 64-token ones
-// (the same bytes in flight, finer grain). No padding fits beside the ring, so the tile is
+// The G tile (128 KB) leaves 96 KB for the ring: eight 16-token slots, so that only two of them
+// (24 KB) wait on the tensor cores and 72 KB can be loading (four 32-token slots left 48 KB
+// loading and the mainloop starved: kernels/gpu/NOTES.md v37). INT8 state stays on the
+// cooperative kernel (its block epilogue on two warps took longer than a tile's mainloop). No padding fits beside the ring, so the tile is
 // swizzled (g_tile_offset, wgrad_tile_layout.h).
 // Per output element the chain is the other kernels': +0, one k16 instruction per 16 tokens in
 // token order, k-steps wholly past T not issued; the GPU fused suite compares the bits.
@@ -22,8 +24,8 @@
 namespace fh::gpu {
 
 struct CoopAsyncCfg {
-  static constexpr int TR = 128, TC = 256, TK = 32, kKSteps = TK / 16;
-  static constexpr int kThreads = 384, kStages = 4;
+  static constexpr int TR = 128, TC = 256, TK = 16, kKSteps = TK / 16;
+  static constexpr int kThreads = 384, kStages = 8;
   static constexpr int kBoxBytes = kTmaBoxCols * TK * 2;
   static constexpr int kABoxes = TR / kTmaBoxCols, kBBoxes = TC / kTmaBoxCols;
   static constexpr int kABytes = kABoxes * kBoxBytes, kSlotBytes = (kABoxes + kBBoxes) * kBoxBytes;
@@ -39,6 +41,7 @@ template <class Rule, StateFormat SF, WeightStore WS>
 __global__ void __launch_bounds__(CoopAsyncCfg::kThreads, 1)
     fused_wgrad_coop_async_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec,
                                   CoopStagger stagger, const __grid_constant__ WgradTmaMaps maps) {
+  static_assert(SF != StateFormat::int8, "INT8 state runs the cooperative kernel");
   using Cfg = CoopAsyncCfg;
   using Tile = CoopAsyncTile;
   constexpr int S = Cfg::kStages;
@@ -108,7 +111,7 @@ __global__ void __launch_bounds__(CoopAsyncCfg::kThreads, 1)
   if (warp < Cfg::kFirstEpilogueWarp) return;
 
   if (warp < 4) {  // the epilogue warps
-    const int ewarp = warp - Cfg::kFirstEpilogueWarp, etid = threadIdx.x - 32 * Cfg::kFirstEpilogueWarp;
+    const int etid = threadIdx.x - 32 * Cfg::kFirstEpilogueWarp;
     const FragCoord first = epilogue_quad<Tile>(etid, 0);
     uint32_t tile_k = 0;
     for (int64_t u = blockIdx.x; u < tiles; u += gridDim.x, ++tile_k) {
@@ -117,16 +120,10 @@ __global__ void __launch_bounds__(CoopAsyncCfg::kThreads, 1)
       const bool shift_state = shifted(o0, i0);
       const bool whole = vec && !short_edge && !shift_state && o0 + Cfg::TR <= pv.rows && i0 + Cfg::TC <= pv.cols;
       // The tile's first lines into L2 while its mainloop runs.
-      if constexpr (SF == StateFormat::int8) {
-        for (int j = 0; j < kInt8PrefetchPasses; ++j) prefetch_int8_pass<Tile, Rule, WS>(pv, o0, i0, ewarp, j, lane);
-      } else if (whole) {
-        prefetch_first_passes<Tile, Rule, SF, WS>(pv, first, o0, i0);
-      }
+      if (whole) prefetch_first_passes<Tile, Rule, SF, WS>(pv, first, o0, i0);
       mbar_wait(g_full, tile_k & 1u);
       if (late_skips) {  // planted defect (suite only): a late block skips its updates
-      } else if constexpr (SF == StateFormat::int8)
-        fused_epilogue_int8<Tile, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state, a.planted_defect, ewarp);
-      else if (whole)
+      } else if (whole)
         fused_epilogue_quads<Tile, Rule, SF, WS, true>(s, pv, sG, o0, i0, vec, short_edge, shift_state,
                                                        a.planted_defect, first, etid);
       else

@@ -63,7 +63,7 @@ const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat 
   if (tile.rows == 64 && tile.cols == 64) return "mma_sync_64x64";
   const WgradTileArgs a = make_tile_args(p);
   if (!coop_chosen(a, sf)) return "block_per_tile";
-  return coop_async_chosen(a) ? "coop_async_128x256" : "coop_128x256";
+  return coop_async_chosen(a, sf) ? "coop_async_128x256" : "coop_128x256";
 }
 
 void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateFormat sf,

@@ -757,10 +757,10 @@ inline bool coop_chosen(const WgradTileArgs& a, StateFormat sf) {
   return from > 0 && a.T >= from && wgrad_tma_usable(a);
 }
 // Where the cooperative kernel is chosen: its asynchronous form from
-// FusedSchedule::coop_async_min_tokens tokens on (0: never).
-inline bool coop_async_chosen(const WgradTileArgs& a) {
+// FusedSchedule::coop_async_min_tokens tokens on (0: never), fp32 and bf16 state only.
+inline bool coop_async_chosen(const WgradTileArgs& a, StateFormat sf) {
   const int64_t from = fused_schedule().coop_async_min_tokens;
-  return from > 0 && a.T >= from;
+  return sf != StateFormat::int8 && from > 0 && a.T >= from;
 }
 
 template <class Rule, StateFormat SF, WeightStore WS>
@@ -768,7 +768,8 @@ void launch_fused_tile(const WgradTileArgs& a, const typename Rule::Scalars& s, 
                        TileShape tile, cudaStream_t stream) {
   if (tile.rows == 128 && tile.cols == 128) {
     if (coop_chosen(a, SF)) {
-      if (coop_async_chosen(a)) return launch_fused_coop_async<Rule, SF, WS>(a, s, pv, stream);
+      if constexpr (SF != StateFormat::int8)
+        if (coop_async_chosen(a, SF)) return launch_fused_coop_async<Rule, SF, WS>(a, s, pv, stream);
       return launch_fused_coop<Rule, SF, WS>(a, s, pv, stream);
     }
     return launch_fused_cfg<WgradTileCfg<128, 128>, Rule, SF, WS>(a, s, pv, stream);

@@ -143,8 +143,8 @@ FusedPlantedDefect fused_planted_defect();
 //     fall in the same microseconds while the other SMs' mainloops leave DRAM idle; the last group
 //     holds the blocks with one tile fewer. 0 us or 1 group: no stagger, the default (measured:
 //     no setting tried was faster, NOTES.md v36).
-//   coop_async_min_tokens: from this many tokens on, where the cooperative kernel is chosen, its
-//     asynchronous form runs (kernels/gpu/fused_wgrad_coop_async.cuh): two epilogue warps update
+//   coop_async_min_tokens: from this many tokens on, where the cooperative kernel is chosen for
+//     fp32 or bf16 state, its asynchronous form runs (kernels/gpu/fused_wgrad_coop_async.cuh): two epilogue warps update
 //     a parked G tile while the consumers multiply the next one, so the epilogue overlaps the
 //     mainloop instead of following it; the same bits. 0: never.
 // Process-wide. forge-bench reads FH_FUSED_STAGGER_US, FH_FUSED_STAGGER_STRIDE,

@@ -349,19 +349,19 @@ FH_HD FragCoord coop_pair_tile_coord(int consumer, int warp, int lane, int nt, i
   return {64 * consumer + 16 * warp + c.row, 8 * nt + c.col};
 }
 
-// The asynchronous cooperative kernel's epilogue geometry (fused_wgrad_coop_async.cuh): the whole
-// 128 x 256 tile on two epilogue warps; pass j of thread t is row j, columns 4 t .. 4 t + 3
+// The asynchronous cooperative kernel's epilogue geometry (fused_wgrad_coop_async.cuh, fp32 and
+// bf16 state): the whole 128 x 256 tile on two epilogue warps; pass j of thread t is row j, columns 4 t .. 4 t + 3
 // (epilogue_quad), so each pass is one row. Its G tile is swizzled (g_tile_offset).
 struct CoopAsyncTile {
   static constexpr int TR = 128, TC = 256, kThreads = 64, kWarps = 2;
   static constexpr int kLdG = TC;
   static constexpr bool kGSwizzled = true;
   static constexpr int kEpilogueQuads = 2;
-  static constexpr int kPrefetchPasses = 8, kEarlyPrefetchPasses = 8;
-  static constexpr int kSegmentsPerRow = TC / 64, kSegments = TR * kSegmentsPerRow;
+  // Two warps cannot hold enough loads in registers to cover DRAM: the L2 prefetch runs 16 passes
+  // (about 106 KB with fp32 master weights and AdamW's two states) ahead.
+  static constexpr int kPrefetchPasses = 16, kEarlyPrefetchPasses = 16;
   static constexpr int kQuadPasses = TR * TC / (4 * kThreads);
   static constexpr int kQuadRowsPerPass = kThreads / (TC / 4);
-  static constexpr int kBlockPasses = kSegments / kWarps;
 };
 
 // Fused epilogue, int8 state: pass j of warp w updates the tile's 64-column block

@@ -587,9 +587,9 @@ TEST(GpuTileLayout, FusedEpilogueParksAndReadsEachAccumulatorOnceWithoutBankConf
 
 // The asynchronous cooperative kernel's swizzled G tile (g_tile_offset, no padding): the
 // consumers' pair stores (coop_pair_tile_coord) put every element at its own address inside the
-// 128 KB tile, 8-byte aligned and bank-conflict free per half warp; the epilogue's quads (fp32 /
-// bf16 state: epilogue_quad; int8 state: a half warp's 16 lanes x 4 columns of one 64-column block)
-// are four contiguous floats, 16-byte aligned, read back as parked, conflict free per quarter warp.
+// 128 KB tile, 8-byte aligned and bank-conflict free per half warp; the epilogue's quads
+// (epilogue_quad) are four contiguous floats, 16-byte aligned, read back as parked, conflict free
+// per quarter warp.
 // The padded tiles' layout is row-major (the test above).
 TEST(GpuTileLayout, SwizzledCoopTileParksAndReadsWithoutBankConflicts) {
   using T = CoopAsyncTile;
@@ -637,14 +637,6 @@ TEST(GpuTileLayout, SwizzledCoopTileParksAndReadsWithoutBankConflicts) {
           read_quad(t.row, t.col, banks);
         }
       }
-  for (int j = 0; j < T::kBlockPasses; ++j)
-    for (int w = 0; w < T::kWarps; ++w) {
-      const FragCoord b = epilogue_int8_block<T>(w, j);
-      for (int quarter = 0; quarter < 2; ++quarter) {  // a half warp's 16 lanes, 8 at a time
-        SharedReadWavefront banks;
-        for (int l16 = 8 * quarter; l16 < 8 * quarter + 8; ++l16) read_quad(b.row, b.col + 4 * l16, banks);
-      }
-    }
   EXPECT_EQ(wrong, 0) << "a quad read is misaligned or reads another element";
   EXPECT_EQ(read_conflicts, 0) << "bank conflicts in the swizzled tile's quad reads";
   // The unswizzled row-major layout would conflict (the check can fail): 8 rows x 32 bytes.
