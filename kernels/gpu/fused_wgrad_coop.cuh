@@ -110,8 +110,8 @@ __device__ __forceinline__ void coop_park_rows(float* sG, const float (&acc)[32]
   for (int nt = 0; nt < 32; ++nt)
 #pragma unroll
     for (int pair = 0; pair < 2; ++pair) {
-      const FragCoord c = coop_pair_tile_coord(consumer, warp, lane, nt, pair);
-      *reinterpret_cast<float2*>(sG + g_tile_offset<Tile>(c.row, c.col)) =
+      const FragCoord c = mma_c_coord(lane, 2 * pair);
+      *reinterpret_cast<float2*>(sG + (64 * consumer + 16 * warp + c.row) * Tile::kLdG + 8 * nt + c.col) =
           make_float2(acc[nt][2 * pair], acc[nt][2 * pair + 1]);
     }
 }
@@ -125,7 +125,7 @@ struct CoopStagger {
 template <class Rule, StateFormat SF, WeightStore WS>
 __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     fused_wgrad_coop_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec,
-                            CoopStagger stagger, const __grid_constant__ WgradTmaMaps maps) {
+                            CoopStagger stagger, int group_rows, const __grid_constant__ WgradTmaMaps maps) {
   using Cfg = CoopCfg;
   using Tile = CoopTile;
   constexpr int S = Cfg::kStages;
@@ -137,7 +137,14 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   uint64_t* g_free = empty + S;  // the epilogue has read G: the ring may be refilled
   // The warpgroup index from lane 0, so that ptxas sees the role branch as warp-uniform.
   const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0), lane = threadIdx.x & 31;
-  const int64_t tiles_x = (a.in + Cfg::TC - 1) / Cfg::TC, tiles = tiles_x * ((a.out + Cfg::TR - 1) / Cfg::TR);
+  const int64_t tiles_x = (a.in + Cfg::TC - 1) / Cfg::TC, tiles_y = (a.out + Cfg::TR - 1) / Cfg::TR;
+  const int64_t tiles = tiles_x * tiles_y;
+  // Tile u's origin in G (coop_tile_at: groups of group_rows tile rows, column by column).
+  auto tile_origin = [&](int64_t u, int64_t& o0, int64_t& i0) {
+    const FragCoord t = coop_tile_at(u, tiles_y, tiles_x, group_rows);
+    o0 = int64_t(t.row) * Cfg::TR;
+    i0 = int64_t(t.col) * Cfg::TC;
+  };
   const int64_t nchunks = (a.T + Cfg::TK - 1) / Cfg::TK;
   if (threadIdx.x == 0) {
     for (int i = 0; i < S; ++i) {
@@ -160,7 +167,8 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
       int64_t n = 0;  // the block's chunk index
       uint32_t tile_k = 0;  // the block's tile index
       for (int64_t u = blockIdx.x; u < tiles; u += gridDim.x, ++tile_k) {
-        const int64_t o0 = (u / tiles_x) * Cfg::TR, i0 = (u % tiles_x) * Cfg::TC;
+        int64_t o0, i0;
+        tile_origin(u, o0, i0);
         // Boxes wholly past W's edge are not loaded: they only feed G rows or columns outside W,
         // which no epilogue stores.
         int a_boxes = 0, b_boxes = 0;
@@ -189,7 +197,8 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   float acc[32][4];
   int64_t seq = 0;  // the block-wide index of the tile's first chunk
   for (int64_t u = blockIdx.x; u < tiles; u += gridDim.x, seq += nchunks) {
-    const int64_t o0 = (u / tiles_x) * Cfg::TR, i0 = (u % tiles_x) * Cfg::TC;
+    int64_t o0, i0;
+    tile_origin(u, o0, i0);
     // Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
     const bool shift_state = a.planted_defect == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
     const bool whole = vec && !short_edge && !shift_state && o0 + Cfg::TR <= pv.rows && i0 + Cfg::TC <= pv.cols;
@@ -247,34 +256,24 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   }
 }
 
-// A persistent launch of a 128 x 256 cooperative kernel: one block per SM (or per tile, when
-// there are fewer tiles), its TMA maps (boxes of box_tokens tokens), the vector test and the stagger.
-struct CoopLaunch {
-  unsigned blocks;
-  bool vec;
-  CoopStagger stagger;
-  WgradTmaMaps maps;
-};
-template <class Cfg, StateFormat SF>
-CoopLaunch coop_launch(const WgradTileArgs& a, const ParamView& pv, int box_tokens) {
-  int device = 0, sms = 0;
-  cuda_check(cudaGetDevice(&device), "fused_wgrad_coop: cudaGetDevice");
-  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused_wgrad_coop: SM count");
-  const int64_t tiles = ((a.in + Cfg::TC - 1) / Cfg::TC) * ((a.out + Cfg::TR - 1) / Cfg::TR);
-  const FusedSchedule fs = fused_schedule();
-  return CoopLaunch{unsigned(tiles < sms ? tiles : sms), SF != StateFormat::int8 && fused_params_vec4<SF>(pv),
-                    CoopStagger{uint32_t(fs.coop_stagger_us) * 1000u, fs.coop_stagger_groups},
-                    make_wgrad_tma_maps(a, box_tokens)};
-}
-
 template <class Rule, StateFormat SF, WeightStore WS>
 void launch_fused_coop(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                        cudaStream_t stream) {
   auto kernel = fused_wgrad_coop_kernel<Rule, SF, WS>;
   static const bool attributes_set = set_smem_limit(kernel, CoopCfg::kSmemBytes, "fused_wgrad_coop: cudaFuncSetAttribute");
   (void)attributes_set;
-  const CoopLaunch l = coop_launch<CoopCfg, SF>(a, pv, CoopCfg::TK);
-  kernel<<<l.blocks, CoopCfg::kThreads, CoopCfg::kSmemBytes, stream>>>(a, s, pv, l.vec, l.stagger, l.maps);
+  int device = 0, sms = 0;
+  cuda_check(cudaGetDevice(&device), "fused_wgrad_coop: cudaGetDevice");
+  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused_wgrad_coop: SM count");
+  // Persistent: one block per SM (or per tile, when there are fewer tiles).
+  const int64_t tiles = ((a.in + CoopCfg::TC - 1) / CoopCfg::TC) * ((a.out + CoopCfg::TR - 1) / CoopCfg::TR);
+  const int64_t blocks = tiles < sms ? tiles : sms;
+  const WgradTmaMaps maps = make_wgrad_tma_maps(a);
+  const bool vec = SF != StateFormat::int8 && fused_params_vec4<SF>(pv);
+  const FusedSchedule fs = fused_schedule();
+  const CoopStagger stagger{uint32_t(fs.coop_stagger_us) * 1000u, fs.coop_stagger_groups};
+  kernel<<<unsigned(blocks), CoopCfg::kThreads, CoopCfg::kSmemBytes, stream>>>(a, s, pv, vec, stagger,
+                                                                                fs.coop_group_rows, maps);
   cuda_check(cudaGetLastError(), "fused_wgrad_coop: launch");
 }
 

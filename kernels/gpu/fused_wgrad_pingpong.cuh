@@ -124,12 +124,11 @@ __device__ __forceinline__ void consumer_barrier(int consumer) {
   asm volatile("bar.sync %0, 128;\n" ::"r"(1 + consumer) : "memory");
 }
 
-// wgmma descriptor of a TMA-loaded operand in a slot: boxes of 64 columns (128-byte rows,
-// swizzled) x kBoxBytes / 128 tokens, box b at b * kBoxBytes; k-step ks starts two 8-token atoms
-// (2 KB) further. LBO: between boxes adjacent in M or N; SBO: between 8-token groups.
-template <int kBoxBytes = kTmaBoxBytes>
+// wgmma descriptor of a TMA-loaded operand in a slot: boxes of 64 tokens x 64 columns (128-byte
+// rows, swizzled), box b at b * kTmaBoxBytes; k-step ks starts two 8-token atoms (2 KB) further.
+// LBO: between boxes adjacent in M or N; SBO: between 8-token groups.
 __device__ __forceinline__ uint64_t tma_operand_desc(const unsigned char* operand, int ks, int box) {
-  return wgmma_desc_sw128(operand + 2 * ks * kWgmmaAtomBytes + box * kBoxBytes, kBoxBytes, kWgmmaAtomBytes);
+  return wgmma_desc_sw128(operand + 2 * ks * kWgmmaAtomBytes + box * kTmaBoxBytes, kTmaBoxBytes, kWgmmaAtomBytes);
 }
 
 // The tiles of the launch, row-major; block b takes tiles b, b + blocks, b + 2 blocks, ... and its

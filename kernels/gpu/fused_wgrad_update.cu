@@ -61,9 +61,7 @@ void validate_param_view(const RuleConfig& rule, StateFormat sf, WeightStore ws,
 
 const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat sf) {
   if (tile.rows == 64 && tile.cols == 64) return "mma_sync_64x64";
-  const WgradTileArgs a = make_tile_args(p);
-  if (!coop_chosen(a, sf)) return "block_per_tile";
-  return coop_async_chosen(a, sf) ? "coop_async_128x256" : "coop_128x256";
+  return coop_chosen(make_tile_args(p), sf) ? "coop_128x256" : "block_per_tile";
 }
 
 void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateFormat sf,

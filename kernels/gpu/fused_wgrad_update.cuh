@@ -223,7 +223,7 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
       where(j0 + q, t, r, c);
       const int64_t idx = index(j0 + q, r, c);
       const int64_t gidx = kWholeTile ? gidx_first + (j0 + q) * gidx_step : bits_key(t);
-      const float4 g4 = *reinterpret_cast<const float4*>(sG + g_tile_offset<Cfg>(t.row, t.col));
+      const float4 g4 = *reinterpret_cast<const float4*>(sG + t.row * Cfg::kLdG + t.col);
       const float g[4] = {g4.x, g4.y, g4.z, g4.w};
       if (whole_quad(r, c)) {
         // The quad's four updates interleave (speculative_update.cuh); a quad that leaves the fast
@@ -400,17 +400,16 @@ struct Int8BlockQuad {
   float g[4];
   float st_new[4][kMaxStates];  // the new states, +0 past the block's end (leaves the max alone)
 
-  // gq: the lane's four G values (columns c0 + 4 * l16 .. + 3 of the parked tile, contiguous).
   template <class Rule, bool Whole>
-  __device__ __forceinline__ void compute(const typename Rule::Scalars& s, const ParamView& pv, const float* gq,
+  __device__ __forceinline__ void compute(const typename Rule::Scalars& s, const ParamView& pv, const float* grow,
                                           int l16, bool& bad) {
     const int e0 = 4 * l16;
     if (Whole || vec4) {
-      const float4 v = *reinterpret_cast<const float4*>(gq);
+      const float4 v = *reinterpret_cast<const float4*>(grow + e0);
       g[0] = v.x, g[1] = v.y, g[2] = v.z, g[3] = v.w;
     } else {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) g[i] = e0 + i < n ? gq[i] : 0.0f;
+      for (int i = 0; i < 4; ++i) g[i] = e0 + i < n ? grow[e0 + i] : 0.0f;
     }
     step4<Rule, Whole>(s, pv, g, e0, st_new, SpeculativeDivSqrt{&bad});
   }
@@ -524,7 +523,7 @@ __device__ __forceinline__ void int8_epilogue_passes(const typename Rule::Scalar
 #pragma unroll
     for (int u = 0; u < kPairs; ++u) {
       const FragCoord b = epilogue_int8_block<Cfg>(warp, j0 + 2 * u + half);
-      blocks[u].template compute<Rule, Whole>(s, pv, sG + g_tile_offset<Cfg>(b.row, b.col + 4 * l16), l16, bad);
+      blocks[u].template compute<Rule, Whole>(s, pv, sG + b.row * Cfg::kLdG + b.col, l16, bad);
     }
     if (bad && redo) {
 #pragma unroll
@@ -742,7 +741,6 @@ void launch_fused_cfg(const WgradTileArgs& a, const typename Rule::Scalars& s, c
 
 // The warp-specialized kernels (they use the epilogue and launch helpers above).
 #include "kernels/gpu/fused_wgrad_coop.cuh"
-#include "kernels/gpu/fused_wgrad_coop_async.cuh"
 
 namespace fh::gpu {
 
@@ -756,22 +754,12 @@ inline bool coop_chosen(const WgradTileArgs& a, StateFormat sf) {
   const int64_t from = sf == StateFormat::int8 ? sched.coop_min_tokens_int8 : sched.coop_min_tokens;
   return from > 0 && a.T >= from && wgrad_tma_usable(a);
 }
-// Where the cooperative kernel is chosen: its asynchronous form from
-// FusedSchedule::coop_async_min_tokens tokens on (0: never), fp32 and bf16 state only.
-inline bool coop_async_chosen(const WgradTileArgs& a, StateFormat sf) {
-  const int64_t from = fused_schedule().coop_async_min_tokens;
-  return sf != StateFormat::int8 && from > 0 && a.T >= from;
-}
 
 template <class Rule, StateFormat SF, WeightStore WS>
 void launch_fused_tile(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                        TileShape tile, cudaStream_t stream) {
   if (tile.rows == 128 && tile.cols == 128) {
-    if (coop_chosen(a, SF)) {
-      if constexpr (SF != StateFormat::int8)
-        if (coop_async_chosen(a, SF)) return launch_fused_coop_async<Rule, SF, WS>(a, s, pv, stream);
-      return launch_fused_coop<Rule, SF, WS>(a, s, pv, stream);
-    }
+    if (coop_chosen(a, SF)) return launch_fused_coop<Rule, SF, WS>(a, s, pv, stream);
     return launch_fused_cfg<WgradTileCfg<128, 128>, Rule, SF, WS>(a, s, pv, stream);
   }
   if (tile.rows == 64 && tile.cols == 64)

@@ -41,15 +41,17 @@ void set_fused_schedule(const FusedSchedule& s) {
   if (s.stagger_us < -1 || s.stagger_us > 1000000 || s.stagger_stride < 0)
     throw std::invalid_argument("set_fused_schedule: stagger_us must be -1 (auto) .. 10^6 and stride >= 0 (got " +
                                 std::to_string(s.stagger_us) + ", " + std::to_string(s.stagger_stride) + ")");
-  if (s.coop_min_tokens < 0 || s.coop_min_tokens_int8 < 0 || s.coop_async_min_tokens < 0)
-    throw std::invalid_argument("set_fused_schedule: coop_min_tokens, coop_min_tokens_int8 and coop_async_min_tokens must "
-                                "be >= 0 (0: never; got " + std::to_string(s.coop_min_tokens) + ", " +
-                                std::to_string(s.coop_min_tokens_int8) + ", " + std::to_string(s.coop_async_min_tokens) + ")");
+  if (s.coop_min_tokens < 0 || s.coop_min_tokens_int8 < 0)
+    throw std::invalid_argument("set_fused_schedule: coop_min_tokens and coop_min_tokens_int8 must be >= 0 (0: never; got " +
+                                std::to_string(s.coop_min_tokens) + ", " + std::to_string(s.coop_min_tokens_int8) + ")");
   if (s.coop_stagger_us < 0 || s.coop_stagger_groups < 1 || s.coop_stagger_groups > 1024 ||
       int64_t(s.coop_stagger_us) * (s.coop_stagger_groups - 1) > 1000000)
     throw std::invalid_argument("set_fused_schedule: coop_stagger_us must be >= 0, coop_stagger_groups 1 .. 1024 and the last "
                                 "group's delay, coop_stagger_us * (coop_stagger_groups - 1), at most 10^6 us (got " +
                                 std::to_string(s.coop_stagger_us) + ", " + std::to_string(s.coop_stagger_groups) + ")");
+  if (s.coop_group_rows < 1 || s.coop_group_rows > 1024)
+    throw std::invalid_argument("set_fused_schedule: coop_group_rows must be 1 .. 1024 (1: row-major; got " +
+                                std::to_string(s.coop_group_rows) + ")");
   std::lock_guard<std::mutex> lock(g_schedule_mutex);
   g_schedule = s;
 }

@@ -143,18 +143,18 @@ FusedPlantedDefect fused_planted_defect();
 //     fall in the same microseconds while the other SMs' mainloops leave DRAM idle; the last group
 //     holds the blocks with one tile fewer. 0 us or 1 group: no stagger, the default (measured:
 //     no setting tried was faster, NOTES.md v36).
-//   coop_async_min_tokens: from this many tokens on, where the cooperative kernel is chosen for
-//     fp32 or bf16 state, its asynchronous form runs (kernels/gpu/fused_wgrad_coop_async.cuh): two epilogue warps update
-//     a parked G tile while the consumers multiply the next one, so the epilogue overlaps the
-//     mainloop instead of following it; the same bits. 0: never.
+//   coop_group_rows: the cooperative kernel walks its tiles in groups of this many tile rows,
+//     column by column inside a group (coop_tile_at, wgrad_tile_layout.h), so that the tiles in
+//     flight together share operand columns in L2; 1: row-major. The default, kCoopGroupRows = 8,
+//     is measured (kernels/gpu/NOTES.md v38).
 // Process-wide. forge-bench reads FH_FUSED_STAGGER_US, FH_FUSED_STAGGER_STRIDE,
 // FH_FUSED_COOP_MIN_TOKENS, FH_FUSED_COOP_MIN_TOKENS_INT8, FH_FUSED_COOP_STAGGER_US,
-// FH_FUSED_COOP_STAGGER_GROUPS and FH_FUSED_COOP_ASYNC_MIN_TOKENS.
+// FH_FUSED_COOP_STAGGER_GROUPS and FH_FUSED_COOP_GROUP_ROWS.
 constexpr int64_t kCoopMinTokens = 2048;
 constexpr int64_t kCoopMinTokensInt8 = 8192;
 constexpr int kCoopStaggerUs = 0;
 constexpr int kCoopStaggerGroups = 1;
-constexpr int64_t kCoopAsyncMinTokens = 0;
+constexpr int kCoopGroupRows = 8;
 struct FusedSchedule {
   int stagger_us = -1;
   int stagger_stride = 0;
@@ -162,11 +162,11 @@ struct FusedSchedule {
   int64_t coop_min_tokens_int8 = kCoopMinTokensInt8;
   int coop_stagger_us = kCoopStaggerUs;
   int coop_stagger_groups = kCoopStaggerGroups;
-  int64_t coop_async_min_tokens = kCoopAsyncMinTokens;
+  int coop_group_rows = kCoopGroupRows;
 };
 // Throws std::invalid_argument on a value out of range (stagger_us -1 .. 10^6, stride >= 0,
-// coop_min_tokens, coop_min_tokens_int8 and coop_async_min_tokens >= 0, coop_stagger_us >= 0,
-// coop_stagger_groups 1 .. 1024, the last group's delay at most 10^6 us).
+// coop_min_tokens and coop_min_tokens_int8 >= 0, coop_stagger_us >= 0, coop_stagger_groups
+// 1 .. 1024, the last group's delay at most 10^6 us, coop_group_rows 1 .. 1024).
 void set_fused_schedule(const FusedSchedule& s);
 FusedSchedule fused_schedule();
 // The stagger an auto schedule uses: 10 us where the epilogue is DRAM bound (fp32 state: 24 or
@@ -174,8 +174,7 @@ FusedSchedule fused_schedule();
 int auto_stagger_us(StateFormat sf);
 // The kernel fused_wgrad_update runs for this problem, tile setting and state format under the
 // current schedule:
-// "coop_async_128x256", "coop_128x256", "block_per_tile" (all for the 128 x 128 setting) or
-// "mma_sync_64x64".
+// "coop_128x256", "block_per_tile" (both for the 128 x 128 setting) or "mma_sync_64x64".
 const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat sf);
 
 // Variants of the fused kernel (bench, decomposition claim and suites only), AdamW with fp32

@@ -327,43 +327,6 @@ FH_HD FragCoord epilogue_quad(int tid, int pass) {
   return {q / (Cfg::TC / 4), 4 * (q % (Cfg::TC / 4))};
 }
 
-// Where tile element (row, col) of the parked G tile lies in shared memory (in floats). A padded
-// tile (kLdG > TC) is row-major. The asynchronous cooperative kernel's tile (Cfg::kGSwizzled)
-// has no room for padding, so each row's 16-byte quads are XOR-swizzled by 2 * (row % 8): a warp's
-// 8-byte pair stores (8 rows x 32 bytes) and a quarter warp's 16-byte quad reads of one row fall in
-// distinct banks. A quad (col % 4 == 0) stays four contiguous floats.
-template <class Cfg>
-FH_HD int g_tile_offset(int row, int col) {
-  if constexpr (requires { Cfg::kGSwizzled; }) {
-    static_assert(Cfg::kGSwizzled && Cfg::kLdG == Cfg::TC && Cfg::TC >= 64, "a swizzled G tile is unpadded");
-    return row * Cfg::TC + ((((col >> 2) ^ ((row & 7) << 1))) << 2) + (col & 3);
-  } else {
-    return row * Cfg::kLdG + col;
-  }
-}
-
-// The cooperative kernels' park: n8 block nt's pair `pair` of consumer c's warp w (rows
-// 64 c + 16 w .. + 15 of the tile, one wgmma m64n256k16 accumulator) starts at this tile element.
-FH_HD FragCoord coop_pair_tile_coord(int consumer, int warp, int lane, int nt, int pair) {
-  const FragCoord c = mma_c_coord(lane, 2 * pair);
-  return {64 * consumer + 16 * warp + c.row, 8 * nt + c.col};
-}
-
-// The asynchronous cooperative kernel's epilogue geometry (fused_wgrad_coop_async.cuh, fp32 and
-// bf16 state): the whole 128 x 256 tile on two epilogue warps; pass j of thread t is row j, columns 4 t .. 4 t + 3
-// (epilogue_quad), so each pass is one row. Its G tile is swizzled (g_tile_offset).
-struct CoopAsyncTile {
-  static constexpr int TR = 128, TC = 256, kThreads = 64, kWarps = 2;
-  static constexpr int kLdG = TC;
-  static constexpr bool kGSwizzled = true;
-  static constexpr int kEpilogueQuads = 2;
-  // Two warps cannot hold enough loads in registers to cover DRAM: the L2 prefetch runs 16 passes
-  // (about 106 KB with fp32 master weights and AdamW's two states) ahead.
-  static constexpr int kPrefetchPasses = 16, kEarlyPrefetchPasses = 16;
-  static constexpr int kQuadPasses = TR * TC / (4 * kThreads);
-  static constexpr int kQuadRowsPerPass = kThreads / (TC / 4);
-};
-
 // Fused epilogue, int8 state: pass j of warp w updates the tile's 64-column block
 // b = w + kWarps * j at (b / kSegmentsPerRow, 64 * (b % kSegmentsPerRow)); lane l takes its
 // columns l and l + 32.
@@ -386,6 +349,20 @@ FH_HD bool staggered_block(int64_t lin, int64_t stride, int64_t wave) {
 // run one tile fewer (tiles go round-robin: block b runs tiles b, b + blocks, ...).
 FH_HD int coop_stagger_group(int64_t b, int64_t blocks, int groups) {
   return int(b * groups / blocks);
+}
+
+// The cooperative kernel's tile order (FusedSchedule::coop_group_rows): the persistent blocks take
+// tiles u = block, block + blocks, ... of the launch's tiles_y x tiles_x tiles; tile u lies at
+// (row, col) below. Groups of group_rows tile rows are walked column by column, so that the tiles
+// in flight together (consecutive u) read few distinct operand columns and L2 serves the rest: on
+// 4096 x 14336 (32 x 56 tiles) a wave of 132 spans 8 rows x 17 columns instead of 3 rows x 56
+// (about 5,400 instead of 14,700 dY and X columns per token). group_rows <= 1: row-major. The last
+// group holds the rows that are left.
+FH_HD FragCoord coop_tile_at(int64_t u, int64_t tiles_y, int64_t tiles_x, int group_rows) {
+  if (group_rows <= 1) return {int(u / tiles_x), int(u % tiles_x)};
+  const int64_t per_group = int64_t(group_rows) * tiles_x, g = u / per_group, r0 = g * group_rows;
+  const int64_t rows = tiles_y - r0 < group_rows ? tiles_y - r0 : group_rows, k = u - g * per_group;
+  return {int(r0 + k % rows), int(k / rows)};
 }
 
 }  // namespace fh::gpu

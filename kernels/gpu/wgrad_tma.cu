@@ -24,13 +24,13 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   return fn;
 }
 
-// A row-major bf16 [tokens, cols] operand as a 2-D map (cols innermost), boxes of 64 columns x
-// box_tokens tokens, 128-byte swizzle; elements past an edge are zero filled (the chain's padding).
-CUtensorMap operand_map(const uint16_t* base, int64_t cols, int64_t tokens, int box_tokens, const char* what) {
+// A row-major bf16 [tokens, cols] operand as a 2-D map (cols innermost), 64 x 64 boxes, 128-byte
+// swizzle; elements past an edge are zero filled (the chain's padding).
+CUtensorMap operand_map(const uint16_t* base, int64_t cols, int64_t tokens, const char* what) {
   CUtensorMap m;
   const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(tokens)};
   const cuuint64_t strides[1] = {cuuint64_t(cols) * 2};
-  const cuuint32_t box[2] = {kTmaBoxCols, cuuint32_t(box_tokens)};
+  const cuuint32_t box[2] = {kTmaBoxCols, kTmaBoxTokens};
   const cuuint32_t elem_strides[2] = {1, 1};
   const CUresult r = tensor_map_encoder()(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<uint16_t*>(base), dims,
                                           strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
@@ -45,11 +45,8 @@ CUtensorMap operand_map(const uint16_t* base, int64_t cols, int64_t tokens, int 
 
 bool wgrad_tma_usable(const WgradTileArgs& a) { return a.vec_x && a.vec_dy; }
 
-WgradTmaMaps make_wgrad_tma_maps(const WgradTileArgs& a, int box_tokens) {
-  if (box_tokens < 8 || box_tokens > 256 || box_tokens % 8 != 0)
-    throw std::invalid_argument("wgrad TMA: box_tokens must be a multiple of 8 in 8 .. 256 (got " +
-                                std::to_string(box_tokens) + ")");
-  return WgradTmaMaps{operand_map(a.dy, a.out, a.T, box_tokens, "dY"), operand_map(a.x, a.in, a.T, box_tokens, "X")};
+WgradTmaMaps make_wgrad_tma_maps(const WgradTileArgs& a) {
+  return WgradTmaMaps{operand_map(a.dy, a.out, a.T, "dY"), operand_map(a.x, a.in, a.T, "X")};
 }
 
 }  // namespace fh::gpu

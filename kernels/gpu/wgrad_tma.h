@@ -25,9 +25,8 @@ struct WgradTmaMaps {
 // row length a multiple of 8: the tensor map's stride rule), i.e. WgradTileArgs::vec_x / vec_dy.
 bool wgrad_tma_usable(const WgradTileArgs& a);
 
-// Encodes both maps (cuTensorMapEncodeTiled through cudaGetDriverEntryPointByVersion), boxes of
-// kTmaBoxCols columns x box_tokens tokens (a multiple of 8: whole swizzle atoms); throws
-// std::invalid_argument on a bad box and std::runtime_error when the driver refuses.
-WgradTmaMaps make_wgrad_tma_maps(const WgradTileArgs& a, int box_tokens = kTmaBoxTokens);
+// Encodes both maps (cuTensorMapEncodeTiled through cudaGetDriverEntryPointByVersion); throws
+// std::runtime_error when the driver refuses.
+WgradTmaMaps make_wgrad_tma_maps(const WgradTileArgs& a);
 
 }  // namespace fh::gpu

@@ -31,8 +31,7 @@ constexpr double kCopyRateBytesPerS = 4.2e12;  // GPU_RUNNER.md, device-to-devic
 // fused: the kernel fused_wgrad_update runs (block-per-tile, or the cooperative kernel from
 // T = FH_FUSED_COOP_MIN_TOKENS on, default kCoopMinTokens, FH_FUSED_COOP_MIN_TOKENS_INT8 for INT8
 // state, default kCoopMinTokensInt8 = 8192; 0: never; its stagger FH_FUSED_COOP_STAGGER_US and
-// FH_FUSED_COOP_STAGGER_GROUPS; its asynchronous form from FH_FUSED_COOP_ASYNC_MIN_TOKENS, default
-// kCoopAsyncMinTokens); fused_pingpong: the warp-specialized 128 x 128 kernel;
+// FH_FUSED_COOP_STAGGER_GROUPS, its tile order FH_FUSED_COOP_GROUP_ROWS); fused_pingpong: the warp-specialized 128 x 128 kernel;
 // fused_g_roundtrip: the pingpong kernel storing each G tile and loading it back in the same
 // launch (the decomposition's middle step); fused_coop: the cooperative 128 x 256 kernel at every T;
 // gemm_cublas: cuBLAS's wgrad GEMM alone (no update), the large-T yardstick.
@@ -217,7 +216,7 @@ int main(int argc, char** argv) {
   env_tokens("FH_FUSED_COOP_MIN_TOKENS_INT8", sched.coop_min_tokens_int8);
   env_int("FH_FUSED_COOP_STAGGER_US", sched.coop_stagger_us);
   env_int("FH_FUSED_COOP_STAGGER_GROUPS", sched.coop_stagger_groups);
-  env_tokens("FH_FUSED_COOP_ASYNC_MIN_TOKENS", sched.coop_async_min_tokens);  // 0: never
+  env_int("FH_FUSED_COOP_GROUP_ROWS", sched.coop_group_rows);
   try {
     set_fused_schedule(sched);
   } catch (const std::exception& e) {
@@ -234,11 +233,11 @@ int main(int argc, char** argv) {
               dev.runtime.c_str(), dev.cublas.c_str());
   std::printf("seed: 0x%016llx (fixed)\n", (unsigned long long)kBenchSeed);
   std::printf("forge-bench: fused schedule: cooperative kernel from T = %lld (INT8 state: %lld; 0: never), stagger %d us "
-              "(-1: auto, %d us for fp32 state), stride %d (0: SM count); cooperative stagger %d us x %d groups; "
-              "asynchronous cooperative kernel from T = %lld (0: never)\n",
+              "(-1: auto, %d us for fp32 state), stride %d (0: SM count); cooperative stagger %d us x %d groups, "
+              "tiles in groups of %d rows\n",
               (long long)sched.coop_min_tokens, (long long)sched.coop_min_tokens_int8, sched.stagger_us,
               auto_stagger_us(StateFormat::fp32), sched.stagger_stride, sched.coop_stagger_us, sched.coop_stagger_groups,
-              (long long)sched.coop_async_min_tokens);
+              sched.coop_group_rows);
   struct Layer { int64_t out, in; };
   const Layer layers[] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {1024, 4096}};
   const int64_t tokens[] = {512, 2048, 8192, 16384};

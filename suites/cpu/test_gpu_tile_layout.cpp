@@ -585,69 +585,6 @@ TEST(GpuTileLayout, FusedEpilogueParksAndReadsEachAccumulatorOnceWithoutBankConf
   check_fused_epilogue_layout<WgradTileCfg<64, 64>>();
 }
 
-// The asynchronous cooperative kernel's swizzled G tile (g_tile_offset, no padding): the
-// consumers' pair stores (coop_pair_tile_coord) put every element at its own address inside the
-// 128 KB tile, 8-byte aligned and bank-conflict free per half warp; the epilogue's quads
-// (epilogue_quad) are four contiguous floats, 16-byte aligned, read back as parked, conflict free
-// per quarter warp.
-// The padded tiles' layout is row-major (the test above).
-TEST(GpuTileLayout, SwizzledCoopTileParksAndReadsWithoutBankConflicts) {
-  using T = CoopAsyncTile;
-  static_assert(T::kThreads == 32 * T::kWarps && T::kQuadRowsPerPass == 1 && T::kQuadPasses == T::TR);
-  std::vector<int> sG(size_t(T::TR * T::TC), -1);
-  int store_conflicts = 0, misaligned = 0;
-  for (int consumer = 0; consumer < 2; ++consumer)
-    for (int w = 0; w < 4; ++w)
-      for (int nt = 0; nt < T::TC / 8; ++nt)
-        for (int pair = 0; pair < 2; ++pair)
-          for (int half = 0; half < 2; ++half) {
-            int bank_use[32] = {};
-            for (int l = 16 * half; l < 16 * half + 16; ++l) {
-              const FragCoord c = coop_pair_tile_coord(consumer, w, l, nt, pair);
-              ASSERT_TRUE(c.row < T::TR && c.col + 1 < T::TC && c.col % 2 == 0);
-              const int addr = g_tile_offset<T>(c.row, c.col);
-              ASSERT_EQ(g_tile_offset<T>(c.row, c.col + 1), addr + 1) << "a pair must stay adjacent";
-              if (addr % 2 != 0) ++misaligned;
-              for (int e = 0; e < 2; ++e) {
-                ASSERT_TRUE(addr + e >= 0 && addr + e < T::TR * T::TC);
-                ASSERT_EQ(sG[size_t(addr + e)], -1) << "two elements parked at one address";
-                sG[size_t(addr + e)] = c.row * T::TC + c.col + e;
-                if (++bank_use[(addr + e) % 32] > 1) ++store_conflicts;
-              }
-            }
-          }
-  EXPECT_EQ(misaligned, 0);
-  EXPECT_EQ(store_conflicts, 0) << "bank conflicts in the swizzled tile's pair stores";
-  // A quad read at (row, col): four contiguous words holding the parked elements.
-  int wrong = 0, read_conflicts = 0;
-  auto read_quad = [&](int row, int col, SharedReadWavefront& banks) {
-    const int addr = g_tile_offset<T>(row, col);
-    if (addr % 4 != 0) ++wrong;
-    for (int e = 0; e < 4; ++e) {
-      if (sG[size_t(addr + e)] != row * T::TC + col + e) ++wrong;
-      read_conflicts += banks.conflicts(addr + e);
-    }
-  };
-  for (int j = 0; j < T::kQuadPasses; ++j)
-    for (int w = 0; w < T::kWarps; ++w)
-      for (int quarter = 0; quarter < 4; ++quarter) {
-        SharedReadWavefront banks;
-        for (int l = 8 * quarter; l < 8 * quarter + 8; ++l) {
-          const FragCoord t = epilogue_quad<T>(32 * w + l, j);
-          read_quad(t.row, t.col, banks);
-        }
-      }
-  EXPECT_EQ(wrong, 0) << "a quad read is misaligned or reads another element";
-  EXPECT_EQ(read_conflicts, 0) << "bank conflicts in the swizzled tile's quad reads";
-  // The unswizzled row-major layout would conflict (the check can fail): 8 rows x 32 bytes.
-  int plain_conflicts = 0, bank_use[32] = {};
-  for (int l = 0; l < 16; ++l) {
-    const FragCoord c = coop_pair_tile_coord(0, 0, l, 0, 0);
-    for (int e = 0; e < 2; ++e) plain_conflicts += ++bank_use[(c.row * T::TC + c.col + e) % 32] > 1;
-  }
-  EXPECT_GT(plain_conflicts, 0);
-}
-
 }  // namespace
 }  // namespace fh::gpu
 
@@ -726,6 +663,35 @@ TEST(GpuTileLayout, CoopStaggerGroupsAreContiguousAndEven) {
     }
 }
 
+// The cooperative kernel's tile order: every tile once, row-major for one-row groups, and the
+// tiles of one wave (132 consecutive u, an H100's persistent blocks) close together: on 4096 x 14336
+// (32 x 56 tiles of 128 x 256) eight-row groups keep a wave within 8 tile rows and 17 columns,
+// where row-major spans all 56 columns (the locality check can fail).
+TEST(GpuTileLayout, CoopTileOrderCoversEachTileOnceAndKeepsWavesLocal) {
+  for (auto [ty, tx] : {std::pair{32, 56}, std::pair{112, 16}, std::pair{32, 16}, std::pair{8, 16}, std::pair{3, 5},
+                        std::pair{1, 1}, std::pair{13, 7}})
+    for (int g : {1, 2, 3, 8, 1024}) {
+      std::vector<int> hits(size_t(ty * tx), 0);
+      for (int64_t u = 0; u < int64_t(ty) * tx; ++u) {
+        const FragCoord t = coop_tile_at(u, ty, tx, g);
+        ASSERT_TRUE(t.row >= 0 && t.row < ty && t.col >= 0 && t.col < tx) << ty << "x" << tx << " g " << g << " u " << u;
+        ++hits[size_t(t.row * tx + t.col)];
+        if (g == 1) EXPECT_TRUE(t.row == u / tx && t.col == u % tx) << "one-row groups are row-major";
+      }
+      for (int h : hits) ASSERT_EQ(h, 1) << ty << "x" << tx << " tiles, groups of " << g << " rows";
+    }
+  auto wave_span = [](int g) {
+    int rmin = 1 << 30, rmax = -1, cmin = 1 << 30, cmax = -1;
+    for (int64_t u = 0; u < 132; ++u) {
+      const FragCoord t = coop_tile_at(u, 32, 56, g);
+      rmin = std::min(rmin, t.row), rmax = std::max(rmax, t.row), cmin = std::min(cmin, t.col), cmax = std::max(cmax, t.col);
+    }
+    return std::pair{rmax - rmin + 1, cmax - cmin + 1};
+  };
+  EXPECT_EQ(wave_span(kCoopGroupRows), (std::pair{8, 17}));
+  EXPECT_EQ(wave_span(1), (std::pair{3, 56}));
+}
+
 // The schedule's settings are range-checked and kept process-wide.
 TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   const FusedSchedule before = fused_schedule();
@@ -741,9 +707,11 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   bad = before;
   bad.coop_min_tokens_int8 = -1;
   EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
-  bad = before;
-  bad.coop_async_min_tokens = -1;
-  EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
+  for (int rows : {0, -1, 1025}) {
+    bad = before;
+    bad.coop_group_rows = rows;
+    EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument) << rows << " group rows";
+  }
   for (auto [us, groups] : {std::pair{-1, 2}, std::pair{10, 0}, std::pair{10, 1025}, std::pair{500001, 3}}) {
     bad = before;
     bad.coop_stagger_us = us;
@@ -754,12 +722,12 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   EXPECT_EQ(before.coop_stagger_groups, kCoopStaggerGroups);
   EXPECT_EQ(before.coop_min_tokens, kCoopMinTokens) << "the cooperative kernel runs from the measured crossover by default";
   EXPECT_EQ(before.coop_min_tokens_int8, kCoopMinTokensInt8);
-  EXPECT_EQ(before.coop_async_min_tokens, kCoopAsyncMinTokens);
+  EXPECT_EQ(before.coop_group_rows, kCoopGroupRows);
   FusedSchedule mine = before;
   mine.stagger_us = 7;
   mine.stagger_stride = 3;
   mine.coop_min_tokens = 0;
-  mine.coop_async_min_tokens = 4096;
+  mine.coop_group_rows = 1024;
   mine.coop_stagger_us = 500000;  // the last of three groups 10^6 us late: the limit itself
   mine.coop_stagger_groups = 3;
   set_fused_schedule(mine);
@@ -768,7 +736,7 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   EXPECT_EQ(fused_schedule().stagger_us, 7);
   EXPECT_EQ(fused_schedule().stagger_stride, 3);
   EXPECT_EQ(fused_schedule().coop_min_tokens, 0);
-  EXPECT_EQ(fused_schedule().coop_async_min_tokens, 4096);
+  EXPECT_EQ(fused_schedule().coop_group_rows, 1024);
   set_fused_schedule(before);
   EXPECT_EQ(auto_stagger_us(StateFormat::fp32), 10);
   EXPECT_EQ(auto_stagger_us(StateFormat::bf16), 0);

@@ -127,77 +127,67 @@ TEST(gpu_fused_vs_twin, FusedEqualsOrderMatchedAndTwinOnRaggedShapes) {
 // last chunk. 2048 x 2304 at
 // T = kCoopMinTokens: 144 tiles, more than the SMs of an H100 or H200 (132), so some blocks run
 // two and the G tile overwrites the ring between them. The planted state-row offset must be
-// seen (the check can fail). All of it twice: the cooperative kernel and its asynchronous form
-// (FusedSchedule::coop_async_min_tokens; its epilogue warps update one tile while the consumers
-// multiply the next: 144 tiles on at most 132 blocks hand a second G tile over). INT8 state runs
-// the cooperative kernel in both passes.
+// seen (the check can fail).
 TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
   FH_REQUIRE_GPU();
   const FusedSchedule defaults = fused_schedule();
-  for (const int64_t async_from : {int64_t(0), int64_t(64)}) {
-    FusedSchedule coop = defaults;
-    coop.coop_min_tokens = kCoopMinTokens;
-    coop.coop_min_tokens_int8 = kCoopMinTokens;
-    coop.coop_async_min_tokens = async_from;
-    const char* kernel = async_from > 0 ? "coop_async_128x256" : "coop_128x256";
-    set_fused_schedule(coop);
-    // Two steps of the fused kernel (the planted defect on, if any) and of the order-matched path
-    // from the same parameter; their difference.
-    auto fused_vs_order_matched = [](const std::vector<StepData>& steps, const HostParam& hp0, StateFormat sf,
-                                     WeightStore ws, FusedPlantedDefect planted) {
-      const WgradProblem& p = steps[0].prob;
-      HostParam fused_h = hp0, om_h = hp0;
-      DeviceParam fused(hp0), om(hp0);
-      DeviceBuffer<float> g(size_t(p.out * p.in));
-      for (int st = 1; st <= 2; ++st) {
-        const StepData& d = steps[size_t(st - 1)];
-        set_fused_planted_defect(planted);
-        fused_wgrad_update(d.prob, hp0.rule, sf, ws, fused.view(), st);
-        set_fused_planted_defect(FusedPlantedDefect::none);
-        wgrad_materialize(d.prob, g.data());
-        rule_apply_device(hp0.rule, sf, ws, om.view(), st, g.data(), p.in);
-      }
-      fused.download_into(fused_h);
-      om.download_into(om_h);
-      return test::compare_params(fused_h, om_h);
-    };
-    int64_t compared = 0, differing = 0, configs = 0;
-    const Shape ragged_shape{304, 520, 2100};
-    std::vector<StepData> ragged;
-    for (const Shape& s : {ragged_shape, Shape{2048, 2304, kCoopMinTokens}}) {
-      std::vector<StepData> steps;
-      for (int st = 1; st <= 2; ++st) steps.emplace_back(s, uint64_t(s.out * 7919 + s.T + st));
-      for (RuleId r : kAllRules)
-        for (StateFormat sf : {StateFormat::fp32, StateFormat::bf16, StateFormat::int8})
-          for (WeightStore ws : kStores) {
-            ++configs;
-            // INT8 state stays on the cooperative kernel.
-            EXPECT_STREQ(fused_kernel_for(steps[0].prob, TileShape{128, 128}, sf),
-                         sf == StateFormat::int8 ? "coop_128x256" : kernel);
-            const ParamEvidence e = fused_vs_order_matched(steps, make_param(r, sf, ws, s, uint64_t(1000 + configs)), sf,
-                                                           ws, FusedPlantedDefect::none);
-            compared += e.values;
-            differing += e.differing;
-            EXPECT_EQ(e.differing, 0) << kernel << " fused vs order-matched, " << config_name(r, sf, ws) << " " << s.out << "x"
-                                      << s.in << " T=" << s.T << ", first " << e.first_diff;
-          }
-      if (ragged.empty()) ragged = std::move(steps);
+  FusedSchedule coop = defaults;
+  coop.coop_min_tokens = kCoopMinTokens;
+  coop.coop_min_tokens_int8 = kCoopMinTokens;
+  set_fused_schedule(coop);
+  // Two steps of the fused kernel (the planted defect on, if any) and of the order-matched path
+  // from the same parameter; their difference.
+  auto fused_vs_order_matched = [](const std::vector<StepData>& steps, const HostParam& hp0, StateFormat sf,
+                                   WeightStore ws, FusedPlantedDefect planted) {
+    const WgradProblem& p = steps[0].prob;
+    HostParam fused_h = hp0, om_h = hp0;
+    DeviceParam fused(hp0), om(hp0);
+    DeviceBuffer<float> g(size_t(p.out * p.in));
+    for (int st = 1; st <= 2; ++st) {
+      const StepData& d = steps[size_t(st - 1)];
+      set_fused_planted_defect(planted);
+      fused_wgrad_update(d.prob, hp0.rule, sf, ws, fused.view(), st);
+      set_fused_planted_defect(FusedPlantedDefect::none);
+      wgrad_materialize(d.prob, g.data());
+      rule_apply_device(hp0.rule, sf, ws, om.view(), st, g.data(), p.in);
     }
-    // Planted (suite only): tile (0, 0) reads and writes the state one row down.
-    const HostParam hp0 = make_param(RuleId::adamw, StateFormat::fp32, WeightStore::fp32_master, ragged_shape, 5);
-    const ParamEvidence planted = fused_vs_order_matched(ragged, hp0, StateFormat::fp32, WeightStore::fp32_master,
-                                                         FusedPlantedDefect::state_row_offset);
-    const HostParam hp8 = make_param(RuleId::adamw, StateFormat::int8, WeightStore::fp32_master, ragged_shape, 6);
-    const ParamEvidence planted8 = fused_vs_order_matched(ragged, hp8, StateFormat::int8, WeightStore::fp32_master,
-                                                          FusedPlantedDefect::state_row_offset);
-    set_fused_schedule(defaults);
-    EXPECT_GT(planted.differing, 0) << "the " << kernel << " kernel's planted state-row offset went unnoticed";
-    EXPECT_GT(planted8.differing, 0) << "the " << kernel << " kernel's planted state-row offset went unnoticed with INT8 state";
-    std::printf("[fused] %s kernel: %lld configs x 2 steps, fused vs order-matched: %lld values, %lld differ; "
-                "planted state-row offset: %lld differ, %lld with INT8 state (both must be > 0)\n", kernel,
-                (long long)configs, (long long)compared, (long long)differing, (long long)planted.differing,
-                (long long)planted8.differing);
+    fused.download_into(fused_h);
+    om.download_into(om_h);
+    return test::compare_params(fused_h, om_h);
+  };
+  int64_t compared = 0, differing = 0, configs = 0;
+  const Shape ragged_shape{304, 520, 2100};
+  std::vector<StepData> ragged;
+  for (const Shape& s : {ragged_shape, Shape{2048, 2304, kCoopMinTokens}}) {
+    std::vector<StepData> steps;
+    for (int st = 1; st <= 2; ++st) steps.emplace_back(s, uint64_t(s.out * 7919 + s.T + st));
+    for (RuleId r : kAllRules)
+      for (StateFormat sf : {StateFormat::fp32, StateFormat::bf16, StateFormat::int8})
+        for (WeightStore ws : kStores) {
+          ++configs;
+          EXPECT_STREQ(fused_kernel_for(steps[0].prob, TileShape{128, 128}, sf), "coop_128x256");
+          const ParamEvidence e = fused_vs_order_matched(steps, make_param(r, sf, ws, s, uint64_t(1000 + configs)), sf,
+                                                         ws, FusedPlantedDefect::none);
+          compared += e.values;
+          differing += e.differing;
+          EXPECT_EQ(e.differing, 0) << "coop fused vs order-matched, " << config_name(r, sf, ws) << " " << s.out << "x"
+                                    << s.in << " T=" << s.T << ", first " << e.first_diff;
+        }
+    if (ragged.empty()) ragged = std::move(steps);
   }
+  // Planted (suite only): tile (0, 0) reads and writes the state one row down.
+  const HostParam hp0 = make_param(RuleId::adamw, StateFormat::fp32, WeightStore::fp32_master, ragged_shape, 5);
+  const ParamEvidence planted = fused_vs_order_matched(ragged, hp0, StateFormat::fp32, WeightStore::fp32_master,
+                                                       FusedPlantedDefect::state_row_offset);
+  const HostParam hp8 = make_param(RuleId::adamw, StateFormat::int8, WeightStore::fp32_master, ragged_shape, 6);
+  const ParamEvidence planted8 = fused_vs_order_matched(ragged, hp8, StateFormat::int8, WeightStore::fp32_master,
+                                                        FusedPlantedDefect::state_row_offset);
+  set_fused_schedule(defaults);
+  EXPECT_GT(planted.differing, 0) << "the coop kernel's planted state-row offset went unnoticed";
+  EXPECT_GT(planted8.differing, 0) << "the coop kernel's planted state-row offset went unnoticed with INT8 state";
+  std::printf("[fused] coop kernel: %lld configs x 2 steps, fused vs order-matched: %lld values, %lld differ; "
+              "planted state-row offset: %lld differ, %lld with INT8 state (both must be > 0)\n", (long long)configs,
+              (long long)compared, (long long)differing, (long long)planted.differing, (long long)planted8.differing);
 }
 
 // A few configurations on one ragged shape, every kernel of the set once: small enough for
@@ -444,14 +434,15 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
     for (int stride : {0, 1}) variants.push_back(FusedSchedule{stagger, stride});
   // The cooperative kernel (forced from 64 tokens, INT8 state too), unstaggered and in 2 and 4
   // groups of late starts.
-  // Its asynchronous form (from 64 tokens) unstaggered and in 2 groups.
-  for (auto [us, groups, async_from] : {std::tuple{0, 1, 0}, std::tuple{10, 2, 0}, std::tuple{4, 4, 0},
-                                        std::tuple{0, 1, 64}, std::tuple{10, 2, 64}}) {
+  // Its tile order: row-major and groups of three tile rows (a ragged last group) beside the
+  // default eight.
+  for (auto [us, groups, rows] : {std::tuple{0, 1, kCoopGroupRows}, std::tuple{10, 2, kCoopGroupRows},
+                                  std::tuple{4, 4, kCoopGroupRows}, std::tuple{0, 1, 1}, std::tuple{0, 1, 3}}) {
     FusedSchedule coop = defaults;
     coop.coop_min_tokens = coop.coop_min_tokens_int8 = 64;
     coop.coop_stagger_us = us;
     coop.coop_stagger_groups = groups;
-    coop.coop_async_min_tokens = async_from;
+    coop.coop_group_rows = rows;
     variants.push_back(coop);
   }
   int64_t compared = 0, differing = 0, runs = 0;
@@ -482,8 +473,8 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
         EXPECT_EQ(e.differing, 0) << "schedule: stagger " << v.stagger_us
                                   << " us stride " << v.stagger_stride << ", coop from T = " << v.coop_min_tokens
                                   << " (INT8 " << v.coop_min_tokens_int8 << "), coop stagger " << v.coop_stagger_us
-                                  << " us x " << v.coop_stagger_groups << " groups, async from "
-                                  << v.coop_async_min_tokens << ": "
+                                  << " us x " << v.coop_stagger_groups << " groups, tile groups of "
+                                  << v.coop_group_rows << " rows: "
                                   << config_name(RuleId::adamw, sf, ws) << " " << s.out << "x" << s.in
                                   << ", first " << e.first_diff;
       }
@@ -522,23 +513,10 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
   coop_planted.download_into(got);
   const ParamEvidence ec = test::compare_params(got, want);
   EXPECT_GT(ec.differing, 0) << "the cooperative kernel's late groups skipping their update went unnoticed";
-  // And for the asynchronous form's late groups (their epilogue warps skip).
-  coop_late.coop_async_min_tokens = 64;
-  set_fused_schedule(coop_late);
-  ASSERT_STREQ(fused_kernel_for(d.prob, TileShape{}, StateFormat::fp32), "coop_async_128x256");
-  DeviceParam async_planted(hp0);
-  set_fused_planted_defect(FusedPlantedDefect::late_blocks_skip_update);
-  fused_wgrad_update(d.prob, hp0.rule, StateFormat::fp32, WeightStore::fp32_master, async_planted.view(), 1);
-  set_fused_planted_defect(FusedPlantedDefect::none);
-  set_fused_schedule(defaults);
-  async_planted.download_into(got);
-  const ParamEvidence ea = test::compare_params(got, want);
-  EXPECT_GT(ea.differing, 0) << "the asynchronous cooperative kernel's late groups skipping their update went unnoticed";
   std::printf("[fused] schedule settings: %lld runs against the default schedule, %lld values, %lld differ; "
-              "planted late-block skip: %lld of %lld values differ (block kernel), %lld (cooperative kernel), "
-              "%lld (asynchronous cooperative kernel)\n",
+              "planted late-block skip: %lld of %lld values differ (block kernel), %lld (cooperative kernel)\n",
               (long long)runs, (long long)compared, (long long)differing, (long long)e.differing, (long long)e.values,
-              (long long)ec.differing, (long long)ea.differing);
+              (long long)ec.differing);
 }
 
 // The fused kernel's variants (the warp-specialized 128 x 128 kernel, the decomposition's G round
