@@ -15,6 +15,10 @@ JOBS="${FH_JOBS:-$(nproc)}"
 OUTDIR="$ROOT/bundle"
 LIMIT_BYTES=$((60 * 1024 * 1024))
 export PATH="/usr/local/cuda/bin:$PATH"
+case "${FH_BUNDLE_VERIFY:-0}" in
+  0|1) ;;
+  *) echo "gpu_bundle: FH_BUNDLE_VERIFY='$FH_BUNDLE_VERIFY' must be 0 or 1 (nothing built)" >&2; exit 2 ;;
+esac
 
 # A PTX-only build (FH_DEVICE_SASS=OFF, GPU-less CI) refuses every GPU at run time: never pack one.
 if grep -q '^FH_DEVICE_SASS:BOOL=OFF' "$BUILD/CMakeCache.txt" 2>/dev/null; then
