@@ -176,6 +176,9 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
         for (int j = 0; j < Cfg::kBBoxes; ++j) b_boxes += i0 + j * kTmaBoxCols < a.in;
         const uint32_t tx_bytes = uint32_t(kTmaBoxBytes) * uint32_t(a_boxes + b_boxes);
         if (tile_k > 0) mbar_wait(g_free, (tile_k - 1) & 1u);  // the previous tile's G is read
+#ifdef FH_PLANT_PRODUCER_SPILL
+        const int64_t planted_from = nchunks > group_rows ? nchunks - group_rows : 0, planted_span = nchunks - planted_from;
+#endif
         for (int64_t c = 0; c < nchunks; ++c, ++n) {
           const int slot = int(n % S);
           if (n >= S) mbar_wait(empty + slot, uint32_t(n / S - 1) & 1u);
@@ -185,6 +188,9 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
           mbar_arrive_expect_tx(full + slot, tx_bytes);
           for (int j = 0; j < a_boxes; ++j) tma_load_box(sA + j * kTmaBoxBytes, maps.dy, int(o0) + j * kTmaBoxCols, t0, full + slot);
           for (int j = 0; j < b_boxes; ++j) tma_load_box(sB + j * kTmaBoxBytes, maps.x, int(i0) + j * kTmaBoxCols, t0, full + slot);
+#ifdef FH_PLANT_PRODUCER_SPILL  // scripts/test_kernel_spills.sh's plant: one more live value spills the producer
+          if (c >= planted_from && (c - planted_from) * 128 / planted_span == 7777) __trap();
+#endif
         }
       }
     }
