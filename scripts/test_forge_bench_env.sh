@@ -11,7 +11,8 @@ for bad in FH_FUSED_COOP_MIN_TOKENS=abc FH_FUSED_COOP_MIN_TOKENS=-1 FH_FUSED_COO
            FH_FUSED_COOP_MIN_TOKENS= FH_FUSED_STAGGER_US=2000000 FH_FUSED_STAGGER_STRIDE=1x \
            FH_FUSED_COOP_MIN_TOKENS_INT8=-5 FH_FUSED_COOP_MIN_TOKENS_INT8=8k \
            FH_FUSED_COOP_STAGGER_US=-3 FH_FUSED_COOP_STAGGER_US=2e1 FH_FUSED_COOP_STAGGER_GROUPS=0 \
-           FH_FUSED_COOP_GROUP_ROWS=0 FH_FUSED_COOP_GROUP_ROWS=8x; do
+           FH_FUSED_COOP_GROUP_ROWS=0 FH_FUSED_COOP_GROUP_ROWS=8x FH_FUSED_COOP_L2G_MIN_TOKENS=-1 \
+           FH_FUSED_COOP_L2G_MIN_TOKENS=8k; do
   name="${bad%%=*}"
   out="$(env "$bad" "$BIN" --allow-no-gpu 2>&1)"
   rc=$?
@@ -22,12 +23,14 @@ for bad in FH_FUSED_COOP_MIN_TOKENS=abc FH_FUSED_COOP_MIN_TOKENS=-1 FH_FUSED_COO
   [ "$bad" = FH_FUSED_COOP_STAGGER_US=-3 ] && want=coop_stagger_us
   [ "$bad" = FH_FUSED_COOP_STAGGER_GROUPS=0 ] && want=coop_stagger_groups
   [ "$bad" = FH_FUSED_COOP_GROUP_ROWS=0 ] && want=coop_group_rows
+  [ "$bad" = FH_FUSED_COOP_L2G_MIN_TOKENS=-1 ] && want=coop_l2g_min_tokens
   if [ $rc -ne 2 ]; then echo "FAIL: $bad: exit $rc, not 2 ($out)"; fails=$((fails + 1))
   elif ! grep -q "$want" <<< "$out"; then echo "FAIL: $bad: the message does not name $want: $out"; fails=$((fails + 1))
   else echo "ok: $bad refused: $(head -1 <<< "$out")"; fi
 done
 # A good value passes the door (then no GPU: exit 0 with --allow-no-gpu, or a run on a GPU machine).
-for good in FH_FUSED_COOP_MIN_TOKENS=0 FH_FUSED_COOP_STAGGER_US=20 FH_FUSED_COOP_GROUP_ROWS=3; do
+for good in FH_FUSED_COOP_MIN_TOKENS=0 FH_FUSED_COOP_STAGGER_US=20 FH_FUSED_COOP_GROUP_ROWS=3 \
+            FH_FUSED_COOP_L2G_MIN_TOKENS=8192; do
   if env "$good" FH_FUSED_COOP_STAGGER_GROUPS=4 "$BIN" --allow-no-gpu --benchmark_filter=NONE > /dev/null 2>&1; then echo "ok: $good accepted"
   else echo "FAIL: $good was refused"; fails=$((fails + 1)); fi
 done

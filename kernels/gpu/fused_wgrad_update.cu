@@ -1,5 +1,7 @@
 // Runtime dispatch of the fused kernel: checks, per-step scalars on the host (double, rounded
 // once, DESIGN contract 1), then the rule family's instantiation (rule_family_<rule>.cu).
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -59,9 +61,28 @@ void validate_param_view(const RuleConfig& rule, StateFormat sf, WeightStore ws,
   });
 }
 
-const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat sf) {
+int rule_state_slots(RuleId rule) {
+  return visit_rule(rule, [](auto r) { return decltype(r)::kStateSlots; });
+}
+
+const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat sf, RuleId rule) {
   if (tile.rows == 64 && tile.cols == 64) return "mma_sync_64x64";
-  return coop_chosen(make_tile_args(p), sf) ? "coop_128x256" : "block_per_tile";
+  const WgradTileArgs a = make_tile_args(p);
+  if (coop_l2g_chosen(a, sf, rule_state_slots(rule))) return "coop_l2g_128x256";
+  return coop_chosen(a, sf) ? "coop_128x256" : "block_per_tile";
+}
+
+float* coop_l2g_scratch(cudaStream_t stream, size_t floats) {
+  // Never freed: the slices live as long as the process (a static's destructor could run after
+  // the CUDA context is gone).
+  static std::mutex* mutex = new std::mutex;
+  static auto* slices = new std::map<std::pair<int, cudaStream_t>, DeviceBuffer<float>>;
+  std::lock_guard<std::mutex> lock(*mutex);
+  int device = 0;
+  cuda_check(cudaGetDevice(&device), "coop_l2g_scratch: cudaGetDevice");
+  DeviceBuffer<float>& b = (*slices)[{device, stream}];
+  if (b.size() < floats) b = DeviceBuffer<float>(floats);  // cudaFree waits for the kernels using the old one
+  return b.data();
 }
 
 void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateFormat sf,

@@ -741,6 +741,7 @@ void launch_fused_cfg(const WgradTileArgs& a, const typename Rule::Scalars& s, c
 
 // The warp-specialized kernels (they use the epilogue and launch helpers above).
 #include "kernels/gpu/fused_wgrad_coop.cuh"
+#include "kernels/gpu/fused_wgrad_coop_l2g.cuh"
 
 namespace fh::gpu {
 
@@ -754,11 +755,19 @@ inline bool coop_chosen(const WgradTileArgs& a, StateFormat sf) {
   const int64_t from = sf == StateFormat::int8 ? sched.coop_min_tokens_int8 : sched.coop_min_tokens;
   return from > 0 && a.T >= from && wgrad_tma_usable(a);
 }
+// Where the cooperative kernel is chosen and its G-through-L2 form serves (coop_l2g_serves):
+// that form from FusedSchedule::coop_l2g_min_tokens on (0: never).
+inline bool coop_l2g_chosen(const WgradTileArgs& a, StateFormat sf, int state_slots) {
+  const int64_t from = fused_schedule().coop_l2g_min_tokens;
+  return coop_l2g_serves(sf, state_slots) && from > 0 && a.T >= from && coop_chosen(a, sf);
+}
 
 template <class Rule, StateFormat SF, WeightStore WS>
 void launch_fused_tile(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                        TileShape tile, cudaStream_t stream) {
   if (tile.rows == 128 && tile.cols == 128) {
+    if constexpr (coop_l2g_serves(SF, Rule::kStateSlots))
+      if (coop_l2g_chosen(a, SF, Rule::kStateSlots)) return launch_fused_coop_l2g<Rule, SF, WS>(a, s, pv, stream);
     if (coop_chosen(a, SF)) return launch_fused_coop<Rule, SF, WS>(a, s, pv, stream);
     return launch_fused_cfg<WgradTileCfg<128, 128>, Rule, SF, WS>(a, s, pv, stream);
   }

@@ -52,6 +52,9 @@ void set_fused_schedule(const FusedSchedule& s) {
   if (s.coop_group_rows < 1 || s.coop_group_rows > 1024)
     throw std::invalid_argument("set_fused_schedule: coop_group_rows must be 1 .. 1024 (1: row-major; got " +
                                 std::to_string(s.coop_group_rows) + ")");
+  if (s.coop_l2g_min_tokens < 0)
+    throw std::invalid_argument("set_fused_schedule: coop_l2g_min_tokens must be >= 0 (0: never; got " +
+                                std::to_string(s.coop_l2g_min_tokens) + ")");
   std::lock_guard<std::mutex> lock(g_schedule_mutex);
   g_schedule = s;
 }

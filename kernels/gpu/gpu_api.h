@@ -147,14 +147,20 @@ FusedPlantedDefect fused_planted_defect();
 //     column by column inside a group (coop_tile_at, wgrad_tile_layout.h), so that the tiles in
 //     flight together share operand columns in L2; 1: row-major. The default, kCoopGroupRows = 8,
 //     is measured (kernels/gpu/NOTES.md v38).
+//   coop_l2g_min_tokens: where the cooperative kernel runs and coop_l2g_serves (fp32 state, rules
+//     with two or more state slots), from this many tokens on it parks each G tile in global memory
+//     (L2) and two epilogue warps update it while the consumers multiply the next tile
+//     (fused_wgrad_coop_l2g.cuh); 0: never. The default, kCoopL2gMinTokens = 16384, is measured
+//     (kernels/gpu/NOTES.md v40: 7-10% faster there, slower at T = 8192).
 // Process-wide. forge-bench reads FH_FUSED_STAGGER_US, FH_FUSED_STAGGER_STRIDE,
 // FH_FUSED_COOP_MIN_TOKENS, FH_FUSED_COOP_MIN_TOKENS_INT8, FH_FUSED_COOP_STAGGER_US,
-// FH_FUSED_COOP_STAGGER_GROUPS and FH_FUSED_COOP_GROUP_ROWS.
+// FH_FUSED_COOP_STAGGER_GROUPS, FH_FUSED_COOP_GROUP_ROWS and FH_FUSED_COOP_L2G_MIN_TOKENS.
 constexpr int64_t kCoopMinTokens = 2048;
 constexpr int64_t kCoopMinTokensInt8 = 8192;
 constexpr int kCoopStaggerUs = 0;
 constexpr int kCoopStaggerGroups = 1;
 constexpr int kCoopGroupRows = 8;
+constexpr int64_t kCoopL2gMinTokens = 16384;
 struct FusedSchedule {
   int stagger_us = -1;
   int stagger_stride = 0;
@@ -163,10 +169,12 @@ struct FusedSchedule {
   int coop_stagger_us = kCoopStaggerUs;
   int coop_stagger_groups = kCoopStaggerGroups;
   int coop_group_rows = kCoopGroupRows;
+  int64_t coop_l2g_min_tokens = kCoopL2gMinTokens;
 };
 // Throws std::invalid_argument on a value out of range (stagger_us -1 .. 10^6, stride >= 0,
 // coop_min_tokens and coop_min_tokens_int8 >= 0, coop_stagger_us >= 0, coop_stagger_groups
-// 1 .. 1024, the last group's delay at most 10^6 us, coop_group_rows 1 .. 1024).
+// 1 .. 1024, the last group's delay at most 10^6 us, coop_group_rows 1 .. 1024,
+// coop_l2g_min_tokens >= 0).
 void set_fused_schedule(const FusedSchedule& s);
 FusedSchedule fused_schedule();
 // The stagger an auto schedule uses: 10 us where the epilogue is DRAM bound (fp32 state: 24 or
@@ -174,8 +182,17 @@ FusedSchedule fused_schedule();
 int auto_stagger_us(StateFormat sf);
 // The kernel fused_wgrad_update runs for this problem, tile setting and state format under the
 // current schedule:
-// "coop_128x256", "block_per_tile" (both for the 128 x 128 setting) or "mma_sync_64x64".
-const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat sf);
+// "coop_l2g_128x256", "coop_128x256", "block_per_tile" (all for the 128 x 128 setting) or
+// "mma_sync_64x64".
+const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat sf, RuleId rule);
+// Where the cooperative kernel's G-through-L2 form can serve (FusedSchedule::coop_l2g_min_tokens):
+// fp32 state and a rule with at least kCoopL2gMinStateSlots state slots (24 or more epilogue bytes a
+// parameter: measured, kernels/gpu/NOTES.md v40, it loses with lighter epilogues).
+constexpr int kCoopL2gMinStateSlots = 2;
+constexpr bool coop_l2g_serves(StateFormat sf, int state_slots) {
+  return sf == StateFormat::fp32 && state_slots >= kCoopL2gMinStateSlots;
+}
+int rule_state_slots(RuleId rule);
 
 // Variants of the fused kernel (bench, decomposition claim and suites only), AdamW with fp32
 // master + fp32 state or bf16 weights + bf16 state, TMA-loadable operands; throws otherwise.

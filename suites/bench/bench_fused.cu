@@ -31,7 +31,8 @@ constexpr double kCopyRateBytesPerS = 4.2e12;  // GPU_RUNNER.md, device-to-devic
 // fused: the kernel fused_wgrad_update runs (block-per-tile, or the cooperative kernel from
 // T = FH_FUSED_COOP_MIN_TOKENS on, default kCoopMinTokens, FH_FUSED_COOP_MIN_TOKENS_INT8 for INT8
 // state, default kCoopMinTokensInt8 = 8192; 0: never; its stagger FH_FUSED_COOP_STAGGER_US and
-// FH_FUSED_COOP_STAGGER_GROUPS, its tile order FH_FUSED_COOP_GROUP_ROWS); fused_pingpong: the warp-specialized 128 x 128 kernel;
+// FH_FUSED_COOP_STAGGER_GROUPS, its tile order FH_FUSED_COOP_GROUP_ROWS, its G tiles through L2
+// from FH_FUSED_COOP_L2G_MIN_TOKENS, 0: never); fused_pingpong: the warp-specialized 128 x 128 kernel;
 // fused_g_roundtrip: the pingpong kernel storing each G tile and loading it back in the same
 // launch (the decomposition's middle step); fused_coop: the cooperative 128 x 256 kernel at every T;
 // gemm_cublas: cuBLAS's wgrad GEMM alone (no update), the large-T yardstick.
@@ -169,7 +170,7 @@ void bench_step(benchmark::State& state, Path path, RuleId id, int64_t out, int6
   state.counters["floor_ratio"] = benchmark::Counter(
       floor_s, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   std::string kernel;
-  if (path == Path::fused) kernel = std::string(" kernel=") + fused_kernel_for(su.problem(), TileShape{}, sf);
+  if (path == Path::fused) kernel = std::string(" kernel=") + fused_kernel_for(su.problem(), TileShape{}, sf, id);
   state.SetLabel(std::string(path_name(path)) + " " + rule_name(id) + "/" + state_format_name(sf) + "/" + weight_store_name(ws) + kernel);
 }
 
@@ -217,6 +218,7 @@ int main(int argc, char** argv) {
   env_int("FH_FUSED_COOP_STAGGER_US", sched.coop_stagger_us);
   env_int("FH_FUSED_COOP_STAGGER_GROUPS", sched.coop_stagger_groups);
   env_int("FH_FUSED_COOP_GROUP_ROWS", sched.coop_group_rows);
+  env_tokens("FH_FUSED_COOP_L2G_MIN_TOKENS", sched.coop_l2g_min_tokens);  // 0: never
   try {
     set_fused_schedule(sched);
   } catch (const std::exception& e) {
@@ -234,10 +236,10 @@ int main(int argc, char** argv) {
   std::printf("seed: 0x%016llx (fixed)\n", (unsigned long long)kBenchSeed);
   std::printf("forge-bench: fused schedule: cooperative kernel from T = %lld (INT8 state: %lld; 0: never), stagger %d us "
               "(-1: auto, %d us for fp32 state), stride %d (0: SM count); cooperative stagger %d us x %d groups, "
-              "tiles in groups of %d rows\n",
+              "tiles in groups of %d rows; G through L2 from T = %lld (0: never)\n",
               (long long)sched.coop_min_tokens, (long long)sched.coop_min_tokens_int8, sched.stagger_us,
               auto_stagger_us(StateFormat::fp32), sched.stagger_stride, sched.coop_stagger_us, sched.coop_stagger_groups,
-              sched.coop_group_rows);
+              sched.coop_group_rows, (long long)sched.coop_l2g_min_tokens);
   struct Layer { int64_t out, in; };
   const Layer layers[] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {1024, 4096}};
   const int64_t tokens[] = {512, 2048, 8192, 16384};

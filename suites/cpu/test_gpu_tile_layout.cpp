@@ -707,6 +707,9 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   bad = before;
   bad.coop_min_tokens_int8 = -1;
   EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
+  bad = before;
+  bad.coop_l2g_min_tokens = -1;
+  EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
   for (int rows : {0, -1, 1025}) {
     bad = before;
     bad.coop_group_rows = rows;
@@ -723,11 +726,19 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   EXPECT_EQ(before.coop_min_tokens, kCoopMinTokens) << "the cooperative kernel runs from the measured crossover by default";
   EXPECT_EQ(before.coop_min_tokens_int8, kCoopMinTokensInt8);
   EXPECT_EQ(before.coop_group_rows, kCoopGroupRows);
+  EXPECT_EQ(before.coop_l2g_min_tokens, kCoopL2gMinTokens);
+  // The G-through-L2 form serves fp32 state with two or more state slots only (measured).
+  EXPECT_TRUE(coop_l2g_serves(StateFormat::fp32, 2));
+  EXPECT_TRUE(coop_l2g_serves(StateFormat::fp32, 3));
+  EXPECT_FALSE(coop_l2g_serves(StateFormat::fp32, 1));
+  EXPECT_FALSE(coop_l2g_serves(StateFormat::bf16, 2));
+  EXPECT_FALSE(coop_l2g_serves(StateFormat::int8, 3));
   FusedSchedule mine = before;
   mine.stagger_us = 7;
   mine.stagger_stride = 3;
   mine.coop_min_tokens = 0;
   mine.coop_group_rows = 1024;
+  mine.coop_l2g_min_tokens = 8192;
   mine.coop_stagger_us = 500000;  // the last of three groups 10^6 us late: the limit itself
   mine.coop_stagger_groups = 3;
   set_fused_schedule(mine);
@@ -737,6 +748,7 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   EXPECT_EQ(fused_schedule().stagger_stride, 3);
   EXPECT_EQ(fused_schedule().coop_min_tokens, 0);
   EXPECT_EQ(fused_schedule().coop_group_rows, 1024);
+  EXPECT_EQ(fused_schedule().coop_l2g_min_tokens, 8192);
   set_fused_schedule(before);
   EXPECT_EQ(auto_stagger_us(StateFormat::fp32), 10);
   EXPECT_EQ(auto_stagger_us(StateFormat::bf16), 0);

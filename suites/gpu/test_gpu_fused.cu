@@ -106,7 +106,7 @@ TEST(gpu_fused_vs_twin, FusedEqualsOrderMatchedAndTwinOnRaggedShapes) {
               compared_om += a.values; diff_om += a.differing;
               compared_twin += b.values; diff_twin += b.differing;
               const std::string where = config_name(r, sf, ws) + " tile " + std::to_string(tile.rows) + " " +
-                                        fused_kernel_for(d.prob, tile, sf) +
+                                        fused_kernel_for(d.prob, tile, sf, r) +
                                         " shape " + std::to_string(s.out) + "x" + std::to_string(s.in) +
                                         " T=" + std::to_string(s.T) + " step " + std::to_string(st);
               EXPECT_EQ(a.differing, 0) << "fused vs order-matched, " << where << ", first " << a.first_diff;
@@ -155,39 +155,50 @@ TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
     om.download_into(om_h);
     return test::compare_params(fused_h, om_h);
   };
-  int64_t compared = 0, differing = 0, configs = 0;
   const Shape ragged_shape{304, 520, 2100};
-  std::vector<StepData> ragged;
-  for (const Shape& s : {ragged_shape, Shape{2048, 2304, kCoopMinTokens}}) {
-    std::vector<StepData> steps;
-    for (int st = 1; st <= 2; ++st) steps.emplace_back(s, uint64_t(s.out * 7919 + s.T + st));
-    for (RuleId r : kAllRules)
-      for (StateFormat sf : {StateFormat::fp32, StateFormat::bf16, StateFormat::int8})
-        for (WeightStore ws : kStores) {
-          ++configs;
-          EXPECT_STREQ(fused_kernel_for(steps[0].prob, TileShape{128, 128}, sf), "coop_128x256");
-          const ParamEvidence e = fused_vs_order_matched(steps, make_param(r, sf, ws, s, uint64_t(1000 + configs)), sf,
-                                                         ws, FusedPlantedDefect::none);
-          compared += e.values;
-          differing += e.differing;
-          EXPECT_EQ(e.differing, 0) << "coop fused vs order-matched, " << config_name(r, sf, ws) << " " << s.out << "x"
-                                    << s.in << " T=" << s.T << ", first " << e.first_diff;
-        }
-    if (ragged.empty()) ragged = std::move(steps);
+  // Twice: the cooperative kernel, then with its G tiles through L2 where that form serves (fp32
+  // state, rules with two or more state slots; the others stay on the cooperative kernel). 2040 x 4000: 256 tiles, ragged in both directions, so
+  // blocks with one and two tiles, and ragged tiles among the epilogue warps' (the first 124).
+  for (bool l2g : {false, true}) {
+    coop.coop_l2g_min_tokens = l2g ? kCoopMinTokens : 0;
+    set_fused_schedule(coop);
+    int64_t compared = 0, differing = 0, configs = 0;
+    std::vector<StepData> ragged;
+    for (const Shape& s : {ragged_shape, Shape{2040, 4000, kCoopMinTokens}}) {
+      std::vector<StepData> steps;
+      for (int st = 1; st <= 2; ++st) steps.emplace_back(s, uint64_t(s.out * 7919 + s.T + st));
+      for (RuleId r : kAllRules)
+        for (StateFormat sf : {StateFormat::fp32, StateFormat::bf16, StateFormat::int8})
+          for (WeightStore ws : kStores) {
+            ++configs;
+            EXPECT_STREQ(fused_kernel_for(steps[0].prob, TileShape{128, 128}, sf, r),
+                         l2g && coop_l2g_serves(sf, rule_state_slots(r)) ? "coop_l2g_128x256" : "coop_128x256");
+            const ParamEvidence e = fused_vs_order_matched(steps, make_param(r, sf, ws, s, uint64_t(1000 + configs)),
+                                                           sf, ws, FusedPlantedDefect::none);
+            compared += e.values;
+            differing += e.differing;
+            EXPECT_EQ(e.differing, 0) << (l2g ? "coop (G through L2)" : "coop") << " fused vs order-matched, "
+                                      << config_name(r, sf, ws) << " " << s.out << "x" << s.in << " T=" << s.T
+                                      << ", first " << e.first_diff;
+          }
+      if (ragged.empty()) ragged = std::move(steps);
+    }
+    // Planted (suite only): tile (0, 0) reads and writes the state one row down.
+    const HostParam hp0 = make_param(RuleId::adamw, StateFormat::fp32, WeightStore::fp32_master, ragged_shape, 5);
+    const ParamEvidence planted = fused_vs_order_matched(ragged, hp0, StateFormat::fp32, WeightStore::fp32_master,
+                                                         FusedPlantedDefect::state_row_offset);
+    const HostParam hp8 = make_param(RuleId::adamw, StateFormat::int8, WeightStore::fp32_master, ragged_shape, 6);
+    const ParamEvidence planted8 = fused_vs_order_matched(ragged, hp8, StateFormat::int8, WeightStore::fp32_master,
+                                                          FusedPlantedDefect::state_row_offset);
+    EXPECT_GT(planted.differing, 0) << "the coop kernel's planted state-row offset went unnoticed (G through L2: " << l2g
+                                    << ")";
+    EXPECT_GT(planted8.differing, 0) << "the coop kernel's planted state-row offset went unnoticed with INT8 state";
+    std::printf("[fused] coop kernel%s: %lld configs x 2 steps, fused vs order-matched: %lld values, %lld differ; "
+                "planted state-row offset: %lld differ, %lld with INT8 state (both must be > 0)\n",
+                l2g ? " (G through L2)" : "", (long long)configs, (long long)compared, (long long)differing,
+                (long long)planted.differing, (long long)planted8.differing);
   }
-  // Planted (suite only): tile (0, 0) reads and writes the state one row down.
-  const HostParam hp0 = make_param(RuleId::adamw, StateFormat::fp32, WeightStore::fp32_master, ragged_shape, 5);
-  const ParamEvidence planted = fused_vs_order_matched(ragged, hp0, StateFormat::fp32, WeightStore::fp32_master,
-                                                       FusedPlantedDefect::state_row_offset);
-  const HostParam hp8 = make_param(RuleId::adamw, StateFormat::int8, WeightStore::fp32_master, ragged_shape, 6);
-  const ParamEvidence planted8 = fused_vs_order_matched(ragged, hp8, StateFormat::int8, WeightStore::fp32_master,
-                                                        FusedPlantedDefect::state_row_offset);
   set_fused_schedule(defaults);
-  EXPECT_GT(planted.differing, 0) << "the coop kernel's planted state-row offset went unnoticed";
-  EXPECT_GT(planted8.differing, 0) << "the coop kernel's planted state-row offset went unnoticed with INT8 state";
-  std::printf("[fused] coop kernel: %lld configs x 2 steps, fused vs order-matched: %lld values, %lld differ; "
-              "planted state-row offset: %lld differ, %lld with INT8 state (both must be > 0)\n", (long long)configs,
-              (long long)compared, (long long)differing, (long long)planted.differing, (long long)planted8.differing);
 }
 
 // A few configurations on one ragged shape, every kernel of the set once: small enough for
@@ -436,13 +447,16 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
   // groups of late starts.
   // Its tile order: row-major and groups of three tile rows (a ragged last group) beside the
   // default eight.
-  for (auto [us, groups, rows] : {std::tuple{0, 1, kCoopGroupRows}, std::tuple{10, 2, kCoopGroupRows},
-                                  std::tuple{4, 4, kCoopGroupRows}, std::tuple{0, 1, 1}, std::tuple{0, 1, 3}}) {
+  // With its G tiles through L2 (AdamW with fp32 state) in the default and the three-row order.
+  for (auto [us, groups, rows, l2g] :
+       {std::tuple{0, 1, kCoopGroupRows, 0}, std::tuple{10, 2, kCoopGroupRows, 0}, std::tuple{4, 4, kCoopGroupRows, 0},
+        std::tuple{0, 1, 1, 0}, std::tuple{0, 1, 3, 0}, std::tuple{0, 1, kCoopGroupRows, 64}, std::tuple{0, 1, 3, 64}}) {
     FusedSchedule coop = defaults;
     coop.coop_min_tokens = coop.coop_min_tokens_int8 = 64;
     coop.coop_stagger_us = us;
     coop.coop_stagger_groups = groups;
     coop.coop_group_rows = rows;
+    coop.coop_l2g_min_tokens = l2g;
     variants.push_back(coop);
   }
   int64_t compared = 0, differing = 0, runs = 0;
@@ -474,7 +488,8 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
                                   << " us stride " << v.stagger_stride << ", coop from T = " << v.coop_min_tokens
                                   << " (INT8 " << v.coop_min_tokens_int8 << "), coop stagger " << v.coop_stagger_us
                                   << " us x " << v.coop_stagger_groups << " groups, tile groups of "
-                                  << v.coop_group_rows << " rows: "
+                                  << v.coop_group_rows << " rows, G through L2 from T = " << v.coop_l2g_min_tokens
+                                  << ": "
                                   << config_name(RuleId::adamw, sf, ws) << " " << s.out << "x" << s.in
                                   << ", first " << e.first_diff;
       }
@@ -504,7 +519,7 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
   coop_late.coop_stagger_us = 10;
   coop_late.coop_stagger_groups = 2;
   set_fused_schedule(coop_late);
-  ASSERT_STREQ(fused_kernel_for(d.prob, TileShape{}, StateFormat::fp32), "coop_128x256");
+  ASSERT_STREQ(fused_kernel_for(d.prob, TileShape{}, StateFormat::fp32, RuleId::adamw), "coop_128x256");
   DeviceParam coop_planted(hp0);
   set_fused_planted_defect(FusedPlantedDefect::late_blocks_skip_update);
   fused_wgrad_update(d.prob, hp0.rule, StateFormat::fp32, WeightStore::fp32_master, coop_planted.view(), 1);
@@ -598,7 +613,7 @@ TEST(GpuFused, TmaVariantsRefuseUnalignedRows) {
   StepData d(s, 6);
   const HostParam hp = make_param(RuleId::adamw, StateFormat::fp32, WeightStore::fp32_master, s, 4);
   DeviceParam p(hp);
-  EXPECT_STREQ(fused_kernel_for(d.prob, TileShape{128, 128}, StateFormat::fp32), "block_per_tile");
+  EXPECT_STREQ(fused_kernel_for(d.prob, TileShape{128, 128}, StateFormat::fp32, RuleId::adamw), "block_per_tile");
   for (FusedVariant v : {FusedVariant::pingpong_128x128, FusedVariant::coop_128x256})
     EXPECT_THROW(fused_wgrad_update_variant(d.prob, hp.rule, StateFormat::fp32, WeightStore::fp32_master, p.view(), 1, v),
                  std::invalid_argument);

@@ -1,0 +1,218 @@
+// The cooperative kernel with its G tiles parked in global memory (L2): what fused_wgrad_update
+// runs where the cooperative kernel is chosen and this form serves (fp32 state, rules with two or
+// more state slots: coop_l2g_serves, gpu_api.h), from T = FusedSchedule::coop_l2g_min_tokens
+// (coop_l2g_chosen, fused_wgrad_update.cuh). One persistent
+// block per SM, three warpgroups, the cooperative kernel's ring of four 48 KB slots and mainloop:
+//   - warp 0 (one thread) loads the chunks with TMA, from one tile straight into the next;
+//   - both consumers (warpgroups 1, 2) multiply the tile, wait until the epilogue warps have read
+//     the previous tile's G, store theirs to the block's 128 KB slice of a global scratch
+//     (g_scratch) and go on to the next tile; the block's last tile they update themselves;
+//   - warps 2 and 3 are the epilogue: they update each parked tile but the last with the rule
+//     while the consumers multiply the next one (warp 1 has no work).
+// Why: the cooperative kernel's epilogue does not overlap its mainloop (about 34 us a tile at
+// 4096², fp32: 852 KB of weights and state while the tensor cores idle), and v37's parked tile in
+// shared memory cut the ring to 96 KB and starved the mainloop (kernels/gpu/NOTES.md v37). Here
+// the ring keeps its 192 KB; the price is 128 KB of G stored to and loaded from L2 a tile, and the
+// two epilogue warps' pace (a tile's mainloop must outlast their epilogue: large T only).
+// Per output element the chain is the cooperative kernel's, and each element's update the same
+// function of the same values; the GPU fused suite compares the bits.
+#pragma once
+#include "kernels/gpu/fused_wgrad_coop.cuh"  // the wgmma, the park, the ring's geometry
+
+namespace fh::gpu {
+
+// The epilogue's geometry over a G tile in global memory (rows of TC floats, no padding: no banks
+// to avoid) for kEpilogueThreads threads, kQuads quads a thread in each batch.
+template <int kEpilogueThreads, int kQuads>
+struct CoopGlobalTile {
+  static constexpr int TR = 128, TC = 256, kThreads = kEpilogueThreads, kWarps = kEpilogueThreads / 32;
+  static constexpr int kEpilogueQuads = kQuads;
+  static constexpr int kPrefetchPasses = 4, kEarlyPrefetchPasses = 4;
+  static constexpr int kLdG = TC;
+  static constexpr int kSegmentsPerRow = TC / 64, kSegments = TR * kSegmentsPerRow;
+  static constexpr int kQuadPasses = TR * TC / (4 * kThreads);
+  static constexpr int kQuadRowsPerPass = kThreads / (TC / 4);
+  static constexpr int kBlockPasses = kSegments / kWarps;
+};
+constexpr int kL2gFirstEpilogueWarp = 2;
+using L2gEpilogueTile = CoopGlobalTile<64, 2>;  // warps 2 and 3
+// Both consumers, on the block's last tile: one quad a batch (two spilled 8 bytes at 168 registers).
+using L2gLastTile = CoopGlobalTile<256, 1>;
+constexpr size_t kL2gScratchFloats = size_t(CoopCfg::TR) * CoopCfg::TC;  // a block's slice
+
+struct CoopL2gCfg {
+  static constexpr size_t kBarrierOffset = CoopCfg::kRingBytes;
+  static constexpr size_t kSmemBytes =
+      kBarrierOffset + (2 * CoopCfg::kStages + 2) * sizeof(uint64_t) + kWgmmaAtomBytes;
+  static_assert(kSmemBytes <= 232448, "one block's shared memory on sm_90");
+};
+
+template <class Rule, StateFormat SF, WeightStore WS>
+__global__ void __launch_bounds__(CoopCfg::kThreads, 1)
+    fused_wgrad_coop_l2g_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec, int group_rows,
+                                float* g_scratch, const __grid_constant__ WgradTmaMaps maps) {
+  static_assert(coop_l2g_serves(SF, Rule::kStateSlots), "only where it serves (coop_l2g_serves)");
+  using Cfg = CoopCfg;
+  constexpr int S = Cfg::kStages;
+  extern __shared__ __align__(16) unsigned char coop_l2g_smem[];
+  unsigned char* ring = align_to_atom(coop_l2g_smem);
+  uint64_t* full = reinterpret_cast<uint64_t*>(ring + CoopL2gCfg::kBarrierOffset);
+  uint64_t* empty = full + S;
+  uint64_t* g_full = empty + S;    // both consumers stored the tile
+  uint64_t* g_empty = g_full + 1;  // the epilogue warps have read it
+  float* gG = g_scratch + size_t(blockIdx.x) * kL2gScratchFloats;
+  // The warp index from lane 0, so that ptxas sees the role branches as warp-uniform.
+  const int warp = __shfl_sync(0xffffffffu, int(threadIdx.x / 32), 0), lane = threadIdx.x & 31;
+  const int64_t tiles_x = (a.in + Cfg::TC - 1) / Cfg::TC, tiles_y = (a.out + Cfg::TR - 1) / Cfg::TR;
+  const int64_t tiles = tiles_x * tiles_y;
+  const int64_t my_tiles = (tiles - blockIdx.x + gridDim.x - 1) / gridDim.x;  // blocks <= tiles
+  auto tile_origin = [&](int64_t k, int64_t& o0, int64_t& i0) {  // the block's k-th tile
+    const FragCoord t = coop_tile_at(int64_t(blockIdx.x) + k * gridDim.x, tiles_y, tiles_x, group_rows);
+    o0 = int64_t(t.row) * Cfg::TR;
+    i0 = int64_t(t.col) * Cfg::TC;
+  };
+  const int64_t nchunks = (a.T + Cfg::TK - 1) / Cfg::TK;
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < S; ++i) {
+      mbar_init(full + i, 1);
+      mbar_init(empty + i, 8);  // the four warps of each consumer
+    }
+    // Every thread arrives on the G barriers: each orders its own global accesses.
+    mbar_init(g_full, 256);
+    mbar_init(g_empty, 32 * L2gEpilogueTile::kWarps);
+    fence_mbarrier_init();
+  }
+  __syncthreads();
+  const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
+  // Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
+  auto shifted = [&](int64_t o0, int64_t i0) {
+    return a.planted_defect == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
+  };
+  auto whole_tile = [&](int64_t o0, int64_t i0) {
+    return vec && !short_edge && !shifted(o0, i0) && o0 + Cfg::TR <= pv.rows && i0 + Cfg::TC <= pv.cols;
+  };
+  // Tile (o0, i0)'s update from the G parked at gG by the Tile::kThreads threads of index tid.
+  auto epilogue = [&](auto tile, int64_t o0, int64_t i0, int tid) {
+    using Tile = decltype(tile);
+    const FragCoord first = epilogue_quad<Tile>(tid, 0);
+    if (whole_tile(o0, i0))
+      fused_epilogue_quads<Tile, Rule, SF, WS, true>(s, pv, gG, o0, i0, vec, short_edge, false, a.planted_defect,
+                                                     first, tid);
+    else
+      fused_epilogue_quads<Tile, Rule, SF, WS, false>(s, pv, gG, o0, i0, vec, short_edge, shifted(o0, i0),
+                                                      a.planted_defect, first, tid);
+  };
+
+  if (warp == 0) {  // producer: one thread
+    if (lane == 0) {
+      int64_t n = 0;  // the block's chunk index
+      for (int64_t k = 0; k < my_tiles; ++k) {
+        int64_t o0, i0;
+        tile_origin(k, o0, i0);
+        // Boxes wholly past W's edge are not loaded: they only feed G rows or columns outside W.
+        int a_boxes = 0, b_boxes = 0;
+        for (int j = 0; j < Cfg::kABoxes; ++j) a_boxes += o0 + j * kTmaBoxCols < a.out;
+        for (int j = 0; j < Cfg::kBBoxes; ++j) b_boxes += i0 + j * kTmaBoxCols < a.in;
+        const uint32_t tx_bytes = uint32_t(kTmaBoxBytes) * uint32_t(a_boxes + b_boxes);
+        for (int64_t c = 0; c < nchunks; ++c, ++n) {
+          const int slot = int(n % S);
+          if (n >= S) mbar_wait(empty + slot, uint32_t(n / S - 1) & 1u);
+          unsigned char* sA = ring + size_t(slot) * Cfg::kSlotBytes;
+          unsigned char* sB = sA + Cfg::kABytes;
+          const int t0 = int(c * Cfg::TK);
+          mbar_arrive_expect_tx(full + slot, tx_bytes);
+          for (int j = 0; j < a_boxes; ++j) tma_load_box(sA + j * kTmaBoxBytes, maps.dy, int(o0) + j * kTmaBoxCols, t0, full + slot);
+          for (int j = 0; j < b_boxes; ++j) tma_load_box(sB + j * kTmaBoxBytes, maps.x, int(i0) + j * kTmaBoxCols, t0, full + slot);
+        }
+      }
+    }
+    return;
+  }
+  if (warp < kL2gFirstEpilogueWarp) return;
+
+  if (warp < 4) {  // the epilogue warps: every tile of the block but its last
+    const int etid = threadIdx.x - 32 * kL2gFirstEpilogueWarp;
+    for (int64_t k = 0; k + 1 < my_tiles; ++k) {
+      int64_t o0, i0;
+      tile_origin(k, o0, i0);
+      // The tile's first lines into L2 while its mainloop runs.
+      if (whole_tile(o0, i0)) prefetch_first_passes<L2gEpilogueTile, Rule, SF, WS>(pv, epilogue_quad<L2gEpilogueTile>(etid, 0), o0, i0);
+      mbar_wait(g_full, uint32_t(k) & 1u);
+      epilogue(L2gEpilogueTile{}, o0, i0, etid);
+      mbar_arrive(g_empty);
+    }
+    return;
+  }
+
+  const int consumer = warp / 4 - 1, cwarp = warp & 3, ctid = threadIdx.x - 128;
+  float acc[32][4];
+  int64_t seq = 0;  // the block-wide index of the tile's first chunk
+  for (int64_t k = 0; k < my_tiles; ++k, seq += nchunks) {
+    int64_t o0, i0;
+    tile_origin(k, o0, i0);
+    const bool last = k + 1 == my_tiles;
+#pragma unroll
+    for (int j = 0; j < 32; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[j][i] = 0.0f;  // +0: the chain's start
+    for (int64_t c = 0; c < nchunks; ++c) {
+      const int64_t n = seq + c;
+      const int slot = int(n % S);
+      mbar_wait(full + slot, uint32_t(n / S) & 1u);
+      const unsigned char* sA = ring + size_t(slot) * Cfg::kSlotBytes;
+      const unsigned char* sB = sA + Cfg::kABytes;
+      const int ksteps = chunk_ksteps(a.T, c * Cfg::TK, Cfg::kKSteps);
+      wgmma_fence_operands<32>(acc);
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < Cfg::kKSteps; ++ks)
+        if (ksteps == Cfg::kKSteps || ks < ksteps)  // the ragged last chunk: k-steps wholly past T are not issued
+          wgmma_m64n256k16_ss(acc, tma_operand_desc(sA, ks, consumer), tma_operand_desc(sB, ks, 0));
+      wgmma_commit();
+      wgmma_wait<1>();  // chunk c - 1's instructions are done: its slot may be refilled
+      wgmma_fence_operands<32>(acc);
+      if (c > 0 && lane == 0) mbar_arrive(empty + int((n - 1) % S));
+    }
+    wgmma_wait<0>();
+    wgmma_fence_operands<32>(acc);
+    if (nchunks > 0 && lane == 0) mbar_arrive(empty + int((seq + nchunks - 1) % S));
+    if (k > 0) mbar_wait(g_empty, uint32_t(k - 1) & 1u);  // the previous tile's G is read
+    coop_park_rows<L2gEpilogueTile>(gG, acc, consumer, cwarp, lane);
+    if (!last) mbar_arrive(g_full);
+  }
+  // The block's last tile, by the consumers (after the loop: inside it, ptxas kept the
+  // accumulators' registers beside the epilogue's and spilled 1 KB; an early L2 prefetch of its
+  // first passes inside the mainloop spilled 32 bytes, so it has none).
+  if (my_tiles > 0) {
+    int64_t o0, i0;
+    tile_origin(my_tiles - 1, o0, i0);
+    coop_consumers_barrier();  // the whole tile is stored (bar.sync orders the consumers' stores)
+    epilogue(L2gLastTile{}, o0, i0, ctid);
+  }
+}
+
+// A block's G slice for each stream that has launched the kernel, kept for the process (stream
+// order keeps two launches on one stream apart; launches on other streams get other slices).
+float* coop_l2g_scratch(cudaStream_t stream, size_t floats);
+
+template <class Rule, StateFormat SF, WeightStore WS>
+void launch_fused_coop_l2g(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
+                           cudaStream_t stream) {
+  auto kernel = fused_wgrad_coop_l2g_kernel<Rule, SF, WS>;
+  static const bool attributes_set =
+      set_smem_limit(kernel, CoopL2gCfg::kSmemBytes, "fused_wgrad_coop_l2g: cudaFuncSetAttribute");
+  (void)attributes_set;
+  int device = 0, sms = 0;
+  cuda_check(cudaGetDevice(&device), "fused_wgrad_coop_l2g: cudaGetDevice");
+  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused_wgrad_coop_l2g: SM count");
+  const int64_t tiles = ((a.in + CoopCfg::TC - 1) / CoopCfg::TC) * ((a.out + CoopCfg::TR - 1) / CoopCfg::TR);
+  const int64_t blocks = tiles < sms ? tiles : sms;
+  float* scratch = coop_l2g_scratch(stream, size_t(blocks) * kL2gScratchFloats);
+  const WgradTmaMaps maps = make_wgrad_tma_maps(a);
+  const bool vec = fused_params_vec4<SF>(pv);
+  kernel<<<unsigned(blocks), CoopCfg::kThreads, CoopL2gCfg::kSmemBytes, stream>>>(a, s, pv, vec, fused_schedule().coop_group_rows,
+                                                                                    scratch, maps);
+  cuda_check(cudaGetLastError(), "fused_wgrad_coop_l2g: launch");
+}
+
+}  // namespace fh::gpu
