@@ -30,6 +30,7 @@ inline int64_t bf16_order_key(bf16 v) {
 }
 inline bool fp32_bits_isnan(uint32_t u) { return (u & 0x7FFFFFFFu) > 0x7F800000u; }
 inline bool bf16_bits_isnan(uint16_t b) { return (b & 0x7FFFu) > 0x7F80u; }
+inline bool bf16_bits_isnan(bf16 v) { return bf16_bits_isnan(v.bits); }
 
 inline uint64_t ulp_distance_f32(float a, float b) {
   if (fp32_bits_isnan(std::bit_cast<uint32_t>(a)) || fp32_bits_isnan(std::bit_cast<uint32_t>(b)))
@@ -39,7 +40,7 @@ inline uint64_t ulp_distance_f32(float a, float b) {
 }
 
 inline uint64_t ulp_distance_bf16(bf16 a, bf16 b) {
-  if (bf16_bits_isnan(a.bits) || bf16_bits_isnan(b.bits)) return kUlpNaN;
+  if (bf16_bits_isnan(a) || bf16_bits_isnan(b)) return kUlpNaN;
   const int64_t ka = bf16_order_key(a), kb = bf16_order_key(b);
   return uint64_t(ka > kb ? ka - kb : kb - ka);
 }

@@ -34,26 +34,31 @@ FH_HD bf16 bf16_high(uint32_t w) { return bf16::from_bits(uint16_t(w >> 16)); }
 FH_HD float bf16_to_float(bf16 b) { return u2f(uint32_t(b.bits) << 16); }
 
 // Round-to-nearest-even, keeping subnormals; NaN stays a quiet NaN with its sign; values that
-// round above the largest finite bf16 become infinity (IEEE overflow under RNE).
-FH_HD bf16 float_to_bf16_rne(float x) {
+// round above the largest finite bf16 become infinity (IEEE overflow under RNE). On raw bits: the
+// one place the rounding is written; float_to_bf16_rne below gives it as a bf16.
+FH_HD uint16_t float_to_bf16_rne_bits(float x) {
   uint32_t u = f2u(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return bf16::from_bits(uint16_t((u >> 16) | 0x0040u));
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x0040u);
   uint32_t lsb = (u >> 16) & 1u;
   u += 0x7fffu + lsb;
-  return bf16::from_bits(uint16_t(u >> 16));
+  return uint16_t(u >> 16);
 }
 
 // Stochastic rounding with 16 random bits r (only the low 16 bits of r are used): add r to the
 // 16 bits that bf16 drops, then truncate. The magnitude rounds up with probability equal to the
 // dropped fraction, so E[SR(x)] = x exactly for every finite x whose rounding cannot overflow
 // (|x| <= largest finite bf16, 0x7f7f). Larger finite x round to the largest bf16 or to infinity,
-// with the same probabilities. NaN gives a quiet NaN with its sign; +-inf stays +-inf.
-FH_HD bf16 float_to_bf16_sr(float x, uint32_t r) {
+// with the same probabilities. NaN gives a quiet NaN with its sign; +-inf stays +-inf. On raw
+// bits, as float_to_bf16_rne_bits.
+FH_HD uint16_t float_to_bf16_sr_bits(float x, uint32_t r) {
   uint32_t u = f2u(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return bf16::from_bits(uint16_t((u >> 16) | 0x0040u));
-  if ((u & 0x7fffffffu) == 0x7f800000u) return bf16::from_bits(uint16_t(u >> 16));
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x0040u);
+  if ((u & 0x7fffffffu) == 0x7f800000u) return uint16_t(u >> 16);
   u += (r & 0xffffu);
-  return bf16::from_bits(uint16_t(u >> 16));
+  return uint16_t(u >> 16);
 }
+
+FH_HD bf16 float_to_bf16_rne(float x) { return bf16::from_bits(float_to_bf16_rne_bits(x)); }
+FH_HD bf16 float_to_bf16_sr(float x, uint32_t r) { return bf16::from_bits(float_to_bf16_sr_bits(x, r)); }
 
 }  // namespace fh
