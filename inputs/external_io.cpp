@@ -90,7 +90,7 @@ uint32_t Tensor::bits(int64_t k) const {
 
 float Tensor::value(int64_t k) const {
   switch (dtype) {
-    case Dtype::bf16: return bf16_to_float(uint16_t(bits(k)));
+    case Dtype::bf16: return bf16_to_float(bf16::from_bits(uint16_t(bits(k))));
     case Dtype::fp32: return u2f(bits(k));
     case Dtype::int8: return float(int8_t(bytes[size_t(k)]));
     case Dtype::i64: return float(i64(k));
@@ -121,9 +121,9 @@ std::vector<float> Tensor::floats() const {
   return v;
 }
 
-std::vector<uint16_t> Tensor::u16() const {
-  if (dtype != Dtype::bf16) throw std::logic_error("Tensor::u16 on a non-bf16 tensor");
-  std::vector<uint16_t> v(static_cast<size_t>(numel()));
+std::vector<bf16> Tensor::bf16s() const {
+  if (dtype != Dtype::bf16) throw std::logic_error("Tensor::bf16s on a non-bf16 tensor");
+  std::vector<bf16> v(static_cast<size_t>(numel()));
   std::memcpy(v.data(), bytes.data(), bytes.size());
   return v;
 }
@@ -146,7 +146,7 @@ Tensor Tensor::from_floats(Dtype d, std::vector<int64_t> shape, const std::vecto
   if (int64_t(v.size()) != t.numel()) throw std::invalid_argument("Tensor::from_floats: size mismatch");
   for (size_t k = 0; k < v.size(); ++k) {
     if (d == Dtype::bf16) {
-      const uint16_t b = float_to_bf16_rne(v[k]);
+      const bf16 b = float_to_bf16_rne(v[k]);
       std::memcpy(t.bytes.data() + 2 * k, &b, 2);
     } else if (d == Dtype::fp32) {
       const uint32_t u = f2u(v[k]);
@@ -160,9 +160,9 @@ Tensor Tensor::from_floats(Dtype d, std::vector<int64_t> shape, const std::vecto
   return t;
 }
 
-Tensor Tensor::from_u16(std::vector<int64_t> shape, const std::vector<uint16_t>& v) {
+Tensor Tensor::from_bf16s(std::vector<int64_t> shape, const std::vector<bf16>& v) {
   Tensor t = make(Dtype::bf16, std::move(shape));
-  if (int64_t(v.size()) != t.numel()) throw std::invalid_argument("Tensor::from_u16: size mismatch");
+  if (int64_t(v.size()) != t.numel()) throw std::invalid_argument("Tensor::from_bf16s: size mismatch");
   std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
   return t;
 }

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/bf16.h"
+
 namespace fh::ext {
 
 inline constexpr int64_t kInterfaceVersion = 1;
@@ -51,12 +53,12 @@ struct Tensor {
   // A slice along the first axis: [index, ...] as its own tensor.
   Tensor slab(int64_t index) const;
   std::vector<float> floats() const;
-  std::vector<uint16_t> u16() const;  // bf16 only
+  std::vector<bf16> bf16s() const;  // bf16 only
   std::vector<uint8_t> u8() const;    // int8 only (bytes)
 
   static Tensor make(Dtype d, std::vector<int64_t> shape);
   static Tensor from_floats(Dtype d, std::vector<int64_t> shape, const std::vector<float>& v);  // bf16: RNE
-  static Tensor from_u16(std::vector<int64_t> shape, const std::vector<uint16_t>& v);
+  static Tensor from_bf16s(std::vector<int64_t> shape, const std::vector<bf16>& v);
   static Tensor from_i64(const std::vector<int64_t>& v);
 };
 

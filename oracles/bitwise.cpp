@@ -18,10 +18,10 @@ struct F32Traits {
   static uint64_t distance(float a, float b, bool) { return ulp_distance_f32(a, b); }
 };
 struct Bf16Traits {
-  using T = uint16_t;
+  using T = bf16;
   static constexpr const char* kFormat = "bf16";
-  static uint32_t bits(uint16_t x) { return x; }
-  static uint64_t distance(uint16_t a, uint16_t b, bool) { return ulp_distance_bf16(a, b); }
+  static uint32_t bits(bf16 x) { return x.bits; }
+  static uint64_t distance(bf16 a, bf16 b, bool) { return ulp_distance_bf16(a, b); }
 };
 struct U8Traits {
   using T = uint8_t;
@@ -124,7 +124,7 @@ BitwiseReport compare_bitwise_f32(const float* a, const float* b, int64_t rows, 
                                   const BitwiseContext& ctx) {
   return compare_typed<F32Traits>(a, b, rows, cols, ctx);
 }
-BitwiseReport compare_bitwise_bf16(const uint16_t* a, const uint16_t* b, int64_t rows,
+BitwiseReport compare_bitwise_bf16(const bf16* a, const bf16* b, int64_t rows,
                                    int64_t cols, const BitwiseContext& ctx) {
   return compare_typed<Bf16Traits>(a, b, rows, cols, ctx);
 }
@@ -148,7 +148,7 @@ BitwiseReport compare_bitwise(const std::vector<float>& a, const std::vector<flo
   check_sizes(a, b, rows, cols);
   return compare_bitwise_f32(a.data(), b.data(), rows, cols, ctx);
 }
-BitwiseReport compare_bitwise(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b,
+BitwiseReport compare_bitwise(const std::vector<bf16>& a, const std::vector<bf16>& b,
                               int64_t rows, int64_t cols, const BitwiseContext& ctx) {
   check_sizes(a, b, rows, cols);
   return compare_bitwise_bf16(a.data(), b.data(), rows, cols, ctx);

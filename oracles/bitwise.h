@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/bf16.h"
+
 namespace fh {
 
 struct TileShape {
@@ -48,7 +50,7 @@ struct BitwiseReport {
 // with exactly one zero or a negative side.
 BitwiseReport compare_bitwise_f32(const float* a, const float* b, int64_t rows, int64_t cols,
                                   const BitwiseContext& ctx = {});
-BitwiseReport compare_bitwise_bf16(const uint16_t* a, const uint16_t* b, int64_t rows,
+BitwiseReport compare_bitwise_bf16(const bf16* a, const bf16* b, int64_t rows,
                                    int64_t cols, const BitwiseContext& ctx = {});
 BitwiseReport compare_bitwise_u8(const uint8_t* a, const uint8_t* b, int64_t rows, int64_t cols,
                                  const BitwiseContext& ctx = {});
@@ -56,7 +58,7 @@ BitwiseReport compare_bitwise_u8(const uint8_t* a, const uint8_t* b, int64_t row
 // Vector forms: the sizes must both equal rows * cols.
 BitwiseReport compare_bitwise(const std::vector<float>& a, const std::vector<float>& b,
                               int64_t rows, int64_t cols, const BitwiseContext& ctx = {});
-BitwiseReport compare_bitwise(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b,
+BitwiseReport compare_bitwise(const std::vector<bf16>& a, const std::vector<bf16>& b,
                               int64_t rows, int64_t cols, const BitwiseContext& ctx = {});
 BitwiseReport compare_bitwise(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b,
                               int64_t rows, int64_t cols, const BitwiseContext& ctx = {});

@@ -88,12 +88,12 @@ double seq_fp32_dot_bound(int64_t K, double abs_sum, int64_t n_tiny) {
   return inflate(g * terms + tiny, 4);
 }
 
-double tc_chain_dot_bound(const uint16_t* a, int64_t a_stride, const uint16_t* b,
+double tc_chain_dot_bound(const bf16* a, int64_t a_stride, const bf16* b,
                           int64_t b_stride, int64_t K, float c0, const MmaModelParams& params) {
   if (K > 0 && (!a || !b)) throw std::invalid_argument("tc_chain_dot_bound: null input");
   if (std::isnan(c0)) return kInf;
   return chain_bound(K, std::fabs(double(c0)), params, [&](int64_t k) {
-    const uint16_t x = a[k * a_stride], y = b[k * b_stride];
+    const uint16_t x = a[k * a_stride].bits, y = b[k * b_stride].bits;
     const int ex = (x >> 7) & 0xFF, ey = (y >> 7) & 0xFF;
     if (ex == 0xFF || ey == 0xFF) return TcTerm{kInf, kInf};
     const int sx = ex ? ((x & 0x7F) | 0x80) : (x & 0x7F);
@@ -115,7 +115,7 @@ double tc_chain_dot_bound_from_terms(const double* abs_terms, int64_t K, double 
   });
 }
 
-double order_dot_bound(const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in, int64_t out,
+double order_dot_bound(const bf16* X, const bf16* dY, int64_t T, int64_t in, int64_t out,
                        int64_t o, int64_t i, const ReductionOrder& order) {
   const MmaModelParams p = order.model_params();
   if (order.split_k == 1) return tc_chain_dot_bound(dY + o, out, X + i, in, T, 0.0f, p);

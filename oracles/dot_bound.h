@@ -42,6 +42,7 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/common/bf16.h"
 #include "kernels/common/mma_params.h"
 #include "kernels/common/reduction_order.h"
 
@@ -58,7 +59,7 @@ double seq_fp32_dot_bound(int64_t K, double abs_sum, int64_t n_tiny = -1);
 
 // The tensor-core chain bound above from the bf16 inputs a[k*a_stride], b[k*b_stride] (exact
 // alignment exponents, any bf16 including subnormals; inf / NaN inputs give +inf).
-double tc_chain_dot_bound(const uint16_t* a, int64_t a_stride, const uint16_t* b,
+double tc_chain_dot_bound(const bf16* a, int64_t a_stride, const bf16* b,
                           int64_t b_stride, int64_t K, float c0 = 0.0f,
                           const MmaModelParams& params = kHopperMma);
 
@@ -72,7 +73,7 @@ double tc_chain_dot_bound_from_terms(const double* abs_terms, int64_t K, double 
 // [T, out]) computed in `order` (S the exact sum): per split-K slice the instruction-chain bound
 // above; the split_k - 1 fp32 RNE adds of the slice partials add gamma_{split_k - 1} * sum_s
 // (|partial_s| <= abs_s + B_s) (Higham, recursive summation).
-double order_dot_bound(const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in, int64_t out,
+double order_dot_bound(const bf16* X, const bf16* dY, int64_t T, int64_t in, int64_t out,
                        int64_t o, int64_t i, const ReductionOrder& order);
 
 }  // namespace fh

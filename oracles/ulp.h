@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "kernels/common/bf16.h"
+
 namespace fh {
 
 inline constexpr uint64_t kUlpNaN = std::numeric_limits<uint64_t>::max();
@@ -22,12 +24,13 @@ inline int64_t fp32_order_key(float x) {
   const int64_t mag = int64_t(u & 0x7FFFFFFFu);
   return (u >> 31) ? -mag : mag;
 }
-inline int64_t bf16_order_key(uint16_t b) {
-  const int64_t mag = int64_t(b & 0x7FFFu);
-  return (b >> 15) ? -mag : mag;
+inline int64_t bf16_order_key(bf16 v) {
+  const int64_t mag = int64_t(v.bits & 0x7FFFu);
+  return (v.bits >> 15) ? -mag : mag;
 }
 inline bool fp32_bits_isnan(uint32_t u) { return (u & 0x7FFFFFFFu) > 0x7F800000u; }
 inline bool bf16_bits_isnan(uint16_t b) { return (b & 0x7FFFu) > 0x7F80u; }
+inline bool bf16_bits_isnan(bf16 v) { return bf16_bits_isnan(v.bits); }
 
 inline uint64_t ulp_distance_f32(float a, float b) {
   if (fp32_bits_isnan(std::bit_cast<uint32_t>(a)) || fp32_bits_isnan(std::bit_cast<uint32_t>(b)))
@@ -36,7 +39,7 @@ inline uint64_t ulp_distance_f32(float a, float b) {
   return uint64_t(ka > kb ? ka - kb : kb - ka);
 }
 
-inline uint64_t ulp_distance_bf16(uint16_t a, uint16_t b) {
+inline uint64_t ulp_distance_bf16(bf16 a, bf16 b) {
   if (bf16_bits_isnan(a) || bf16_bits_isnan(b)) return kUlpNaN;
   const int64_t ka = bf16_order_key(a), kb = bf16_order_key(b);
   return uint64_t(ka > kb ? ka - kb : kb - ka);

@@ -50,19 +50,19 @@ const char* case_distribution_name(CaseDistribution d) {
 
 namespace {
 
-uint16_t draw_normal_bf16(CaseRng& rng, double scale) {
+bf16 draw_normal_bf16(CaseRng& rng, double scale) {
   return float_to_bf16_rne(float(scale * rng.normalish()));
 }
 
 // Random sign, leading bit at 2^e, random bits below it (a bf16 subnormal below 2^-126).
-uint16_t draw_wide_bf16(CaseRng& rng, int e) {
+bf16 draw_wide_bf16(CaseRng& rng, int e) {
   const uint64_t r = rng.next_u64();
   const uint16_t sign = (r & 1u) ? 0x8000u : 0u;
   const uint16_t frac7 = uint16_t((r >> 1) & 0x7Fu);
-  if (e >= -126) return uint16_t(sign | uint16_t((e + 127) << 7) | frac7);
+  if (e >= -126) return bf16::from_bits(uint16_t(sign | uint16_t((e + 127) << 7) | frac7));
   const int lead = e + 133;  // bit index of the leading bit in the subnormal field, 0..6
   const uint16_t below = uint16_t(frac7 & ((1u << lead) - 1u));
-  return uint16_t(sign | uint16_t(1u << lead) | below);
+  return bf16::from_bits(uint16_t(sign | uint16_t(1u << lead) | below));
 }
 
 void check_params(CaseDistribution dist, const CaseDistParams& p) {
@@ -89,11 +89,11 @@ void check_params(CaseDistribution dist, const CaseDistParams& p) {
 
 }  // namespace
 
-std::vector<uint16_t> gen_bf16(CaseRng& rng, int64_t n, CaseDistribution dist,
+std::vector<bf16> gen_bf16(CaseRng& rng, int64_t n, CaseDistribution dist,
                                const CaseDistParams& p) {
   if (n < 0) throw std::invalid_argument("gen_bf16: negative count");
   check_params(dist, p);
-  std::vector<uint16_t> v(static_cast<size_t>(n));
+  std::vector<bf16> v(static_cast<size_t>(n));
   for (auto& b : v) {
     switch (dist) {
       case CaseDistribution::normal: b = draw_normal_bf16(rng, p.scale); break;
@@ -105,7 +105,7 @@ std::vector<uint16_t> gen_bf16(CaseRng& rng, int64_t n, CaseDistribution dist,
         break;
       case CaseDistribution::sparse:
         if (rng.uniform01() < p.zero_fraction)
-          b = (rng.next_u64() & 1u) ? 0x8000u : 0x0000u;  // -0 and +0 both appear
+          b = bf16::from_bits((rng.next_u64() & 1u) ? 0x8000u : 0x0000u);  // -0 and +0 both appear
         else
           b = draw_normal_bf16(rng, p.scale);
         break;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/bf16.h"
 #include "kernels/common/seed_stream.h"
 #include "kernels/common/splitmix64.h"
 
@@ -44,8 +45,8 @@ struct CaseDistParams {
   double zero_fraction = 0.7;  // sparse
 };
 
-// n bf16 bit patterns drawn from `dist`. Throws std::invalid_argument on bad parameters.
-std::vector<uint16_t> gen_bf16(CaseRng& rng, int64_t n, CaseDistribution dist,
+// n bf16 values drawn from `dist`. Throws std::invalid_argument on bad parameters.
+std::vector<bf16> gen_bf16(CaseRng& rng, int64_t n, CaseDistribution dist,
                                const CaseDistParams& params = {});
 // n fp32 weights scale * normalish(), rounded once to fp32.
 std::vector<float> gen_weights_f32(CaseRng& rng, int64_t n, double scale = 0.05);
@@ -55,8 +56,8 @@ struct WgradCase {
   uint64_t seed = 0;
   int64_t T = 0, in = 0, out = 0;
   CaseDistribution dist = CaseDistribution::normal;
-  std::vector<uint16_t> X;   // [T, in] bf16, row-major
-  std::vector<uint16_t> dY;  // [T, out] bf16, row-major
+  std::vector<bf16> X;   // [T, in] bf16, row-major
+  std::vector<bf16> dY;  // [T, out] bf16, row-major
   std::vector<float> w0;     // [out, in] fp32
   std::string describe() const;  // "seed=... T=... in=... out=... dist=..." for failure messages
 };

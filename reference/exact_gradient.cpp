@@ -28,7 +28,8 @@ struct DecodedBf16 {
   int32_t sig;
   int32_t e;
 };
-inline bool decode_bf16(uint16_t x, DecodedBf16& out) {
+inline bool decode_bf16(bf16 v, DecodedBf16& out) {
+  const uint16_t x = v.bits;
   const int ex = (x >> 7) & 0xFF, mx = x & 0x7F;
   if (ex == 0xFF) return false;
   const int32_t mag = ex ? (mx | 0x80) : mx;
@@ -49,9 +50,10 @@ void ExactSum::normalize_if_needed() {
   pending_ = 0;
 }
 
-void ExactSum::add_bf16_product(uint16_t a, uint16_t b) {
+void ExactSum::add_bf16_product(bf16 va, bf16 vb) {
   DecodedBf16 da, db;
-  const bool fa = decode_bf16(a, da), fb = decode_bf16(b, db);
+  const bool fa = decode_bf16(va, da), fb = decode_bf16(vb, db);
+  const uint16_t a = va.bits, b = vb.bits;
   if (!fa || !fb) {
     const bool nan_a = ((a >> 7) & 0xFF) == 0xFF && (a & 0x7F);
     const bool nan_b = ((b >> 7) & 0xFF) == 0xFF && (b & 0x7F);
@@ -252,7 +254,7 @@ const Pow2Table& pow2_table() {
   return t;
 }
 
-void check_shapes(const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in, int64_t out,
+void check_shapes(const bf16* X, const bf16* dY, int64_t T, int64_t in, int64_t out,
                   const char* who) {
   if (T < 0 || in < 0 || out < 0)
     throw std::invalid_argument(std::string(who) + ": negative shape (T=" + std::to_string(T) +
@@ -263,7 +265,7 @@ void check_shapes(const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in, 
 
 // Column t-contiguous copy of a [T, n] bf16 matrix, decoded. `special[c]` marks columns with an
 // inf or NaN (those take the slow path through add_bf16_product).
-void decode_columns(const uint16_t* M, int64_t T, int64_t n, std::vector<DecodedBf16>& dec,
+void decode_columns(const bf16* M, int64_t T, int64_t n, std::vector<DecodedBf16>& dec,
                     std::vector<uint8_t>& special) {
   dec.assign(size_t(T * n), DecodedBf16{0, 0});
   special.assign(size_t(n), 0);
@@ -277,7 +279,7 @@ void decode_columns(const uint16_t* M, int64_t T, int64_t n, std::vector<Decoded
 
 }  // namespace
 
-ExactDot exact_dot_bf16(const uint16_t* a, int64_t a_stride, const uint16_t* b, int64_t b_stride,
+ExactDot exact_dot_bf16(const bf16* a, int64_t a_stride, const bf16* b, int64_t b_stride,
                         int64_t K) {
   if (K < 0) throw std::invalid_argument("exact_dot_bf16: negative K");
   if (K > 0 && (!a || !b)) throw std::invalid_argument("exact_dot_bf16: null input");
@@ -285,7 +287,7 @@ ExactDot exact_dot_bf16(const uint16_t* a, int64_t a_stride, const uint16_t* b, 
   const Pow2Table& p2 = pow2_table();
   double abs_sum = 0.0;
   for (int64_t k = 0; k < K; ++k) {
-    const uint16_t x = a[k * a_stride], y = b[k * b_stride];
+    const bf16 x = a[k * a_stride], y = b[k * b_stride];
     r.sum.add_bf16_product(x, y);
     DecodedBf16 dx, dy;
     if (decode_bf16(x, dx) && decode_bf16(y, dy)) {
@@ -302,7 +304,7 @@ ExactDot exact_dot_bf16(const uint16_t* a, int64_t a_stride, const uint16_t* b, 
   return r;
 }
 
-ExactDot exact_wgrad_element(const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in,
+ExactDot exact_wgrad_element(const bf16* X, const bf16* dY, int64_t T, int64_t in,
                              int64_t out, int64_t o, int64_t i) {
   check_shapes(X, dY, T, in, out, "exact_wgrad_element");
   if (o < 0 || o >= out || i < 0 || i >= in)
@@ -312,7 +314,7 @@ ExactDot exact_wgrad_element(const uint16_t* X, const uint16_t* dY, int64_t T, i
   return exact_dot_bf16(dY + o, out, X + i, in, T);
 }
 
-std::vector<float> exact_wgrad(const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in,
+std::vector<float> exact_wgrad(const bf16* X, const bf16* dY, int64_t T, int64_t in,
                                int64_t out, std::vector<double>* abs_sum_upper) {
   check_shapes(X, dY, T, in, out, "exact_wgrad");
   std::vector<DecodedBf16> xd, dyd;
@@ -349,7 +351,7 @@ std::vector<float> exact_wgrad(const uint16_t* X, const uint16_t* dY, int64_t T,
   return G;
 }
 
-std::vector<float> fp32_sequential_wgrad(const uint16_t* X, const uint16_t* dY, int64_t T,
+std::vector<float> fp32_sequential_wgrad(const bf16* X, const bf16* dY, int64_t T,
                                          int64_t in, int64_t out) {
   check_shapes(X, dY, T, in, out, "fp32_sequential_wgrad");
   // t-contiguous copies so that the inner loop streams.

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/common/bf16.h"
+
 namespace fh {
 
 // An exact sum of bf16 products and fp32 values: a fixed-point integer over 2^-288 .. 2^352
@@ -23,7 +25,7 @@ class ExactSum {
   static constexpr int kDigits = 20;
   static constexpr int kLowExp = -288;  // weight of bit 0
 
-  void add_bf16_product(uint16_t a, uint16_t b);
+  void add_bf16_product(bf16 a, bf16 b);
   void add_float(float x);
   // Adds m * 2^e exactly. Needs |m| < 2^24 and kLowExp <= e <= 300 (throws otherwise).
   void add_scaled(int64_t m, int e) {
@@ -74,21 +76,21 @@ struct ExactDot {
   double abs_sum_upper = 0;   // an upper bound on sum_k |a_k b_k| (within 2^-50 relative)
   int64_t tiny_products = 0;  // nonzero products below 2^-126 (may be inexact in fp32)
 };
-ExactDot exact_dot_bf16(const uint16_t* a, int64_t a_stride, const uint16_t* b, int64_t b_stride,
+ExactDot exact_dot_bf16(const bf16* a, int64_t a_stride, const bf16* b, int64_t b_stride,
                         int64_t K);
 
 // G_exact for the whole layer ([out, in] fp32, row-major). abs_sum_upper, when given, receives
 // the per-element upper bound on sum_t |dY[t][o] X[t][i]| ([out, in]). Throws
 // std::invalid_argument on negative shapes or null inputs with nonzero size.
-std::vector<float> exact_wgrad(const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in,
+std::vector<float> exact_wgrad(const bf16* X, const bf16* dY, int64_t T, int64_t in,
                                int64_t out, std::vector<double>* abs_sum_upper = nullptr);
 // One element G_exact[o][i], with its exact sum.
-ExactDot exact_wgrad_element(const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in,
+ExactDot exact_wgrad_element(const bf16* X, const bf16* dY, int64_t T, int64_t in,
                              int64_t out, int64_t o, int64_t i);
 
 // The fp32 sequential reference: acc = +0; for t = 0..T-1: acc = fl(acc + fl(dy * x)), every
 // operation through the IEEE shim (the product is exact unless it under- or overflows fp32).
-std::vector<float> fp32_sequential_wgrad(const uint16_t* X, const uint16_t* dY, int64_t T,
+std::vector<float> fp32_sequential_wgrad(const bf16* X, const bf16* dY, int64_t T,
                                          int64_t in, int64_t out);
 
 }  // namespace fh

@@ -107,7 +107,7 @@ void int8_tiled_update_copy(HostParam& w, const std::vector<float>& G, int64_t s
 
 // ---- stochastic rounding ----
 
-uint16_t sr_round(float x, const sr_key& key, int64_t r, int64_t c, int64_t cols, int64_t tile_rows,
+bf16 sr_round(float x, const sr_key& key, int64_t r, int64_t c, int64_t cols, int64_t tile_rows,
                   int64_t tile_cols, SrVariant v) {
   switch (v) {
     case SrVariant::kernel: return float_to_bf16_sr(x, sr_bits(key, uint64_t(r * cols + c)));
@@ -133,7 +133,7 @@ SrClassStep sr_class_step(uint32_t low16, int64_t rows, int64_t cols) {
   st.w0.resize(size_t(rows * cols));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) st.w0[size_t(r * cols + c)] = u2f(f2u(sr_class_value(low16, r, c)) & 0xffff0000u);
-  st.X.assign(size_t(2 * cols), 0x3f80);  // bf16 1.0
+  st.X.assign(size_t(2 * cols), bf16::from_bits(0x3f80));  // bf16 1.0
   st.dY.resize(size_t(2 * rows));
   for (int64_t r = 0; r < rows; ++r) {
     const float v = sr_class_value(low16, r, 0);
@@ -162,7 +162,7 @@ LeastSquaresProblem LeastSquaresProblem::make(uint64_t seed, int64_t out, int64_
   return p;
 }
 
-std::vector<double> LeastSquaresProblem::targets(const std::vector<uint16_t>& X, int64_t n, CaseRng& rng) const {
+std::vector<double> LeastSquaresProblem::targets(const std::vector<bf16>& X, int64_t n, CaseRng& rng) const {
   const int64_t O = out, I = in;
   std::vector<double> Y(size_t(n * O));
   for (int64_t t = 0; t < n; ++t)
@@ -174,8 +174,8 @@ std::vector<double> LeastSquaresProblem::targets(const std::vector<uint16_t>& X,
   return Y;
 }
 
-std::vector<double> LeastSquaresProblem::predict(const std::vector<uint16_t>& X, int64_t n,
-                                                 const std::vector<uint16_t>& w_bf16) const {
+std::vector<double> LeastSquaresProblem::predict(const std::vector<bf16>& X, int64_t n,
+                                                 const std::vector<bf16>& w_bf16) const {
   const int64_t O = out, I = in;
   std::vector<double> P(size_t(n * O));
   for (int64_t t = 0; t < n; ++t)
@@ -217,9 +217,9 @@ LeastSquaresProblem::Optimum LeastSquaresProblem::exact_optimum() const {
   return r;
 }
 
-std::vector<uint16_t> LeastSquaresProblem::output_grad_bf16(const std::vector<double>& P,
+std::vector<bf16> LeastSquaresProblem::output_grad_bf16(const std::vector<double>& P,
                                                             const std::vector<double>& Y, int64_t T) {
-  std::vector<uint16_t> dY(P.size());
+  std::vector<bf16> dY(P.size());
   for (size_t i = 0; i < dY.size(); ++i) dY[i] = float_to_bf16_rne(float((P[i] - Y[i]) / double(T)));
   return dY;
 }

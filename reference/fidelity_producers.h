@@ -46,7 +46,7 @@ enum class SrVariant : uint8_t {
 const char* sr_variant_name(SrVariant v);
 
 // One SR decision for element (r, c) of a [rows, cols] tensor at key.step, as the variant draws.
-uint16_t sr_round(float x, const sr_key& key, int64_t r, int64_t c, int64_t cols,
+bf16 sr_round(float x, const sr_key& key, int64_t r, int64_t c, int64_t cols,
                   int64_t tile_rows, int64_t tile_cols, SrVariant v);
 
 // The value of element (r, c) in a class with dropped bits low16: sign and exponent vary with the
@@ -61,7 +61,7 @@ float sr_class_value(uint32_t low16, int64_t r, int64_t c);
 // tensor-core sum of the two products is exact). Then p - 1 * g = the value, exactly.
 struct SrClassStep {
   std::vector<float> w0;
-  std::vector<uint16_t> X, dY;  // [2, cols], [2, rows]
+  std::vector<bf16> X, dY;  // [2, cols], [2, rows]
   RuleConfig rule;
 };
 SrClassStep sr_class_step(uint32_t low16, int64_t rows, int64_t cols);
@@ -75,20 +75,20 @@ struct LeastSquaresProblem {
   int64_t out = 0, in = 0, eval_T = 0;
   double target_noise = 0;
   std::vector<float> wstar, w0;
-  std::vector<uint16_t> Xe;
+  std::vector<bf16> Xe;
   std::vector<double> Ye;  // [eval_T, out]
 
   static LeastSquaresProblem make(uint64_t seed, int64_t out, int64_t in, int64_t eval_T,
                                   double w_star_scale, double target_noise);
   // Targets of X [n, in]: X W*^T in double plus target_noise * rng.normalish() per entry, [n, out].
-  std::vector<double> targets(const std::vector<uint16_t>& X, int64_t n, CaseRng& rng) const;
+  std::vector<double> targets(const std::vector<bf16>& X, int64_t n, CaseRng& rng) const;
   // Predictions X W^T in double, W the bf16 weights w_bf16 [out, in], [n, out].
-  std::vector<double> predict(const std::vector<uint16_t>& X, int64_t n,
-                              const std::vector<uint16_t>& w_bf16) const;
+  std::vector<double> predict(const std::vector<bf16>& X, int64_t n,
+                              const std::vector<bf16>& w_bf16) const;
   // 0.5 * sum (P - Y)^2 / n.
   static double loss(const std::vector<double>& P, const std::vector<double>& Y, int64_t n);
   // The output gradient dY = (P - Y) / T per entry, rounded to fp32 then to bf16 (RNE).
-  static std::vector<uint16_t> output_grad_bf16(const std::vector<double>& P,
+  static std::vector<bf16> output_grad_bf16(const std::vector<double>& P,
                                                 const std::vector<double>& Y, int64_t T);
 
   // The exact minimum of the eval loss over real W (not only bf16-representable W): Xe W^T = Ye

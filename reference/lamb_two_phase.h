@@ -9,7 +9,7 @@
 namespace fh {
 
 // Two-phase with the order-matched G: one trust ratio for the tensor.
-void lamb_two_phase_step(LambParam& p, const LambHyper& h, const uint16_t* X, const uint16_t* dY,
+void lamb_two_phase_step(LambParam& p, const LambHyper& h, const bf16* X, const bf16* dY,
                          int64_t T, int64_t step, const ReductionOrder& order);
 
 }  // namespace fh

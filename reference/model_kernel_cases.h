@@ -16,8 +16,8 @@ inline std::vector<float> uniform_f32(CaseRng& r, size_t n, double lo, double hi
   for (auto& x : v) x = float(lo + (hi - lo) * r.uniform01());
   return v;
 }
-inline std::vector<uint16_t> uniform_bf16(CaseRng& r, size_t n, double lo, double hi) {
-  std::vector<uint16_t> v(n);
+inline std::vector<bf16> uniform_bf16(CaseRng& r, size_t n, double lo, double hi) {
+  std::vector<bf16> v(n);
   for (auto& x : v) x = float_to_bf16_rne(float(lo + (hi - lo) * r.uniform01()));
   return v;
 }
@@ -32,7 +32,7 @@ inline std::vector<int32_t> uniform_indices(CaseRng& r, size_t n, int64_t bound)
 struct NormCase {
   int64_t T, H;
   std::vector<float> x, dh, dx0;
-  std::vector<uint16_t> g;
+  std::vector<bf16> g;
 };
 inline NormCase make_norm_case(uint64_t seed, int64_t T, int64_t H) {
   CaseRng r(seed);

@@ -49,7 +49,7 @@ float CorrectlyRoundedFns::exp(float x) const { return fcanon(float(std::exp(dou
 float CorrectlyRoundedFns::log(float x) const { return fcanon(float(std::log(double(x)))); }
 float CorrectlyRoundedFns::rsqrt(float x) const { return fcanon(float(1.0 / std::sqrt(double(x)))); }
 
-std::vector<float> embedding(const std::vector<uint16_t>& e, const std::vector<int32_t>& tok, int64_t T, int64_t H) {
+std::vector<float> embedding(const std::vector<bf16>& e, const std::vector<int32_t>& tok, int64_t T, int64_t H) {
   require_size(tok.size(), T, "embedding: tok");
   require(H > 0 && e.size() % size_t(H) == 0, "embedding: E is not [V, H]");
   const int64_t V = int64_t(e.size()) / H;
@@ -61,11 +61,11 @@ std::vector<float> embedding(const std::vector<uint16_t>& e, const std::vector<i
   return x;
 }
 
-RmsnormFwdOut rmsnorm_fwd(const std::vector<float>& x, const std::vector<uint16_t>& g, int64_t T, int64_t H,
+RmsnormFwdOut rmsnorm_fwd(const std::vector<float>& x, const std::vector<bf16>& g, int64_t T, int64_t H,
                           const ElementaryFns& fns) {
   require_size(x.size(), T * H, "rmsnorm_fwd: x");
   require_size(g.size(), H, "rmsnorm_fwd: g");
-  RmsnormFwdOut out{std::vector<uint16_t>(size_t(T * H)), std::vector<float>(size_t(T))};
+  RmsnormFwdOut out{std::vector<bf16>(size_t(T * H)), std::vector<float>(size_t(T))};
   for (int64_t t = 0; t < T; ++t) {
     const float* xr = x.data() + t * H;
     const float ss = block_sum(H, [&](int64_t c) { return fmul(xr[c], xr[c]); });
@@ -78,7 +78,7 @@ RmsnormFwdOut rmsnorm_fwd(const std::vector<float>& x, const std::vector<uint16_
 }
 
 template <bool kPlantedProjectionWithoutRstd>
-void rmsnorm_bwd_dx(const std::vector<float>& x, const std::vector<uint16_t>& g, const std::vector<float>& rstd,
+void rmsnorm_bwd_dx(const std::vector<float>& x, const std::vector<bf16>& g, const std::vector<float>& rstd,
                     const std::vector<float>& dh, std::vector<float>& dx, int64_t T, int64_t H) {
   require_size(x.size(), T * H, "rmsnorm_bwd_dx: x");
   require_size(g.size(), H, "rmsnorm_bwd_dx: g");
@@ -100,10 +100,10 @@ void rmsnorm_bwd_dx(const std::vector<float>& x, const std::vector<uint16_t>& g,
     }
   }
 }
-template void rmsnorm_bwd_dx<false>(const std::vector<float>&, const std::vector<uint16_t>&,
+template void rmsnorm_bwd_dx<false>(const std::vector<float>&, const std::vector<bf16>&,
                                     const std::vector<float>&, const std::vector<float>&, std::vector<float>&, int64_t,
                                     int64_t);
-template void rmsnorm_bwd_dx<true>(const std::vector<float>&, const std::vector<uint16_t>&,
+template void rmsnorm_bwd_dx<true>(const std::vector<float>&, const std::vector<bf16>&,
                                    const std::vector<float>&, const std::vector<float>&, std::vector<float>&, int64_t,
                                    int64_t);
 
@@ -122,10 +122,10 @@ std::vector<float> rmsnorm_bwd_dg(const std::vector<float>& x, const std::vector
   return dg;
 }
 
-std::vector<uint16_t> causal_softmax(const std::vector<float>& s, int64_t rows, int64_t T, const ElementaryFns& fns) {
+std::vector<bf16> causal_softmax(const std::vector<float>& s, int64_t rows, int64_t T, const ElementaryFns& fns) {
   require(T > 0, "causal_softmax: T");
   require_size(s.size(), rows * T, "causal_softmax: s");
-  std::vector<uint16_t> p(size_t(rows * T));
+  std::vector<bf16> p(size_t(rows * T));
   for (int64_t row = 0; row < rows; ++row) {
     const int64_t i = row % T;
     const float* sr = s.data() + row * T;
@@ -137,13 +137,13 @@ std::vector<uint16_t> causal_softmax(const std::vector<float>& s, int64_t rows, 
   return p;
 }
 
-std::vector<uint16_t> softmax_bwd(const std::vector<uint16_t>& p, const std::vector<float>& dp, int64_t rows,
+std::vector<bf16> softmax_bwd(const std::vector<bf16>& p, const std::vector<float>& dp, int64_t rows,
                                   int64_t T, float scale) {
   require_size(p.size(), rows * T, "softmax_bwd: p");
   require_size(dp.size(), rows * T, "softmax_bwd: dp");
-  std::vector<uint16_t> ds(size_t(rows * T));
+  std::vector<bf16> ds(size_t(rows * T));
   for (int64_t row = 0; row < rows; ++row) {
-    const uint16_t* pr = p.data() + row * T;
+    const bf16* pr = p.data() + row * T;
     const float* dpr = dp.data() + row * T;
     const float s = block_sum(T, [&](int64_t j) { return fmul(dpr[j], bf16_to_float(pr[j])); });
     for (int64_t j = 0; j < T; ++j)
@@ -152,22 +152,22 @@ std::vector<uint16_t> softmax_bwd(const std::vector<uint16_t>& p, const std::vec
   return ds;
 }
 
-std::vector<uint16_t> expand_kv(const std::vector<uint16_t>& kv, int64_t T, int64_t heads, int64_t kvh, int64_t d) {
+std::vector<bf16> expand_kv(const std::vector<bf16>& kv, int64_t T, int64_t heads, int64_t kvh, int64_t d) {
   require(kvh > 0 && heads % kvh == 0, "expand_kv: heads is not a multiple of kv heads");
   require_size(kv.size(), T * kvh * d, "expand_kv: kv");
   const int64_t group = heads / kvh;
-  std::vector<uint16_t> x(size_t(T * heads * d));
+  std::vector<bf16> x(size_t(T * heads * d));
   for (int64_t t = 0; t < T; ++t)
     for (int64_t h = 0; h < heads; ++h)
       for (int64_t c = 0; c < d; ++c) x[size_t((t * heads + h) * d + c)] = kv[size_t((t * kvh + h / group) * d + c)];
   return x;
 }
 
-std::vector<uint16_t> reduce_kv(const std::vector<float>& dx, int64_t T, int64_t heads, int64_t kvh, int64_t d) {
+std::vector<bf16> reduce_kv(const std::vector<float>& dx, int64_t T, int64_t heads, int64_t kvh, int64_t d) {
   require(kvh > 0 && heads % kvh == 0, "reduce_kv: heads is not a multiple of kv heads");
   require_size(dx.size(), T * heads * d, "reduce_kv: dx");
   const int64_t group = heads / kvh;
-  std::vector<uint16_t> dkv(size_t(T * kvh * d));
+  std::vector<bf16> dkv(size_t(T * kvh * d));
   for (int64_t t = 0; t < T; ++t)
     for (int64_t g = 0; g < kvh; ++g)
       for (int64_t c = 0; c < d; ++c) {
@@ -183,9 +183,9 @@ namespace {
 float one_plus_exp_neg(float z, const ElementaryFns& fns) { return fadd(1.0f, fns.exp(fneg(z))); }
 }  // namespace
 
-std::vector<uint16_t> gate_fwd(const std::vector<float>& gate, const std::vector<float>& up, const ElementaryFns& fns) {
+std::vector<bf16> gate_fwd(const std::vector<float>& gate, const std::vector<float>& up, const ElementaryFns& fns) {
   require(gate.size() == up.size(), "gate_fwd: gate and up differ in size");
-  std::vector<uint16_t> m(gate.size());
+  std::vector<bf16> m(gate.size());
   for (size_t i = 0; i < gate.size(); ++i)
     m[i] = float_to_bf16_rne(fmul(fdiv(gate[i], one_plus_exp_neg(gate[i], fns)), up[i]));
   return m;
@@ -194,7 +194,7 @@ std::vector<uint16_t> gate_fwd(const std::vector<float>& gate, const std::vector
 GateBwdOut gate_bwd(const std::vector<float>& gate, const std::vector<float>& up, const std::vector<float>& dm,
                     const ElementaryFns& fns) {
   require(gate.size() == up.size() && gate.size() == dm.size(), "gate_bwd: gate, up and dm differ in size");
-  GateBwdOut out{std::vector<uint16_t>(gate.size()), std::vector<uint16_t>(gate.size())};
+  GateBwdOut out{std::vector<bf16>(gate.size()), std::vector<bf16>(gate.size())};
   for (size_t i = 0; i < gate.size(); ++i) {
     const float z = gate[i], sg = fdiv(1.0f, one_plus_exp_neg(z, fns));
     out.dgate[i] = float_to_bf16_rne(fmul(fmul(dm[i], up[i]), fmul(sg, fadd(1.0f, fmul(z, fsub(1.0f, sg))))));
@@ -207,7 +207,7 @@ CrossEntropyOut cross_entropy(const std::vector<float>& logits, const std::vecto
                               int64_t V, const ElementaryFns& fns) {
   require_size(logits.size(), T * V, "cross_entropy: logits");
   require_size(labels.size(), T, "cross_entropy: labels");
-  CrossEntropyOut out{std::vector<float>(size_t(T)), std::vector<uint16_t>(size_t(T * V))};
+  CrossEntropyOut out{std::vector<float>(size_t(T)), std::vector<bf16>(size_t(T * V))};
   for (int64_t t = 0; t < T; ++t) {
     const float* lr = logits.data() + t * V;
     const int64_t y = labels[size_t(t)];
@@ -236,8 +236,8 @@ void embedding_bwd(const std::vector<float>& dx, const std::vector<int32_t>& tok
     }
 }
 
-std::vector<uint16_t> to_bf16(const std::vector<float>& x) {
-  std::vector<uint16_t> y(x.size());
+std::vector<bf16> to_bf16(const std::vector<float>& x) {
+  std::vector<bf16> y(x.size());
   for (size_t i = 0; i < x.size(); ++i) y[i] = float_to_bf16_rne(x[i]);
   return y;
 }

@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/common/bf16.h"
+
 namespace fh::model_ref {
 
 // The device's block width: the reduction trees below are the trees of this many threads.
@@ -48,10 +50,10 @@ class CorrectlyRoundedFns final : public ElementaryFns {
 constexpr int kDeviceExpUlp = 2, kDeviceLogUlp = 1, kDeviceRsqrtUlp = 2;
 
 // embedding_kernel: x[t, c] = E[tok[t], c] widened (exact).
-std::vector<float> embedding(const std::vector<uint16_t>& e, const std::vector<int32_t>& tok, int64_t T, int64_t H);
+std::vector<float> embedding(const std::vector<bf16>& e, const std::vector<int32_t>& tok, int64_t T, int64_t H);
 
 struct RmsnormFwdOut {
-  std::vector<uint16_t> h;  // [T, H] bf16
+  std::vector<bf16> h;  // [T, H] bf16
   std::vector<float> rstd;  // [T]
 };
 // rmsnorm_fwd_kernel: per token, partial_t = sum of fmul(x, x) over the thread's columns, the
@@ -59,7 +61,7 @@ struct RmsnormFwdOut {
 // Bitwise given the device's rsqrtf; with a correctly rounded rsqrt, rstd is within
 // kDeviceRsqrtUlp + 1 ulp of the device's (its argument is the same bits) and each h within one
 // bf16 ulp (a few fp32 ulp move the value across a bf16 rounding boundary at most once).
-RmsnormFwdOut rmsnorm_fwd(const std::vector<float>& x, const std::vector<uint16_t>& g, int64_t T, int64_t H,
+RmsnormFwdOut rmsnorm_fwd(const std::vector<float>& x, const std::vector<bf16>& g, int64_t T, int64_t H,
                           const ElementaryFns& fns);
 
 // rmsnorm_bwd_dx_kernel: per token, partial = sum of fmul(fmul(fmul(dh, g), x), rstd), the block
@@ -75,7 +77,7 @@ RmsnormFwdOut rmsnorm_fwd(const std::vector<float>& x, const std::vector<uint16_
 #define FH_PLANT_RMSNORM_BWD_REFERENCE 0
 #endif
 template <bool kPlantedProjectionWithoutRstd = (FH_PLANT_RMSNORM_BWD_REFERENCE != 0)>
-void rmsnorm_bwd_dx(const std::vector<float>& x, const std::vector<uint16_t>& g, const std::vector<float>& rstd,
+void rmsnorm_bwd_dx(const std::vector<float>& x, const std::vector<bf16>& g, const std::vector<float>& rstd,
                     const std::vector<float>& dh, std::vector<float>& dx, int64_t T, int64_t H);
 
 // rmsnorm_bwd_dg_kernel: one thread per column, dg[c] = sum over t = 0 .. T-1 in order of
@@ -88,26 +90,26 @@ std::vector<float> rmsnorm_bwd_dg(const std::vector<float>& x, const std::vector
 // j <= i and +0 above. Bitwise given the device's expf. With a correctly rounded exp each term is
 // within 2.5 ulp (relative) of the device's, z within 2.5 + (chain length, ceil(n / 256) + 8) ulp
 // and each quotient one more: far below a bf16 ulp (2^16 fp32 ulp), so each p within one bf16 ulp.
-std::vector<uint16_t> causal_softmax(const std::vector<float>& s, int64_t rows, int64_t T, const ElementaryFns& fns);
+std::vector<bf16> causal_softmax(const std::vector<float>& s, int64_t rows, int64_t T, const ElementaryFns& fns);
 
 // softmax_bwd_kernel: per row, s = block sum of fmul(dp, p); ds = bf16(fmul(fmul(p, fsub(dp, s)),
 // scale)). Bitwise.
-std::vector<uint16_t> softmax_bwd(const std::vector<uint16_t>& p, const std::vector<float>& dp, int64_t rows,
+std::vector<bf16> softmax_bwd(const std::vector<bf16>& p, const std::vector<float>& dp, int64_t rows,
                                   int64_t T, float scale);
 
 // expand_kv_kernel: x[t, h, c] = kv[t, h / (heads / kvh), c] (a copy). Bitwise.
-std::vector<uint16_t> expand_kv(const std::vector<uint16_t>& kv, int64_t T, int64_t heads, int64_t kvh, int64_t d);
+std::vector<bf16> expand_kv(const std::vector<bf16>& kv, int64_t T, int64_t heads, int64_t kvh, int64_t d);
 // reduce_kv_kernel: dkv[t, g, c] = bf16(sum over the group's heads k = 0 .. group-1 in order of
 // dx[t, g group + k, c], from 0). Bitwise.
-std::vector<uint16_t> reduce_kv(const std::vector<float>& dx, int64_t T, int64_t heads, int64_t kvh, int64_t d);
+std::vector<bf16> reduce_kv(const std::vector<float>& dx, int64_t T, int64_t heads, int64_t kvh, int64_t d);
 
 // gate_fwd_kernel: m = bf16(fmul(silu(gate), up)), silu(z) = fdiv(z, fadd(1, exp(-z))). Bitwise
 // given the device's expf; with a correctly rounded exp, 1 + exp(-z) is within 2.5 ulp (relative)
 // and each m within one bf16 ulp.
-std::vector<uint16_t> gate_fwd(const std::vector<float>& gate, const std::vector<float>& up, const ElementaryFns& fns);
+std::vector<bf16> gate_fwd(const std::vector<float>& gate, const std::vector<float>& up, const ElementaryFns& fns);
 
 struct GateBwdOut {
-  std::vector<uint16_t> dgate, dup;  // bf16
+  std::vector<bf16> dgate, dup;  // bf16
 };
 // gate_bwd_kernel: sg = fdiv(1, fadd(1, exp(-z))); dgate = bf16(fmul(fmul(dm, up), fmul(sg, fadd(1,
 // fmul(z, fsub(1, sg)))))); dup = bf16(fmul(fmul(dm, z), sg)). Bitwise given the device's expf.
@@ -119,7 +121,7 @@ GateBwdOut gate_bwd(const std::vector<float>& gate, const std::vector<float>& up
 
 struct CrossEntropyOut {
   std::vector<float> loss;         // [T]
-  std::vector<uint16_t> dlogits;   // [T, V] bf16
+  std::vector<bf16> dlogits;   // [T, V] bf16
 };
 // cross_entropy_kernel: per token, m = block max of the row, z = block sum of exp(fsub(l, m)),
 // loss = fsub(fadd(log(z), m), l[label]); dlogits = bf16(fdiv(fsub(fdiv(exp(fsub(l, m)), z),
@@ -136,6 +138,6 @@ void embedding_bwd(const std::vector<float>& dx, const std::vector<int32_t>& tok
                    int64_t H);
 
 // to_bf16_kernel: round to nearest even. Bitwise.
-std::vector<uint16_t> to_bf16(const std::vector<float>& x);
+std::vector<bf16> to_bf16(const std::vector<float>& x);
 
 }  // namespace fh::model_ref

@@ -7,7 +7,7 @@
 
 namespace fh {
 
-std::vector<float> ns_two_phase_step(NsParam& p, const NsHyper& h, const uint16_t* X, const uint16_t* dY,
+std::vector<float> ns_two_phase_step(NsParam& p, const NsHyper& h, const bf16* X, const bf16* dY,
                                      int64_t T, int64_t step, const ReductionOrder& order, const NsGrid& grid) {
   std::vector<float> G = order_matched_wgrad(X, dY, T, p.cols, p.rows, order);
   ns_step(p, h, step, grid, ns_materialized_source(G, p.rows, p.cols, grid));

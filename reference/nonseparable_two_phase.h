@@ -13,7 +13,7 @@
 namespace fh {
 
 // One two-phase step; returns the order-matched G it used ([rows, cols]).
-std::vector<float> ns_two_phase_step(NsParam& p, const NsHyper& h, const uint16_t* X, const uint16_t* dY,
+std::vector<float> ns_two_phase_step(NsParam& p, const NsHyper& h, const bf16* X, const bf16* dY,
                                      int64_t T, int64_t step, const ReductionOrder& order, const NsGrid& grid);
 
 // sum over the [rows, cols] array x (leading dimension ld) of x^2 + add, exactly (MPFR at

@@ -9,19 +9,19 @@
 
 namespace fh {
 
-std::vector<float> order_matched_wgrad(const uint16_t* X, const uint16_t* dY, int64_t T,
+std::vector<float> order_matched_wgrad(const bf16* X, const bf16* dY, int64_t T,
                                        int64_t in, int64_t out, const ReductionOrder& order) {
   if (T < 0 || out <= 0 || in <= 0) throw std::invalid_argument("order_matched_wgrad: bad shape");
   if (T > 0 && (!X || !dY)) throw std::invalid_argument("order_matched_wgrad: null X or dY");
   order.validate();
   const MmaModelParams p = order.model_params();
-  const std::vector<uint16_t> dYt = transpose_bf16(dY, T, out);  // [out, T]
-  const std::vector<uint16_t> Xt = transpose_bf16(X, T, in);     // [in, T]
+  const std::vector<bf16> dYt = transpose_bf16(dY, T, out);  // [out, T]
+  const std::vector<bf16> Xt = transpose_bf16(X, T, in);     // [in, T]
   std::vector<float> G(size_t(out * in));
   for (int64_t o = 0; o < out; ++o)
     for (int64_t i = 0; i < in; ++i) {
-      const uint16_t* a = dYt.data() + o * T;
-      const uint16_t* b = Xt.data() + i * T;
+      const bf16* a = dYt.data() + o * T;
+      const bf16* b = Xt.data() + i * T;
       float g = 0.0f;
       for (int s = 0; s < order.split_k; ++s) {
         int64_t tb, te;
@@ -34,13 +34,13 @@ std::vector<float> order_matched_wgrad(const uint16_t* X, const uint16_t* dY, in
   return G;
 }
 
-std::vector<float> order_matched_dgrad(const uint16_t* dY, const uint16_t* Wb, int64_t T,
+std::vector<float> order_matched_dgrad(const bf16* dY, const bf16* Wb, int64_t T,
                                        int64_t in, int64_t out, const ReductionOrder& order) {
   if (T < 0 || out <= 0 || in <= 0) throw std::invalid_argument("order_matched_dgrad: bad shape");
   if (T > 0 && (!dY || !Wb)) throw std::invalid_argument("order_matched_dgrad: null input");
   order.validate();
   const MmaModelParams p = order.model_params();
-  const std::vector<uint16_t> Wt = transpose_bf16(Wb, out, in);  // [in, out]
+  const std::vector<bf16> Wt = transpose_bf16(Wb, out, in);  // [in, out]
   std::vector<float> dX(size_t(T * in));
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < in; ++i)
@@ -48,7 +48,7 @@ std::vector<float> order_matched_dgrad(const uint16_t* dY, const uint16_t* Wb, i
   return dX;
 }
 
-void order_matched_step(HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T,
+void order_matched_step(HostParam& w, const bf16* X, const bf16* dY, int64_t T,
                         int64_t step, const ReductionOrder& order, std::vector<float>* dX) {
   if (step < 1) throw std::invalid_argument("order_matched_step: step counts from 1");
   if (dX) *dX = order_matched_dgrad(dY, w.bf16.data(), T, w.cols, w.rows, order);

@@ -14,7 +14,7 @@ namespace fh {
 namespace {
 
 using Vec = std::vector<float>;
-using Bits = std::vector<uint16_t>;
+using Bits = std::vector<bf16>;
 constexpr float kRmsEps = 1e-6f;
 
 Bits to_bf16(const Vec& a) {

@@ -45,9 +45,9 @@ std::string SimCollectives::describe() const {
   return "simulated ranks: " + std::to_string(p) + ", gather order " + order + ", sums in rank order";
 }
 
-std::vector<uint16_t> SimCollectives::all_gather_rows(const std::vector<std::vector<uint16_t>>& parts, int64_t cols) const {
+std::vector<bf16> SimCollectives::all_gather_rows(const std::vector<std::vector<bf16>>& parts, int64_t cols) const {
   require_parts(parts.size(), p, "all_gather_rows");
-  std::vector<uint16_t> out;
+  std::vector<bf16> out;
   for (int r : order_of(*this)) {
     if (int64_t(parts[size_t(r)].size()) % cols != 0) throw std::invalid_argument("all_gather_rows: ragged part");
     out.insert(out.end(), parts[size_t(r)].begin(), parts[size_t(r)].end());
@@ -81,12 +81,12 @@ std::vector<float> SimCollectives::all_reduce_ordered(const std::vector<std::vec
   return sum;
 }
 
-std::vector<uint16_t> take_rows(const std::vector<uint16_t>& a, int64_t cols, int64_t r0, int64_t r1) {
-  return std::vector<uint16_t>(a.begin() + r0 * cols, a.begin() + r1 * cols);
+std::vector<bf16> take_rows(const std::vector<bf16>& a, int64_t cols, int64_t r0, int64_t r1) {
+  return std::vector<bf16>(a.begin() + r0 * cols, a.begin() + r1 * cols);
 }
 
-std::vector<uint16_t> take_cols(const std::vector<uint16_t>& a, int64_t rows, int64_t cols, int64_t c0, int64_t c1) {
-  std::vector<uint16_t> out;
+std::vector<bf16> take_cols(const std::vector<bf16>& a, int64_t rows, int64_t cols, int64_t c0, int64_t c1) {
+  std::vector<bf16> out;
   out.reserve(size_t(rows * (c1 - c0)));
   for (int64_t i = 0; i < rows; ++i) out.insert(out.end(), a.begin() + i * cols + c0, a.begin() + i * cols + c1);
   return out;
@@ -136,13 +136,13 @@ void check_fusable(Dataflow flow, bool token_partial_param, const std::string& w
                                 "materialize each rank's gradient, reduce it in rank order, then the standard step");
 }
 
-void rank_step(const FusedStepBackend& be, HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T,
+void rank_step(const FusedStepBackend& be, HostParam& w, const bf16* X, const bf16* dY, int64_t T,
                int64_t step, const TwinSchedule& sched, std::vector<float>* dX) {
   if (dX) *dX = twin_dgrad(dY, w.bf16.data(), T, w.cols, w.rows, sched.order);  // W before the step
   be.step(w, X, dY, T, step, sched);
 }
 
-void sharded_fused_step(ShardedLayer& layer, const uint16_t* X, const uint16_t* dY, int64_t T, int64_t step,
+void sharded_fused_step(ShardedLayer& layer, const bf16* X, const bf16* dY, int64_t T, int64_t step,
                         const TwinSchedule& sched, const Collectives& coll, std::vector<float>* dX,
                         const FusedStepBackend& be) {
   if (coll.ranks() != layer.p) throw std::invalid_argument("sharded_fused_step: the collectives are for another rank count");
@@ -150,7 +150,7 @@ void sharded_fused_step(ShardedLayer& layer, const uint16_t* X, const uint16_t* 
   const HostParam& any = layer.ranks.at(0);
   const int64_t out = layer.kind == TpKind::column && layer.flow != Dataflow::dp ? any.rows * p : any.rows;
   const int64_t in = layer.kind == TpKind::row && layer.flow != Dataflow::dp ? any.cols * p : any.cols;
-  const std::vector<uint16_t> Xv(X, X + T * in), dYv(dY, dY + T * out);
+  const std::vector<bf16> Xv(X, X + T * in), dYv(dY, dY + T * out);
   std::vector<std::vector<float>> dx(static_cast<size_t>(p));
   auto share = [&](int64_t n, int r, int64_t& a, int64_t& b, const char* what) { even_share(n, p, r, a, b, what); };
 
@@ -159,9 +159,9 @@ void sharded_fused_step(ShardedLayer& layer, const uint16_t* X, const uint16_t* 
     for (int r = 0; r < p; ++r) {
       int64_t ta, tb;
       share(T, r, ta, tb, "token split");
-      const std::vector<uint16_t> X_t = take_rows(Xv, in, ta, tb), dY_t = take_rows(dYv, out, ta, tb);
+      const std::vector<bf16> X_t = take_rows(Xv, in, ta, tb), dY_t = take_rows(dYv, out, ta, tb);
       HostParam& w = layer.ranks[size_t(r)];
-      std::vector<uint16_t> X_r = X_t, dY_r = dY_t;
+      std::vector<bf16> X_r = X_t, dY_r = dY_t;
       if (layer.flow == Dataflow::sp_referee) {
         int64_t a, b;
         if (layer.kind == TpKind::column) {
@@ -179,10 +179,10 @@ void sharded_fused_step(ShardedLayer& layer, const uint16_t* X, const uint16_t* 
   }
 
   // tp and sp_megatron: every rank's contraction runs over all T tokens.
-  std::vector<uint16_t> X_all = Xv, dY_all = dYv;
+  std::vector<bf16> X_all = Xv, dY_all = dYv;
   if (layer.flow == Dataflow::sp_megatron) {
     // Activations arrive token-sharded; the layer's backward gathers the one it needs.
-    std::vector<std::vector<uint16_t>> parts(static_cast<size_t>(p));
+    std::vector<std::vector<bf16>> parts(static_cast<size_t>(p));
     const bool gather_x = layer.kind == TpKind::column;
     for (int r = 0; r < p; ++r) {
       int64_t ta, tb;
@@ -196,11 +196,11 @@ void sharded_fused_step(ShardedLayer& layer, const uint16_t* X, const uint16_t* 
     HostParam& w = layer.ranks[size_t(r)];
     if (layer.kind == TpKind::column) {
       share(out, r, a, b, "column-parallel split of out");
-      const std::vector<uint16_t> dY_r = take_cols(dY_all, T, out, a, b);
+      const std::vector<bf16> dY_r = take_cols(dY_all, T, out, a, b);
       rank_step(be, w, X_all.data(), dY_r.data(), T, step, sched, dX ? &dx[size_t(r)] : nullptr);
     } else {
       share(in, r, a, b, "row-parallel split of in");
-      const std::vector<uint16_t> X_r = take_cols(X_all, T, in, a, b);
+      const std::vector<bf16> X_r = take_cols(X_all, T, in, a, b);
       rank_step(be, w, X_r.data(), dY_all.data(), T, step, sched, dX ? &dx[size_t(r)] : nullptr);
     }
   }
@@ -210,19 +210,19 @@ void sharded_fused_step(ShardedLayer& layer, const uint16_t* X, const uint16_t* 
   *dX = layer.kind == TpKind::column ? coll.all_reduce_ordered(dx) : coll.all_gather_cols(dx, T);
 }
 
-int64_t token_partial_fallback_step(ShardedLayer& layer, const uint16_t* X, const uint16_t* dY, int64_t T,
+int64_t token_partial_fallback_step(ShardedLayer& layer, const bf16* X, const bf16* dY, int64_t T,
                                     int64_t step, const TwinSchedule& sched, const Collectives& coll,
                                     const FusedStepBackend& be) {
   if (layer.flow != Dataflow::dp)
     throw std::invalid_argument("token_partial_fallback_step: replicas of the whole parameter (dp) expected");
   const int p = layer.p;
   const int64_t out = layer.ranks.at(0).rows, in = layer.ranks.at(0).cols;
-  const std::vector<uint16_t> Xv(X, X + T * in), dYv(dY, dY + T * out);
+  const std::vector<bf16> Xv(X, X + T * in), dYv(dY, dY + T * out);
   std::vector<std::vector<float>> g(static_cast<size_t>(p));
   for (int r = 0; r < p; ++r) {
     int64_t ta, tb;
     even_share(T, p, r, ta, tb, "token split");
-    const std::vector<uint16_t> X_t = take_rows(Xv, in, ta, tb), dY_t = take_rows(dYv, out, ta, tb);
+    const std::vector<bf16> X_t = take_rows(Xv, in, ta, tb), dY_t = take_rows(dYv, out, ta, tb);
     g[size_t(r)] = be.wgrad(X_t.data(), dY_t.data(), tb - ta, in, out, sched);
   }
   const std::vector<float> G = coll.all_reduce_ordered(g);

@@ -52,14 +52,14 @@ struct SimCollectives : Collectives {
   std::vector<int> gather_order;  // empty: 0, 1, ..., p-1
   int ranks() const override { return p; }
   std::string describe() const override;
-  std::vector<uint16_t> all_gather_rows(const std::vector<std::vector<uint16_t>>& parts, int64_t cols) const override;
+  std::vector<bf16> all_gather_rows(const std::vector<std::vector<bf16>>& parts, int64_t cols) const override;
   std::vector<float> all_gather_cols(const std::vector<std::vector<float>>& parts, int64_t rows) const override;
   std::vector<float> all_reduce_ordered(const std::vector<std::vector<float>>& parts) const override;
 };
 
 // Rows [r0, r1) or columns [c0, c1) of a row-major [rows, cols] matrix.
-std::vector<uint16_t> take_rows(const std::vector<uint16_t>& a, int64_t cols, int64_t r0, int64_t r1);
-std::vector<uint16_t> take_cols(const std::vector<uint16_t>& a, int64_t rows, int64_t cols, int64_t c0, int64_t c1);
+std::vector<bf16> take_rows(const std::vector<bf16>& a, int64_t cols, int64_t r0, int64_t r1);
+std::vector<bf16> take_cols(const std::vector<bf16>& a, int64_t rows, int64_t cols, int64_t c0, int64_t c1);
 
 // [begin, end) of rank r's equal share of n; std::invalid_argument when p does not divide n.
 void even_share(int64_t n, int p, int r, int64_t& begin, int64_t& end, const char* what);
@@ -82,7 +82,7 @@ void check_fusable(Dataflow flow, bool token_partial_param, const std::string& w
 
 // One fused step of w on `be` (one rank, or the unsharded layer); dX [T, in], if given, is the
 // twin's dY * W from W before the step (Remark 1).
-void rank_step(const FusedStepBackend& be, HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T,
+void rank_step(const FusedStepBackend& be, HostParam& w, const bf16* X, const bf16* dY, int64_t T,
                int64_t step, const TwinSchedule& sched, std::vector<float>* dX = nullptr);
 
 // One fused step of every rank. X [T, in] and dY [T, out] are the layer's whole inputs; each
@@ -90,14 +90,14 @@ void rank_step(const FusedStepBackend& be, HostParam& w, const uint16_t* X, cons
 // layer's dX [T, in] assembled as the dataflow assembles it (ordered reductions). The referee's
 // dataflow and dp run as asked (no check_fusable): the claims measure what they do. Each rank's
 // step runs on `be`; dX's partial products are the twin's (twin_dgrad, from W before the step).
-void sharded_fused_step(ShardedLayer& layer, const uint16_t* X, const uint16_t* dY, int64_t T, int64_t step,
+void sharded_fused_step(ShardedLayer& layer, const bf16* X, const bf16* dY, int64_t T, int64_t step,
                         const TwinSchedule& sched, const Collectives& coll, std::vector<float>* dX = nullptr,
                         const FusedStepBackend& be = twin_step_backend());
 
 // The exact route for a token-partial parameter: each rank's G over its own tokens (twin order),
 // the ordered all-reduce, then the standard step of every replica with that G. Returns the bytes
 // of gradient each rank held (the fallback's extra memory). Each rank's G comes from be.wgrad.
-int64_t token_partial_fallback_step(ShardedLayer& layer, const uint16_t* X, const uint16_t* dY, int64_t T,
+int64_t token_partial_fallback_step(ShardedLayer& layer, const bf16* X, const bf16* dY, int64_t T,
                                     int64_t step, const TwinSchedule& sched, const Collectives& coll,
                                     const FusedStepBackend& be = twin_step_backend());
 

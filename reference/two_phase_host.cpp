@@ -17,7 +17,7 @@ const char* grad_producer_name(GradProducer p) {
   return "?";
 }
 
-std::vector<float> tensor_core_chain_wgrad(const uint16_t* X, const uint16_t* dY, int64_t T,
+std::vector<float> tensor_core_chain_wgrad(const bf16* X, const bf16* dY, int64_t T,
                                            int64_t in, int64_t out) {
   if (T < 0 || in < 0 || out < 0) throw std::invalid_argument("tensor_core_chain_wgrad: negative shape");
   if ((T * in > 0 && !X) || (T * out > 0 && !dY))
@@ -29,7 +29,7 @@ std::vector<float> tensor_core_chain_wgrad(const uint16_t* X, const uint16_t* dY
   return G;
 }
 
-std::vector<float> produce_wgrad(GradProducer which, const uint16_t* X, const uint16_t* dY,
+std::vector<float> produce_wgrad(GradProducer which, const bf16* X, const bf16* dY,
                                  int64_t T, int64_t in, int64_t out) {
   switch (which) {
     case GradProducer::exact: return exact_wgrad(X, dY, T, in, out);
@@ -47,7 +47,7 @@ void apply_two_phase_update(HostParam& w, const std::vector<float>& G, int64_t s
                     w.rows, 0, w.cols);
 }
 
-void two_phase_step_host(HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T,
+void two_phase_step_host(HostParam& w, const bf16* X, const bf16* dY, int64_t T,
                          int64_t step, GradProducer which, std::vector<float>* g_out) {
   if (w.rows <= 0 || w.cols <= 0) throw std::invalid_argument("two_phase_step_host: empty weight");
   if (step < 1) throw std::invalid_argument("two_phase_step_host: step counts from 1");

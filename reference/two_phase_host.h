@@ -22,10 +22,10 @@ inline constexpr GradProducer kAllGradProducers[] = {
 const char* grad_producer_name(GradProducer p);
 
 // G = dY^T X by `which`. X [T, in], dY [T, out] bf16 row-major; G [out, in]. T = 0 gives +0.
-std::vector<float> produce_wgrad(GradProducer which, const uint16_t* X, const uint16_t* dY,
+std::vector<float> produce_wgrad(GradProducer which, const bf16* X, const bf16* dY,
                                  int64_t T, int64_t in, int64_t out);
 // The tensor-core chain producer alone.
-std::vector<float> tensor_core_chain_wgrad(const uint16_t* X, const uint16_t* dY, int64_t T,
+std::vector<float> tensor_core_chain_wgrad(const bf16* X, const bf16* dY, int64_t T,
                                            int64_t in, int64_t out);
 
 // Phase 2 alone: the rule of `w` on all of w with gradient G ([w.rows, w.cols]) at `step` (>= 1).
@@ -33,7 +33,7 @@ void apply_two_phase_update(HostParam& w, const std::vector<float>& G, int64_t s
 
 // Both phases. w is [out, in] = [w.rows, w.cols]; X is [T, w.cols], dY is [T, w.rows].
 // g_out, when given, receives G. Throws std::invalid_argument on bad shapes or step < 1.
-void two_phase_step_host(HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T,
+void two_phase_step_host(HostParam& w, const bf16* X, const bf16* dY, int64_t T,
                          int64_t step, GradProducer which, std::vector<float>* g_out = nullptr);
 
 }  // namespace fh

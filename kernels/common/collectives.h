@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/bf16.h"
+
 namespace fh {
 
 class Collectives {
@@ -20,7 +22,7 @@ class Collectives {
   virtual ~Collectives() = default;
   virtual int ranks() const = 0;
   virtual std::string describe() const = 0;  // implementation, version and settings
-  virtual std::vector<uint16_t> all_gather_rows(const std::vector<std::vector<uint16_t>>& parts, int64_t cols) const = 0;
+  virtual std::vector<bf16> all_gather_rows(const std::vector<std::vector<bf16>>& parts, int64_t cols) const = 0;
   virtual std::vector<float> all_gather_cols(const std::vector<std::vector<float>>& parts, int64_t rows) const = 0;
   virtual std::vector<float> all_reduce_ordered(const std::vector<std::vector<float>>& parts) const = 0;
 };

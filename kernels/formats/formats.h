@@ -29,7 +29,7 @@ inline const char* weight_store_name(WeightStore w) {
 // the rule keeps no such slot.
 struct StateView {
   float* f32 = nullptr;
-  uint16_t* bf16 = nullptr;
+  fh::bf16* bf16 = nullptr;  // qualified: the member takes the type's name
   uint8_t* i8 = nullptr;
   float* absmax = nullptr;
   bool nonnegative = false;
@@ -49,7 +49,7 @@ struct ParamView {
   int64_t rows = 0, cols = 0;
   int64_t row0 = 0, col0 = 0, global_cols = 0;
   float* master = nullptr;     // fp32_master: the fp32 master weights
-  uint16_t* bf16 = nullptr;    // bf16 stores: the weights; fp32_master: the bf16 working copy
+  fh::bf16* bf16 = nullptr;    // bf16 stores: the weights; fp32_master: the bf16 working copy
   StateView state[kMaxStates];
   sr_key sr;                   // bf16_sr: seed, step, tensor id
   FH_HD int64_t blocks_per_row() const { return (cols + kInt8Block - 1) / kInt8Block; }

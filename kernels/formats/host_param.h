@@ -18,10 +18,10 @@ struct HostParam {
   WeightStore weight_store = WeightStore::fp32_master;
   int64_t rows = 0, cols = 0;
   std::vector<float> master;        // fp32_master
-  std::vector<uint16_t> bf16;       // weights (bf16 stores) or the working copy (fp32_master)
+  std::vector<fh::bf16> bf16;       // weights (bf16 stores) or the working copy (fp32_master)
   StateDecls decls;
   std::vector<float> st_f32[kMaxStates];
-  std::vector<uint16_t> st_bf16[kMaxStates];
+  std::vector<fh::bf16> st_bf16[kMaxStates];
   std::vector<uint8_t> st_i8[kMaxStates];
   std::vector<float> st_absmax[kMaxStates];
   sr_key sr;

@@ -93,20 +93,20 @@ std::vector<OrderProbePair> order_probe_pairs(int64_t T, const ReductionOrder& p
   return out;
 }
 
-std::vector<uint16_t> order_probe_x(int64_t T, int64_t in) {
+std::vector<bf16> order_probe_x(int64_t T, int64_t in) {
   if (T < 1 || in < 1) throw std::invalid_argument("order_probe_x: T and in must be >= 1");
-  return std::vector<uint16_t>(size_t(T * in), kOrderProbeOneBf16);
+  return std::vector<bf16>(size_t(T * in), kOrderProbeOneBf16);
 }
 
-std::vector<uint16_t> order_probe_dy(int64_t T, int64_t out, const std::vector<OrderProbePair>& pairs) {
+std::vector<bf16> order_probe_dy(int64_t T, int64_t out, const std::vector<OrderProbePair>& pairs) {
   if (T < 2 || out < 1) throw std::invalid_argument("order_probe_dy: need T >= 2 and out >= 1");
   if (pairs.empty()) throw std::invalid_argument("order_probe_dy: no probe pairs");
   for (const auto& p : pairs) require_pair(p, T, "order_probe_dy");
-  std::vector<uint16_t> dy(size_t(T * out), kOrderProbeOneBf16);
+  std::vector<bf16> dy(size_t(T * out), kOrderProbeOneBf16);
   for (int64_t o = 0; o < out; ++o) {
     const OrderProbePair& p = pairs[size_t(o) % pairs.size()];
     dy[size_t(p.i * out + o)] = kOrderProbeBigBf16;
-    dy[size_t(p.j * out + o)] = uint16_t(kOrderProbeBigBf16 | 0x8000u);
+    dy[size_t(p.j * out + o)] = bf16::from_bits(uint16_t(kOrderProbeBigBf16.bits | 0x8000u));
   }
   return dy;
 }
@@ -114,9 +114,9 @@ std::vector<uint16_t> order_probe_dy(int64_t T, int64_t out, const std::vector<O
 float predict_order_probe(int64_t T, const OrderProbePair& pair, const ReductionOrder& order) {
   require_pair(pair, T, "predict_order_probe");
   order.validate();
-  std::vector<uint16_t> a(size_t(T), kOrderProbeOneBf16), b(size_t(T), kOrderProbeOneBf16);
+  std::vector<bf16> a(size_t(T), kOrderProbeOneBf16), b(size_t(T), kOrderProbeOneBf16);
   a[size_t(pair.i)] = kOrderProbeBigBf16;
-  a[size_t(pair.j)] = uint16_t(kOrderProbeBigBf16 | 0x8000u);
+  a[size_t(pair.j)] = bf16::from_bits(uint16_t(kOrderProbeBigBf16.bits | 0x8000u));
   const MmaModelParams p = order.model_params();
   float acc = 0.0f;
   for (int s = 0; s < order.split_k; ++s) {
@@ -151,7 +151,7 @@ int64_t predict_order_probe_closed_form(int64_t T, const OrderProbePair& pair, c
 }
 
 std::vector<float> cublas_order_probe_g(int64_t out, int64_t in, int64_t T, const std::vector<OrderProbePair>& pairs) {
-  DeviceBuffer<uint16_t> x(order_probe_x(T, in)), dy(order_probe_dy(T, out, pairs));
+  DeviceBuffer<bf16> x(order_probe_x(T, in)), dy(order_probe_dy(T, out, pairs));
   DeviceBuffer<float> g(size_t(out * in));
   CublasHandle h;
   cublas_wgrad(h.get(), WgradProblem{x.data(), dy.data(), T, out, in}, g.data());

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/bf16.h"
 #include "kernels/common/reduction_order.h"
 
 namespace fh::gpu {
@@ -35,8 +36,8 @@ struct OrderProbePair {
 };
 
 // The bf16 bits of the probe's big term, 2^40 (exact in bf16).
-inline constexpr uint16_t kOrderProbeBigBf16 = uint16_t((127 + 40) << 7);
-inline constexpr uint16_t kOrderProbeOneBf16 = 0x3F80;
+inline constexpr bf16 kOrderProbeBigBf16 = bf16::from_bits(uint16_t((127 + 40) << 7));
+inline constexpr bf16 kOrderProbeOneBf16 = bf16::from_bits(0x3F80);
 
 // Pairs for T tokens: first the crafted ones (same instruction group, adjacent groups, far
 // apart, the ragged tail, every slice boundary of `predicted`, and the boundaries that splits of
@@ -48,8 +49,8 @@ std::vector<OrderProbePair> order_probe_pairs(int64_t T, const ReductionOrder& p
 
 // The probe's inputs for a wgrad problem of `out` x `in` with T tokens: X [T, in] all ones,
 // dY [T, out] with column o carrying pairs[o % pairs.size()]. Throws on a bad pair or shape.
-std::vector<uint16_t> order_probe_x(int64_t T, int64_t in);
-std::vector<uint16_t> order_probe_dy(int64_t T, int64_t out, const std::vector<OrderProbePair>& pairs);
+std::vector<bf16> order_probe_x(int64_t T, int64_t in);
+std::vector<bf16> order_probe_dy(int64_t T, int64_t out, const std::vector<OrderProbePair>& pairs);
 
 // What a producer following `order` outputs for one probe column (every element of that row of
 // G), computed with the instruction model (mma_chain_dot per slice, ascending fp32 adds).

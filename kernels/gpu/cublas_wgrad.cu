@@ -30,7 +30,7 @@ void cublas_wgrad(cublasHandle_t h, const WgradProblem& p, float* g, cudaStream_
                "cublas_wgrad: cublasGemmEx");
 }
 
-void cublas_dgrad(cublasHandle_t h, const uint16_t* dy, const uint16_t* w_bf16, int64_t tokens,
+void cublas_dgrad(cublasHandle_t h, const bf16* dy, const bf16* w_bf16, int64_t tokens,
                   int64_t out, int64_t in, float* dx, cudaStream_t stream, float beta) {
   if (!h || !dy || !w_bf16 || !dx) throw std::invalid_argument("cublas_dgrad: null pointer");
   if (tokens < 1 || out < 1 || in < 1 || tokens > (int64_t(1) << 31) || out > (int64_t(1) << 31) ||

@@ -46,10 +46,10 @@ __device__ __forceinline__ void load4(const float* p, float (&v)[4]) {
   const float4 x = __ldcs(reinterpret_cast<const float4*>(p));
   v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
 }
-__device__ __forceinline__ void load4(const uint16_t* p, float (&v)[4]) {
+__device__ __forceinline__ void load4(const bf16* p, float (&v)[4]) {
   const uint2 x = __ldcs(reinterpret_cast<const uint2*>(p));
-  v[0] = bf16_to_float(uint16_t(x.x)), v[1] = bf16_to_float(uint16_t(x.x >> 16));
-  v[2] = bf16_to_float(uint16_t(x.y)), v[3] = bf16_to_float(uint16_t(x.y >> 16));
+  v[0] = bf16_to_float(bf16_low(x.x)), v[1] = bf16_to_float(bf16_high(x.x));
+  v[2] = bf16_to_float(bf16_low(x.y)), v[3] = bf16_to_float(bf16_high(x.y));
 }
 // L2 prefetch of the line holding p: no register waits for it.
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
@@ -57,9 +57,8 @@ __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefe
 __device__ __forceinline__ void store4(float* p, const float (&v)[4]) {
   __stcs(reinterpret_cast<float4*>(p), make_float4(v[0], v[1], v[2], v[3]));
 }
-__device__ __forceinline__ void store4(uint16_t* p, const uint16_t (&b)[4]) {
-  __stcs(reinterpret_cast<uint2*>(p), make_uint2(uint32_t(b[0]) | (uint32_t(b[1]) << 16),
-                                                 uint32_t(b[2]) | (uint32_t(b[3]) << 16)));
+__device__ __forceinline__ void store4(bf16* p, const bf16 (&b)[4]) {
+  __stcs(reinterpret_cast<uint2*>(p), make_uint2(bf16_pack2(b[0], b[1]), bf16_pack2(b[2], b[3])));
 }
 
 // Elements idx .. idx + 3 (state sidx .. sidx + 3) with one vector access per array: the same
@@ -118,7 +117,7 @@ template <class Rule, StateFormat SF, WeightStore WS>
 __device__ __forceinline__ void store_quad(const ParamView& pv, int64_t idx, int64_t sidx, int64_t gidx,
                                            const ElementValues (&e)[4]) {
   float v[4];
-  uint16_t h[4];
+  bf16 h[4];
 #pragma unroll
   for (int k = 0; k < Rule::kStateSlots; ++k) {
     if (!pv.state[k].present()) continue;
@@ -329,8 +328,8 @@ struct Int8BlockQuad {
         p[0] = v.x, p[1] = v.y, p[2] = v.z, p[3] = v.w;
       } else {
         const uint2 v = *reinterpret_cast<const uint2*>(pv.bf16 + base + e0);
-        p[0] = bf16_to_float(uint16_t(v.x)), p[1] = bf16_to_float(uint16_t(v.x >> 16));
-        p[2] = bf16_to_float(uint16_t(v.y)), p[3] = bf16_to_float(uint16_t(v.y >> 16));
+        p[0] = bf16_to_float(bf16_low(v.x)), p[1] = bf16_to_float(bf16_high(v.x));
+        p[2] = bf16_to_float(bf16_low(v.y)), p[3] = bf16_to_float(bf16_high(v.y));
       }
     } else {
 #pragma unroll
@@ -421,7 +420,7 @@ struct Int8BlockQuad {
   template <WeightStore WS, bool Whole>
   __device__ __forceinline__ void store_weights(const ParamView& pv, int l16) {
     const int e0 = 4 * l16;
-    uint16_t wb[4];  // the bf16 weights (or fp32 master's bf16 copy) to store
+    bf16 wb[4];  // the bf16 weights (or fp32 master's bf16 copy) to store
 #pragma unroll
     for (int i = 0; i < 4; ++i)
       wb[i] = WS == WeightStore::bf16_sr
@@ -433,7 +432,7 @@ struct Int8BlockQuad {
         *reinterpret_cast<float4*>(pv.master + base + e0) = make_float4(p[0], p[1], p[2], p[3]);
       if (WS != WeightStore::fp32_master || pv.bf16)
         *reinterpret_cast<uint2*>(pv.bf16 + base + e0) =
-            make_uint2(uint32_t(wb[0]) | uint32_t(wb[1]) << 16, uint32_t(wb[2]) | uint32_t(wb[3]) << 16);
+            make_uint2(bf16_pack2(wb[0], wb[1]), bf16_pack2(wb[2], wb[3]));
     } else {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {

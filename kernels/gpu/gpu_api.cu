@@ -80,10 +80,10 @@ DeviceParam::DeviceParam(const HostParam& hp) {
   shape_.origin_col = hp.origin_col;
   shape_.origin_global_cols = hp.origin_global_cols;
   master_ = DeviceBuffer<float>(hp.master);
-  bf16_ = DeviceBuffer<uint16_t>(hp.bf16);
+  bf16_ = DeviceBuffer<bf16>(hp.bf16);
   for (int k = 0; k < kMaxStates; ++k) {
     st_f32_[k] = DeviceBuffer<float>(hp.st_f32[k]);
-    st_bf16_[k] = DeviceBuffer<uint16_t>(hp.st_bf16[k]);
+    st_bf16_[k] = DeviceBuffer<bf16>(hp.st_bf16[k]);
     st_i8_[k] = DeviceBuffer<uint8_t>(hp.st_i8[k]);
     st_absmax_[k] = DeviceBuffer<float>(hp.st_absmax[k]);
   }

@@ -71,17 +71,17 @@ class DeviceParam {
  private:
   HostParam shape_;  // format, decls and sr of the mirrored param (vectors left empty)
   DeviceBuffer<float> master_;
-  DeviceBuffer<uint16_t> bf16_;
+  DeviceBuffer<bf16> bf16_;
   DeviceBuffer<float> st_f32_[kMaxStates];
-  DeviceBuffer<uint16_t> st_bf16_[kMaxStates];
+  DeviceBuffer<bf16> st_bf16_[kMaxStates];
   DeviceBuffer<uint8_t> st_i8_[kMaxStates];
   DeviceBuffer<float> st_absmax_[kMaxStates];
 };
 
 // The wgrad GEMM's inputs, device pointers: X [tokens, in], dY [tokens, out], bf16 row-major.
 struct WgradProblem {
-  const uint16_t* x = nullptr;
-  const uint16_t* dy = nullptr;
+  const bf16* x = nullptr;
+  const bf16* dy = nullptr;
   int64_t tokens = 0, out = 0, in = 0;
 };
 void validate_problem(const WgradProblem& p, const char* who);
@@ -237,20 +237,20 @@ void cublas_wgrad(cublasHandle_t h, const WgradProblem& p, float* g, cudaStream_
 // cuBLAS dgrad: dX [tokens, in] fp32 row-major = dY [tokens, out] . W [out, in] (W in bf16,
 // the copy the forward pass reads), plus beta * dX (beta 1: several layers' dX summed in place,
 // as q, k and v share their input).
-void cublas_dgrad(cublasHandle_t h, const uint16_t* dy, const uint16_t* w_bf16, int64_t tokens,
+void cublas_dgrad(cublasHandle_t h, const bf16* dy, const bf16* w_bf16, int64_t tokens,
                   int64_t out, int64_t in, float* dx, cudaStream_t stream = 0, float beta = 0.0f);
 
 // The mma probe (kernels/gpu/mma_probe.cu): n instances, each a chain of `chain` m16n8k16
 // instructions D = mma(A_c, B_c, D_prev) from C. Device arrays:
 //   a [n][chain][16][16] bf16 (row-major A), b [n][chain][8][16] bf16 (B as [n][k]),
 //   c [n][16][8] fp32, d [n][16][8] fp32 (out).
-void mma_probe(const uint16_t* a, const uint16_t* b, const float* c, float* d, int64_t n, int chain,
+void mma_probe(const bf16* a, const bf16* b, const float* c, float* d, int64_t n, int chain,
                cudaStream_t stream = 0);
 // The wgmma probe (same file): n instances, each one warpgroup running a chain of `chain`
 // wgmma.mma_async m64n128k16 (bf16 in, fp32 accumulate, both operands from shared memory in the
 // fused kernel's swizzled MN-major layout). a: [n][chain][64][16] row-major (A[m][k]),
 // b: [n][chain][16][128] (B[k][n]), c and d: [n][64][128] row-major.
-void wgmma_probe(const uint16_t* a, const uint16_t* b, const float* c, float* d, int64_t n, int chain,
+void wgmma_probe(const bf16* a, const bf16* b, const float* c, float* d, int64_t n, int chain,
                  cudaStream_t stream = 0);
 
 }  // namespace fh::gpu

@@ -10,10 +10,10 @@ namespace {
 // state and the device-wide synchronize as a serial run has them.
 std::mutex g_device_step_mutex;
 
-void gpu_step(HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T, int64_t step, TileShape tile) {
+void gpu_step(HostParam& w, const bf16* X, const bf16* dY, int64_t T, int64_t step, TileShape tile) {
   std::lock_guard<std::mutex> lock(g_device_step_mutex);
-  DeviceBuffer<uint16_t> dx(std::vector<uint16_t>(X, X + T * w.cols));
-  DeviceBuffer<uint16_t> ddy(std::vector<uint16_t>(dY, dY + T * w.rows));
+  DeviceBuffer<bf16> dx(std::vector<bf16>(X, X + T * w.cols));
+  DeviceBuffer<bf16> ddy(std::vector<bf16>(dY, dY + T * w.rows));
   DeviceParam dp(w);
   const WgradProblem p{dx.data(), ddy.data(), T, w.rows, w.cols};
   fused_wgrad_update(p, w.rule, w.state_format, w.weight_store, dp.view(), step, tile);
@@ -21,11 +21,11 @@ void gpu_step(HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T, in
   dp.download_into(w);
 }
 
-std::vector<float> gpu_wgrad(const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in, int64_t out,
+std::vector<float> gpu_wgrad(const bf16* X, const bf16* dY, int64_t T, int64_t in, int64_t out,
                              TileShape tile) {
   std::lock_guard<std::mutex> lock(g_device_step_mutex);
-  DeviceBuffer<uint16_t> dx(std::vector<uint16_t>(X, X + T * in));
-  DeviceBuffer<uint16_t> ddy(std::vector<uint16_t>(dY, dY + T * out));
+  DeviceBuffer<bf16> dx(std::vector<bf16>(X, X + T * in));
+  DeviceBuffer<bf16> ddy(std::vector<bf16>(dY, dY + T * out));
   DeviceBuffer<float> g(size_t(out * in));
   wgrad_materialize(WgradProblem{dx.data(), ddy.data(), T, out, in}, g.data(), tile);
   cuda_check(cudaDeviceSynchronize(), "gpu_step_backend: wgrad");
@@ -42,9 +42,9 @@ TileShape gpu_tile_for(const TwinSchedule& sched) {
 FusedStepBackend make_gpu_step_backend() {
   FusedStepBackend b;
   b.name = "gpu";
-  b.step = [](HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T, int64_t step,
+  b.step = [](HostParam& w, const bf16* X, const bf16* dY, int64_t T, int64_t step,
               const TwinSchedule& sched) { gpu_step(w, X, dY, T, step, gpu_tile_for(sched)); };
-  b.wgrad = [](const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in, int64_t out,
+  b.wgrad = [](const bf16* X, const bf16* dY, int64_t T, int64_t in, int64_t out,
                const TwinSchedule& sched) { return gpu_wgrad(X, dY, T, in, out, gpu_tile_for(sched)); };
   return b;
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/bf16.h"
 #include "kernels/common/splitmix64.h"
 
 namespace fh::gpu {
@@ -80,7 +81,7 @@ inline float bits_f32(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
 
 // One instance: A [chain][16][16], B [chain][8][16] (B[k][n] at [n][k]), C [16][8].
 struct ProbeCase {
-  std::vector<uint16_t> a, b;
+  std::vector<bf16> a, b;
   std::vector<float> c;
   int chain = 1;
 };
@@ -93,8 +94,8 @@ inline ProbeCase make_probe_case(ProbeCategory cat, uint64_t seed) {
   pc.c.resize(128);
   ProbeRng rng{seed * 0xD1B54A32D192ED03ull + uint64_t(cat)};
   auto fill = [&](auto&& fa, auto&& fb, auto&& fc) {
-    for (auto& v : pc.a) v = fa();
-    for (auto& v : pc.b) v = fb();
+    for (auto& v : pc.a) v = bf16::from_bits(fa());  // the generators draw bit patterns
+    for (auto& v : pc.b) v = bf16::from_bits(fb());
     for (auto& v : pc.c) v = bits_f32(fc());
   };
   switch (cat) {
@@ -115,14 +116,14 @@ inline ProbeCase make_probe_case(ProbeCategory cat, uint64_t seed) {
       for (int s = 0; s < pc.chain; ++s)
         for (int m = 0; m < 16; ++m)
           for (int k = 0; k + 1 < 16; k += 2) {
-            uint16_t* row = &pc.a[size_t(s) * 256 + size_t(m) * 16];
-            row[k + 1] = rng.below(8) ? row[k] : uint16_t(row[k] ^ 1u);
+            bf16* row = &pc.a[size_t(s) * 256 + size_t(m) * 16];
+            row[k + 1] = rng.below(8) ? row[k] : bf16::from_bits(uint16_t(row[k].bits ^ 1u));
           }
       for (int s = 0; s < pc.chain; ++s)
         for (int n = 0; n < 8; ++n)
           for (int k = 0; k + 1 < 16; k += 2) {
-            uint16_t* col = &pc.b[size_t(s) * 128 + size_t(n) * 16];
-            col[k + 1] = uint16_t(col[k] ^ 0x8000u);
+            bf16* col = &pc.b[size_t(s) * 128 + size_t(n) * 16];
+            col[k + 1] = bf16::from_bits(uint16_t(col[k].bits ^ 0x8000u));
           }
       break;
     }
@@ -147,8 +148,8 @@ inline ProbeCase make_probe_case(ProbeCategory cat, uint64_t seed) {
       fill([&] { return rng.bf16_exp(-8, 8); }, [&] { return rng.bf16_exp(-8, 8); },
            [&] { return rng.f32_exp(-8, 8); });
       const uint16_t specials[] = {0x7f80, 0xff80, 0x7fc0, 0xffc1, 0x7f81, 0x0000, 0x8000};
-      for (auto& v : pc.a) if (rng.below(64) == 0) v = specials[rng.below(7)];
-      for (auto& v : pc.b) if (rng.below(64) == 0) v = specials[rng.below(7)];
+      for (auto& v : pc.a) if (rng.below(64) == 0) v = bf16::from_bits(specials[rng.below(7)]);
+      for (auto& v : pc.b) if (rng.below(64) == 0) v = bf16::from_bits(specials[rng.below(7)]);
       const uint32_t cspecials[] = {0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u, 0x7f800001u};
       for (auto& v : pc.c) if (rng.below(32) == 0) v = bits_f32(cspecials[rng.below(5)]);
       break;
@@ -185,8 +186,8 @@ inline uint64_t probe_case_hash(const ProbeCase& pc) {
     const unsigned char* b = static_cast<const unsigned char*>(p);
     for (size_t i = 0; i < n; ++i) { h ^= b[i]; h *= 0x100000001b3ull; }
   };
-  eat(pc.a.data(), pc.a.size() * 2);
-  eat(pc.b.data(), pc.b.size() * 2);
+  eat(pc.a.data(), pc.a.size() * sizeof(bf16));
+  eat(pc.b.data(), pc.b.size() * sizeof(bf16));
   eat(pc.c.data(), pc.c.size() * 4);
   return h;
 }

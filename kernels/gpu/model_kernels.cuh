@@ -31,7 +31,7 @@ __device__ inline float normal_at(uint64_t seed, int64_t i, float std) {
 }
 
 // Weights: master (may be null) and the bf16 copy; normal (std > 0) or constant `value` (std == 0).
-__global__ void init_weights_kernel(float* master, uint16_t* bf16, int64_t n, uint64_t seed, float std, float value) {
+__global__ void init_weights_kernel(float* master, bf16* bf16, int64_t n, uint64_t seed, float std, float value) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const float w = std > 0.0f ? normal_at(seed, i, std) : value;
     if (master) master[i] = w;
@@ -45,7 +45,7 @@ __global__ void random_tokens_kernel(int32_t* tok, int64_t n, uint64_t seed, int
 }
 
 // x [T, H] fp32 = E[tok[t], :] widened.
-__global__ void embedding_kernel(const uint16_t* e, const int32_t* tok, float* x, int64_t T, int64_t H) {
+__global__ void embedding_kernel(const bf16* e, const int32_t* tok, float* x, int64_t T, int64_t H) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < T * H; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t t = i / H, c = i % H;
     x[i] = bf16_to_float(e[int64_t(tok[t]) * H + c]);
@@ -79,7 +79,7 @@ __device__ inline float block_max(float v, float* red) {
 constexpr float kNormEps = 1e-5f;
 
 // One block per token: rstd = 1/sqrt(mean(x^2) + eps), h = bf16(x * rstd * g).
-__global__ void rmsnorm_fwd_kernel(const float* x, const uint16_t* g, uint16_t* h, float* rstd, int64_t H) {
+__global__ void rmsnorm_fwd_kernel(const float* x, const bf16* g, bf16* h, float* rstd, int64_t H) {
   __shared__ float red[kThreads];
   const float* xr = x + blockIdx.x * H;
   float s = 0.0f;
@@ -91,7 +91,7 @@ __global__ void rmsnorm_fwd_kernel(const float* x, const uint16_t* g, uint16_t* 
 }
 
 // One block per token: y = x rstd, dy = dh g, dx += rstd (dy - y mean(dy y)).
-__global__ void rmsnorm_bwd_dx_kernel(const float* x, const uint16_t* g, const float* rstd, const float* dh, float* dx,
+__global__ void rmsnorm_bwd_dx_kernel(const float* x, const bf16* g, const float* rstd, const float* dh, float* dx,
                                       int64_t H) {
   __shared__ float red[kThreads];
   const int64_t t = blockIdx.x;
@@ -115,7 +115,7 @@ __global__ void rmsnorm_bwd_dg_kernel(const float* x, const float* rstd, const f
 }
 
 // One block per (head, query row i): P[i, j] = softmax over j <= i of S[i, j], 0 for j > i.
-__global__ void causal_softmax_kernel(const float* s, uint16_t* p, int64_t T) {
+__global__ void causal_softmax_kernel(const float* s, bf16* p, int64_t T) {
   __shared__ float red[kThreads];
   const int64_t row = blockIdx.x, i = row % T;
   const float* sr = s + row * T;
@@ -130,7 +130,7 @@ __global__ void causal_softmax_kernel(const float* s, uint16_t* p, int64_t T) {
 }
 
 // One block per (head, row): dS = P (dP - sum_j dP P) * scale, bf16.
-__global__ void softmax_bwd_kernel(const uint16_t* p, const float* dp, uint16_t* ds, int64_t T, float scale) {
+__global__ void softmax_bwd_kernel(const bf16* p, const float* dp, bf16* ds, int64_t T, float scale) {
   __shared__ float red[kThreads];
   const int64_t row = blockIdx.x;
   float s = 0.0f;
@@ -143,7 +143,7 @@ __global__ void softmax_bwd_kernel(const uint16_t* p, const float* dp, uint16_t*
 }
 
 // kv [T, kvh*d] -> x [T, heads*d]: head h reads KV head h / (heads / kvh).
-__global__ void expand_kv_kernel(const uint16_t* kv, uint16_t* x, int64_t T, int64_t heads, int64_t kvh, int64_t d) {
+__global__ void expand_kv_kernel(const bf16* kv, bf16* x, int64_t T, int64_t heads, int64_t kvh, int64_t d) {
   const int64_t n = T * heads * d, group = heads / kvh;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t t = i / (heads * d), h = (i / d) % heads, c = i % d;
@@ -151,7 +151,7 @@ __global__ void expand_kv_kernel(const uint16_t* kv, uint16_t* x, int64_t T, int
   }
 }
 // dx [T, heads*d] fp32 -> dkv [T, kvh*d] bf16: the group's heads summed in head order.
-__global__ void reduce_kv_kernel(const float* dx, uint16_t* dkv, int64_t T, int64_t heads, int64_t kvh, int64_t d) {
+__global__ void reduce_kv_kernel(const float* dx, bf16* dkv, int64_t T, int64_t heads, int64_t kvh, int64_t d) {
   const int64_t n = T * kvh * d, group = heads / kvh;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t t = i / (kvh * d), g = (i / d) % kvh, c = i % d;
@@ -164,12 +164,12 @@ __global__ void reduce_kv_kernel(const float* dx, uint16_t* dkv, int64_t T, int6
 __device__ inline float silu(float z) { return z / (1.0f + expf(-z)); }
 
 // m = bf16(silu(gate) * up).
-__global__ void gate_fwd_kernel(const float* gate, const float* up, uint16_t* m, int64_t n) {
+__global__ void gate_fwd_kernel(const float* gate, const float* up, bf16* m, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     m[i] = float_to_bf16_rne(silu(gate[i]) * up[i]);
 }
 // dgate = dm up silu'(gate), dup = dm silu(gate), both bf16 (the GEMMs' dY).
-__global__ void gate_bwd_kernel(const float* gate, const float* up, const float* dm, uint16_t* dgate, uint16_t* dup,
+__global__ void gate_bwd_kernel(const float* gate, const float* up, const float* dm, bf16* dgate, bf16* dup,
                                 int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const float z = gate[i], sg = 1.0f / (1.0f + expf(-z));
@@ -179,7 +179,7 @@ __global__ void gate_bwd_kernel(const float* gate, const float* up, const float*
 }
 
 // One block per token: loss[t] = logsumexp(logits[t]) - logits[t, label]; dlogits = (softmax - onehot) / T, bf16.
-__global__ void cross_entropy_kernel(const float* logits, const int32_t* labels, float* loss, uint16_t* dlogits,
+__global__ void cross_entropy_kernel(const float* logits, const int32_t* labels, float* loss, bf16* dlogits,
                                      int64_t V, int64_t T) {
   __shared__ float red[kThreads];
   const int64_t t = blockIdx.x;
@@ -203,7 +203,7 @@ __global__ void embedding_bwd_kernel(const float* dx, const int32_t* tok, float*
   for (int64_t t = 0; t < T; ++t) de[int64_t(tok[t]) * H + c] += dx[t * H + c];
 }
 
-__global__ void to_bf16_kernel(const float* x, uint16_t* y, int64_t n) {
+__global__ void to_bf16_kernel(const float* x, bf16* y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     y[i] = float_to_bf16_rne(x[i]);
 }

@@ -43,11 +43,11 @@ void finish(const char* what) {
 
 }  // namespace
 
-std::vector<float> embedding(const std::vector<uint16_t>& e, const std::vector<int32_t>& tok, int64_t T, int64_t H) {
+std::vector<float> embedding(const std::vector<bf16>& e, const std::vector<int32_t>& tok, int64_t T, int64_t H) {
   require_size(tok.size(), T, "embedding: tok");
   require(H > 0 && e.size() % size_t(H) == 0, "embedding: E is not [V, H]");
   for (int32_t k : tok) require(k >= 0 && size_t(k) < e.size() / size_t(H), "embedding: token out of range");
-  DeviceBuffer<uint16_t> de(e);
+  DeviceBuffer<bf16> de(e);
   DeviceBuffer<int32_t> dt(tok);
   DeviceBuffer<float> dx(size_t(T * H));
   if (T > 0) mk::embedding_kernel<<<stride_grid(T * H), mk::kThreads>>>(de.data(), dt.data(), dx.data(), T, H);
@@ -55,19 +55,19 @@ std::vector<float> embedding(const std::vector<uint16_t>& e, const std::vector<i
   return dx.download();
 }
 
-void rmsnorm_fwd(const std::vector<float>& x, const std::vector<uint16_t>& g, int64_t T, int64_t H,
-                 std::vector<uint16_t>& h, std::vector<float>& rstd) {
+void rmsnorm_fwd(const std::vector<float>& x, const std::vector<bf16>& g, int64_t T, int64_t H,
+                 std::vector<bf16>& h, std::vector<float>& rstd) {
   require_size(x.size(), T * H, "rmsnorm_fwd: x");
   require_size(g.size(), H, "rmsnorm_fwd: g");
   DeviceBuffer<float> dx(x), dr{size_t(T)};
-  DeviceBuffer<uint16_t> dg(g), dh(size_t(T * H));
+  DeviceBuffer<bf16> dg(g), dh(size_t(T * H));
   if (T > 0) mk::rmsnorm_fwd_kernel<<<int(T), mk::kThreads>>>(dx.data(), dg.data(), dh.data(), dr.data(), H);
   finish("model_api::rmsnorm_fwd");
   dh.download(h);
   dr.download(rstd);
 }
 
-void rmsnorm_bwd_dx(const std::vector<float>& x, const std::vector<uint16_t>& g, const std::vector<float>& rstd,
+void rmsnorm_bwd_dx(const std::vector<float>& x, const std::vector<bf16>& g, const std::vector<float>& rstd,
                     const std::vector<float>& dh, std::vector<float>& dx, int64_t T, int64_t H) {
   require_size(x.size(), T * H, "rmsnorm_bwd_dx: x");
   require_size(g.size(), H, "rmsnorm_bwd_dx: g");
@@ -75,7 +75,7 @@ void rmsnorm_bwd_dx(const std::vector<float>& x, const std::vector<uint16_t>& g,
   require_size(dh.size(), T * H, "rmsnorm_bwd_dx: dh");
   require_size(dx.size(), T * H, "rmsnorm_bwd_dx: dx");
   DeviceBuffer<float> d_x(x), d_r(rstd), d_dh(dh), d_dx(dx);
-  DeviceBuffer<uint16_t> d_g(g);
+  DeviceBuffer<bf16> d_g(g);
   if (T > 0)
     mk::rmsnorm_bwd_dx_kernel<<<int(T), mk::kThreads>>>(d_x.data(), d_g.data(), d_r.data(), d_dh.data(), d_dx.data(),
                                                         H);
@@ -95,64 +95,64 @@ std::vector<float> rmsnorm_bwd_dg(const std::vector<float>& x, const std::vector
   return d_dg.download();
 }
 
-std::vector<uint16_t> causal_softmax(const std::vector<float>& s, int64_t rows, int64_t T) {
+std::vector<bf16> causal_softmax(const std::vector<float>& s, int64_t rows, int64_t T) {
   require(T > 0, "causal_softmax: T");
   require_size(s.size(), rows * T, "causal_softmax: s");
   DeviceBuffer<float> d_s(s);
-  DeviceBuffer<uint16_t> d_p(size_t(rows * T));
+  DeviceBuffer<bf16> d_p(size_t(rows * T));
   if (rows > 0) mk::causal_softmax_kernel<<<int(rows), mk::kThreads>>>(d_s.data(), d_p.data(), T);
   finish("model_api::causal_softmax");
   return d_p.download();
 }
 
-std::vector<uint16_t> softmax_bwd(const std::vector<uint16_t>& p, const std::vector<float>& dp, int64_t rows,
+std::vector<bf16> softmax_bwd(const std::vector<bf16>& p, const std::vector<float>& dp, int64_t rows,
                                   int64_t T, float scale) {
   require_size(p.size(), rows * T, "softmax_bwd: p");
   require_size(dp.size(), rows * T, "softmax_bwd: dp");
-  DeviceBuffer<uint16_t> d_p(p), d_ds(size_t(rows * T));
+  DeviceBuffer<bf16> d_p(p), d_ds(size_t(rows * T));
   DeviceBuffer<float> d_dp(dp);
   if (rows > 0) mk::softmax_bwd_kernel<<<int(rows), mk::kThreads>>>(d_p.data(), d_dp.data(), d_ds.data(), T, scale);
   finish("model_api::softmax_bwd");
   return d_ds.download();
 }
 
-std::vector<uint16_t> expand_kv(const std::vector<uint16_t>& kv, int64_t T, int64_t heads, int64_t kvh, int64_t d) {
+std::vector<bf16> expand_kv(const std::vector<bf16>& kv, int64_t T, int64_t heads, int64_t kvh, int64_t d) {
   require(kvh > 0 && heads % kvh == 0, "expand_kv: heads is not a multiple of kv heads");
   require_size(kv.size(), T * kvh * d, "expand_kv: kv");
-  DeviceBuffer<uint16_t> d_kv(kv), d_x(size_t(T * heads * d));
+  DeviceBuffer<bf16> d_kv(kv), d_x(size_t(T * heads * d));
   if (T * heads * d > 0)
     mk::expand_kv_kernel<<<stride_grid(T * heads * d), mk::kThreads>>>(d_kv.data(), d_x.data(), T, heads, kvh, d);
   finish("model_api::expand_kv");
   return d_x.download();
 }
 
-std::vector<uint16_t> reduce_kv(const std::vector<float>& dx, int64_t T, int64_t heads, int64_t kvh, int64_t d) {
+std::vector<bf16> reduce_kv(const std::vector<float>& dx, int64_t T, int64_t heads, int64_t kvh, int64_t d) {
   require(kvh > 0 && heads % kvh == 0, "reduce_kv: heads is not a multiple of kv heads");
   require_size(dx.size(), T * heads * d, "reduce_kv: dx");
   DeviceBuffer<float> d_dx(dx);
-  DeviceBuffer<uint16_t> d_kv(size_t(T * kvh * d));
+  DeviceBuffer<bf16> d_kv(size_t(T * kvh * d));
   if (T * kvh * d > 0)
     mk::reduce_kv_kernel<<<stride_grid(T * kvh * d), mk::kThreads>>>(d_dx.data(), d_kv.data(), T, heads, kvh, d);
   finish("model_api::reduce_kv");
   return d_kv.download();
 }
 
-std::vector<uint16_t> gate_fwd(const std::vector<float>& gate, const std::vector<float>& up) {
+std::vector<bf16> gate_fwd(const std::vector<float>& gate, const std::vector<float>& up) {
   require(gate.size() == up.size(), "gate_fwd: gate and up differ in size");
   const int64_t n = int64_t(gate.size());
   DeviceBuffer<float> d_g(gate), d_u(up);
-  DeviceBuffer<uint16_t> d_m(gate.size());
+  DeviceBuffer<bf16> d_m(gate.size());
   if (n > 0) mk::gate_fwd_kernel<<<stride_grid(n), mk::kThreads>>>(d_g.data(), d_u.data(), d_m.data(), n);
   finish("model_api::gate_fwd");
   return d_m.download();
 }
 
 void gate_bwd(const std::vector<float>& gate, const std::vector<float>& up, const std::vector<float>& dm,
-              std::vector<uint16_t>& dgate, std::vector<uint16_t>& dup) {
+              std::vector<bf16>& dgate, std::vector<bf16>& dup) {
   require(gate.size() == up.size() && gate.size() == dm.size(), "gate_bwd: gate, up and dm differ in size");
   const int64_t n = int64_t(gate.size());
   DeviceBuffer<float> d_g(gate), d_u(up), d_dm(dm);
-  DeviceBuffer<uint16_t> d_dg(gate.size()), d_du(gate.size());
+  DeviceBuffer<bf16> d_dg(gate.size()), d_du(gate.size());
   if (n > 0)
     mk::gate_bwd_kernel<<<stride_grid(n), mk::kThreads>>>(d_g.data(), d_u.data(), d_dm.data(), d_dg.data(), d_du.data(),
                                                           n);
@@ -162,13 +162,13 @@ void gate_bwd(const std::vector<float>& gate, const std::vector<float>& up, cons
 }
 
 void cross_entropy(const std::vector<float>& logits, const std::vector<int32_t>& labels, int64_t T, int64_t V,
-                   std::vector<float>& loss, std::vector<uint16_t>& dlogits) {
+                   std::vector<float>& loss, std::vector<bf16>& dlogits) {
   require_size(logits.size(), T * V, "cross_entropy: logits");
   require_size(labels.size(), T, "cross_entropy: labels");
   for (int32_t y : labels) require(y >= 0 && y < V, "cross_entropy: label out of range");
   DeviceBuffer<float> d_l(logits), d_loss{size_t(T)};
   DeviceBuffer<int32_t> d_y(labels);
-  DeviceBuffer<uint16_t> d_d(size_t(T * V));
+  DeviceBuffer<bf16> d_d(size_t(T * V));
   if (T > 0)
     mk::cross_entropy_kernel<<<int(T), mk::kThreads>>>(d_l.data(), d_y.data(), d_loss.data(), d_d.data(), V, T);
   finish("model_api::cross_entropy");
@@ -189,10 +189,10 @@ void embedding_bwd(const std::vector<float>& dx, const std::vector<int32_t>& tok
   d_de.download(de);
 }
 
-std::vector<uint16_t> to_bf16(const std::vector<float>& x) {
+std::vector<bf16> to_bf16(const std::vector<float>& x) {
   const int64_t n = int64_t(x.size());
   DeviceBuffer<float> d_x(x);
-  DeviceBuffer<uint16_t> d_y(x.size());
+  DeviceBuffer<bf16> d_y(x.size());
   if (n > 0) mk::to_bf16_kernel<<<stride_grid(n), mk::kThreads>>>(d_x.data(), d_y.data(), n);
   finish("model_api::to_bf16");
   return d_y.download();

@@ -9,30 +9,32 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/common/bf16.h"
+
 namespace fh::gpu::model_api {
 
-std::vector<float> embedding(const std::vector<uint16_t>& e, const std::vector<int32_t>& tok, int64_t T, int64_t H);
-void rmsnorm_fwd(const std::vector<float>& x, const std::vector<uint16_t>& g, int64_t T, int64_t H,
-                 std::vector<uint16_t>& h, std::vector<float>& rstd);
+std::vector<float> embedding(const std::vector<bf16>& e, const std::vector<int32_t>& tok, int64_t T, int64_t H);
+void rmsnorm_fwd(const std::vector<float>& x, const std::vector<bf16>& g, int64_t T, int64_t H,
+                 std::vector<bf16>& h, std::vector<float>& rstd);
 // dx is read and updated, as the kernel accumulates into it.
-void rmsnorm_bwd_dx(const std::vector<float>& x, const std::vector<uint16_t>& g, const std::vector<float>& rstd,
+void rmsnorm_bwd_dx(const std::vector<float>& x, const std::vector<bf16>& g, const std::vector<float>& rstd,
                     const std::vector<float>& dh, std::vector<float>& dx, int64_t T, int64_t H);
 std::vector<float> rmsnorm_bwd_dg(const std::vector<float>& x, const std::vector<float>& rstd,
                                   const std::vector<float>& dh, int64_t T, int64_t H);
-std::vector<uint16_t> causal_softmax(const std::vector<float>& s, int64_t rows, int64_t T);
-std::vector<uint16_t> softmax_bwd(const std::vector<uint16_t>& p, const std::vector<float>& dp, int64_t rows,
+std::vector<bf16> causal_softmax(const std::vector<float>& s, int64_t rows, int64_t T);
+std::vector<bf16> softmax_bwd(const std::vector<bf16>& p, const std::vector<float>& dp, int64_t rows,
                                   int64_t T, float scale);
-std::vector<uint16_t> expand_kv(const std::vector<uint16_t>& kv, int64_t T, int64_t heads, int64_t kvh, int64_t d);
-std::vector<uint16_t> reduce_kv(const std::vector<float>& dx, int64_t T, int64_t heads, int64_t kvh, int64_t d);
-std::vector<uint16_t> gate_fwd(const std::vector<float>& gate, const std::vector<float>& up);
+std::vector<bf16> expand_kv(const std::vector<bf16>& kv, int64_t T, int64_t heads, int64_t kvh, int64_t d);
+std::vector<bf16> reduce_kv(const std::vector<float>& dx, int64_t T, int64_t heads, int64_t kvh, int64_t d);
+std::vector<bf16> gate_fwd(const std::vector<float>& gate, const std::vector<float>& up);
 void gate_bwd(const std::vector<float>& gate, const std::vector<float>& up, const std::vector<float>& dm,
-              std::vector<uint16_t>& dgate, std::vector<uint16_t>& dup);
+              std::vector<bf16>& dgate, std::vector<bf16>& dup);
 void cross_entropy(const std::vector<float>& logits, const std::vector<int32_t>& labels, int64_t T, int64_t V,
-                   std::vector<float>& loss, std::vector<uint16_t>& dlogits);
+                   std::vector<float>& loss, std::vector<bf16>& dlogits);
 // de is read and updated, as the kernel accumulates into it.
 void embedding_bwd(const std::vector<float>& dx, const std::vector<int32_t>& tok, std::vector<float>& de, int64_t T,
                    int64_t H);
-std::vector<uint16_t> to_bf16(const std::vector<float>& x);
+std::vector<bf16> to_bf16(const std::vector<float>& x);
 
 // The device's expf, logf and rsqrtf, compiled as in the kernels (--fmad=false, no fast math), on
 // each argument: the values the host references take to reproduce the kernels bit for bit.

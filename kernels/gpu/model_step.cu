@@ -23,7 +23,7 @@ struct Param {
 // Saved for backward, per block.
 struct BlockActs {
   float *x_in = nullptr, *rstd1 = nullptr, *x_mid = nullptr, *rstd2 = nullptr, *gate = nullptr, *up = nullptr;
-  uint16_t *h1 = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *p = nullptr, *a = nullptr, *h2 = nullptr,
+  bf16 *h1 = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *p = nullptr, *a = nullptr, *h2 = nullptr,
            *m = nullptr;
 };
 
@@ -75,7 +75,7 @@ struct ModelStep::Impl {
     p.pv.global_cols = cols;
     const int64_t n = rows * cols;
     if (cfg.store == WeightStore::fp32_master) p.pv.master = pool->alloc_n<float>(Tag::weights, n);
-    p.pv.bf16 = pool->alloc_n<uint16_t>(Tag::weights, n);
+    p.pv.bf16 = pool->alloc_n<bf16>(Tag::weights, n);
     p.pv.sr = sr_key{cfg.seed, 0, uint32_t(params.size())};
     const StateDecls decls = visit_rule(cfg.rule.id, [&](auto r) { return decltype(r)::states(hyper_of<decltype(r)>(cfg.rule)); });
     for (int k = 0; k < kMaxStates; ++k) {
@@ -89,7 +89,7 @@ struct ModelStep::Impl {
       int64_t bytes = 0;
       switch (cfg.state) {
         case StateFormat::fp32: storage = sv.f32 = pool->alloc_n<float>(Tag::state, n), bytes = n * 4; break;
-        case StateFormat::bf16: storage = sv.bf16 = pool->alloc_n<uint16_t>(Tag::state, n), bytes = n * 2; break;
+        case StateFormat::bf16: storage = sv.bf16 = pool->alloc_n<bf16>(Tag::state, n), bytes = n * 2; break;
         case StateFormat::int8: storage = sv.i8 = pool->alloc_n<uint8_t>(Tag::state, n), bytes = n; break;
       }
       cuda_check(cudaMemsetAsync(storage, 0, size_t(bytes), stream), "ModelStep: state init");
@@ -108,7 +108,7 @@ struct ModelStep::Impl {
   }
 
   // Y [T, out] = X [T, in] W^T (+ beta Y); Y fp32 or bf16.
-  void linear_fwd(const uint16_t* x, const Param& w, void* y, cudaDataType yt, float beta) {
+  void linear_fwd(const bf16* x, const Param& w, void* y, cudaDataType yt, float beta) {
     gemm(CUBLAS_OP_T, CUBLAS_OP_N, w.pv.rows, d().tokens, w.pv.cols, 1.0f, w.pv.bf16, w.pv.cols, 0, x, w.pv.cols, 0,
          beta, y, yt, w.pv.rows, 0, 1);
   }
@@ -141,7 +141,7 @@ struct ModelStep::Impl {
   }
 
   // One linear layer's backward: dx (+)= dY W, and its update (fused now, or G held for the step).
-  void linear_bwd(Param& w, const uint16_t* x, const uint16_t* dy, float* dx, float dx_beta, bool fused) {
+  void linear_bwd(Param& w, const bf16* x, const bf16* dy, float* dx, float dx_beta, bool fused) {
     const WgradProblem prob{x, dy, d().tokens, w.pv.rows, w.pv.cols};
     if (fused) {
       LinearBackwardArgs a;
@@ -178,20 +178,20 @@ struct ModelStep::Impl {
   }
 
   // h = RMSNorm(x) g (bf16) and its rstd, both saved for backward.
-  void norm_fwd(int gi, const float* x, uint16_t*& h, float*& rstd) {
+  void norm_fwd(int gi, const float* x, bf16*& h, float*& rstd) {
     const int64_t T = d().tokens, H = d().hidden;
     rstd = pool->alloc_n<float>(Tag::activations, T);
-    h = pool->alloc_n<uint16_t>(Tag::activations, T * H);
+    h = pool->alloc_n<bf16>(Tag::activations, T * H);
     model::rmsnorm_fwd_kernel<<<int(T), model::kThreads, 0, stream>>>(x, params[size_t(gi)].pv.bf16, h, rstd, H);
     check_launch("ModelStep: rmsnorm");
   }
 
   // K and V expanded to the query heads (transients), so that every attention GEMM is one
   // strided-batched call over the heads.
-  void expand_kv(const BlockActs& s, uint16_t*& kx, uint16_t*& vx) {
+  void expand_kv(const BlockActs& s, bf16*& kx, bf16*& vx) {
     const int64_t T = d().tokens, nh = d().heads, kvh = d().kv_heads, hd = d().head_dim, QD = nh * hd;
-    kx = pool->alloc_n<uint16_t>(Tag::workspace, T * QD);
-    vx = pool->alloc_n<uint16_t>(Tag::workspace, T * QD);
+    kx = pool->alloc_n<bf16>(Tag::workspace, T * QD);
+    vx = pool->alloc_n<bf16>(Tag::workspace, T * QD);
     model::expand_kv_kernel<<<grid_for(T * QD), model::kThreads, 0, stream>>>(s.k, kx, T, nh, kvh, hd);
     model::expand_kv_kernel<<<grid_for(T * QD), model::kThreads, 0, stream>>>(s.v, vx, T, nh, kvh, hd);
     check_launch("ModelStep: expand kv");
@@ -210,25 +210,25 @@ void ModelStep::Impl::block_fwd(const BlockIdx& b, BlockActs& s) {
   const int64_t T = d().tokens, H = d().hidden, I = d().intermediate, nh = d().heads, kvh = d().kv_heads,
                 hd = d().head_dim, QD = nh * hd, KD = kvh * hd;
   norm_fwd(b.g1, s.x_in, s.h1, s.rstd1);
-  s.q = pool->alloc_n<uint16_t>(Tag::activations, T * QD);
-  s.k = pool->alloc_n<uint16_t>(Tag::activations, T * KD);
-  s.v = pool->alloc_n<uint16_t>(Tag::activations, T * KD);
+  s.q = pool->alloc_n<bf16>(Tag::activations, T * QD);
+  s.k = pool->alloc_n<bf16>(Tag::activations, T * KD);
+  s.v = pool->alloc_n<bf16>(Tag::activations, T * KD);
   linear_fwd(s.h1, params[b.q], s.q, CUDA_R_16BF, 0.0f);
   linear_fwd(s.h1, params[b.k], s.k, CUDA_R_16BF, 0.0f);
   linear_fwd(s.h1, params[b.v], s.v, CUDA_R_16BF, 0.0f);
   // Attention, every head in one strided-batched call.
-  uint16_t *kx = nullptr, *vx = nullptr;
+  bf16 *kx = nullptr, *vx = nullptr;
   expand_kv(s, kx, vx);
   float* sc = pool->alloc_n<float>(Tag::workspace, nh * T * T);
   const float scale = 1.0f / std::sqrt(float(hd));
   // S_h [i, j] = scale q_i . k_j: column-major S^T = K_h Q_h^T.
   gemm(CUBLAS_OP_T, CUBLAS_OP_N, T, T, hd, scale, kx, QD, hd, s.q, QD, hd, 0.0f, sc, CUDA_R_32F, T, T * T, nh);
-  s.p = pool->alloc_n<uint16_t>(Tag::activations, nh * T * T);
+  s.p = pool->alloc_n<bf16>(Tag::activations, nh * T * T);
   model::causal_softmax_kernel<<<int(nh * T), model::kThreads, 0, stream>>>(sc, s.p, T);
   check_launch("ModelStep: softmax");
   pool->release(sc);
   // O_h = P_h V_h: column-major O^T = V_h^T P_h^T.
-  s.a = pool->alloc_n<uint16_t>(Tag::activations, T * QD);
+  s.a = pool->alloc_n<bf16>(Tag::activations, T * QD);
   gemm(CUBLAS_OP_N, CUBLAS_OP_N, hd, T, T, 1.0f, vx, QD, hd, s.p, T, T * T, 0.0f, s.a, CUDA_R_16BF, QD, hd, nh);
   pool->release(kx);
   pool->release(vx);
@@ -240,7 +240,7 @@ void ModelStep::Impl::block_fwd(const BlockIdx& b, BlockActs& s) {
   s.up = pool->alloc_n<float>(Tag::activations, T * I);
   linear_fwd(s.h2, params[b.gate], s.gate, CUDA_R_32F, 0.0f);
   linear_fwd(s.h2, params[b.up], s.up, CUDA_R_32F, 0.0f);
-  s.m = pool->alloc_n<uint16_t>(Tag::activations, T * I);
+  s.m = pool->alloc_n<bf16>(Tag::activations, T * I);
   model::gate_fwd_kernel<<<grid_for(T * I), model::kThreads, 0, stream>>>(s.gate, s.up, s.m, T * I);
   check_launch("ModelStep: gate");
 }
@@ -249,12 +249,12 @@ void ModelStep::Impl::block_bwd(const BlockIdx& b, BlockActs& s, float* dx) {
   const int64_t T = d().tokens, H = d().hidden, I = d().intermediate, nh = d().heads, kvh = d().kv_heads,
                 hd = d().head_dim, QD = nh * hd, KD = kvh * hd;
   // MLP: x_out = x_mid + m Wd^T.
-  uint16_t* dxb = pool->alloc_n<uint16_t>(Tag::workspace, T * H);
+  bf16* dxb = pool->alloc_n<bf16>(Tag::workspace, T * H);
   model::to_bf16_kernel<<<grid_for(T * H), model::kThreads, 0, stream>>>(dx, dxb, T * H);
   float* dm = pool->alloc_n<float>(Tag::workspace, T * I);
   linear_bwd(params[b.down], s.m, dxb, dm, 0.0f, fuse_now(params[b.down]));
-  uint16_t* dgate = pool->alloc_n<uint16_t>(Tag::workspace, T * I);
-  uint16_t* dup = pool->alloc_n<uint16_t>(Tag::workspace, T * I);
+  bf16* dgate = pool->alloc_n<bf16>(Tag::workspace, T * I);
+  bf16* dup = pool->alloc_n<bf16>(Tag::workspace, T * I);
   model::gate_bwd_kernel<<<grid_for(T * I), model::kThreads, 0, stream>>>(s.gate, s.up, dm, dgate, dup, T * I);
   check_launch("ModelStep: gate bwd");
   pool->release(dm);
@@ -270,10 +270,10 @@ void ModelStep::Impl::block_bwd(const BlockIdx& b, BlockActs& s, float* dx) {
   float* da = pool->alloc_n<float>(Tag::workspace, T * QD);
   linear_bwd(params[b.o], s.a, dxb, da, 0.0f, fuse_now(params[b.o]));
   pool->release(dxb);
-  uint16_t* dab = pool->alloc_n<uint16_t>(Tag::workspace, T * QD);
+  bf16* dab = pool->alloc_n<bf16>(Tag::workspace, T * QD);
   model::to_bf16_kernel<<<grid_for(T * QD), model::kThreads, 0, stream>>>(da, dab, T * QD);
   pool->release(da);
-  uint16_t *kx = nullptr, *vx = nullptr;
+  bf16 *kx = nullptr, *vx = nullptr;
   expand_kv(s, kx, vx);
   const float scale = 1.0f / std::sqrt(float(hd));
   // dP_h = dO_h V_h^T (the scores' form with K -> V, Q -> dO).
@@ -282,13 +282,13 @@ void ModelStep::Impl::block_bwd(const BlockIdx& b, BlockActs& s, float* dx) {
   // dV_h = P_h^T dO_h: column-major dV^T = dO_h^T P_h.
   float* dvx = pool->alloc_n<float>(Tag::workspace, T * QD);
   gemm(CUBLAS_OP_N, CUBLAS_OP_T, hd, T, T, 1.0f, dab, QD, hd, s.p, T, T * T, 0.0f, dvx, CUDA_R_32F, QD, hd, nh);
-  uint16_t* ds = pool->alloc_n<uint16_t>(Tag::workspace, nh * T * T);
+  bf16* ds = pool->alloc_n<bf16>(Tag::workspace, nh * T * T);
   model::softmax_bwd_kernel<<<int(nh * T), model::kThreads, 0, stream>>>(s.p, dp, ds, T, scale);
   check_launch("ModelStep: softmax bwd");
   pool->release(dp);
   pool->release(dab);
   // dQ_h = dS_h K_h: column-major dQ^T = K_h^T dS_h^T.
-  uint16_t* dq = pool->alloc_n<uint16_t>(Tag::workspace, T * QD);
+  bf16* dq = pool->alloc_n<bf16>(Tag::workspace, T * QD);
   gemm(CUBLAS_OP_N, CUBLAS_OP_N, hd, T, T, 1.0f, kx, QD, hd, ds, T, T * T, 0.0f, dq, CUDA_R_16BF, QD, hd, nh);
   // dK_h = dS_h^T Q_h: column-major dK^T = Q_h^T dS_h.
   float* dkx = pool->alloc_n<float>(Tag::workspace, T * QD);
@@ -296,8 +296,8 @@ void ModelStep::Impl::block_bwd(const BlockIdx& b, BlockActs& s, float* dx) {
   pool->release(ds);
   pool->release(kx);
   pool->release(vx);
-  uint16_t* dk = pool->alloc_n<uint16_t>(Tag::workspace, T * KD);
-  uint16_t* dv = pool->alloc_n<uint16_t>(Tag::workspace, T * KD);
+  bf16* dk = pool->alloc_n<bf16>(Tag::workspace, T * KD);
+  bf16* dv = pool->alloc_n<bf16>(Tag::workspace, T * KD);
   model::reduce_kv_kernel<<<grid_for(T * KD), model::kThreads, 0, stream>>>(dkx, dk, T, nh, kvh, hd);
   model::reduce_kv_kernel<<<grid_for(T * KD), model::kThreads, 0, stream>>>(dvx, dv, T, nh, kvh, hd);
   check_launch("ModelStep: reduce kv");
@@ -405,12 +405,12 @@ ModelStepStats ModelStep::Impl::run(int64_t step) {
     x = x_out;
   }
   float* rstdf = nullptr;
-  uint16_t* hf = nullptr;
+  bf16* hf = nullptr;
   norm_fwd(gf, x, hf, rstdf);
   float* logits = pool->alloc_n<float>(Tag::workspace, T * V);
   linear_fwd(hf, params[head], logits, CUDA_R_32F, 0.0f);
   float* loss = pool->alloc_n<float>(Tag::workspace, T);
-  uint16_t* dlogits = pool->alloc_n<uint16_t>(Tag::activations, T * V);
+  bf16* dlogits = pool->alloc_n<bf16>(Tag::activations, T * V);
   model::cross_entropy_kernel<<<int(T), model::kThreads, 0, stream>>>(logits, labels, loss, dlogits, V, T);
   check_launch("ModelStep: cross entropy");
   pool->release(logits);

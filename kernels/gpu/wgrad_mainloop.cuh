@@ -6,7 +6,9 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
+#include "kernels/common/bf16.h"
 #include "kernels/gpu/wgrad_tile_layout.h"
 
 namespace fh::gpu {
@@ -14,12 +16,16 @@ namespace fh::gpu {
 // Kernel arguments of the mainloop (device pointers). vec_*: the operand's rows start on 16-byte
 // boundaries (base aligned and row length a multiple of 8), so staging may use 16-byte cp.async.
 struct WgradTileArgs {
-  const uint16_t* x;
-  const uint16_t* dy;
+  const bf16* x;
+  const bf16* dy;
   int64_t T, out, in;
   bool vec_x, vec_dy;
   int planted_defect;  // FusedPlantedDefect (gpu_api.h): 0 except in the suite that plants one
 };
+// The operands are bf16, so a float or 16-bit integer buffer set as X or dY does not compile
+// (the type rule: suites/cpu/test_bf16_type.cpp).
+static_assert(std::is_same_v<decltype(WgradTileArgs::x), const bf16*> && std::is_same_v<decltype(WgradTileArgs::dy), const bf16*>,
+              "the mainloop's operands are bf16");
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -124,7 +130,7 @@ __device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[16][4], uint64_t 
 // operands, the 128-byte swizzled layout for wgmma's (wgmma_sw128_offset_bytes).
 // vec: 16-byte cp.async with zero fill (rows 16-byte aligned); otherwise plain loads and stores.
 template <int kRows, int kWidth, int kThreads, class GroupAt>
-__device__ __forceinline__ void stage_operand(uint16_t* dst, GroupAt group_at, const uint16_t* src, int64_t ld,
+__device__ __forceinline__ void stage_operand(uint16_t* dst, GroupAt group_at, const bf16* src, int64_t ld,
                                               int64_t nrows_total, int64_t r0, int64_t c0, bool vec,
                                               int tid) {
   constexpr int kGroups = kRows * kWidth / 8;
@@ -137,15 +143,15 @@ __device__ __forceinline__ void stage_operand(uint16_t* dst, GroupAt group_at, c
     const int64_t r = r0 + gc.row, c = c0 + gc.col;
     const int n_ok = staging_valid_count(r, c, nrows_total, ld);
     if (vec) {
-      const uint16_t* s = n_ok ? src + r * ld + c : src;  // a valid address even when nothing is read
+      const bf16* s = n_ok ? src + r * ld + c : src;  // a valid address even when nothing is read
       cp_async_16_zfill(d, s, 2 * n_ok);
     } else {
       uint32_t w[4];
 #pragma unroll
       for (int e = 0; e < 8; e += 2) {
-        const uint32_t lo = e < n_ok ? src[r * ld + c + e] : 0u;
-        const uint32_t hi = e + 1 < n_ok ? src[r * ld + c + e + 1] : 0u;
-        w[e / 2] = lo | (hi << 16);
+        const bf16 lo = e < n_ok ? src[r * ld + c + e] : bf16::from_bits(0);
+        const bf16 hi = e + 1 < n_ok ? src[r * ld + c + e + 1] : bf16::from_bits(0);
+        w[e / 2] = bf16_pack2(lo, hi);
       }
       *reinterpret_cast<uint4*>(d) = make_uint4(w[0], w[1], w[2], w[3]);
     }
@@ -157,13 +163,13 @@ __device__ __forceinline__ void stage_operand(uint16_t* dst, GroupAt group_at, c
 // cp.async at constant steps (Sw128StagingSteps). The same groups and destinations as
 // stage_operand with the swizzled group_at.
 template <int kRows, int kWidth, int kThreads>
-__device__ __forceinline__ void stage_operand_whole_sw128(uint16_t* dst, const uint16_t* src, int64_t ld, int64_t r0,
+__device__ __forceinline__ void stage_operand_whole_sw128(uint16_t* dst, const bf16* src, int64_t ld, int64_t r0,
                                                           int64_t c0, int tid) {
   using Steps = Sw128StagingSteps<kWidth, kThreads>;
   constexpr int kGroups = kRows * kWidth / 8;
   static_assert(kGroups % kThreads == 0, "staging groups must divide evenly among threads");
   const FragCoord g = staging_group(tid, kWidth);
-  const uint16_t* s = src + (r0 + g.row) * ld + (c0 + g.col);
+  const bf16* s = src + (r0 + g.row) * ld + (c0 + g.col);
   unsigned char* d = reinterpret_cast<unsigned char*>(dst) + wgmma_sw128_offset_bytes(g.row, g.col, kWidth);
   const int64_t src_step = int64_t(Steps::kRowsPerStep) * ld;
 #pragma unroll

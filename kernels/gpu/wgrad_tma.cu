@@ -26,13 +26,13 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 
 // A row-major bf16 [tokens, cols] operand as a 2-D map (cols innermost), 64 x 64 boxes, 128-byte
 // swizzle; elements past an edge are zero filled (the chain's padding).
-CUtensorMap operand_map(const uint16_t* base, int64_t cols, int64_t tokens, const char* what) {
+CUtensorMap operand_map(const bf16* base, int64_t cols, int64_t tokens, const char* what) {
   CUtensorMap m;
   const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(tokens)};
   const cuuint64_t strides[1] = {cuuint64_t(cols) * 2};
   const cuuint32_t box[2] = {kTmaBoxCols, kTmaBoxTokens};
   const cuuint32_t elem_strides[2] = {1, 1};
-  const CUresult r = tensor_map_encoder()(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<uint16_t*>(base), dims,
+  const CUresult r = tensor_map_encoder()(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<bf16*>(base), dims,
                                           strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                           CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);

@@ -4,10 +4,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/common/bf16.h"
+
 namespace fh {
 
-inline std::vector<uint16_t> transpose_bf16(const uint16_t* a, int64_t rows, int64_t cols) {
-  std::vector<uint16_t> t(size_t(rows * cols));
+inline std::vector<bf16> transpose_bf16(const bf16* a, int64_t rows, int64_t cols) {
+  std::vector<bf16> t(size_t(rows * cols));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) t[size_t(c * rows + r)] = a[r * cols + c];
   return t;

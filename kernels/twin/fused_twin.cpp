@@ -14,7 +14,7 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-void require_inputs(const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in, int64_t out,
+void require_inputs(const bf16* X, const bf16* dY, int64_t T, int64_t in, int64_t out,
                     const char* who) {
   if (T < 0) throw std::invalid_argument(std::string(who) + ": negative T");
   if (out <= 0 || in <= 0)
@@ -90,7 +90,7 @@ std::vector<int64_t> tile_visit_sequence(int64_t n_tile_rows, int64_t n_tile_col
   return seq;
 }
 
-TwinStats twin_for_each_g_tile(const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in,
+TwinStats twin_for_each_g_tile(const bf16* X, const bf16* dY, int64_t T, int64_t in,
                                int64_t out, const TwinSchedule& sched, const GTileConsumer& consume) {
   require_inputs(X, dY, T, in, out, "twin_for_each_g_tile");
   sched.validate();
@@ -106,7 +106,7 @@ TwinStats twin_for_each_g_tile(const uint16_t* X, const uint16_t* dY, int64_t T,
   // staged chunk of dY^T and X^T (the kernel's shared memory), bf16 +0 where nothing is loaded.
   std::vector<float> g_tile(size_t(TR * TC));
   std::vector<float> partial(order.split_k > 1 ? size_t(TR * TC) : 0);
-  std::vector<uint16_t> dy_stage(size_t(TR * TK)), x_stage(size_t(TC * TK));
+  std::vector<bf16> dy_stage(size_t(TR * TK)), x_stage(size_t(TC * TK));
   stats.g_buffer_floats = int64_t(g_tile.size() + partial.size());
 
   for (int64_t id : tile_visit_sequence(n_tr, n_tc, sched.visit, sched.visit_seed)) {
@@ -129,18 +129,18 @@ TwinStats twin_for_each_g_tile(const uint16_t* X, const uint16_t* dY, int64_t T,
         for (int64_t r = 0; r < TR; ++r)
           for (int64_t k = 0; k < TK; ++k) {
             const int64_t t = t0 + k;
-            dy_stage[size_t(r * TK + k)] = (r < rows && t < te) ? dY[t * out + tc.r0 + r] : 0;
+            dy_stage[size_t(r * TK + k)] = (r < rows && t < te) ? dY[t * out + tc.r0 + r] : bf16::from_bits(0);
           }
         for (int64_t c = 0; c < TC; ++c)
           for (int64_t k = 0; k < TK; ++k) {
             const int64_t t = t0 + k;
-            x_stage[size_t(c * TK + k)] = (c < cols && t < te) ? X[t * in + tc.c0 + c] : 0;
+            x_stage[size_t(c * TK + k)] = (c < cols && t < te) ? X[t * in + tc.c0 + c] : bf16::from_bits(0);
           }
         // k-steps of k_group tokens; each element's accumulator chains in token order.
         for (int64_t r = 0; r < rows; ++r) {
-          const uint16_t* a = dy_stage.data() + r * TK;
+          const bf16* a = dy_stage.data() + r * TK;
           for (int64_t c = 0; c < cols; ++c) {
-            const uint16_t* b = x_stage.data() + c * TK;
+            const bf16* b = x_stage.data() + c * TK;
             float v = acc[r * TC + c];
             for (int64_t k = 0; k < TK; k += kg) v = mma_group_dot(a + k, b + k, kg, v, p);
             acc[r * TC + c] = v;
@@ -159,7 +159,7 @@ TwinStats twin_for_each_g_tile(const uint16_t* X, const uint16_t* dY, int64_t T,
   return stats;
 }
 
-std::vector<float> twin_wgrad(const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in,
+std::vector<float> twin_wgrad(const bf16* X, const bf16* dY, int64_t T, int64_t in,
                               int64_t out, const TwinSchedule& sched) {
   std::vector<float> G(size_t(out * in));
   twin_for_each_g_tile(X, dY, T, in, out, sched, [&](const TileCoord& tc, const float* g, int64_t ldg) {
@@ -169,21 +169,21 @@ std::vector<float> twin_wgrad(const uint16_t* X, const uint16_t* dY, int64_t T, 
   return G;
 }
 
-std::vector<float> twin_dgrad(const uint16_t* dY, const uint16_t* Wb, int64_t T, int64_t in,
+std::vector<float> twin_dgrad(const bf16* dY, const bf16* Wb, int64_t T, int64_t in,
                               int64_t out, const ReductionOrder& order) {
   if (T < 0 || out <= 0 || in <= 0) throw std::invalid_argument("twin_dgrad: bad shape");
   if (T > 0 && (!dY || !Wb)) throw std::invalid_argument("twin_dgrad: null input");
   order.validate();
   const MmaModelParams p = order.model_params();
   std::vector<float> dX(size_t(T * in));
-  const std::vector<uint16_t> Wt = transpose_bf16(Wb, out, in);  // [in, out]
+  const std::vector<bf16> Wt = transpose_bf16(Wb, out, in);  // [in, out]
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < in; ++i)
       dX[size_t(t * in + i)] = mma_chain_dot(dY + t * out, Wt.data() + i * out, out, 0.0f, p);
   return dX;
 }
 
-TwinStats fused_twin_step(HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T,
+TwinStats fused_twin_step(HostParam& w, const bf16* X, const bf16* dY, int64_t T,
                           int64_t step, const TwinSchedule& sched, std::vector<float>* dX) {
   const int64_t out = w.rows, in = w.cols;
   require_inputs(X, dY, T, in, out, "fused_twin_step");

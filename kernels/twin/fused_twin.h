@@ -77,21 +77,21 @@ using GTileConsumer = std::function<void(const TileCoord&, const float* g, int64
 
 // The twin's G loop alone: X [T, in], dY [T, out] bf16 bits, row-major. Shapes are passed as
 // (T, in, out), the order reference/exact_gradient.h and reference/case_gen.h use.
-TwinStats twin_for_each_g_tile(const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in,
+TwinStats twin_for_each_g_tile(const bf16* X, const bf16* dY, int64_t T, int64_t in,
                                int64_t out, const TwinSchedule& sched, const GTileConsumer& consume);
 
 // G [out, in] in the twin's order (assembled from its tiles; for comparisons only).
-std::vector<float> twin_wgrad(const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in,
+std::vector<float> twin_wgrad(const bf16* X, const bf16* dY, int64_t T, int64_t in,
                               int64_t out, const TwinSchedule& sched);
 
 // dX [T, in] = dY [T, out] * Wb [out, in] with Wb bf16 bits, each element a chain of k_group
 // instructions over `out` from +0 (order's instruction model, no split), kept in fp32.
-std::vector<float> twin_dgrad(const uint16_t* dY, const uint16_t* Wb, int64_t T, int64_t in,
+std::vector<float> twin_dgrad(const bf16* dY, const bf16* Wb, int64_t T, int64_t in,
                               int64_t out, const ReductionOrder& order);
 
 // One fused optimizer step of w ([out, in] = [w.rows, w.cols]) at `step` (1-based).
 // dX, if given, receives dY * W computed from the weights before the step.
-TwinStats fused_twin_step(HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T,
+TwinStats fused_twin_step(HostParam& w, const bf16* X, const bf16* dY, int64_t T,
                           int64_t step, const TwinSchedule& sched, std::vector<float>* dX = nullptr);
 
 }  // namespace fh

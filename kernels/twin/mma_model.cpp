@@ -56,11 +56,11 @@ uint32_t round_to_fp32(int64_t s, int base, MmaModelParams::OutRound mode) {
 constexpr int kZeroTermExp = -(1 << 20);
 
 // Some a or b in the group is inf or NaN: the finite terms cannot matter any more.
-uint32_t special_group(const uint16_t* a, int64_t as, const uint16_t* b, int64_t bs, int n,
+uint32_t special_group(const bf16* a, int64_t as, const bf16* b, int64_t bs, int n,
                        uint32_t c) {
   bool pos_inf = false, neg_inf = false;
   for (int i = 0; i < n; ++i) {
-    const uint32_t x = a[i * as], y = b[i * bs];
+    const uint32_t x = a[i * as].bits, y = b[i * bs].bits;
     const bool nan_x = (x & 0x7FFFu) > 0x7F80u, nan_y = (y & 0x7FFFu) > 0x7F80u;
     const bool inf_x = (x & 0x7FFFu) == 0x7F80u, inf_y = (y & 0x7FFFu) == 0x7F80u;
     const bool zero_x = (x & 0x7FFFu) == 0, zero_y = (y & 0x7FFFu) == 0;
@@ -95,14 +95,14 @@ inline int64_t c_term(uint32_t c, int emax, int align_bits) {
 }
 
 // One instruction: C (fp32 bits) + sum_{i<n} a[i*as] * b[i*bs]. Params already checked.
-uint32_t group_core_any(const uint16_t* a, int64_t as, const uint16_t* b, int64_t bs, int n,
+uint32_t group_core_any(const bf16* a, int64_t as, const bf16* b, int64_t bs, int n,
                         uint32_t c, const MmaModelParams& p) {
   // Pass 1: alignment exponents, E_max, and whether any operand is inf/NaN.
   int exps[kMmaMaxGroup];
   int emax = p.clamp_exp;
   uint32_t field_max = 0;  // 0xFF: some operand is inf or NaN
   for (int i = 0; i < n; ++i) {
-    const uint32_t x = a[i * as], y = b[i * bs];
+    const uint32_t x = a[i * as].bits, y = b[i * bs].bits;
     field_max = std::max(field_max, field_max_of(x, y));
     exps[i] = product_exp(x, y);
     emax = std::max(emax, exps[i]);
@@ -125,7 +125,7 @@ uint32_t group_core_any(const uint16_t* a, int64_t as, const uint16_t* b, int64_
   int64_t sum = 0;
   if (lift_p >= 0) {
     for (int i = 0; i < n; ++i) {
-      const uint32_t x = a[i * as], y = b[i * bs];
+      const uint32_t x = a[i * as].bits, y = b[i * bs].bits;
       const uint32_t sx = bf16_significand(x), sy = bf16_significand(y);
       const int r = std::min(emax - exps[i], 63);
       const uint64_t mag = (uint64_t(sx * sy) << lift_p) >> r;
@@ -134,7 +134,7 @@ uint32_t group_core_any(const uint16_t* a, int64_t as, const uint16_t* b, int64_
     }
   } else {  // narrow alignments (other architectures' models): shift right only
     for (int i = 0; i < n; ++i) {
-      const uint32_t x = a[i * as], y = b[i * bs];
+      const uint32_t x = a[i * as].bits, y = b[i * bs].bits;
       const uint32_t sx = bf16_significand(x), sy = bf16_significand(y);
       const int r = std::min(emax - exps[i] - lift_p, 63);
       const uint64_t mag = uint64_t(sx * sy) >> r;
@@ -153,13 +153,13 @@ uint32_t group_core_any(const uint16_t* a, int64_t as, const uint16_t* b, int64_
 // Returns false (nothing computed) when an operand or C is inf or NaN.
 constexpr int kFastMaxAlignBits = 25;
 __attribute__((target_clones("avx2", "default")))
-bool group16_fast(const uint16_t* a, const uint16_t* b, uint32_t c, const MmaModelParams& p, uint32_t& out) {
+bool group16_fast(const bf16* a, const bf16* b, uint32_t c, const MmaModelParams& p, uint32_t& out) {
   int32_t exps[16];
   uint32_t field_max = 0;
   int32_t emax = p.clamp_exp;
   for (int i = 0; i < 16; ++i) {
-    field_max = std::max(field_max, field_max_of(a[i], b[i]));
-    exps[i] = product_exp(a[i], b[i]);
+    field_max = std::max(field_max, field_max_of(a[i].bits, b[i].bits));
+    exps[i] = product_exp(a[i].bits, b[i].bits);
     emax = std::max(emax, exps[i]);
   }
   const uint32_t ec = (c >> 23) & 0xFFu;
@@ -169,7 +169,7 @@ bool group16_fast(const uint16_t* a, const uint16_t* b, uint32_t c, const MmaMod
   const int lift_p = p.align_bits - kProductFrac;
   int64_t sum = 0;
   for (int i = 0; i < 16; ++i) {
-    const uint32_t x = a[i], y = b[i];
+    const uint32_t x = a[i].bits, y = b[i].bits;
     const uint32_t r = uint32_t(std::min(emax - exps[i], 31));
     const uint32_t mag = ((bf16_significand(x) * bf16_significand(y)) << lift_p) >> r;
     const uint32_t neg = uint32_t(0) - ((x ^ y) >> 15 & 1u);
@@ -180,7 +180,7 @@ bool group16_fast(const uint16_t* a, const uint16_t* b, uint32_t c, const MmaMod
   return true;
 }
 
-uint32_t group_core(const uint16_t* a, int64_t as, const uint16_t* b, int64_t bs, int n,
+uint32_t group_core(const bf16* a, int64_t as, const bf16* b, int64_t bs, int n,
                     uint32_t c, const MmaModelParams& p) {
   uint32_t out;
   if (n == 16 && as == 1 && bs == 1 && p.align_bits >= kProductFrac && p.align_bits <= kFastMaxAlignBits &&
@@ -189,7 +189,7 @@ uint32_t group_core(const uint16_t* a, int64_t as, const uint16_t* b, int64_t bs
   return group_core_any(a, as, b, bs, n, c, p);
 }
 
-uint32_t chain_core(const uint16_t* a, int64_t as, const uint16_t* b, int64_t bs, int64_t K,
+uint32_t chain_core(const bf16* a, int64_t as, const bf16* b, int64_t bs, int64_t K,
                     uint32_t acc, const MmaModelParams& p) {
   const int64_t g = p.group;
   for (int64_t k = 0; k < K; k += g) {
@@ -202,7 +202,7 @@ uint32_t chain_core(const uint16_t* a, int64_t as, const uint16_t* b, int64_t bs
 }  // namespace
 
 
-float mma_group_dot(const uint16_t* a, const uint16_t* b, int n, float c,
+float mma_group_dot(const bf16* a, const bf16* b, int n, float c,
                     const MmaModelParams& params) {
   mma_check_params(params);
   if (n < 0 || n > params.group)
@@ -211,12 +211,12 @@ float mma_group_dot(const uint16_t* a, const uint16_t* b, int n, float c,
   return std::bit_cast<float>(group_core(a, 1, b, 1, n, std::bit_cast<uint32_t>(c), params));
 }
 
-float mma_chain_dot(const uint16_t* a, const uint16_t* b, int64_t K, float c0,
+float mma_chain_dot(const bf16* a, const bf16* b, int64_t K, float c0,
                     const MmaModelParams& params) {
   return mma_chain_dot_strided(a, 1, b, 1, K, c0, params);
 }
 
-float mma_chain_dot_strided(const uint16_t* a, int64_t a_stride, const uint16_t* b,
+float mma_chain_dot_strided(const bf16* a, int64_t a_stride, const bf16* b,
                             int64_t b_stride, int64_t K, float c0,
                             const MmaModelParams& params) {
   mma_check_params(params);
@@ -225,7 +225,7 @@ float mma_chain_dot_strided(const uint16_t* a, int64_t a_stride, const uint16_t*
       chain_core(a, a_stride, b, b_stride, K, std::bit_cast<uint32_t>(c0), params));
 }
 
-void mma_m16n8k16_model(const uint16_t* A, const uint16_t* B_nk, const float* C, float* D,
+void mma_m16n8k16_model(const bf16* A, const bf16* B_nk, const float* C, float* D,
                         const MmaModelParams& params) {
   mma_check_params(params);
   if (params.group != 16)

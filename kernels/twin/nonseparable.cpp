@@ -69,7 +69,7 @@ void lamb_update_region(LambParam& p, const LambHyper& h, int64_t step, const fl
     }
 }
 
-void lamb_fused_twin_step(LambParam& p, const LambHyper& h, const uint16_t* X, const uint16_t* dY,
+void lamb_fused_twin_step(LambParam& p, const LambHyper& h, const bf16* X, const bf16* dY,
                           int64_t T, int64_t step, const TwinSchedule& sched) {
   twin_for_each_g_tile(X, dY, T, p.cols, p.rows, sched,
                        [&](const TileCoord& tc, const float* g, int64_t ldg) {

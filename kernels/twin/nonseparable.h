@@ -46,7 +46,7 @@ void lamb_update_region(LambParam& p, const LambHyper& h, int64_t step, const fl
                         int64_t ldg, int64_t r0, int64_t r1, int64_t c0, int64_t c1);
 
 // Through the twin's tile loop: one trust ratio per tile.
-void lamb_fused_twin_step(LambParam& p, const LambHyper& h, const uint16_t* X, const uint16_t* dY,
+void lamb_fused_twin_step(LambParam& p, const LambHyper& h, const bf16* X, const bf16* dY,
                           int64_t T, int64_t step, const TwinSchedule& sched);
 
 // Its two-phase reference (one trust ratio for the tensor): reference/lamb_two_phase.h.

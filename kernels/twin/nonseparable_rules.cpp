@@ -416,7 +416,7 @@ NsGSource ns_materialized_source(const std::vector<float>& G, int64_t rows, int6
   };
 }
 
-NsGSource ns_twin_source(const uint16_t* X, const uint16_t* dY, int64_t T, int64_t rows, int64_t cols,
+NsGSource ns_twin_source(const bf16* X, const bf16* dY, int64_t T, int64_t rows, int64_t cols,
                          const TwinSchedule& sched) {
   return [=](const GTileConsumer& consume) { twin_for_each_g_tile(X, dY, T, cols, rows, sched, consume); };
 }
@@ -440,7 +440,7 @@ int ns_step(NsParam& p, const NsHyper& h, int64_t step, const NsGrid& grid, cons
   throw std::invalid_argument("ns_step: unknown rule");
 }
 
-void ns_naive_fused_step(NsParam& p, const NsHyper& h, const uint16_t* X, const uint16_t* dY, int64_t T,
+void ns_naive_fused_step(NsParam& p, const NsHyper& h, const bf16* X, const bf16* dY, int64_t T,
                          int64_t step, const TwinSchedule& sched) {
   twin_for_each_g_tile(X, dY, T, p.cols, p.rows, sched, [&](const TileCoord& tc, const float* g, int64_t ldg) {
     const NsGrid tile{tc.r0, tc.r1, tc.c0, tc.c1, tc.r1 - tc.r0, tc.c1 - tc.c0};

@@ -92,7 +92,7 @@ using NsGSource = std::function<void(const GTileConsumer&)>;
 NsGSource ns_materialized_source(const std::vector<float>& G, int64_t rows, int64_t cols,
                                  const NsGrid& grid);
 // The twin's tile loop: every call recomputes G tile by tile (the grid must be the schedule's).
-NsGSource ns_twin_source(const uint16_t* X, const uint16_t* dY, int64_t T, int64_t rows,
+NsGSource ns_twin_source(const bf16* X, const bf16* dY, int64_t T, int64_t rows,
                          int64_t cols, const TwinSchedule& sched);
 
 // One step at `step` (1-based) over the grid's region, statistics over that region only.
@@ -102,7 +102,7 @@ int ns_step(NsParam& p, const NsHyper& h, int64_t step, const NsGrid& grid, cons
 
 // Naive tile fusion, the falsifier: the twin's tile loop with each tile's update using
 // statistics of that tile alone (ns_step on the tile's region).
-void ns_naive_fused_step(NsParam& p, const NsHyper& h, const uint16_t* X, const uint16_t* dY,
+void ns_naive_fused_step(NsParam& p, const NsHyper& h, const bf16* X, const bf16* dY,
                          int64_t T, int64_t step, const TwinSchedule& sched);
 
 // The schedule the exact fused step runs, the statistic that couples the coordinates and the

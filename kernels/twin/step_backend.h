@@ -16,11 +16,11 @@ struct FusedStepBackend {
   std::string name;  // "twin" or "gpu"
   // One fused optimizer step of w with X [T, in], dY [T, out] (bf16 bits) at `step`; sched
   // gives the tile shape (a backend with fixed tile shapes picks its own: bits do not depend on it).
-  std::function<void(HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T, int64_t step,
+  std::function<void(HostParam& w, const bf16* X, const bf16* dY, int64_t T, int64_t step,
                      const TwinSchedule& sched)>
       step;
   // The same path's fp32 G [out, in] (for claims that apply another update to the fused path's G).
-  std::function<std::vector<float>(const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in,
+  std::function<std::vector<float>(const bf16* X, const bf16* dY, int64_t T, int64_t in,
                                    int64_t out, const TwinSchedule& sched)>
       wgrad;
 };
@@ -28,10 +28,10 @@ struct FusedStepBackend {
 inline const FusedStepBackend& twin_step_backend() {
   static const FusedStepBackend b{
       "twin",
-      [](HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T, int64_t step, const TwinSchedule& sched) {
+      [](HostParam& w, const bf16* X, const bf16* dY, int64_t T, int64_t step, const TwinSchedule& sched) {
         fused_twin_step(w, X, dY, T, step, sched);
       },
-      [](const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in, int64_t out, const TwinSchedule& sched) {
+      [](const bf16* X, const bf16* dY, int64_t T, int64_t in, int64_t out, const TwinSchedule& sched) {
         return twin_wgrad(X, dY, T, in, out, sched);
       }};
   return b;

@@ -54,11 +54,11 @@ const char* path_name(Path p) {
 // is fixed; every input is a named stream of it.
 constexpr uint64_t kBenchSeed = 20261202;
 
-std::vector<uint16_t> rand_bf16(size_t n, uint64_t seed) {
-  std::vector<uint16_t> v(n);
+std::vector<bf16> rand_bf16(size_t n, uint64_t seed) {
+  std::vector<bf16> v(n);
   for (auto& x : v) {
     const uint64_t r = splitmix64_next(seed);
-    x = uint16_t(((r & 1) << 15) | (uint32_t(120 + (r >> 8) % 8) << 7) | ((r >> 20) & 0x7f));
+    x = bf16::from_bits(uint16_t(((r & 1) << 15) | (uint32_t(120 + (r >> 8) % 8) << 7) | ((r >> 20) & 0x7f)));
   }
   return v;
 }
@@ -81,7 +81,7 @@ struct Setup {
   StateFormat sf;
   WeightStore ws;
   RuleConfig rule;
-  DeviceBuffer<uint16_t> x, dy;
+  DeviceBuffer<bf16> x, dy;
   std::unique_ptr<DeviceParam> param;
   DeviceBuffer<float> g;
   DeviceBuffer<unsigned char> flush;

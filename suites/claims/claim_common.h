@@ -31,7 +31,7 @@ RuleConfig config_for(RuleId id, const std::vector<RuleConfig>& configs);
 // by reference/case_gen.h with `dist`), one initial weight w0 [out, in] (fp32, small enough that
 // every rule moves bf16). The one input maker of the claims.
 struct StepInputs {
-  std::vector<uint16_t> X, dY;
+  std::vector<bf16> X, dY;
 };
 struct LayerInputs {
   int64_t out = 0, in = 0, T = 0;

@@ -131,7 +131,7 @@ std::vector<ClaimCaseResult> run_corollary1_cases(const Corollary1Config& cfg) {
       std::vector<float> dx;
       for (int k = 0; k < cfg.steps; ++k) {
         const auto& s = inp.steps[size_t(k)];
-        const std::vector<uint16_t> w_before = twin.bf16;  // what the backward pass reads
+        const std::vector<bf16> w_before = twin.bf16;  // what the backward pass reads
         fused_twin_step(twin, s.X.data(), s.dY.data(), T, k + 1, sched, &dx);
         for (int64_t t = 0; t < T; ++t)
           for (int64_t i = 0; i < in; ++i) {

@@ -77,7 +77,7 @@ BitwiseReport compare_tensors(const ext::Tensor& a, const ext::Tensor& b, const 
                               int64_t cols) {
   BitwiseContext ctx;
   ctx.name = name;
-  if (a.dtype == ext::Dtype::bf16) return compare_bitwise(a.u16(), b.u16(), rows, cols, ctx);
+  if (a.dtype == ext::Dtype::bf16) return compare_bitwise(a.bf16s(), b.bf16s(), rows, cols, ctx);
   return compare_bitwise(a.floats(), b.floats(), rows, cols, ctx);
 }
 

@@ -24,7 +24,7 @@ ParamEvidence compare_outputs(const ext::ResultsFile& a, const ext::ResultsFile&
       ctx.step = s;
       const ext::Tensor sa = ta.slab(s), sb = tb.slab(s);
       BitwiseReport r;
-      if (d.dtype == ext::Dtype::bf16) r = compare_bitwise(sa.u16(), sb.u16(), per_step / cols, cols, ctx);
+      if (d.dtype == ext::Dtype::bf16) r = compare_bitwise(sa.bf16s(), sb.bf16s(), per_step / cols, cols, ctx);
       else if (d.dtype == ext::Dtype::int8) {
         ctx.signed_codes = true;
         r = compare_bitwise(sa.u8(), sb.u8(), per_step / cols, cols, ctx);

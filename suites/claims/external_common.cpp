@@ -116,8 +116,8 @@ std::map<std::string, ext::Tensor> external_case_inputs(const ext::CaseSpec& c, 
   if (c.kind == "order_probe") {
     const std::vector<gpu::OrderProbePair> pairs =
         gpu::order_probe_pairs(T, fused_kernel_order(), std::min<int64_t>(O, 512), s);
-    d["X"] = Tensor::from_u16({1, T, I}, gpu::order_probe_x(T, I));
-    d["dY"] = Tensor::from_u16({1, T, O}, gpu::order_probe_dy(T, O, pairs));
+    d["X"] = Tensor::from_bf16s({1, T, I}, gpu::order_probe_x(T, I));
+    d["dY"] = Tensor::from_bf16s({1, T, O}, gpu::order_probe_dy(T, O, pairs));
     std::vector<int64_t> pi, pj;
     for (const auto& p : pairs) {
       pi.push_back(p.i);
@@ -130,7 +130,7 @@ std::map<std::string, ext::Tensor> external_case_inputs(const ext::CaseSpec& c, 
   std::vector<uint64_t> step_seeds;
   for (int64_t k = 0; k < S; ++k) step_seeds.push_back(external_cases_v1_seed(s, 1, uint64_t(k)));
   const LayerInputs li = make_layer_inputs_from_seeds(s, step_seeds, external_cases_v1_seed(s, 2), O, I, T);
-  std::vector<uint16_t> X, dY;
+  std::vector<bf16> X, dY;
   std::vector<float> G;
   for (const StepInputs& st : li.steps) {
     X.insert(X.end(), st.X.begin(), st.X.end());
@@ -138,8 +138,8 @@ std::map<std::string, ext::Tensor> external_case_inputs(const ext::CaseSpec& c, 
     const std::vector<float> g = twin_wgrad_parallel(st.X, st.dY, T, I, O, fused_kernel_order());
     G.insert(G.end(), g.begin(), g.end());
   }
-  d["X"] = Tensor::from_u16({S, T, I}, X);
-  d["dY"] = Tensor::from_u16({S, T, O}, dY);
+  d["X"] = Tensor::from_bf16s({S, T, I}, X);
+  d["dY"] = Tensor::from_bf16s({S, T, O}, dY);
   d["G"] = Tensor::from_floats(Dtype::fp32, {S, O, I}, G);
   d["W0"] = Tensor::from_floats(ext::dtype_of_storage(c.weight_dtype), {O, I}, li.w0);
   if (c.kind == "adamw") {
@@ -210,7 +210,7 @@ std::vector<std::vector<float>> host_g(const ext::CasesFile& cases, const ext::C
   const ext::Tensor X = cases.load(c.id, "X"), dY = cases.load(c.id, "dY");
   std::vector<std::vector<float>> out;
   for (int64_t s = 0; s < c.steps; ++s) {
-    const std::vector<uint16_t> x = X.slab(s).u16(), dy = dY.slab(s).u16();
+    const std::vector<bf16> x = X.slab(s).bf16s(), dy = dY.slab(s).bf16s();
     if (order.model == "mma_chain") {
       out.push_back(twin_wgrad_parallel(x, dy, c.tokens, c.in, c.out, to_reduction_order(order)));
       continue;

@@ -31,14 +31,14 @@ TwinSchedule twin_schedule(const ReductionOrder& order) {
 
 // G [out, in] in the twin's order for `order`, the twin run on 128-row bands in parallel (each
 // band is the twin on a sub-layer: a G element's order does not depend on the band).
-std::vector<float> twin_wgrad_parallel(const std::vector<uint16_t>& X, const std::vector<uint16_t>& dY, int64_t T,
+std::vector<float> twin_wgrad_parallel(const std::vector<bf16>& X, const std::vector<bf16>& dY, int64_t T,
                                        int64_t in, int64_t out, const ReductionOrder& order) {
   std::vector<float> G(size_t(out * in));
   const TwinSchedule sched = twin_schedule(order);
   const int64_t bands = (out + kTile - 1) / kTile;
   parallel_for(bands, [&](int64_t b) {
     const int64_t r0 = b * kTile, r1 = std::min(out, r0 + kTile), rows = r1 - r0;
-    std::vector<uint16_t> dy_band(size_t(T * rows));
+    std::vector<bf16> dy_band(size_t(T * rows));
     for (int64_t t = 0; t < T; ++t)
       std::copy(dY.begin() + t * out + r0, dY.begin() + t * out + r1, dy_band.begin() + t * rows);
     const std::vector<float> g = twin_wgrad(X.data(), dy_band.data(), T, in, rows, sched);

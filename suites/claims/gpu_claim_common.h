@@ -22,7 +22,7 @@ void set_gpu_attrs(CaseRecord& cs);                          // attribute "gpu":
 
 // The inputs on the device, one WgradProblem per step.
 struct DeviceSteps {
-  std::vector<gpu::DeviceBuffer<uint16_t>> x, dy;
+  std::vector<gpu::DeviceBuffer<bf16>> x, dy;
   std::vector<gpu::WgradProblem> prob;
   explicit DeviceSteps(const LayerInputs& li) {
     for (const StepInputs& s : li.steps) {
@@ -42,7 +42,7 @@ TwinSchedule twin_schedule(const ReductionOrder& order = fused_kernel_order(64))
 
 // G [out, in] in the twin's order for `order`, the twin run on 128-row bands in parallel (each
 // band is the twin on a sub-layer: a G element's order does not depend on the band).
-std::vector<float> twin_wgrad_parallel(const std::vector<uint16_t>& X, const std::vector<uint16_t>& dY, int64_t T,
+std::vector<float> twin_wgrad_parallel(const std::vector<bf16>& X, const std::vector<bf16>& dY, int64_t T,
                                        int64_t in, int64_t out, const ReductionOrder& order);
 
 struct LayerShape {

@@ -72,7 +72,7 @@ ProbeJudgement probe_and_judge(ProbeCategory cat, int64_t n, const std::function
   ProbeJudgement r;
   const std::vector<uint64_t> seeds = make_judged_cases(r, cat, n, seed_of);
   const int chain = r.chain;
-  std::vector<uint16_t> a(size_t(n) * chain * 256), b(size_t(n) * chain * 128);
+  std::vector<bf16> a(size_t(n) * chain * 256), b(size_t(n) * chain * 128);
   std::vector<float> c(size_t(n) * 128);
   for (int64_t i = 0; i < n; ++i) {
     const ProbeCase& pc = r.cases[size_t(i)];
@@ -80,7 +80,7 @@ ProbeJudgement probe_and_judge(ProbeCategory cat, int64_t n, const std::function
     std::copy(pc.b.begin(), pc.b.end(), b.begin() + i * chain * 128);
     std::copy(pc.c.begin(), pc.c.end(), c.begin() + i * 128);
   }
-  DeviceBuffer<uint16_t> da(a), db(b);
+  DeviceBuffer<bf16> da(a), db(b);
   DeviceBuffer<float> dc(c), dd(c.size());
   mma_probe(da.data(), db.data(), dc.data(), dd.data(), n, chain);
   cuda_check(cudaDeviceSynchronize(), "mma_probe");
@@ -114,7 +114,7 @@ ProbeJudgement probe_and_judge_wgmma(ProbeCategory cat, int64_t n, const std::fu
   const int chain = r.chain;
   const int64_t inst = n / 16;
   // Instance layout (gpu_api.h, wgmma_probe): A [chain][64][16], B [chain][16][128], C [64][128].
-  std::vector<uint16_t> a(size_t(inst) * chain * 1024), b(size_t(inst) * chain * 2048);
+  std::vector<bf16> a(size_t(inst) * chain * 1024), b(size_t(inst) * chain * 2048);
   std::vector<float> c(size_t(inst) * 8192);
   parallel_for(inst, [&](int64_t q) {
     for (int s = 0; s < chain; ++s)
@@ -133,7 +133,7 @@ ProbeJudgement probe_and_judge_wgmma(ProbeCategory cat, int64_t n, const std::fu
           for (int nn = 0; nn < 8; ++nn)
             c[size_t(q * 8192 + (16 * w + m) * 128 + 8 * j + nn)] = r.cases[size_t(16 * q + j)].c[size_t(m * 8 + nn)];
   });
-  DeviceBuffer<uint16_t> da(a), db(b);
+  DeviceBuffer<bf16> da(a), db(b);
   DeviceBuffer<float> dc(c), dd(c.size());
   wgmma_probe(da.data(), db.data(), dc.data(), dd.data(), inst, chain);
   cuda_check(cudaDeviceSynchronize(), "wgmma_probe");

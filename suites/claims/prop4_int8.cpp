@@ -219,12 +219,12 @@ std::vector<ClaimCaseResult> run_int8_degenerate_blocks(const Prop4Config& cfg_i
     auto poison = [&](WgradCase c) {
       for (int64_t t = 0; t < c.T; ++t)
         for (int64_t j = pk.c0; j < pk.c1; ++j) {
-          uint16_t& x = c.X[size_t(t * c.in + j)];
-          if (kind == "nan") x = t == 0 ? 0x7fc1 : x;
-          else if (kind == "inf") x = t == 0 ? 0x7f80 : x;
-          else if (kind == "huge_outlier") x = t == 0 ? 0x5380 : x;  // 2^40
-          else if (kind == "subnormal_absmax") x = uint16_t((x & 0x8000) | (1 + (t + j) % 7));  // bf16 subnormals
-          else x = 0;
+          bf16& x = c.X[size_t(t * c.in + j)];
+          if (kind == "nan") x = t == 0 ? bf16::from_bits(0x7fc1) : x;
+          else if (kind == "inf") x = t == 0 ? bf16::from_bits(0x7f80) : x;
+          else if (kind == "huge_outlier") x = t == 0 ? bf16::from_bits(0x5380) : x;  // 2^40
+          else if (kind == "subnormal_absmax") x = bf16::from_bits(uint16_t((x.bits & 0x8000) | (1 + (t + j) % 7)));  // bf16 subnormals
+          else x = bf16::from_bits(0);
         }
       return c;
     };

@@ -36,7 +36,7 @@ void claim_sr_exact_mean(const VerifyConfig& cfg, Report& report, const Progress
   for (int i = 0; i < 96; ++i) {
     classes[0].xs.push_back(gen_spread_float(rng, -120, 120, true));
     classes[1].xs.push_back(-std::fabs(gen_spread_float(rng, -60, 60, false)));
-    classes[2].xs.push_back(bf16_to_float(uint16_t(rng.below(0x7f80u)) | uint16_t(i & 1 ? 0x8000u : 0)));
+    classes[2].xs.push_back(bf16_to_float(bf16::from_bits(uint16_t(rng.below(0x7f80u)) | uint16_t(i & 1 ? 0x8000u : 0))));
     classes[3].xs.push_back(u2f(uint32_t(1 + rng.below(0x007fffffu)) | (i & 1 ? 0x80000000u : 0u)));
     classes[4].xs.push_back(u2f(0x7f7f0000u - uint32_t(rng.below(1u << 20))) * (i & 1 ? -1.0f : 1.0f));
   }

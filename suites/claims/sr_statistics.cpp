@@ -16,7 +16,7 @@ namespace fh {
 
 namespace {
 
-bool rounded_up(float x, uint16_t b) { return (b & 0x7fffu) != ((f2u(x) >> 16) & 0x7fffu); }
+bool rounded_up(float x, bf16 b) { return (b.bits & 0x7fffu) != ((f2u(x) >> 16) & 0x7fffu); }
 
 // Round-up indicators of one tensor of class low16 at key (seed, step, tensor): from sr_round, or
 // from a fused bf16_sr step of cfg.backend, checked against sr_round and the value's lattice.
@@ -41,11 +41,11 @@ std::vector<uint8_t> sr_draws(const SrStatsConfig& cfg, uint32_t low16, const sr
     for (int64_t c = 0; c < cols; ++c) {
       const size_t i = size_t(r * cols + c);
       const float x = sr_class_value(low16, r, c);
-      const uint16_t down = uint16_t(f2u(x) >> 16), b = w.bf16[i];
+      const uint16_t down = uint16_t(f2u(x) >> 16), b = w.bf16[i].bits;  // the lattice: bits below and above
       res.off_lattice += b != down && b != uint16_t(down + 1);
-      res.differ_from_stream += b != sr_round(x, key, r, c, cols, cfg.tile_rows, cfg.tile_cols, SrVariant::kernel);
+      res.differ_from_stream += w.bf16[i] != sr_round(x, key, r, c, cols, cfg.tile_rows, cfg.tile_cols, SrVariant::kernel);
       ++res.draws;
-      up[i] = rounded_up(x, b);
+      up[i] = rounded_up(x, w.bf16[i]);
     }
   return up;
 }
@@ -152,7 +152,7 @@ std::vector<ClaimCaseResult> run_sr_layout_invariance(uint64_t seed, SrVariant v
   const std::string tag = std::string(" variant=") + sr_variant_name(variant);
   if (variant == SrVariant::kernel) {
     // The fused step's own bf16_sr store (the random bits as store_weight draws them).
-    std::vector<std::vector<uint16_t>> results;
+    std::vector<std::vector<bf16>> results;
     for (size_t si = 0; si < n_sched; ++si) {
       const Sched& sc = scheds[si];
       HostParam w = HostParam::make(default_rule_config(RuleId::adamw), StateFormat::fp32, WeightStore::bf16_sr,
@@ -176,10 +176,10 @@ std::vector<ClaimCaseResult> run_sr_layout_invariance(uint64_t seed, SrVariant v
                                           {compare_bitwise(results[0], results[i], o, in, {"W bf16", {scheds[i].tr, scheds[i].tc}, 2})}));
   }
   // The SR decision alone, over tile shapes (the copy that can carry a planted variant).
-  std::vector<std::vector<uint16_t>> bits;
+  std::vector<std::vector<bf16>> bits;
   const sr_key key{seed, 3, 9};
   for (const Sched& sc : scheds) {
-    std::vector<uint16_t> b(size_t(o * in));
+    std::vector<bf16> b(size_t(o * in));
     for (int64_t r = 0; r < o; ++r)
       for (int64_t c = 0; c < in; ++c) b[size_t(r * in + c)] = sr_round(sr_class_value(0x8000, r, c), key, r, c, in, sc.tr, sc.tc, variant);
     bits.push_back(b);

@@ -71,12 +71,12 @@ StagnationResult run_stagnation(const StagnationConfig& cfg) {
       HostParam w = HostParam::make(rule, v.sf, planted_rne ? WeightStore::bf16_rne : v.ws, O, I, prob.w0, rs, 1);
       CaseRng data(stagnation_calibrated_v1_seed(cfg.seed, rs));  // same data stream for every variant
       for (int s = 1; s <= cfg.steps; ++s) {
-        const std::vector<uint16_t> X = gen_bf16(data, T * I, CaseDistribution::normal);
+        const std::vector<bf16> X = gen_bf16(data, T * I, CaseDistribution::normal);
         const std::vector<double> Y = prob.targets(X, T, data);
         const std::vector<double> P = prob.predict(X, T, w.bf16);
-        const std::vector<uint16_t> dY = LeastSquaresProblem::output_grad_bf16(P, Y, T);
+        const std::vector<bf16> dY = LeastSquaresProblem::output_grad_bf16(P, Y, T);
         const std::vector<float> before_m = w.master;
-        const std::vector<uint16_t> before_b = w.bf16;
+        const std::vector<bf16> before_b = w.bf16;
         if (v.sf == StateFormat::int8)
           for (int64_t i = 0; i < O * I; ++i) run.zero_v_events += w.state(1, i) == 0.0f && w.state(0, i) != 0.0f;
         backend_or_twin(cfg.backend).step(w, X.data(), dY.data(), T, s, sched);

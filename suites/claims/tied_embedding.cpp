@@ -25,7 +25,7 @@ namespace {
 constexpr int64_t kVocab = 64, kHidden = 128, kTokens = 32;
 
 struct TiedStep {
-  std::vector<uint16_t> h, dY;  // h [T, H] = E[ids] (bf16), dY [T, V] = bf16((softmax - onehot) / T)
+  std::vector<bf16> h, dY;  // h [T, H] = E[ids] (bf16), dY [T, V] = bf16((softmax - onehot) / T)
   std::vector<float> g_emb;     // the embedding's part: dh = dY E scattered over ids, token order
 };
 

@@ -15,7 +15,7 @@ FusedStepBackend with_twin_tally(const FusedStepBackend& inner, TwinTally* tally
   b.name = inner.name;
   const std::string step_where = inner.name + " step vs twin";
   const std::string g_name = "G " + inner.name + " vs twin";
-  b.step = [inner, tally, tile_of, step_where](HostParam& w, const uint16_t* X, const uint16_t* dY, int64_t T,
+  b.step = [inner, tally, tile_of, step_where](HostParam& w, const bf16* X, const bf16* dY, int64_t T,
                                                int64_t step, const TwinSchedule& sched) {
     const TileShape tile = tile_of(sched);
     HostParam twin = w;
@@ -24,7 +24,7 @@ FusedStepBackend with_twin_tally(const FusedStepBackend& inner, TwinTally* tally
     compare_params(tally->ev, w, twin, step, tile, step_where);
     ++tally->steps;
   };
-  b.wgrad = [inner, tally, tile_of, g_name](const uint16_t* X, const uint16_t* dY, int64_t T, int64_t in,
+  b.wgrad = [inner, tally, tile_of, g_name](const bf16* X, const bf16* dY, int64_t T, int64_t in,
                                             int64_t out, const TwinSchedule& sched) {
     const TileShape tile = tile_of(sched);
     std::vector<float> g = inner.wgrad(X, dY, T, in, out, sched);

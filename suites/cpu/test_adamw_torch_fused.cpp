@@ -169,7 +169,7 @@ TEST(AdamWTorchFused, ZeroWeightDecaySkipsTheDecayAndMaximizeNegates) {
 
 // Runs update_segment over a 1 x n view.
 template <StateFormat SF, WeightStore WS>
-void run_segment(const R::Scalars& s, std::vector<float>* master, std::vector<uint16_t>* wbf16, void* m,
+void run_segment(const R::Scalars& s, std::vector<float>* master, std::vector<bf16>* wbf16, void* m,
                  void* v, const std::vector<float>& g) {
   ParamView pv;
   pv.rows = 1;
@@ -180,8 +180,8 @@ void run_segment(const R::Scalars& s, std::vector<float>* master, std::vector<ui
     pv.state[0].f32 = static_cast<float*>(m);
     pv.state[1].f32 = static_cast<float*>(v);
   } else {
-    pv.state[0].bf16 = static_cast<uint16_t*>(m);
-    pv.state[1].bf16 = static_cast<uint16_t*>(v);
+    pv.state[0].bf16 = static_cast<bf16*>(m);
+    pv.state[1].bf16 = static_cast<bf16*>(v);
   }
   pv.state[1].nonnegative = true;
   update_segment<R, SF, WS>(s, pv, 0, 0, int(g.size()), g.data());
@@ -191,7 +191,7 @@ TEST(AdamWTorchFused, Bf16StorageRoundsOnceAndUsesUnroundedMoments) {
   const int n = 50000;
   std::mt19937_64 gen(21);
   std::normal_distribution<float> nd;
-  std::vector<uint16_t> p(n), m(n), v(n);
+  std::vector<bf16> p(n), m(n), v(n);
   std::vector<float> g(n);
   for (int i = 0; i < n; ++i) {
     p[i] = float_to_bf16_rne(nd(gen));
@@ -200,7 +200,7 @@ TEST(AdamWTorchFused, Bf16StorageRoundsOnceAndUsesUnroundedMoments) {
     g[i] = bf16_to_float(float_to_bf16_rne(nd(gen) * 0.01f));  // torch's grads are bf16 too
   }
   const R::Scalars s = R::scalars(hyper(1e-2, 0.9, 0.999, 1e-8, 1e-2), 4);
-  std::vector<uint16_t> p2 = p, m2 = m, v2 = v;
+  std::vector<bf16> p2 = p, m2 = m, v2 = v;
   run_segment<StateFormat::bf16, WeightStore::bf16_rne>(s, nullptr, &p2, m2.data(), v2.data(), g);
   int64_t rounded_first_differs = 0;
   for (int i = 0; i < n; ++i) {

@@ -25,11 +25,11 @@ namespace fh::gpu {
 namespace {
 
 // bf16 with random sign, exponent in [-8, 8], random mantissa; 1 in 16 exact zeros.
-uint16_t random_bf16(uint64_t& s) {
+bf16 random_bf16(uint64_t& s) {
   const uint64_t r = splitmix64_next(s);
-  if ((r & 15) == 0) return 0;
+  if ((r & 15) == 0) return bf16::from_bits(0);
   const uint32_t sign = (r >> 4) & 1, exp = 127 - 8 + uint32_t((r >> 5) % 17), mant = (r >> 16) & 0x7f;
-  return uint16_t((sign << 15) | (exp << 7) | mant);
+  return bf16::from_bits(uint16_t((sign << 15) | (exp << 7) | mant));
 }
 
 TEST(GpuTileLayout, FragmentLayoutsCoverEachElementOnce) {
@@ -161,18 +161,18 @@ struct EmulatedWarpOps {
     emulate_ldmatrix_x4_trans(ring, addr, f.r);
   }
   void mma(int mt, int nt, const AFrag& a, const BPair& b) const {
-    uint16_t A[256], Bnk[128];
+    bf16 A[256], Bnk[128];
     float C[128], D[128];
     for (int l = 0; l < 32; ++l) {
       for (int r = 0; r < 4; ++r)
         for (int h = 0; h < 2; ++h) {
           const FragCoord x = mma_a_coord(l, r, h);
-          A[x.row * 16 + x.col] = half_of(a.r[l][r], h);
+          A[x.row * 16 + x.col] = bf16::from_bits(half_of(a.r[l][r], h));
         }
       for (int r = 0; r < 2; ++r)
         for (int h = 0; h < 2; ++h) {
           const FragCoord x = mma_b_coord(l, r, h);
-          Bnk[x.col * 16 + x.row] = half_of(b.r[l][2 * (nt & 1) + r], h);
+          Bnk[x.col * 16 + x.row] = bf16::from_bits(half_of(b.r[l][2 * (nt & 1) + r], h));
         }
       for (int i = 0; i < 4; ++i) {
         const FragCoord x = mma_c_coord(l, i);
@@ -222,14 +222,14 @@ struct EmulatedWgmmaOps {
     const int64_t a0 = a_byte + 2 * ks * sbo_a + (wg_row / 64) * kWgmmaAtomBytes;
     const int64_t b0 = b_byte + 2 * ks * sbo_b + (wo.col / 64) * kWgmmaAtomBytes;
     for (int nt = 0; nt < Cfg::kNT; ++nt) {
-      uint16_t A[256], Bnk[128];
+      bf16 A[256], Bnk[128];
       float C[128], D[128];
       for (int m = 0; m < 16; ++m)
         for (int k = 0; k < 16; ++k)
-          A[m * 16 + k] = emulated_sw128_read(ring, a0, kWgmmaAtomBytes, sbo_a, k, wo.row % 64 + m);
+          A[m * 16 + k] = bf16::from_bits(emulated_sw128_read(ring, a0, kWgmmaAtomBytes, sbo_a, k, wo.row % 64 + m));
       for (int n = 0; n < 8; ++n)
         for (int k = 0; k < 16; ++k)
-          Bnk[n * 16 + k] = emulated_sw128_read(ring, b0, kWgmmaAtomBytes, sbo_b, k, 8 * nt + n);
+          Bnk[n * 16 + k] = bf16::from_bits(emulated_sw128_read(ring, b0, kWgmmaAtomBytes, sbo_b, k, 8 * nt + n));
       for (int l = 0; l < 32; ++l)
         for (int i = 0; i < 4; ++i) {
           const FragCoord x = mma_c_coord(l, i);
@@ -260,8 +260,8 @@ struct EmulatedBlockOps {
     int slot = -1;
     std::vector<uint16_t> contents;  // the slot's kStageElems elements once landed
   };
-  const std::vector<uint16_t>& X;
-  const std::vector<uint16_t>& dY;
+  const std::vector<bf16>& X;
+  const std::vector<bf16>& dY;
   int64_t T, out, in, o0, i0;
   std::vector<uint16_t> ring = std::vector<uint16_t>(size_t(Cfg::kStages) * Cfg::kStageElems, uint16_t(0xffff));
   std::vector<int64_t> slot_chunk = std::vector<int64_t>(size_t(Cfg::kStages), -1);
@@ -275,7 +275,7 @@ struct EmulatedBlockOps {
   int64_t hazards = 0, stale_reads = 0, full_chunks = 0, tail_chunks = 0, unfenced = 0;
 
   void stage_operand_emu(std::vector<uint16_t>& dst, int64_t base, int lds, int width,
-                         const std::vector<uint16_t>& src, int64_t ld, int64_t t0, int64_t c0) {
+                         const std::vector<bf16>& src, int64_t ld, int64_t t0, int64_t c0) {
     const int groups = Cfg::TK * width / 8;
     for (int tid = 0; tid < Cfg::kThreads; ++tid)
       for (int it = 0; it < groups / Cfg::kThreads; ++it) {
@@ -286,7 +286,7 @@ struct EmulatedBlockOps {
         const int64_t off = Cfg::kWgmma ? wgmma_sw128_offset_bytes(gc.row, gc.col, width) / 2 : gc.row * lds + gc.col;
         for (int e = 0; e < 8; ++e) {
           if (e < n_ok && (r >= T || c + e >= ld)) ++*outside_reads;  // would read another row or past the end
-          dst[size_t(base + off + e)] = e < n_ok ? src.at(size_t(r * ld + c + e)) : uint16_t(0);
+          dst[size_t(base + off + e)] = e < n_ok ? src.at(size_t(r * ld + c + e)).bits : uint16_t(0);
         }
       }
   }
@@ -358,7 +358,7 @@ struct EmulationStats {
 // The whole block mainloop on the CPU: mainloop_schedule and mma_chunk_schedule, the functions the
 // device runs, over emulated staging, ring, ldmatrix and mma.sync.
 template <class Cfg>
-std::vector<float> emulate_wgrad(const std::vector<uint16_t>& X, const std::vector<uint16_t>& dY,
+std::vector<float> emulate_wgrad(const std::vector<bf16>& X, const std::vector<bf16>& dY,
                                  int64_t T, int64_t out, int64_t in, EmulationStats& st) {
   std::vector<float> G(size_t(out * in), -1.0f);
   for (int64_t o0 = 0; o0 < out; o0 += Cfg::TR)
@@ -391,7 +391,7 @@ std::vector<float> emulate_wgrad(const std::vector<uint16_t>& X, const std::vect
 template <class Cfg>
 void check_emulation(int64_t out, int64_t in, int64_t T, uint64_t seed) {
   uint64_t s = seed;
-  std::vector<uint16_t> X(size_t(T * in)), dY(size_t(T * out));
+  std::vector<bf16> X(size_t(T * in)), dY(size_t(T * out));
   for (auto& v : X) v = random_bf16(s);
   for (auto& v : dY) v = random_bf16(s);
   EmulationStats st;

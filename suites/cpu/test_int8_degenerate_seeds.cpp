@@ -80,7 +80,7 @@ TEST(prop4_int8, InfGradientColumnFollowsTheDocumentOverTwoSteps) {
     dc.T = T;
     auto inputs = [&](int64_t step) {
       WgradCase c = prop4_step_inputs(dc, step);
-      c.X[size_t(0 * in + col)] = 0x7f80;  // token 0: +inf
+      c.X[size_t(0 * in + col)] = bf16::from_bits(0x7f80);  // token 0: +inf
       return c;
     };
     const WgradCase c0 = inputs(0);

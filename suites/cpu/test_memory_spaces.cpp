@@ -45,10 +45,10 @@ static_assert(std::is_convertible_v<const DeviceParamView&, const ParamView&>,
 static_assert(!std::is_convertible_v<ParamView, DeviceParamView>, "a plain view becomes a device view only explicitly");
 
 // State by format: each pointer takes only its own element type.
-static_assert(std::is_assignable_v<float*&, float*> && std::is_assignable_v<uint16_t*&, uint16_t*>, "control");
+static_assert(std::is_assignable_v<float*&, float*> && std::is_assignable_v<bf16*&, bf16*>, "control");
 static_assert(!std::is_assignable_v<decltype((std::declval<StateView&>().bf16)), float*>,
               "a float buffer cannot be bf16 state");
-static_assert(!std::is_assignable_v<decltype((std::declval<StateView&>().f32)), uint16_t*>,
+static_assert(!std::is_assignable_v<decltype((std::declval<StateView&>().f32)), bf16*>,
               "nor a bf16 buffer fp32 state");
 static_assert(!std::is_assignable_v<decltype((std::declval<StateView&>().i8)), float*>, "nor a float buffer INT8 codes");
 

@@ -26,13 +26,15 @@ using Round = MmaModelParams::OutRound;
 
 uint32_t fbits(float x) { return std::bit_cast<uint32_t>(x); }
 float bits2f(uint32_t u) { return std::bit_cast<float>(u); }
-float bf2f(uint16_t b) { return bits2f(uint32_t(b) << 16); }
+float bf2f(fh::bf16 b) { return bits2f(uint32_t(b.bits) << 16); }
+fh::bf16 bb(uint16_t bits) { return fh::bf16::from_bits(bits); }  // bf16 by its bits
+fh::bf16 negated(fh::bf16 v) { return bb(uint16_t(v.bits ^ 0x8000u)); }
 
 // bf16 bits of a float that bf16 holds exactly (the test's constants are chosen so).
-uint16_t bf(float x) {
+fh::bf16 bf(float x) {
   const uint32_t u = fbits(x);
   EXPECT_EQ(u & 0xFFFFu, 0u) << "not a bf16 value: " << x;
-  return uint16_t(u >> 16);
+  return bb(uint16_t(u >> 16));
 }
 
 float p2(int e) { return std::ldexp(1.0f, e); }
@@ -40,7 +42,7 @@ float p2(int e) { return std::ldexp(1.0f, e); }
 // One instruction on float inputs; returns the result's bits (NaN bits matter).
 uint32_t dot(const std::vector<float>& a, const std::vector<float>& b, float c,
              const MmaModelParams& p = fh::kHopperMma) {
-  std::vector<uint16_t> ab, bb;
+  std::vector<fh::bf16> ab, bb;
   for (float x : a) ab.push_back(bf(x));
   for (float x : b) bb.push_back(bf(x));
   return fbits(fh::mma_group_dot(ab.data(), bb.data(), int(ab.size()), c, p));
@@ -71,7 +73,7 @@ int ref_align_exp(float x) {
   return std::fpclassify(x) == FP_SUBNORMAL ? -126 : std::ilogb(x);
 }
 
-uint32_t ref_group(const uint16_t* a, const uint16_t* b, int n, uint32_t cbits,
+uint32_t ref_group(const fh::bf16* a, const fh::bf16* b, int n, uint32_t cbits,
                    const MmaModelParams& p) {
   bool nan = false, pinf = false, ninf = false;
   double tv[fh::kMmaMaxGroup + 1];
@@ -112,7 +114,7 @@ uint32_t ref_group(const uint16_t* a, const uint16_t* b, int n, uint32_t cbits,
   return fbits(f);
 }
 
-uint32_t ref_chain(const uint16_t* a, const uint16_t* b, int64_t K, uint32_t c,
+uint32_t ref_chain(const fh::bf16* a, const fh::bf16* b, int64_t K, uint32_t c,
                    const MmaModelParams& p) {
   for (int64_t k = 0; k < K; k += p.group)
     c = ref_group(a + k, b + k, int(std::min<int64_t>(p.group, K - k)), c, p);
@@ -120,16 +122,16 @@ uint32_t ref_chain(const uint16_t* a, const uint16_t* b, int64_t K, uint32_t c,
 }
 
 // Random bf16 with biased exponent in center +- spread, and a few zeros, subnormals, infs, NaNs.
-uint16_t rand_bf16(std::mt19937_64& rng, int center, int spread = 12) {
+fh::bf16 rand_bf16(std::mt19937_64& rng, int center, int spread = 12) {
   const uint32_t sign = (rng() & 1u) << 15;
   const uint32_t mant = rng() & 0x7Fu;
   const int pick = int(rng() % 1000);
-  if (pick < 10) return uint16_t(sign);                                  // +-0
-  if (pick < 25) return uint16_t(sign | (mant ? mant : 1u));             // subnormal
-  if (pick < 27) return uint16_t(sign | 0x7F80u);                        // +-inf
-  if (pick < 28) return uint16_t(sign | 0x7F80u | (mant ? mant : 1u));   // NaN
+  if (pick < 10) return bb(uint16_t(sign));                                // +-0
+  if (pick < 25) return bb(uint16_t(sign | (mant ? mant : 1u)));          // subnormal
+  if (pick < 27) return bb(uint16_t(sign | 0x7F80u));                      // +-inf
+  if (pick < 28) return bb(uint16_t(sign | 0x7F80u | (mant ? mant : 1u)));   // NaN
   const int e = std::clamp(center + int(rng() % (2 * spread + 1)) - spread, 1, 254);
-  return uint16_t(sign | uint32_t(e) << 7 | mant);
+  return bb(uint16_t(sign | uint32_t(e) << 7 | mant));
 }
 
 uint32_t rand_fp32(std::mt19937_64& rng, int center) {
@@ -222,10 +224,10 @@ TEST(MmaModel, AlignmentExponentClampedAtMinus133) {
 }
 
 TEST(MmaModel, SubnormalInputsAreNotFlushed) {
-  const float sub_min = bf2f(0x0001);  // 2^-133: significand 2^-7 at exponent -126
+  const float sub_min = bf2f(bb(0x0001));  // 2^-133: significand 2^-7 at exponent -126
   ASSERT_EQ(sub_min, p2(-133));
   EXPECT_EQ(dot({sub_min}, {p2(10)}, 0.0f), fbits(p2(-123)));
-  EXPECT_EQ(dot({bf2f(0x8040)}, {1.0f}, 0.0f), fbits(-p2(-127)));  // fp32 subnormal output
+  EXPECT_EQ(dot({bf2f(bb(0x8040))}, {1.0f}, 0.0f), fbits(-p2(-127)));  // fp32 subnormal output
   // The subnormal's alignment exponent is -126 (+100 = -26), not its normalized -133 (+100):
   // grid 2^-51, so a term 2^-55 vanishes. Normalized, the grid would be 2^-58 and keep it.
   EXPECT_EQ(dot({sub_min, p2(-27)}, {p2(100), p2(-28)}, 0.0f), fbits(p2(-33)));
@@ -294,14 +296,14 @@ TEST(MmaModel, NaNAndInfinityRules) {
   EXPECT_EQ(dot({-inf}, {-inf}, 0.0f), kPosInf);             // inf * inf
   EXPECT_EQ(dot({inf, inf}, {1.0f, 3.0f}, inf), kPosInf);    // same-signed infinities
   EXPECT_EQ(dot({1.0f}, {1.0f}, -inf), kNegInf);
-  EXPECT_EQ(dot({inf}, {bf2f(0x0001)}, 0.0f), kPosInf);      // inf * subnormal is not inf * 0
+  EXPECT_EQ(dot({inf}, {bf2f(bb(0x0001))}, 0.0f), kPosInf);      // inf * subnormal is not inf * 0
   EXPECT_EQ(dot({inf, -p2(100)}, {1.0f, p2(100)}, 0.0f), kPosInf);  // finite overflow is no inf
 }
 
 TEST(MmaModel, ChainingIsPerInstruction) {
   // K = 32: [1, 2^-12 | 2^-12, ...] . [1, 2^-12 | 2^-12, ...]. Instruction 1: 1 + 2^-24 -> 1.
   // Instruction 2: 1 + 2^-24 -> 1. One fused 32-term sum keeps both: 1 + 2^-23.
-  std::vector<uint16_t> a(32, 0), b(32, 0);
+  std::vector<fh::bf16> a(32, bb(0)), b(32, bb(0));
   a[0] = b[0] = bf(1.0f);
   a[1] = b[1] = bf(p2(-12));
   a[16] = b[16] = bf(p2(-12));
@@ -321,7 +323,7 @@ TEST(MmaModel, ChainMatchesComposedGroupsAndStrides) {
   for (int rep = 0; rep < 200; ++rep) {
     const int64_t K = 1 + int64_t(rng() % 80);  // often not a multiple of 16
     const int center = rand_center(rng);
-    std::vector<uint16_t> a(K), b(K);
+    std::vector<fh::bf16> a(K), b(K);
     for (auto& x : a) x = rand_bf16(rng, center);
     for (auto& x : b) x = rand_bf16(rng, 127);
     const float c0 = bits2f(rand_fp32(rng, center));
@@ -332,12 +334,12 @@ TEST(MmaModel, ChainMatchesComposedGroupsAndStrides) {
     const uint32_t chained = fbits(fh::mma_chain_dot(a.data(), b.data(), K, c0));
     ASSERT_EQ(chained, fbits(acc)) << "K=" << K;
     // Zero padding to a whole group changes nothing.
-    std::vector<uint16_t> ap(a), bp(b);
-    ap.resize((K + 15) / 16 * 16, 0);
-    bp.resize(ap.size(), 0);
+    std::vector<fh::bf16> ap(a), bp(b);
+    ap.resize((K + 15) / 16 * 16, bb(0));
+    bp.resize(ap.size(), bb(0));
     ASSERT_EQ(fbits(fh::mma_chain_dot(ap.data(), bp.data(), int64_t(ap.size()), c0)), chained);
     // Strided layout (a interleaved with junk, b reversed in a wider buffer).
-    std::vector<uint16_t> as(K * 3, 0x7FC0), bs(K * 5, 0x7FC0);  // junk is NaN: must be unread
+    std::vector<fh::bf16> as(K * 3, bb(0x7FC0)), bs(K * 5, bb(0x7FC0));  // junk is NaN: must be unread
     for (int64_t i = 0; i < K; ++i) { as[i * 3] = a[i]; bs[i * 5] = b[i]; }
     ASSERT_EQ(fbits(fh::mma_chain_dot_strided(as.data(), 3, bs.data(), 5, K, c0)), chained);
   }
@@ -345,7 +347,7 @@ TEST(MmaModel, ChainMatchesComposedGroupsAndStrides) {
 
 TEST(MmaModel, M16n8k16Layout) {
   std::mt19937_64 rng(fh::stream_seed(test_seed(), "test_mma_model/layout"));
-  std::vector<uint16_t> A(16 * 16), B(8 * 16);
+  std::vector<fh::bf16> A(16 * 16), B(8 * 16);
   std::vector<int> Ai(16 * 16), Bi(8 * 16);
   std::vector<float> C(16 * 8), D(16 * 8);
   for (int i = 0; i < 256; ++i) { Ai[i] = int(rng() % 33) - 16; A[i] = bf(float(Ai[i])); }
@@ -376,7 +378,7 @@ TEST(MmaModel, RandomSmallIntegersAreExact) {
   for (int rep = 0; rep < 20000; ++rep) {
     const int64_t K = 1 + int64_t(rng() % 100);
     const int sa = int(rng() % 41) - 20, sb = int(rng() % 41) - 20;
-    std::vector<uint16_t> a(K), b(K);
+    std::vector<fh::bf16> a(K), b(K);
     int64_t s = int64_t(rng() % (1u << 21)) - (1 << 20);
     const float c0 = std::ldexp(float(s), sa + sb);
     for (int64_t i = 0; i < K; ++i) {
@@ -413,17 +415,17 @@ TEST(MmaModel, RandomMatchesDoubleFormulation) {
       const int ca = tiny ? 1 + int(rng() % 4) : rand_center(rng);
       const int cb = deep ? 127 - 28 + int(rng() % 8)
                           : tiny ? 127 - 10 + int(rng() % 8) : 127 + int(rng() % 9) - 4;
-      std::vector<uint16_t> a(n), b(n);
+      std::vector<fh::bf16> a(n), b(n);
       for (auto& x : a) x = rand_bf16(rng, ca, tiny ? 3 : 12);
       for (auto& x : b) x = rand_bf16(rng, cb, 3);
       uint32_t c = rand_fp32(rng, ca + cb - 127);
       if (tiny && (c & 0x7F800000u) != 0x7F800000u) c &= 0x807FFFFFu;  // subnormal or zero C
       if (rng() % 10 == 0) {  // exact cancellation: the second half negates the first
         for (int i = 0; i + n / 2 < n && i < n / 2; ++i) {
-          a[i + n / 2] = a[i] ^ 0x8000u;
+          a[i + n / 2] = negated(a[i]);
           b[i + n / 2] = b[i];
         }
-        if (n % 2) a[n - 1] = b[n - 1] = 0;
+        if (n % 2) a[n - 1] = b[n - 1] = bb(0);
         c &= 0x80000000u;  // +-0
       }
       const uint32_t want = ref_group(a.data(), b.data(), n, c, p);
@@ -446,7 +448,7 @@ TEST(MmaModel, RandomMatchesDoubleFormulation) {
   for (int rep = 0; rep < 5000; ++rep) {
     const int64_t K = 1 + int64_t(rng() % 200);
     const int center = rand_center(rng);
-    std::vector<uint16_t> a(K), b(K);
+    std::vector<fh::bf16> a(K), b(K);
     for (auto& x : a) x = rand_bf16(rng, center);
     for (auto& x : b) x = rand_bf16(rng, 127);
     const uint32_t c = rand_fp32(rng, center);
@@ -462,10 +464,10 @@ TEST(MmaModel, RandomNegationSymmetry) {
   std::mt19937_64 rng(fh::stream_seed(test_seed(), "test_mma_model/negation_symmetry"));
   for (int rep = 0; rep < 100000; ++rep) {
     const int center = rand_center(rng);
-    std::vector<uint16_t> a(16), na(16), b(16);
+    std::vector<fh::bf16> a(16), na(16), b(16);
     for (int i = 0; i < 16; ++i) {
       a[i] = rand_bf16(rng, center);
-      na[i] = a[i] ^ 0x8000u;
+      na[i] = negated(a[i]);
       b[i] = rand_bf16(rng, 127);
     }
     const uint32_t c = rand_fp32(rng, center);
@@ -477,7 +479,7 @@ TEST(MmaModel, RandomNegationSymmetry) {
 }
 
 TEST(MmaModel, RejectsBadParameters) {
-  const uint16_t a[1] = {0x3F80}, b[1] = {0x3F80};
+  const fh::bf16 a[1] = {bb(0x3F80)}, b[1] = {bb(0x3F80)};
   MmaModelParams p;
   p.group = 0;
   EXPECT_THROW(fh::mma_group_dot(a, b, 0, 0.0f, p), std::invalid_argument);
@@ -491,7 +493,7 @@ TEST(MmaModel, RejectsBadParameters) {
   p = MmaModelParams{};
   p.group = 8;
   float C[128] = {}, D[128];
-  uint16_t A[256] = {}, B[128] = {};
+  fh::bf16 A[256] = {}, B[128] = {};
   EXPECT_THROW(fh::mma_m16n8k16_model(A, B, C, D, p), std::invalid_argument);
 }
 
@@ -500,10 +502,10 @@ TEST(MmaModel, SpeedOfHostTwinShape) {
   // (dY is [T][256], X is [T][256]): 65536 chained dots of 32 instructions each.
   constexpr int kOut = 256, kIn = 256, kT = 512;
   std::mt19937_64 rng(fh::stream_seed(test_seed(), "test_mma_model/speed"));
-  std::vector<uint16_t> dy(size_t(kT) * kOut), x(size_t(kT) * kIn);
+  std::vector<fh::bf16> dy(size_t(kT) * kOut), x(size_t(kT) * kIn);
   for (auto& v : dy) v = rand_bf16(rng, 120);
-  for (auto& v : x) v = uint16_t((rng() & 0x8000u) | uint32_t(120 + rng() % 14) << 7 | (rng() & 0x7Fu));
-  for (auto& v : dy) if ((v & 0x7F80u) == 0x7F80u) v = 0;  // keep it finite: the common case
+  for (auto& v : x) v = bb(uint16_t((rng() & 0x8000u) | uint32_t(120 + rng() % 14) << 7 | (rng() & 0x7Fu)));
+  for (auto& v : dy) if ((v.bits & 0x7F80u) == 0x7F80u) v = bb(0);  // keep it finite: the common case
   double checksum = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (int o = 0; o < kOut; ++o)

@@ -78,7 +78,7 @@ struct BoundCheck {
     EXPECT_EQ((check).bad, 0) << (check).str();    \
   } while (0)
 
-double bf(uint16_t b) { return double(bf16_to_float(b)); }
+double bf(bf16 b) { return double(bf16_to_float(b)); }
 // A bf16 output of an fp32 value with relative error d against `want`.
 double bf16_bound(double want, double d) { return kUb * std::fabs(want) * (1 + d) + 2 * d * std::fabs(want) + 1e-38; }
 // The chain length of a block sum over n elements: ceil(n / 256) partial additions + the tree.
@@ -99,7 +99,7 @@ double rstd_double(const float* x, int64_t H) {
 
 // d/dx of L = sum_c dh_c g_c x_c rstd(x), for one token, at the given rstd: rstd (dh g - y mean(dh g
 // y)), y = x rstd.
-std::vector<double> rmsnorm_dx_double(const float* x, const uint16_t* g, const float* dh, double r, int64_t H) {
+std::vector<double> rmsnorm_dx_double(const float* x, const bf16* g, const float* dh, double r, int64_t H) {
   double mean = 0;
   for (int64_t c = 0; c < H; ++c) mean += double(dh[c]) * bf(g[c]) * double(x[c]) * r;
   mean /= double(H);
@@ -155,7 +155,7 @@ TEST(ModelKernelsHost, RmsnormDoubleGradientMatchesFiniteDifferences) {
 // The fp32 reference against the double gradient at the same (fp32) rstd; the bound follows the
 // reference's operations with absolute values: the block sum's error, then dh g, y = x rstd,
 // y mean, the difference, the product with rstd and the accumulation into dx.
-using RmsnormBwdDx = void (*)(const std::vector<float>&, const std::vector<uint16_t>&, const std::vector<float>&,
+using RmsnormBwdDx = void (*)(const std::vector<float>&, const std::vector<bf16>&, const std::vector<float>&,
                               const std::vector<float>&, std::vector<float>&, int64_t, int64_t);
 BoundCheck check_rmsnorm_bwd_dx(RmsnormBwdDx reference, const std::string& label, int64_t T, int64_t H) {
   const NormCase c = make_norm_case(seed_for(3), T, H);
@@ -236,7 +236,7 @@ const int64_t kSoftmaxShapes[][2] = {{2, 1}, {2, 7}, {3, 64}, {2, 300}};
 TEST(ModelKernelsHost, CausalSoftmaxAgainstDoubleMaskAndRowSums) {
   for (auto [heads, T] : kSoftmaxShapes) {
     const std::vector<float> s = make_scores(seed_for(5), heads, T);
-    const std::vector<uint16_t> p = causal_softmax(s, heads * T, T, kFns);
+    const std::vector<bf16> p = causal_softmax(s, heads * T, T, kFns);
     BoundCheck vals{"causal_softmax p T=" + std::to_string(T)}, sums{"causal_softmax row sums T=" + std::to_string(T)};
     int64_t mask_faults = 0;
     for (int64_t row = 0; row < heads * T; ++row) {
@@ -253,9 +253,9 @@ TEST(ModelKernelsHost, CausalSoftmaxAgainstDoubleMaskAndRowSums) {
       const double d = (2 * (a_max + 1) + block_chain(i + 1) + 2) * kU;
       double row_sum = 0, row_bound = 0;
       for (int64_t j = 0; j < T; ++j) {
-        const uint16_t got = p[size_t(row * T + j)];
+        const bf16 got = p[size_t(row * T + j)];
         if (j > i) {
-          mask_faults += got != 0;
+          mask_faults += got.bits != 0;
           continue;
         }
         const double want = std::exp(double(sr[j]) - m) / z;
@@ -274,11 +274,11 @@ TEST(ModelKernelsHost, CausalSoftmaxAgainstDoubleMaskAndRowSums) {
 TEST(ModelKernelsHost, SoftmaxBackwardAgainstDouble) {
   for (auto [heads, T] : kSoftmaxShapes) {
     const std::vector<float> s = make_scores(seed_for(6), heads, T);
-    const std::vector<uint16_t> p = causal_softmax(s, heads * T, T, kFns);
+    const std::vector<bf16> p = causal_softmax(s, heads * T, T, kFns);
     CaseRng r(seed_for(7));
     const std::vector<float> dp = uniform_f32(r, size_t(heads * T * T), -2, 2);
     const float scale = 1.0f / std::sqrt(float(48));
-    const std::vector<uint16_t> ds = softmax_bwd(p, dp, heads * T, T, scale);
+    const std::vector<bf16> ds = softmax_bwd(p, dp, heads * T, T, scale);
     BoundCheck chk{"softmax_bwd T=" + std::to_string(T)};
     for (int64_t row = 0; row < heads * T; ++row) {
       double s = 0, abs_s = 0;
@@ -304,8 +304,8 @@ TEST(ModelKernelsHost, SoftmaxBackwardAgainstDouble) {
 TEST(ModelKernelsHost, ExpandKvCopiesEachKvHeadToItsGroup) {
   const int64_t T = 5, heads = 6, kvh = 2, d = 8, group = heads / kvh;
   CaseRng r(seed_for(8));
-  const std::vector<uint16_t> kv = uniform_bf16(r, size_t(T * kvh * d), -4, 4);
-  const std::vector<uint16_t> x = expand_kv(kv, T, heads, kvh, d);
+  const std::vector<bf16> kv = uniform_bf16(r, size_t(T * kvh * d), -4, 4);
+  const std::vector<bf16> x = expand_kv(kv, T, heads, kvh, d);
   ASSERT_EQ(x.size(), size_t(T * heads * d));
   int64_t faults = 0;
   // Walked from the KV side: KV head g's block lands in query heads g * group .. g * group + group - 1.
@@ -323,7 +323,7 @@ TEST(ModelKernelsHost, ReduceKvAgainstDoubleAndUndoesTheExpansion) {
     const int64_t group = heads / kvh;
     CaseRng r(seed_for(9));
     const std::vector<float> dx = uniform_f32(r, size_t(T * heads * d), -3, 3);
-    const std::vector<uint16_t> dkv = reduce_kv(dx, T, heads, kvh, d);
+    const std::vector<bf16> dkv = reduce_kv(dx, T, heads, kvh, d);
     BoundCheck chk{"reduce_kv group=" + std::to_string(group)};
     for (int64_t t = 0; t < T; ++t)
       for (int64_t g = 0; g < kvh; ++g)
@@ -339,11 +339,11 @@ TEST(ModelKernelsHost, ReduceKvAgainstDoubleAndUndoesTheExpansion) {
     EXPECT_WITHIN_BOUND(chk);
     // The group's copies of one bf16 value sum exactly in fp32 (at most 8 significant bits times
     // group <= 8), so the reduction of the expansion is bf16(group * kv), bit for bit.
-    const std::vector<uint16_t> kv = uniform_bf16(r, size_t(T * kvh * d), -4, 4);
-    const std::vector<uint16_t> x = expand_kv(kv, T, heads, kvh, d);
+    const std::vector<bf16> kv = uniform_bf16(r, size_t(T * kvh * d), -4, 4);
+    const std::vector<bf16> x = expand_kv(kv, T, heads, kvh, d);
     std::vector<float> xf(x.size());
     for (size_t k = 0; k < x.size(); ++k) xf[k] = bf16_to_float(x[k]);
-    const std::vector<uint16_t> back = reduce_kv(xf, T, heads, kvh, d);
+    const std::vector<bf16> back = reduce_kv(xf, T, heads, kvh, d);
     int64_t faults = 0;
     for (size_t k = 0; k < kv.size(); ++k) faults += back[k] != float_to_bf16_rne(float(group) * bf16_to_float(kv[k]));
     EXPECT_EQ(faults, 0) << "reduce_kv(expand_kv(kv)) != bf16(group kv), group " << group;
@@ -360,7 +360,7 @@ TEST(ModelKernelsHost, GateForwardAgainstDouble) {
   CaseRng r(seed_for(10));
   const std::vector<float> z = make_gate_inputs(r, 4000);
   const std::vector<float> up = uniform_f32(r, z.size(), -2, 2);
-  const std::vector<uint16_t> m = gate_fwd(z, up, kFns);
+  const std::vector<bf16> m = gate_fwd(z, up, kFns);
   BoundCheck chk{"gate_fwd"};
   for (size_t i = 0; i < z.size(); ++i) {
     const double want = double(z[i]) * sigmoid_d(z[i]) * double(up[i]);
@@ -452,7 +452,7 @@ TEST(ModelKernelsHost, CrossEntropyGradientIsSoftmaxMinusOneHot) {
     // One "head" of V x V scores whose last row is this token's logits: its softmax is the full row.
     std::vector<float> s(size_t(V * V), 0.0f);
     std::copy(logits.begin() + t * V, logits.begin() + (t + 1) * V, s.begin() + (V - 1) * V);
-    const std::vector<uint16_t> p = causal_softmax(s, V, V, kFns);
+    const std::vector<bf16> p = causal_softmax(s, V, V, kFns);
     for (int64_t j = 0; j < V; ++j) {
       const float pj = bf16_to_float(p[size_t((V - 1) * V + j)]);
       const float dj = bf16_to_float(ce.dlogits[size_t(t * V + j)]);
@@ -475,7 +475,7 @@ TEST(ModelKernelsHost, CrossEntropyGradientIsSoftmaxMinusOneHot) {
 TEST(ModelKernelsHost, EmbeddingGathersRows) {
   const int64_t V = 11, H = 9, T = 20;
   CaseRng r(seed_for(14));
-  const std::vector<uint16_t> e = uniform_bf16(r, size_t(V * H), -1, 1);
+  const std::vector<bf16> e = uniform_bf16(r, size_t(V * H), -1, 1);
   const std::vector<int32_t> tok = uniform_indices(r, size_t(T), V);
   const std::vector<float> x = embedding(e, tok, T, H);
   int64_t faults = 0;
@@ -508,16 +508,16 @@ TEST(ModelKernelsHost, ToBf16IsRoundToNearestEven) {
   std::vector<float> x = uniform_f32(r, 20000, -1e4, 1e4);
   for (uint32_t bits : {0x3f808000u, 0x3f818000u, 0xbf808000u, 0x00008000u, 0x7f7fffffu, 0x3f800001u, 0x3f807fffu})
     x.push_back(u2f(bits));  // ties to even (both directions), a subnormal tie, overflow, near-ties
-  const std::vector<uint16_t> y = to_bf16(x);
+  const std::vector<bf16> y = to_bf16(x);
   int64_t faults = 0;
   for (size_t i = 0; i < x.size(); ++i) {
-    const uint16_t lo = uint16_t(f2u(x[i]) >> 16), hi = uint16_t(lo + 1);  // |lo| <= |x| < |hi|
+    const uint16_t lo = uint16_t(f2u(x[i]) >> 16), hi = uint16_t(lo + 1);  // bits: |lo| <= |x| < |hi|
     // Past the largest finite bf16 the upper neighbour is 2^128 (rounding as if the exponent were
     // unbounded, then overflowing), which is how IEEE decides overflow under round to nearest.
-    const double vhi = (hi & 0x7fff) == 0x7f80 ? std::copysign(0x1p128, double(x[i])) : bf(hi);
-    const double dlo = std::fabs(double(x[i]) - bf(lo)), dhi = std::fabs(vhi - double(x[i]));
+    const double vhi = (hi & 0x7fff) == 0x7f80 ? std::copysign(0x1p128, double(x[i])) : bf(bf16::from_bits(hi));
+    const double dlo = std::fabs(double(x[i]) - bf(bf16::from_bits(lo))), dhi = std::fabs(vhi - double(x[i]));
     const uint16_t want = dlo < dhi ? lo : dhi < dlo ? hi : ((lo & 1) ? hi : lo);
-    faults += y[i] != want;
+    faults += y[i].bits != want;
   }
   EXPECT_EQ(faults, 0);
 }

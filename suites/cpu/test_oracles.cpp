@@ -28,11 +28,13 @@ const float kNaN = std::numeric_limits<float>::quiet_NaN();
 const float kInf = std::numeric_limits<float>::infinity();
 
 // bf16 of a float bf16 holds exactly.
-uint16_t bf(float x) {
+fh::bf16 bf(float x) {
   const uint32_t u = bits_of(x);
   EXPECT_EQ(u & 0xFFFFu, 0u) << "not a bf16 value: " << x;
-  return uint16_t(u >> 16);
+  return fh::bf16::from_bits(uint16_t(u >> 16));
 }
+// bf16 by its bits.
+fh::bf16 bb(uint16_t bits) { return fh::bf16::from_bits(bits); }
 
 // ---------------------------------------------------------------- ulp distance
 
@@ -67,13 +69,13 @@ TEST(Ulp, Fp32Distances) {
 }
 
 TEST(Ulp, Bf16Distances) {
-  EXPECT_EQ(fh::ulp_distance_bf16(0x0000, 0x8000), 0u);
-  EXPECT_EQ(fh::ulp_distance_bf16(bf(1.0f), uint16_t(bf(1.0f) + 1)), 1u);
-  EXPECT_EQ(fh::ulp_distance_bf16(0x8001, 0x0001), 2u);
-  EXPECT_EQ(fh::ulp_distance_bf16(0x7F7F, 0x7F80), 1u);  // max finite to inf
+  EXPECT_EQ(fh::ulp_distance_bf16(bb(0x0000), bb(0x8000)), 0u);
+  EXPECT_EQ(fh::ulp_distance_bf16(bf(1.0f), bb(uint16_t(bf(1.0f).bits + 1))), 1u);
+  EXPECT_EQ(fh::ulp_distance_bf16(bb(0x8001), bb(0x0001)), 2u);
+  EXPECT_EQ(fh::ulp_distance_bf16(bb(0x7F7F), bb(0x7F80)), 1u);  // max finite to inf
   EXPECT_EQ(fh::ulp_distance_bf16(bf(-1.0f), bf(1.0f)), 2u * 0x3F80u);
-  EXPECT_EQ(fh::ulp_distance_bf16(0x7FC0, bf(1.0f)), kUlpNaN);
-  EXPECT_EQ(fh::ulp_distance_bf16(0x7F81, 0x7F81), kUlpNaN);
+  EXPECT_EQ(fh::ulp_distance_bf16(bb(0x7FC0), bf(1.0f)), kUlpNaN);
+  EXPECT_EQ(fh::ulp_distance_bf16(bb(0x7F81), bb(0x7F81)), kUlpNaN);
 }
 
 TEST(Ulp, Fp32UlpOfValue) {
@@ -120,7 +122,7 @@ TEST(Bitwise, SignedZeroDiffers) {
   EXPECT_EQ(r.first_col, 1);
   EXPECT_EQ(r.first_a_bits, 0u);
   EXPECT_EQ(r.first_b_bits, 0x80000000u);
-  std::vector<uint16_t> c = {0x0000}, d = {0x8000};
+  std::vector<fh::bf16> c = {bb(0x0000)}, d = {bb(0x8000)};
   EXPECT_EQ(fh::compare_bitwise(c, d, 1, 1).n_differ, 1);
 }
 
@@ -179,9 +181,9 @@ TEST(Bitwise, NaNPayloadsAndTheSentinel) {
 }
 
 TEST(Bitwise, Bf16AndU8) {
-  std::vector<uint16_t> a = {bf(1.0f), bf(2.0f), bf(-3.0f), bf(4.0f)}, b = a;
-  b[3] = uint16_t(b[3] + 2);
-  b[2] = uint16_t(b[2] - 1);  // -3 -> smaller magnitude: 1 ulp
+  std::vector<fh::bf16> a = {bf(1.0f), bf(2.0f), bf(-3.0f), bf(4.0f)}, b = a;
+  b[3] = bb(uint16_t(b[3].bits + 2));
+  b[2] = bb(uint16_t(b[2].bits - 1));  // -3 -> smaller magnitude: 1 ulp
   fh::BitwiseReport r = fh::compare_bitwise(a, b, 2, 2, {"w", {1, 1}, -1});
   EXPECT_EQ(r.format, "bf16");
   EXPECT_EQ(r.n_differ, 2);
@@ -239,7 +241,7 @@ double abs_error(const fh::ExactSum& exact, float computed) {
   return std::fabs(r.to_double_rne());
 }
 
-float seq_fp32_dot(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b) {
+float seq_fp32_dot(const std::vector<fh::bf16>& a, const std::vector<fh::bf16>& b) {
   float acc = 0.0f;
   for (size_t k = 0; k < a.size(); ++k)
     acc = fh::fadd(acc, fh::fmul(fh::bf16_to_float(a[k]), fh::bf16_to_float(b[k])));
@@ -266,7 +268,7 @@ TEST(DotBound, Gamma) {
 // within 1% of gamma_{K-1} * sum|x|. A bound with gamma_{K/2} (or any much smaller factor) fails.
 TEST(DotBound, SequentialNearlyAttained) {
   for (int64_t K : {2, 17, 100, 1000}) {
-    std::vector<uint16_t> a(size_t(K), bf(0x1p-24f * (1.0f + 0x1p-7f))), b(size_t(K), bf(1.0f));
+    std::vector<fh::bf16> a(size_t(K), bf(0x1p-24f * (1.0f + 0x1p-7f))), b(size_t(K), bf(1.0f));
     a[0] = bf(1.0f);
     const fh::ExactDot ex = fh::exact_dot_bf16(a.data(), 1, b.data(), 1, K);
     const float s_hat = seq_fp32_dot(a, b);
@@ -282,7 +284,7 @@ TEST(DotBound, SequentialNearlyAttained) {
 TEST(DotBound, SequentialUnderflowTerm) {
   // Each product is 1.5 * 2^-150: fl gives 2^-149 (error 2^-151 each), the adds are exact.
   const int64_t K = 64;
-  std::vector<uint16_t> a(size_t(K), bf(0x1p-75f * 1.5f)), b(size_t(K), bf(0x1p-75f));
+  std::vector<fh::bf16> a(size_t(K), bf(0x1p-75f * 1.5f)), b(size_t(K), bf(0x1p-75f));
   const fh::ExactDot ex = fh::exact_dot_bf16(a.data(), 1, b.data(), 1, K);
   EXPECT_EQ(ex.tiny_products, K);
   const double err = abs_error(ex.sum, seq_fp32_dot(a, b));
@@ -290,7 +292,7 @@ TEST(DotBound, SequentialUnderflowTerm) {
   EXPECT_LE(err, fh::seq_fp32_dot_bound(K, ex.abs_sum_upper, ex.tiny_products));
   EXPECT_GT(err, fh::gamma_fp32(K - 1) * ex.abs_sum_upper) << "the case needs the underflow term";
   // One product of 2^-160 (1 + 2^-7) flushes to 0 entirely.
-  std::vector<uint16_t> c = {bf(0x1p-80f * (1 + 0x1p-7f))}, d = {bf(0x1p-80f)};
+  std::vector<fh::bf16> c = {bf(0x1p-80f * (1 + 0x1p-7f))}, d = {bf(0x1p-80f)};
   const fh::ExactDot e1 = fh::exact_dot_bf16(c.data(), 1, d.data(), 1, 1);
   const double err1 = abs_error(e1.sum, seq_fp32_dot(c, d));
   EXPECT_GT(err1, 0.0);
@@ -326,7 +328,7 @@ TEST(DotBound, SequentialHoldsOnRandomDots) {
 TEST(DotBound, TensorCoreChainNearlyAttained) {
   for (int64_t J : {1, 4, 64}) {
     const int64_t K = 16 * J;
-    std::vector<uint16_t> a(static_cast<size_t>(K)), b(size_t(K), bf(1.0f));
+    std::vector<fh::bf16> a(static_cast<size_t>(K)), b(size_t(K), bf(1.0f));
     for (int64_t k = 0; k < K; ++k)
       a[size_t(k)] = bf(k % 16 == 15 ? 0x1p-25f * (1 - 0x1p-8f) : 0x1p-25f * (2 - 0x1p-7f));
     fh::ExactDot ex = fh::exact_dot_bf16(a.data(), 1, b.data(), 1, K);
@@ -384,9 +386,9 @@ TEST(DotBound, TensorCoreChainHoldsOnRandomDots) {
 }
 
 TEST(DotBound, TensorCoreChainSpecials) {
-  std::vector<uint16_t> a = {bf(1.0f), 0x7F80}, b = {bf(1.0f), bf(1.0f)};
+  std::vector<fh::bf16> a = {bf(1.0f), bb(0x7F80)}, b = {bf(1.0f), bf(1.0f)};
   EXPECT_EQ(fh::tc_chain_dot_bound(a.data(), 1, b.data(), 1, 2), std::numeric_limits<double>::infinity());
-  std::vector<uint16_t> big = {bf(0x1p127f), bf(0x1p127f)}, one = {bf(2.0f), bf(2.0f)};
+  std::vector<fh::bf16> big = {bf(0x1p127f), bf(0x1p127f)}, one = {bf(2.0f), bf(2.0f)};
   EXPECT_EQ(fh::tc_chain_dot_bound(big.data(), 1, one.data(), 1, 2), std::numeric_limits<double>::infinity());
   EXPECT_EQ(fh::tc_chain_dot_bound(a.data(), 1, b.data(), 1, 0, 0.0f), 0.0);
   EXPECT_THROW(fh::tc_chain_dot_bound(a.data(), 1, b.data(), 1, -1), std::invalid_argument);

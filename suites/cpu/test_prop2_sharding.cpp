@@ -36,7 +36,7 @@ TEST(run_prop2_units, CasesAndTalliesComeBackInUnitOrder) {
   cfg.make_backend = [](fh::TwinTally* t) {
     fh::FusedStepBackend be;
     be.name = "recording";
-    be.step = [t](fh::HostParam& w, const uint16_t*, const uint16_t*, int64_t, int64_t, const fh::TwinSchedule&) {
+    be.step = [t](fh::HostParam& w, const fh::bf16*, const fh::bf16*, int64_t, int64_t, const fh::TwinSchedule&) {
       ++t->steps;
       ++t->ev.differing;
       if (t->ev.first_diff.empty()) t->ev.first_diff = "unit " + std::to_string(w.rows);
@@ -176,12 +176,17 @@ TEST(prop2_tp_sharded, CollectivesAreOrderedAndChecked) {
   const auto sum = c.all_reduce_ordered(parts);
   EXPECT_EQ(sum[0], (1.0f + 1e-8f) + 2.0f);
   EXPECT_EQ(sum[1], (1e8f + -1e8f) + 1.0f);
-  const auto rows = c.all_gather_rows({{1, 2}, {3, 4}, {5, 6}}, 2);
-  EXPECT_EQ(rows, (std::vector<uint16_t>{1, 2, 3, 4, 5, 6}));
+  auto bv = [](std::initializer_list<uint16_t> bits) {  // bf16 values by their bits
+    std::vector<fh::bf16> v;
+    for (uint16_t u : bits) v.push_back(fh::bf16::from_bits(u));
+    return v;
+  };
+  const auto rows = c.all_gather_rows({bv({1, 2}), bv({3, 4}), bv({5, 6})}, 2);
+  EXPECT_EQ(rows, bv({1, 2, 3, 4, 5, 6}));
   c.gather_order = {0, 2, 1};
-  EXPECT_EQ(c.all_gather_rows({{1, 2}, {3, 4}, {5, 6}}, 2), (std::vector<uint16_t>{1, 2, 5, 6, 3, 4}));
+  EXPECT_EQ(c.all_gather_rows({bv({1, 2}), bv({3, 4}), bv({5, 6})}, 2), bv({1, 2, 5, 6, 3, 4}));
   c.gather_order = {0, 1};
-  EXPECT_THROW(c.all_gather_rows({{1}, {2}, {3}}, 1), std::invalid_argument);
+  EXPECT_THROW(c.all_gather_rows({bv({1}), bv({2}), bv({3})}, 1), std::invalid_argument);
   int64_t a, b;
   EXPECT_THROW(fh::even_share(10, 3, 0, a, b, "test"), std::invalid_argument);
   EXPECT_THROW(fh::check_fusable(fh::Dataflow::dp, false, "W"), std::invalid_argument);

@@ -154,13 +154,13 @@ TEST(sr_exact_mean, ExactBf16ValuesAndZerosAreFixedPoints) {
   }
   for (uint32_t xb : cases) {
     for (uint32_t r = 0; r < kNoOffsets; ++r)
-      ASSERT_EQ(float_to_bf16_sr(u2f(xb), r), uint16_t(xb >> 16))
+      ASSERT_EQ(float_to_bf16_sr(u2f(xb), r).bits, uint16_t(xb >> 16))
           << "exact bf16 0x" << std::hex << xb << " moved at r = 0x" << r;
     expect_unbiased(xb, "exact bf16");
   }
   for (uint32_t r = 0; r < kNoOffsets; ++r) {
-    ASSERT_EQ(float_to_bf16_sr(0.0f, r), 0x0000u) << "+0 at r = " << r;
-    ASSERT_EQ(float_to_bf16_sr(-0.0f, r), 0x8000u) << "-0 lost its sign at r = " << r;
+    ASSERT_EQ(float_to_bf16_sr(0.0f, r).bits, 0x0000u) << "+0 at r = " << r;
+    ASSERT_EQ(float_to_bf16_sr(-0.0f, r).bits, 0x8000u) << "-0 lost its sign at r = " << r;
   }
 }
 
@@ -175,7 +175,7 @@ TEST(sr_exact_mean, AboveLargestFiniteGivesMaxOrInfWithTheDroppedFraction) {
       const uint32_t xb = mag | sign;
       uint32_t to_inf = 0;
       for (uint32_t r = 0; r < kNoOffsets; ++r) {
-        const uint16_t y = float_to_bf16_sr(u2f(xb), r);
+        const uint16_t y = float_to_bf16_sr(u2f(xb), r).bits;
         if (y == uint16_t((0x7f80u | sign >> 16))) ++to_inf;
         else ASSERT_EQ(y, uint16_t(0x7f7fu | sign >> 16)) << "x=0x" << std::hex << xb << " r=" << r;
       }
@@ -189,22 +189,22 @@ TEST(sr_exact_mean, NaNStaysQuietNaNWithSignAndInfStaysInf) {
                                 0x7fc00000u, 0xffc00000u, 0x7f80ffffu, 0x7f810000u, 0x7fbfffffu};
   for (int i = 0; i < 64; ++i) nans.push_back(0x7f800000u | uint32_t(1 + rng() % 0x7fffffu) | (rng() & 1u) << 31);
   for (uint32_t xb : nans) {
-    const uint16_t rne = float_to_bf16_rne(u2f(xb));
+    const uint16_t rne = float_to_bf16_rne(u2f(xb)).bits;
     EXPECT_TRUE(is_nan_bits(uint32_t(rne) << 16) && (rne & 0x0040u) && (rne & 0x8000u) == (xb >> 16 & 0x8000u))
         << "RNE of NaN 0x" << std::hex << xb << " gave 0x" << rne;
     for (uint32_t r = 0; r < kNoOffsets; r += (xb == nans[0] || xb == nans[2]) ? 1 : 251) {
-      const uint16_t y = float_to_bf16_sr(u2f(xb), r);
+      const uint16_t y = float_to_bf16_sr(u2f(xb), r).bits;
       ASSERT_TRUE(is_nan_bits(uint32_t(y) << 16)) << "SR of NaN 0x" << std::hex << xb << " gave 0x" << y;
       ASSERT_TRUE(y & 0x0040u) << "SR of NaN 0x" << std::hex << xb << " is not quiet: 0x" << y;
       ASSERT_EQ(y & 0x8000u, xb >> 16 & 0x8000u) << "SR of NaN 0x" << std::hex << xb << " lost its sign";
     }
   }
   for (uint32_t r = 0; r < kNoOffsets; ++r) {
-    ASSERT_EQ(float_to_bf16_sr(INFINITY, r), 0x7f80u);
-    ASSERT_EQ(float_to_bf16_sr(-INFINITY, r), 0xff80u);
+    ASSERT_EQ(float_to_bf16_sr(INFINITY, r).bits, 0x7f80u);
+    ASSERT_EQ(float_to_bf16_sr(-INFINITY, r).bits, 0xff80u);
   }
-  EXPECT_EQ(float_to_bf16_rne(INFINITY), 0x7f80u);
-  EXPECT_EQ(float_to_bf16_rne(-INFINITY), 0xff80u);
+  EXPECT_EQ(float_to_bf16_rne(INFINITY).bits, 0x7f80u);
+  EXPECT_EQ(float_to_bf16_rne(-INFINITY).bits, 0xff80u);
 }
 
 TEST(sr_exact_mean, UsesOnlyTheLow16BitsOfR) {
@@ -220,7 +220,7 @@ TEST(sr_exact_mean, UsesOnlyTheLow16BitsOfR) {
 
 void expect_rne_matches(uint32_t u, int64_t& checked) {
   const float x = u2f(u);
-  const uint16_t got = float_to_bf16_rne(x);
+  const uint16_t got = float_to_bf16_rne(x).bits;
   ++checked;
   if (is_nan_bits(u)) {
     ASSERT_TRUE(is_nan_bits(uint32_t(got) << 16) && (got & 0x40u) && (got & 0x8000u) == (u >> 16 & 0x8000u))
@@ -259,15 +259,15 @@ TEST(RoundToNearestEven, TiesGoToEven) {
   for (uint32_t hi = 0; hi < kNoOffsets; ++hi) {
     const uint32_t u = hi << 16 | 0x8000u;
     if (is_nan_bits(u) || (u & 0x7fffffffu) == 0x7f800000u) continue;
-    const uint16_t got = float_to_bf16_rne(u2f(u));
+    const uint16_t got = float_to_bf16_rne(u2f(u)).bits;
     ASSERT_EQ(got & 1u, 0u) << "tie 0x" << std::hex << u << " rounded to odd 0x" << got;
     ASSERT_TRUE(got == hi || got == hi + 1) << "tie 0x" << std::hex << u << " left its neighbours";
   }
   // The tie above the largest finite bf16 goes to infinity (its even neighbour, IEEE overflow).
-  EXPECT_EQ(float_to_bf16_rne(u2f(0x7f7f8000u)), 0x7f80u);
-  EXPECT_EQ(float_to_bf16_rne(u2f(0x7f7f7fffu)), 0x7f7fu);
-  EXPECT_EQ(float_to_bf16_rne(FLT_MAX), 0x7f80u);
-  EXPECT_EQ(float_to_bf16_rne(-0.0f), 0x8000u);
+  EXPECT_EQ(float_to_bf16_rne(u2f(0x7f7f8000u)).bits, 0x7f80u);
+  EXPECT_EQ(float_to_bf16_rne(u2f(0x7f7f7fffu)).bits, 0x7f7fu);
+  EXPECT_EQ(float_to_bf16_rne(FLT_MAX).bits, 0x7f80u);
+  EXPECT_EQ(float_to_bf16_rne(-0.0f).bits, 0x8000u);
 }
 
 }  // namespace

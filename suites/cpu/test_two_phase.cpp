@@ -35,15 +35,15 @@ uint32_t bits_of(float x) { return std::bit_cast<uint32_t>(x); }
 const float kInf = std::numeric_limits<float>::infinity();
 constexpr float kFltMax = std::numeric_limits<float>::max();
 
-uint16_t bf(float x) {
+fh::bf16 bf(float x) {
   const uint32_t u = bits_of(x);
   EXPECT_EQ(u & 0xFFFFu, 0u) << "not a bf16 value: " << x;
-  return uint16_t(u >> 16);
+  return fh::bf16::from_bits(uint16_t(u >> 16));
 }
 
 // The exact sum of a[k] * b[k] (floats that bf16 holds), rounded once.
 fh::ExactDot exact_of(const std::vector<float>& a, const std::vector<float>& b) {
-  std::vector<uint16_t> ab, bb;
+  std::vector<fh::bf16> ab, bb;
   for (float x : a) ab.push_back(bf(x));
   for (float x : b) bb.push_back(bf(x));
   return fh::exact_dot_bf16(ab.data(), 1, bb.data(), 1, int64_t(ab.size()));
@@ -60,8 +60,8 @@ TEST(ExactGradient, CatastrophicCancellation) {
       << "2^-266 alone rounds to +0";
   EXPECT_EQ(exact_value({0x1p100f, 0x1p-60f, -0x1p100f}, {0x1p20f, 0x1p-60f, 0x1p20f}), 0x1p-120f);
   // The same through the layer API, against the fp32 sequential reference.
-  const std::vector<uint16_t> X = {bf(0x1p50f), bf(1.0f), bf(0x1p50f)};   // T=3, in=1
-  const std::vector<uint16_t> dY = {bf(0x1p50f), bf(1.0f), bf(-0x1p50f)};  // T=3, out=1
+  const std::vector<fh::bf16> X = {bf(0x1p50f), bf(1.0f), bf(0x1p50f)};   // T=3, in=1
+  const std::vector<fh::bf16> dY = {bf(0x1p50f), bf(1.0f), bf(-0x1p50f)};  // T=3, out=1
   EXPECT_EQ(fh::exact_wgrad(X.data(), dY.data(), 3, 1, 1)[0], 1.0f);
   EXPECT_EQ(fh::fp32_sequential_wgrad(X.data(), dY.data(), 3, 1, 1)[0], 0.0f);
 }
@@ -144,13 +144,13 @@ TEST(ExactGradient, SpecialsZerosAndConversions) {
   EXPECT_THROW(s.add_scaled(1, -289), std::invalid_argument);
   EXPECT_THROW(fh::exact_wgrad(nullptr, nullptr, 2, 3, 4), std::invalid_argument);
   EXPECT_THROW(fh::exact_wgrad(nullptr, nullptr, -1, 3, 4), std::invalid_argument);
-  const std::vector<uint16_t> x(6);
+  const std::vector<fh::bf16> x(6);
   EXPECT_THROW(fh::exact_wgrad_element(x.data(), x.data(), 2, 3, 3, 3, 0), std::invalid_argument);
 }
 
 // Independent oracle: MPFR at 1200 bits sums the exact products, mpfr_get_flt rounds once (RNE,
 // subnormals, overflow), compared bitwise with the accumulator.
-float mpfr_wgrad_element(const std::vector<uint16_t>& X, const std::vector<uint16_t>& dY,
+float mpfr_wgrad_element(const std::vector<fh::bf16>& X, const std::vector<fh::bf16>& dY,
                          int64_t T, int64_t in, int64_t out, int64_t o, int64_t i, mpfr_t sum) {
   mpfr_t p, xv;
   mpfr_init2(p, 1200);
@@ -302,8 +302,8 @@ TEST(Producers, LayoutIsDyTransposeX) {
 // add is a tie that goes to the even 2^24); 1 + 1 + 2^24 keeps them. A wider accumulator, or
 // any other order, gives 2^24 + 2 for both.
 TEST(Producers, Fp32SequentialRoundsEveryAddInTokenOrder) {
-  const std::vector<uint16_t> X = {bf(0x1p24f), bf(1.0f), bf(1.0f), bf(1.0f), bf(1.0f), bf(0x1p24f)};  // T=3, in=2
-  const std::vector<uint16_t> dY = {bf(1.0f), bf(1.0f), bf(1.0f)};                                        // T=3, out=1
+  const std::vector<fh::bf16> X = {bf(0x1p24f), bf(1.0f), bf(1.0f), bf(1.0f), bf(1.0f), bf(0x1p24f)};  // T=3, in=2
+  const std::vector<fh::bf16> dY = {bf(1.0f), bf(1.0f), bf(1.0f)};                                        // T=3, out=1
   const std::vector<float> G = fh::fp32_sequential_wgrad(X.data(), dY.data(), 3, 2, 1);
   EXPECT_EQ(G[0], 0x1p24f);
   EXPECT_EQ(G[1], 0x1p24f + 2.0f);
@@ -454,7 +454,8 @@ TEST(CaseGen, DeterministicAndInRange) {
   p.exp_lo = -133;
   p.exp_hi = -120;
   int sub = 0;
-  for (uint16_t v : fh::gen_bf16(rng, 2000, fh::CaseDistribution::wide_exponent, p)) {
+  for (const fh::bf16 b : fh::gen_bf16(rng, 2000, fh::CaseDistribution::wide_exponent, p)) {
+    const uint16_t v = b.bits;
     const int ex = (v >> 7) & 0xFF;
     ASSERT_LE(ex, -120 + 127);
     ASSERT_NE(v & 0x7FFF, 0) << "wide_exponent draws no zeros";
@@ -463,22 +464,23 @@ TEST(CaseGen, DeterministicAndInRange) {
   EXPECT_GT(sub, 500);  // 7 of the 14 exponents are subnormal
   double sum = 0, sq = 0;
   int zeros = 0;
-  for (uint16_t v : fh::gen_bf16(rng, 20000, fh::CaseDistribution::normal)) {
-    const double x = fh::bf16_to_float(v);
+  for (const fh::bf16 b : fh::gen_bf16(rng, 20000, fh::CaseDistribution::normal)) {
+    const double x = fh::bf16_to_float(b);
     sum += x;
     sq += x * x;
   }
   EXPECT_NEAR(sum / 20000, 0.0, 0.05);
   EXPECT_NEAR(sq / 20000, 1.0, 0.05);
   int negzero = 0;
-  for (uint16_t v : fh::gen_bf16(rng, 10000, fh::CaseDistribution::sparse)) {
+  for (const fh::bf16 b : fh::gen_bf16(rng, 10000, fh::CaseDistribution::sparse)) {
+    const uint16_t v = b.bits;
     zeros += (v & 0x7FFF) == 0;
     negzero += v == 0x8000;
   }
   EXPECT_NEAR(zeros / 10000.0, 0.7, 0.03);
   EXPECT_GT(negzero, 2000);
-  for (uint16_t v : fh::gen_bf16(rng, 5000, fh::CaseDistribution::small_integer)) {
-    const float x = fh::bf16_to_float(v);
+  for (const fh::bf16 b : fh::gen_bf16(rng, 5000, fh::CaseDistribution::small_integer)) {
+    const float x = fh::bf16_to_float(b);
     ASSERT_EQ(x, std::nearbyint(x));
     ASSERT_LE(std::fabs(x), 8.0f);
   }

@@ -37,15 +37,15 @@
 namespace fh::gpu::test {
 
 // bf16 values with random sign, exponent in [-e, e] around 2^bias, random mantissa; 1/32 zeros.
-inline std::vector<uint16_t> random_bf16_vec(size_t n, uint64_t seed, int spread = 6, int bias = 0) {
-  std::vector<uint16_t> v(n);
+inline std::vector<bf16> random_bf16_vec(size_t n, uint64_t seed, int spread = 6, int bias = 0) {
+  std::vector<bf16> v(n);
   uint64_t s = seed;
   for (auto& x : v) {
     const uint64_t r = splitmix64_next(s);
-    if ((r & 31) == 0) { x = 0; continue; }
+    if ((r & 31) == 0) { x = bf16::from_bits(0); continue; }
     const uint32_t sign = (r >> 5) & 1;
     const int e = bias - spread + int((r >> 8) % uint64_t(2 * spread + 1));
-    x = uint16_t((sign << 15) | (uint32_t(e + 127) << 7) | ((r >> 32) & 0x7f));
+    x = bf16::from_bits(uint16_t((sign << 15) | (uint32_t(e + 127) << 7) | ((r >> 32) & 0x7f)));
   }
   return v;
 }

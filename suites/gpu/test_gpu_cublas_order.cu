@@ -26,7 +26,7 @@ TwinSchedule schedule_for(const ReductionOrder& order) {
 // The probe's G under `order`, produced by the host twin (an independent producer of the order).
 std::vector<float> twin_probe_g(int64_t T, int64_t in, const std::vector<OrderProbePair>& pairs, int64_t out,
                                 const ReductionOrder& order) {
-  const std::vector<uint16_t> x = order_probe_x(T, in), dy = order_probe_dy(T, out, pairs);
+  const std::vector<bf16> x = order_probe_x(T, in), dy = order_probe_dy(T, out, pairs);
   return twin_wgrad(x.data(), dy.data(), T, in, out, schedule_for(order));
 }
 

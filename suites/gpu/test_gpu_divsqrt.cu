@@ -191,12 +191,12 @@ TEST(GpuDivSqrt, SpeculativeUpdateEqualsHostOnSpecialValues) {
 TEST(GpuDivSqrt, FusedRedoPathEqualsTwin) {
   FH_REQUIRE_GPU();
   const int64_t out = 256, in = 256, T = 64;
-  std::vector<uint16_t> X = test::random_bf16_vec(size_t(T * in), 31), dY = test::random_bf16_vec(size_t(T * out), 32, 6, -8);
+  std::vector<bf16> X = test::random_bf16_vec(size_t(T * in), 31), dY = test::random_bf16_vec(size_t(T * out), 32, 6, -8);
   for (int64_t t = 0; t < T; ++t) {
-    for (int64_t o = 0; o < out; o += 3) dY[size_t(t * out + o)] = 0;
-    for (int64_t i = 0; i < in; i += 5) X[size_t(t * in + i)] = 0;
+    for (int64_t o = 0; o < out; o += 3) dY[size_t(t * out + o)] = bf16::from_bits(0);
+    for (int64_t i = 0; i < in; i += 5) X[size_t(t * in + i)] = bf16::from_bits(0);
   }
-  DeviceBuffer<uint16_t> dX(X), ddY(dY);
+  DeviceBuffer<bf16> dX(X), ddY(dY);
   const WgradProblem prob{dX.data(), ddY.data(), T, out, in};
   int64_t compared = 0, differing = 0, planted_diff = 0, planted_int8 = 0;
   for (RuleId r : kAllRules)

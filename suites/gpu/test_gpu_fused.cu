@@ -31,9 +31,9 @@ struct Shape {
 
 // G [out, in] as the model's sequential chain from +0 (the fused kernel's and cuBLAS's order),
 // parallel over rows.
-std::vector<float> model_chain_wgrad(const std::vector<uint16_t>& X, const std::vector<uint16_t>& dY,
+std::vector<float> model_chain_wgrad(const std::vector<bf16>& X, const std::vector<bf16>& dY,
                                      int64_t T, int64_t out, int64_t in) {
-  std::vector<uint16_t> XT(size_t(in * T)), dYT(size_t(out * T));
+  std::vector<bf16> XT(size_t(in * T)), dYT(size_t(out * T));
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t i = 0; i < in; ++i) XT[size_t(i * T + t)] = X[size_t(t * in + i)];
     for (int64_t o = 0; o < out; ++o) dYT[size_t(o * T + t)] = dY[size_t(t * out + o)];
@@ -51,8 +51,8 @@ std::vector<float> model_chain_wgrad(const std::vector<uint16_t>& X, const std::
 uint64_t suite_seed() { return case_seed(0x6F05EDull); }
 
 struct StepData {
-  std::vector<uint16_t> X, dY;
-  DeviceBuffer<uint16_t> dX, ddY;
+  std::vector<bf16> X, dY;
+  DeviceBuffer<bf16> dX, ddY;
   WgradProblem prob;
   StepData(const Shape& s, uint64_t case_no)
       : X(test::random_bf16_vec(size_t(s.T * s.in), stream_seed(suite_seed(), "test_gpu_fused/x", case_no))),
@@ -383,7 +383,7 @@ TEST(GpuFused, LinearBackwardReadsOldWeightsAndRefusesSharedWeights) {
                                         test::random_weights(size_t(s.out * s.in), 17));
   CublasHandle h;
   // Reference: cuBLAS dX on the pre-step weights.
-  DeviceBuffer<uint16_t> w_old(hp0.bf16);
+  DeviceBuffer<bf16> w_old(hp0.bf16);
   DeviceBuffer<float> dx_ref(size_t(s.T * s.in)), dx(size_t(s.T * s.in)), dx_planted(size_t(s.T * s.in));
   cublas_dgrad(h.get(), d.ddY.data(), w_old.data(), s.T, s.out, s.in, dx_ref.data());
 

@@ -138,7 +138,7 @@ void expect_bitwise(const std::string& what, const std::vector<T>& device, const
 
 // The correctly rounded reference's bf16 outputs against the device's: the largest distance in
 // bf16 ulp, required to be at most `bound` unless bound < 0 (printed only).
-void expect_bf16_within(const std::string& what, const std::vector<uint16_t>& device, const std::vector<uint16_t>& host,
+void expect_bf16_within(const std::string& what, const std::vector<bf16>& device, const std::vector<bf16>& host,
                         int64_t bound) {
   ASSERT_EQ(device.size(), host.size()) << what;
   uint64_t worst = 0;
@@ -160,7 +160,7 @@ TEST(GpuModelKernels, EmbeddingBitwise) {
   FH_REQUIRE_GPU();
   const int64_t V = 50, H = 300, T = 40;
   CaseRng r(seed_for(1));
-  const std::vector<uint16_t> e = ref::uniform_bf16(r, size_t(V * H), -1, 1);
+  const std::vector<bf16> e = ref::uniform_bf16(r, size_t(V * H), -1, 1);
   const std::vector<int32_t> tok = ref::uniform_indices(r, size_t(T), V);
   expect_bitwise("embedding", api::embedding(e, tok, T, H), ref::embedding(e, tok, T, H));
 }
@@ -169,7 +169,7 @@ TEST(GpuModelKernels, RmsnormForwardBitwise) {
   FH_REQUIRE_GPU();
   for (auto [T, H] : kNormShapes) {
     const ref::NormCase c = ref::make_norm_case(seed_for(2), T, H);
-    std::vector<uint16_t> h;
+    std::vector<bf16> h;
     std::vector<float> rstd;
     api::rmsnorm_fwd(c.x, c.g, T, H, h, rstd);
     const ref::RmsnormFwdOut want =
@@ -186,7 +186,7 @@ TEST(GpuModelKernels, RmsnormBackwardBitwiseAndPlantedCaught) {
   FH_REQUIRE_GPU();
   for (auto [T, H] : kNormShapes) {
     const ref::NormCase c = ref::make_norm_case(seed_for(3), T, H);
-    std::vector<uint16_t> h;
+    std::vector<bf16> h;
     std::vector<float> rstd;
     api::rmsnorm_fwd(c.x, c.g, T, H, h, rstd);
     std::vector<float> dx = c.dx0, want = c.dx0, planted = c.dx0;
@@ -212,8 +212,8 @@ TEST(GpuModelKernels, CausalSoftmaxAndBackwardBitwise) {
   for (auto [heads, T] : kSoftmaxShapes) {
     const std::vector<float> s = ref::make_scores(seed_for(4), heads, T);
     const int64_t rows = heads * T;
-    const std::vector<uint16_t> p = api::causal_softmax(s, rows, T);
-    const std::vector<uint16_t> want =
+    const std::vector<bf16> p = api::causal_softmax(s, rows, T);
+    const std::vector<bf16> want =
         host_with_device_fns([&](const ref::ElementaryFns& f) { return ref::causal_softmax(s, rows, T, f); });
     const std::string at = " T=" + std::to_string(T);
     expect_bitwise("causal_softmax" + at, p, want);
@@ -232,7 +232,7 @@ TEST(GpuModelKernels, GroupedKvBitwise) {
   const int64_t T = 37, d = 64;
   for (auto [heads, kvh] : {std::pair<int64_t, int64_t>{4, 4}, {6, 2}, {8, 2}, {8, 1}}) {
     CaseRng r(seed_for(6));
-    const std::vector<uint16_t> kv = ref::uniform_bf16(r, size_t(T * kvh * d), -4, 4);
+    const std::vector<bf16> kv = ref::uniform_bf16(r, size_t(T * kvh * d), -4, 4);
     const std::vector<float> dx = ref::uniform_f32(r, size_t(T * heads * d), -3, 3);
     const std::string at = " heads=" + std::to_string(heads) + " kv=" + std::to_string(kvh);
     expect_bitwise("expand_kv" + at, api::expand_kv(kv, T, heads, kvh, d), ref::expand_kv(kv, T, heads, kvh, d));
@@ -245,11 +245,11 @@ TEST(GpuModelKernels, GateBitwise) {
   CaseRng r(seed_for(7));
   const std::vector<float> z = ref::make_gate_inputs(r, 5000);
   const std::vector<float> up = ref::uniform_f32(r, z.size(), -2, 2), dm = ref::uniform_f32(r, z.size(), -1, 1);
-  const std::vector<uint16_t> m = api::gate_fwd(z, up);
+  const std::vector<bf16> m = api::gate_fwd(z, up);
   expect_bitwise("gate_fwd", m,
                  host_with_device_fns([&](const ref::ElementaryFns& f) { return ref::gate_fwd(z, up, f); }));
   expect_bf16_within("gate_fwd", m, ref::gate_fwd(z, up, kCorrectlyRounded), 1);
-  std::vector<uint16_t> dgate, dup;
+  std::vector<bf16> dgate, dup;
   api::gate_bwd(z, up, dm, dgate, dup);
   const ref::GateBwdOut want =
       host_with_device_fns([&](const ref::ElementaryFns& f) { return ref::gate_bwd(z, up, dm, f); });
@@ -265,7 +265,7 @@ TEST(GpuModelKernels, CrossEntropyBitwise) {
   for (auto [T, V] : {std::pair<int64_t, int64_t>{4, 1}, {8, 100}, {6, 256}, {5, 1000}}) {
     const ref::CrossEntropyCase c = ref::make_cross_entropy_case(seed_for(8), T, V);
     std::vector<float> loss;
-    std::vector<uint16_t> dlogits;
+    std::vector<bf16> dlogits;
     api::cross_entropy(c.logits, c.labels, T, V, loss, dlogits);
     const ref::CrossEntropyOut want = host_with_device_fns(
         [&](const ref::ElementaryFns& f) { return ref::cross_entropy(c.logits, c.labels, T, V, f); });

@@ -43,10 +43,10 @@ TEST(NcclCollectives, EqualSimulatedRanksBitForBit) {
     sim.p = p;
     std::printf("[nccl] %s\n", nccl.describe().c_str());
     std::vector<std::vector<float>> f(static_cast<size_t>(p));
-    std::vector<std::vector<uint16_t>> h(static_cast<size_t>(p));
+    std::vector<std::vector<fh::bf16>> h(static_cast<size_t>(p));
     for (int r = 0; r < p; ++r) {
       for (int i = 0; i < 4096; ++i) f[size_t(r)].push_back(nd(rng) * float(1 << (i % 20)));
-      for (int i = 0; i < 4096; ++i) h[size_t(r)].push_back(uint16_t(rng()));
+      for (int i = 0; i < 4096; ++i) h[size_t(r)].push_back(fh::bf16::from_bits(uint16_t(rng())));
     }
     EXPECT_EQ(nccl.all_gather_rows(h, 64), sim.all_gather_rows(h, 64)) << "p=" << p;
     EXPECT_EQ(nccl.all_gather_cols(f, 32), sim.all_gather_cols(f, 32)) << "p=" << p;

@@ -207,9 +207,9 @@ void run_adamw(const Options& o) {
 
   // State as torch keeps it: params, exp_avg, exp_avg_sq in the parameter's dtype, zeros at start.
   std::vector<float> p32, m32, v32, g32;
-  std::vector<uint16_t> p16, m16, v16, g16;
+  std::vector<fh::bf16> p16, m16, v16, g16;  // fh::: the flag above takes the name here
   if (bf16) {
-    p16.resize(n); m16.assign(n, 0); v16.assign(n, 0); g16.resize(n); g32.resize(n);
+    p16.resize(n); m16.assign(n, fh::bf16::from_bits(0)); v16.assign(n, fh::bf16::from_bits(0)); g16.resize(n); g32.resize(n);
     r.bytes(p16.data(), n * 2);
   } else {
     p32.resize(n); m32.assign(n, 0.0f); v32.assign(n, 0.0f); g32.resize(n);

@@ -104,15 +104,15 @@ std::vector<uint8_t> NcclCollectives::all_gather_bytes(const std::vector<const v
   return out;
 }
 
-std::vector<uint16_t> NcclCollectives::all_gather_rows(const std::vector<std::vector<uint16_t>>& parts, int64_t cols) const {
+std::vector<bf16> NcclCollectives::all_gather_rows(const std::vector<std::vector<bf16>>& parts, int64_t cols) const {
   std::vector<const void*> ptrs;
   for (const auto& q : parts) {
     if (q.size() != parts.at(0).size() || int64_t(q.size()) % cols != 0)
       throw std::invalid_argument("NCCL ranks: all_gather_rows needs equal whole-row parts");
     ptrs.push_back(q.data());
   }
-  const std::vector<uint8_t> bytes = all_gather_bytes(ptrs, parts.at(0).size() * sizeof(uint16_t));
-  std::vector<uint16_t> out(bytes.size() / sizeof(uint16_t));
+  const std::vector<uint8_t> bytes = all_gather_bytes(ptrs, parts.at(0).size() * sizeof(bf16));
+  std::vector<bf16> out(bytes.size() / sizeof(bf16));
   std::memcpy(out.data(), bytes.data(), bytes.size());
   return out;
 }

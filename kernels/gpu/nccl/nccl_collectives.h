@@ -24,7 +24,7 @@ class NcclCollectives : public Collectives {
   ~NcclCollectives() override;
   int ranks() const override { return p_; }
   std::string describe() const override;
-  std::vector<uint16_t> all_gather_rows(const std::vector<std::vector<uint16_t>>& parts, int64_t cols) const override;
+  std::vector<bf16> all_gather_rows(const std::vector<std::vector<bf16>>& parts, int64_t cols) const override;
   std::vector<float> all_gather_cols(const std::vector<std::vector<float>>& parts, int64_t rows) const override;
   std::vector<float> all_reduce_ordered(const std::vector<std::vector<float>>& parts) const override;
 
