@@ -122,6 +122,89 @@ struct CoopStagger {
   int groups;
 };
 
+// Tile u's origin in G (coop_tile_at: groups of group_rows tile rows, column by column).
+__device__ __forceinline__ void coop_tile_origin(int64_t u, int64_t tiles_y, int64_t tiles_x, int group_rows,
+                                                 int64_t& o0, int64_t& i0) {
+  const FragCoord t = coop_tile_at(u, tiles_y, tiles_x, group_rows);
+  o0 = int64_t(t.row) * CoopCfg::TR;
+  i0 = int64_t(t.col) * CoopCfg::TC;
+}
+// The ring's barriers: full (the producer's arrival and the bytes), empty (the four warps of each
+// consumer).
+__device__ __forceinline__ void coop_init_ring(uint64_t* full, uint64_t* empty) {
+  for (int i = 0; i < CoopCfg::kStages; ++i) {
+    mbar_init(full + i, 1);
+    mbar_init(empty + i, 8);
+  }
+}
+
+// The producer's TMA loads of one tile's chunks into the ring (chunk n of the block on entry,
+// advanced past the tile). Boxes wholly past W's edge are not loaded: they only feed G rows or
+// columns outside W, which no epilogue stores.
+__device__ __forceinline__ void coop_load_tile(const WgradTileArgs& a, const WgradTmaMaps& maps, unsigned char* ring,
+                                               uint64_t* full, uint64_t* empty, int64_t o0, int64_t i0,
+                                               int64_t nchunks, int64_t& n) {
+  using Cfg = CoopCfg;
+  constexpr int S = Cfg::kStages;
+  int a_boxes = 0, b_boxes = 0;
+  for (int j = 0; j < Cfg::kABoxes; ++j) a_boxes += o0 + j * kTmaBoxCols < a.out;
+  for (int j = 0; j < Cfg::kBBoxes; ++j) b_boxes += i0 + j * kTmaBoxCols < a.in;
+  const uint32_t tx_bytes = uint32_t(kTmaBoxBytes) * uint32_t(a_boxes + b_boxes);
+#ifdef FH_PLANT_PRODUCER_SPILL  // scripts/check_kernel_spills.py's plant: two more live values spill the producer
+  const int64_t planted_from = nchunks > 8 ? nchunks - 8 : 0, planted_span = nchunks - planted_from;
+#endif
+  for (int64_t c = 0; c < nchunks; ++c, ++n) {
+    const int slot = int(n % S);
+    if (n >= S) mbar_wait(empty + slot, uint32_t(n / S - 1) & 1u);
+    unsigned char* sA = ring + size_t(slot) * Cfg::kSlotBytes;
+    unsigned char* sB = sA + Cfg::kABytes;
+    const int t0 = int(c * Cfg::TK);
+    mbar_arrive_expect_tx(full + slot, tx_bytes);
+    for (int j = 0; j < a_boxes; ++j) tma_load_box(sA + j * kTmaBoxBytes, maps.dy, int(o0) + j * kTmaBoxCols, t0, full + slot);
+    for (int j = 0; j < b_boxes; ++j) tma_load_box(sB + j * kTmaBoxBytes, maps.x, int(i0) + j * kTmaBoxCols, t0, full + slot);
+#ifdef FH_PLANT_PRODUCER_SPILL
+    if (c >= planted_from && (c - planted_from) * 128 / planted_span == 7777) __trap();
+#endif
+  }
+}
+
+// One consumer's mainloop over a tile: acc = +0, then one m64n256k16 per k16 step of the tile's
+// chunks seq .. seq + nchunks - 1 of the ring, each slot released once its instructions are done;
+// on_chunk(c) runs once chunk c has landed (the cooperative kernel's early epilogue prefetch).
+template <class OnChunk>
+__device__ __forceinline__ void coop_multiply_tile(float (&acc)[32][4], const unsigned char* ring, uint64_t* full,
+                                                   uint64_t* empty, int64_t seq, int64_t nchunks, int64_t T,
+                                                   int consumer, int lane, OnChunk&& on_chunk) {
+  using Cfg = CoopCfg;
+  constexpr int S = Cfg::kStages;
+#pragma unroll
+  for (int j = 0; j < 32; ++j)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[j][i] = 0.0f;  // +0: the chain's start
+  for (int64_t c = 0; c < nchunks; ++c) {
+    const int64_t n = seq + c;
+    const int slot = int(n % S);
+    mbar_wait(full + slot, uint32_t(n / S) & 1u);
+    on_chunk(c);
+    const unsigned char* sA = ring + size_t(slot) * Cfg::kSlotBytes;
+    const unsigned char* sB = sA + Cfg::kABytes;
+    const int ksteps = chunk_ksteps(T, c * Cfg::TK, Cfg::kKSteps);
+    wgmma_fence_operands<32>(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < Cfg::kKSteps; ++ks)
+      if (ksteps == Cfg::kKSteps || ks < ksteps)  // the ragged last chunk: k-steps wholly past T are not issued
+        wgmma_m64n256k16_ss(acc, tma_operand_desc(sA, ks, consumer), tma_operand_desc(sB, ks, 0));
+    wgmma_commit();
+    wgmma_wait<1>();  // chunk c - 1's instructions are done: its slot may be refilled
+    wgmma_fence_operands<32>(acc);
+    if (c > 0 && lane == 0) mbar_arrive(empty + int((n - 1) % S));
+  }
+  wgmma_wait<0>();
+  wgmma_fence_operands<32>(acc);
+  if (nchunks > 0 && lane == 0) mbar_arrive(empty + int((seq + nchunks - 1) % S));
+}
+
 template <class Rule, StateFormat SF, WeightStore WS>
 __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     fused_wgrad_coop_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec,
@@ -139,18 +222,10 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0), lane = threadIdx.x & 31;
   const int64_t tiles_x = (a.in + Cfg::TC - 1) / Cfg::TC, tiles_y = (a.out + Cfg::TR - 1) / Cfg::TR;
   const int64_t tiles = tiles_x * tiles_y;
-  // Tile u's origin in G (coop_tile_at: groups of group_rows tile rows, column by column).
-  auto tile_origin = [&](int64_t u, int64_t& o0, int64_t& i0) {
-    const FragCoord t = coop_tile_at(u, tiles_y, tiles_x, group_rows);
-    o0 = int64_t(t.row) * Cfg::TR;
-    i0 = int64_t(t.col) * Cfg::TC;
-  };
+  auto tile_origin = [&](int64_t u, int64_t& o0, int64_t& i0) { coop_tile_origin(u, tiles_y, tiles_x, group_rows, o0, i0); };
   const int64_t nchunks = (a.T + Cfg::TK - 1) / Cfg::TK;
   if (threadIdx.x == 0) {
-    for (int i = 0; i < S; ++i) {
-      mbar_init(full + i, 1);
-      mbar_init(empty + i, 8);  // the four warps of each consumer
-    }
+    coop_init_ring(full, empty);
     mbar_init(g_free, 8);
     fence_mbarrier_init();
   }
@@ -169,29 +244,8 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
       for (int64_t u = blockIdx.x; u < tiles; u += gridDim.x, ++tile_k) {
         int64_t o0, i0;
         tile_origin(u, o0, i0);
-        // Boxes wholly past W's edge are not loaded: they only feed G rows or columns outside W,
-        // which no epilogue stores.
-        int a_boxes = 0, b_boxes = 0;
-        for (int j = 0; j < Cfg::kABoxes; ++j) a_boxes += o0 + j * kTmaBoxCols < a.out;
-        for (int j = 0; j < Cfg::kBBoxes; ++j) b_boxes += i0 + j * kTmaBoxCols < a.in;
-        const uint32_t tx_bytes = uint32_t(kTmaBoxBytes) * uint32_t(a_boxes + b_boxes);
         if (tile_k > 0) mbar_wait(g_free, (tile_k - 1) & 1u);  // the previous tile's G is read
-#ifdef FH_PLANT_PRODUCER_SPILL
-        const int64_t planted_from = nchunks > group_rows ? nchunks - group_rows : 0, planted_span = nchunks - planted_from;
-#endif
-        for (int64_t c = 0; c < nchunks; ++c, ++n) {
-          const int slot = int(n % S);
-          if (n >= S) mbar_wait(empty + slot, uint32_t(n / S - 1) & 1u);
-          unsigned char* sA = ring + size_t(slot) * Cfg::kSlotBytes;
-          unsigned char* sB = sA + Cfg::kABytes;
-          const int t0 = int(c * Cfg::TK);
-          mbar_arrive_expect_tx(full + slot, tx_bytes);
-          for (int j = 0; j < a_boxes; ++j) tma_load_box(sA + j * kTmaBoxBytes, maps.dy, int(o0) + j * kTmaBoxCols, t0, full + slot);
-          for (int j = 0; j < b_boxes; ++j) tma_load_box(sB + j * kTmaBoxBytes, maps.x, int(i0) + j * kTmaBoxCols, t0, full + slot);
-#ifdef FH_PLANT_PRODUCER_SPILL  // scripts/test_kernel_spills.sh's plant: one more live value spills the producer
-          if (c >= planted_from && (c - planted_from) * 128 / planted_span == 7777) __trap();
-#endif
-        }
+        coop_load_tile(a, maps, ring, full, empty, o0, i0, nchunks, n);
       }
     }
     return;
@@ -208,38 +262,14 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     // Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
     const bool shift_state = a.planted_defect == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
     const bool whole = vec && !short_edge && !shift_state && o0 + Cfg::TR <= pv.rows && i0 + Cfg::TC <= pv.cols;
-#pragma unroll
-    for (int j = 0; j < 32; ++j)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[j][i] = 0.0f;  // +0: the chain's start
-    for (int64_t c = 0; c < nchunks; ++c) {
-      const int64_t n = seq + c;
-      const int slot = int(n % S);
-      mbar_wait(full + slot, uint32_t(n / S) & 1u);
-      if (early_prefetch_chunk(c, nchunks)) {
-        if constexpr (SF == StateFormat::int8) {
-          for (int j = 0; j < kInt8PrefetchPasses; ++j) prefetch_int8_pass<Tile, Rule, WS>(pv, o0, i0, ctid >> 5, j, lane);
-        } else if (whole) {
-          prefetch_first_passes<Tile, Rule, SF, WS>(pv, first, o0, i0);
-        }
+    coop_multiply_tile(acc, ring, full, empty, seq, nchunks, a.T, consumer, lane, [&](int64_t c) {
+      if (!early_prefetch_chunk(c, nchunks)) return;
+      if constexpr (SF == StateFormat::int8) {
+        for (int j = 0; j < kInt8PrefetchPasses; ++j) prefetch_int8_pass<Tile, Rule, WS>(pv, o0, i0, ctid >> 5, j, lane);
+      } else if (whole) {
+        prefetch_first_passes<Tile, Rule, SF, WS>(pv, first, o0, i0);
       }
-      const unsigned char* sA = ring + size_t(slot) * Cfg::kSlotBytes;
-      const unsigned char* sB = sA + Cfg::kABytes;
-      const int ksteps = chunk_ksteps(a.T, c * Cfg::TK, Cfg::kKSteps);
-      wgmma_fence_operands<32>(acc);
-      wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < Cfg::kKSteps; ++ks)
-        if (ksteps == Cfg::kKSteps || ks < ksteps)  // the ragged last chunk: k-steps wholly past T are not issued
-          wgmma_m64n256k16_ss(acc, tma_operand_desc(sA, ks, consumer), tma_operand_desc(sB, ks, 0));
-      wgmma_commit();
-      wgmma_wait<1>();  // chunk c - 1's instructions are done: its slot may be refilled
-      wgmma_fence_operands<32>(acc);
-      if (c > 0 && lane == 0) mbar_arrive(empty + int((n - 1) % S));
-    }
-    wgmma_wait<0>();
-    wgmma_fence_operands<32>(acc);
-    if (nchunks > 0 && lane == 0) mbar_arrive(empty + int((seq + nchunks - 1) % S));
+    });
     // Every consumer's wgmma has read its operands (waited above); the producer loads nothing
     // before g_free, so G may overwrite the ring once both consumers are here.
     coop_consumers_barrier();

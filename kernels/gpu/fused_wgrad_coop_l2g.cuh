@@ -67,16 +67,11 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   const int64_t tiles = tiles_x * tiles_y;
   const int64_t my_tiles = (tiles - blockIdx.x + gridDim.x - 1) / gridDim.x;  // blocks <= tiles
   auto tile_origin = [&](int64_t k, int64_t& o0, int64_t& i0) {  // the block's k-th tile
-    const FragCoord t = coop_tile_at(int64_t(blockIdx.x) + k * gridDim.x, tiles_y, tiles_x, group_rows);
-    o0 = int64_t(t.row) * Cfg::TR;
-    i0 = int64_t(t.col) * Cfg::TC;
+    coop_tile_origin(int64_t(blockIdx.x) + k * gridDim.x, tiles_y, tiles_x, group_rows, o0, i0);
   };
   const int64_t nchunks = (a.T + Cfg::TK - 1) / Cfg::TK;
   if (threadIdx.x == 0) {
-    for (int i = 0; i < S; ++i) {
-      mbar_init(full + i, 1);
-      mbar_init(empty + i, 8);  // the four warps of each consumer
-    }
+    coop_init_ring(full, empty);
     // Every thread arrives on the G barriers: each orders its own global accesses.
     mbar_init(g_full, 256);
     mbar_init(g_empty, 32 * L2gEpilogueTile::kWarps);
@@ -109,21 +104,7 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
       for (int64_t k = 0; k < my_tiles; ++k) {
         int64_t o0, i0;
         tile_origin(k, o0, i0);
-        // Boxes wholly past W's edge are not loaded: they only feed G rows or columns outside W.
-        int a_boxes = 0, b_boxes = 0;
-        for (int j = 0; j < Cfg::kABoxes; ++j) a_boxes += o0 + j * kTmaBoxCols < a.out;
-        for (int j = 0; j < Cfg::kBBoxes; ++j) b_boxes += i0 + j * kTmaBoxCols < a.in;
-        const uint32_t tx_bytes = uint32_t(kTmaBoxBytes) * uint32_t(a_boxes + b_boxes);
-        for (int64_t c = 0; c < nchunks; ++c, ++n) {
-          const int slot = int(n % S);
-          if (n >= S) mbar_wait(empty + slot, uint32_t(n / S - 1) & 1u);
-          unsigned char* sA = ring + size_t(slot) * Cfg::kSlotBytes;
-          unsigned char* sB = sA + Cfg::kABytes;
-          const int t0 = int(c * Cfg::TK);
-          mbar_arrive_expect_tx(full + slot, tx_bytes);
-          for (int j = 0; j < a_boxes; ++j) tma_load_box(sA + j * kTmaBoxBytes, maps.dy, int(o0) + j * kTmaBoxCols, t0, full + slot);
-          for (int j = 0; j < b_boxes; ++j) tma_load_box(sB + j * kTmaBoxBytes, maps.x, int(i0) + j * kTmaBoxCols, t0, full + slot);
-        }
+        coop_load_tile(a, maps, ring, full, empty, o0, i0, nchunks, n);
       }
     }
     return;
@@ -151,31 +132,7 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     int64_t o0, i0;
     tile_origin(k, o0, i0);
     const bool last = k + 1 == my_tiles;
-#pragma unroll
-    for (int j = 0; j < 32; ++j)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[j][i] = 0.0f;  // +0: the chain's start
-    for (int64_t c = 0; c < nchunks; ++c) {
-      const int64_t n = seq + c;
-      const int slot = int(n % S);
-      mbar_wait(full + slot, uint32_t(n / S) & 1u);
-      const unsigned char* sA = ring + size_t(slot) * Cfg::kSlotBytes;
-      const unsigned char* sB = sA + Cfg::kABytes;
-      const int ksteps = chunk_ksteps(a.T, c * Cfg::TK, Cfg::kKSteps);
-      wgmma_fence_operands<32>(acc);
-      wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < Cfg::kKSteps; ++ks)
-        if (ksteps == Cfg::kKSteps || ks < ksteps)  // the ragged last chunk: k-steps wholly past T are not issued
-          wgmma_m64n256k16_ss(acc, tma_operand_desc(sA, ks, consumer), tma_operand_desc(sB, ks, 0));
-      wgmma_commit();
-      wgmma_wait<1>();  // chunk c - 1's instructions are done: its slot may be refilled
-      wgmma_fence_operands<32>(acc);
-      if (c > 0 && lane == 0) mbar_arrive(empty + int((n - 1) % S));
-    }
-    wgmma_wait<0>();
-    wgmma_fence_operands<32>(acc);
-    if (nchunks > 0 && lane == 0) mbar_arrive(empty + int((seq + nchunks - 1) % S));
+    coop_multiply_tile(acc, ring, full, empty, seq, nchunks, a.T, consumer, lane, [](int64_t) {});
     if (k > 0) mbar_wait(g_empty, uint32_t(k - 1) & 1u);  // the previous tile's G is read
     coop_park_rows<L2gEpilogueTile>(gG, acc, consumer, cwarp, lane);
     if (!last) mbar_arrive(g_full);
