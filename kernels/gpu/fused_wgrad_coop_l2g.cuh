@@ -1,6 +1,6 @@
 // The cooperative kernel with its G tiles parked in global memory (L2): what fused_wgrad_update
-// runs where the cooperative kernel is chosen and this form serves (fp32 state, rules with two or
-// more state slots: coop_l2g_serves, gpu_api.h), from T = FusedSchedule::coop_l2g_min_tokens
+// runs where the cooperative kernel is chosen and this form serves (fp32 state, two or more state
+// slots kept: coop_l2g_serves, gpu_api.h), from T = FusedSchedule::coop_l2g_min_tokens
 // (coop_l2g_chosen, fused_wgrad_update.cuh). One persistent
 // block per SM, three warpgroups, the cooperative kernel's ring of four 48 KB slots and mainloop:
 //   - warp 0 (one thread) loads the chunks with TMA, from one tile straight into the next;

@@ -765,8 +765,11 @@ template <class Rule, StateFormat SF, WeightStore WS>
 void launch_fused_tile(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                        TileShape tile, cudaStream_t stream) {
   if (tile.rows == 128 && tile.cols == 128) {
-    if constexpr (coop_l2g_serves(SF, Rule::kStateSlots))
-      if (coop_l2g_chosen(a, SF, Rule::kStateSlots)) return launch_fused_coop_l2g<Rule, SF, WS>(a, s, pv, stream);
+    if constexpr (coop_l2g_serves(SF, Rule::kStateSlots)) {  // the rule can keep enough slots
+      int kept = 0;  // the slots this view's epilogue moves (fused_params_vec4's arrays)
+      for (int k = 0; k < Rule::kStateSlots; ++k) kept += pv.state[k].present();
+      if (coop_l2g_chosen(a, SF, kept)) return launch_fused_coop_l2g<Rule, SF, WS>(a, s, pv, stream);
+    }
     if (coop_chosen(a, SF)) return launch_fused_coop<Rule, SF, WS>(a, s, pv, stream);
     return launch_fused_cfg<WgradTileCfg<128, 128>, Rule, SF, WS>(a, s, pv, stream);
   }

@@ -147,8 +147,8 @@ FusedPlantedDefect fused_planted_defect();
 //     column by column inside a group (coop_tile_at, wgrad_tile_layout.h), so that the tiles in
 //     flight together share operand columns in L2; 1: row-major. The default, kCoopGroupRows = 8,
 //     is measured (kernels/gpu/NOTES.md v38).
-//   coop_l2g_min_tokens: where the cooperative kernel runs and coop_l2g_serves (fp32 state, rules
-//     with two or more state slots), from this many tokens on it parks each G tile in global memory
+//   coop_l2g_min_tokens: where the cooperative kernel runs and coop_l2g_serves (fp32 state, two or
+//     more state slots kept), from this many tokens on it parks each G tile in global memory
 //     (L2) and two epilogue warps update it while the consumers multiply the next tile
 //     (fused_wgrad_coop_l2g.cuh); 0: never. The default, kCoopL2gMinTokens = 16384, is measured
 //     (kernels/gpu/NOTES.md v40: 7-10% faster there, slower at T = 8192).
@@ -184,15 +184,17 @@ int auto_stagger_us(StateFormat sf);
 // current schedule:
 // "coop_l2g_128x256", "coop_128x256", "block_per_tile" (all for the 128 x 128 setting) or
 // "mma_sync_64x64".
-const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat sf, RuleId rule);
+// rule: its hyperparameters say which state slots it keeps (their storage is what the epilogue moves).
+const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat sf, const RuleConfig& rule);
 // Where the cooperative kernel's G-through-L2 form can serve (FusedSchedule::coop_l2g_min_tokens):
-// fp32 state and a rule with at least kCoopL2gMinStateSlots state slots (24 or more epilogue bytes a
-// parameter: measured, kernels/gpu/NOTES.md v40, it loses with lighter epilogues).
+// fp32 state with at least kCoopL2gMinStateSlots slots kept (24 or more epilogue bytes a parameter:
+// measured, kernels/gpu/NOTES.md v40, it loses with lighter epilogues).
 constexpr int kCoopL2gMinStateSlots = 2;
 constexpr bool coop_l2g_serves(StateFormat sf, int state_slots) {
   return sf == StateFormat::fp32 && state_slots >= kCoopL2gMinStateSlots;
 }
-int rule_state_slots(RuleId rule);
+// How many state slots the rule keeps with these hyperparameters (Rule::states(h).count()).
+int rule_kept_slots(const RuleConfig& rule);
 
 // Variants of the fused kernel (bench, decomposition claim and suites only), AdamW with fp32
 // master + fp32 state or bf16 weights + bf16 state, TMA-loadable operands; throws otherwise.

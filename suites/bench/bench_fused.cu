@@ -72,9 +72,6 @@ double floor_bytes(int64_t out, int64_t in, int64_t T, StateFormat sf, WeightSto
   const double st = state_slots * (sf == StateFormat::fp32 ? 4.0 : sf == StateFormat::bf16 ? 2.0 : 1.0 + 4.0 / 64);
   return n * (w + 2 * st) + 2.0 * double(T) * double(in + out);
 }
-int state_slots(const RuleConfig& rule) {
-  return visit_rule(rule.id, [&](auto r) { return decltype(r)::states(hyper_of<decltype(r)>(rule)).count(); });
-}
 
 struct Setup {
   int64_t out, in, T;
@@ -159,7 +156,7 @@ void bench_step(benchmark::State& state, Path path, RuleId id, int64_t out, int6
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  const double bytes = floor_bytes(out, in, T, sf, ws, state_slots(su.rule));
+  const double bytes = floor_bytes(out, in, T, sf, ws, rule_kept_slots(su.rule));
   const double flops = 2.0 * double(out) * double(in) * double(T);
   state.counters["bytes_per_s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["flop_per_s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
@@ -170,7 +167,7 @@ void bench_step(benchmark::State& state, Path path, RuleId id, int64_t out, int6
   state.counters["floor_ratio"] = benchmark::Counter(
       floor_s, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   std::string kernel;
-  if (path == Path::fused) kernel = std::string(" kernel=") + fused_kernel_for(su.problem(), TileShape{}, sf, id);
+  if (path == Path::fused) kernel = std::string(" kernel=") + fused_kernel_for(su.problem(), TileShape{}, sf, su.rule);
   state.SetLabel(std::string(path_name(path)) + " " + rule_name(id) + "/" + state_format_name(sf) + "/" + weight_store_name(ws) + kernel);
 }
 

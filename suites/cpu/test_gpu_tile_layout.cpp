@@ -733,6 +733,13 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   EXPECT_FALSE(coop_l2g_serves(StateFormat::fp32, 1));
   EXPECT_FALSE(coop_l2g_serves(StateFormat::bf16, 2));
   EXPECT_FALSE(coop_l2g_serves(StateFormat::int8, 3));
+  // Counted as the rule keeps them: RMSprop keeps one slot unless momentum or centered asks more.
+  EXPECT_EQ(rule_kept_slots(default_rule_config(RuleId::adamw)), 2);
+  EXPECT_EQ(rule_kept_slots(default_rule_config(RuleId::rmsprop)), 1);
+  RuleConfig rms = default_rule_config(RuleId::rmsprop);
+  std::get<RMSprop::Hyper>(rms.hyper).centered = true;
+  std::get<RMSprop::Hyper>(rms.hyper).momentum = 0.9;
+  EXPECT_EQ(rule_kept_slots(rms), 3);
   FusedSchedule mine = before;
   mine.stagger_us = 7;
   mine.stagger_stride = 3;

@@ -106,7 +106,7 @@ TEST(gpu_fused_vs_twin, FusedEqualsOrderMatchedAndTwinOnRaggedShapes) {
               compared_om += a.values; diff_om += a.differing;
               compared_twin += b.values; diff_twin += b.differing;
               const std::string where = config_name(r, sf, ws) + " tile " + std::to_string(tile.rows) + " " +
-                                        fused_kernel_for(d.prob, tile, sf, r) +
+                                        fused_kernel_for(d.prob, tile, sf, hp0.rule) +
                                         " shape " + std::to_string(s.out) + "x" + std::to_string(s.in) +
                                         " T=" + std::to_string(s.T) + " step " + std::to_string(st);
               EXPECT_EQ(a.differing, 0) << "fused vs order-matched, " << where << ", first " << a.first_diff;
@@ -157,7 +157,7 @@ TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
   };
   const Shape ragged_shape{304, 520, 2100};
   // Twice: the cooperative kernel, then with its G tiles through L2 where that form serves (fp32
-  // state, rules with two or more state slots; the others stay on the cooperative kernel). 2040 x 4000: 256 tiles, ragged in both directions, so
+  // state, two or more state slots kept; the others stay on the cooperative kernel). 2040 x 4000: 256 tiles, ragged in both directions, so
   // blocks with one and two tiles, and ragged tiles among the epilogue warps' (the first 124).
   for (bool l2g : {false, true}) {
     coop.coop_l2g_min_tokens = l2g ? kCoopMinTokens : 0;
@@ -171,10 +171,10 @@ TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
         for (StateFormat sf : {StateFormat::fp32, StateFormat::bf16, StateFormat::int8})
           for (WeightStore ws : kStores) {
             ++configs;
-            EXPECT_STREQ(fused_kernel_for(steps[0].prob, TileShape{128, 128}, sf, r),
-                         l2g && coop_l2g_serves(sf, rule_state_slots(r)) ? "coop_l2g_128x256" : "coop_128x256");
-            const ParamEvidence e = fused_vs_order_matched(steps, make_param(r, sf, ws, s, uint64_t(1000 + configs)),
-                                                           sf, ws, FusedPlantedDefect::none);
+            const HostParam hp = make_param(r, sf, ws, s, uint64_t(1000 + configs));
+            EXPECT_STREQ(fused_kernel_for(steps[0].prob, TileShape{128, 128}, sf, hp.rule),
+                         l2g && coop_l2g_serves(sf, rule_kept_slots(hp.rule)) ? "coop_l2g_128x256" : "coop_128x256");
+            const ParamEvidence e = fused_vs_order_matched(steps, hp, sf, ws, FusedPlantedDefect::none);
             compared += e.values;
             differing += e.differing;
             EXPECT_EQ(e.differing, 0) << (l2g ? "coop (G through L2)" : "coop") << " fused vs order-matched, "
@@ -519,7 +519,7 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
   coop_late.coop_stagger_us = 10;
   coop_late.coop_stagger_groups = 2;
   set_fused_schedule(coop_late);
-  ASSERT_STREQ(fused_kernel_for(d.prob, TileShape{}, StateFormat::fp32, RuleId::adamw), "coop_128x256");
+  ASSERT_STREQ(fused_kernel_for(d.prob, TileShape{}, StateFormat::fp32, hp0.rule), "coop_128x256");
   DeviceParam coop_planted(hp0);
   set_fused_planted_defect(FusedPlantedDefect::late_blocks_skip_update);
   fused_wgrad_update(d.prob, hp0.rule, StateFormat::fp32, WeightStore::fp32_master, coop_planted.view(), 1);
@@ -613,7 +613,7 @@ TEST(GpuFused, TmaVariantsRefuseUnalignedRows) {
   StepData d(s, 6);
   const HostParam hp = make_param(RuleId::adamw, StateFormat::fp32, WeightStore::fp32_master, s, 4);
   DeviceParam p(hp);
-  EXPECT_STREQ(fused_kernel_for(d.prob, TileShape{128, 128}, StateFormat::fp32, RuleId::adamw), "block_per_tile");
+  EXPECT_STREQ(fused_kernel_for(d.prob, TileShape{128, 128}, StateFormat::fp32, hp.rule), "block_per_tile");
   for (FusedVariant v : {FusedVariant::pingpong_128x128, FusedVariant::coop_128x256})
     EXPECT_THROW(fused_wgrad_update_variant(d.prob, hp.rule, StateFormat::fp32, WeightStore::fp32_master, p.view(), 1, v),
                  std::invalid_argument);
