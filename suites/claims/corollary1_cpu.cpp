@@ -84,11 +84,9 @@ std::vector<ClaimCaseResult> run_corollary1_cases(const Corollary1Config& cfg) {
         for (StateFormat f : fs) combos.push_back({config_for(r, cfg.rule_configs), f, w});
       }
     for (const Combo& cb : combos) {
-      ClaimCaseResult c;
-      c.claim = "corollary1";
-      c.case_name = shape.label() + " | W explained by G | " + combo_name(cb.rule.id, cb.format, cb.store);
-      progress_set_case(c.case_name);
-      if (mark_int8_unfit(cb.format, shape, c)) {
+      ClaimCaseResult c = open_twin_case(
+          "corollary1", shape.label() + " | W explained by G | " + combo_name(cb.rule.id, cb.format, cb.store), cb.format, shape);
+      if (c.not_run) {
         results.push_back(std::move(c));
         continue;
       }

@@ -53,11 +53,9 @@ std::vector<ClaimCaseResult> run_prop1_cases(const Prop1Config& cfg) {
     }
 
     for (const Combo& cb : combos_for(shape, rule_configs, formats, stores, int(si))) {
-      ClaimCaseResult c;
-      c.claim = "prop1_twin";
-      c.case_name = shape.label() + " | " + combo_name(cb.rule.id, cb.format, cb.store);
-      progress_set_case(c.case_name);
-      if (mark_int8_unfit(cb.format, shape, c)) {
+      ClaimCaseResult c = open_twin_case("prop1_twin", shape.label() + " | " + combo_name(cb.rule.id, cb.format, cb.store),
+                                         cb.format, shape);
+      if (c.not_run) {
         results.push_back(std::move(c));
         continue;
       }

@@ -125,11 +125,16 @@ bool int8_fits(const TwinShapeCase& s, int64_t tile_cols) {
   return tile_cols % kInt8Block == 0 || tile_cols >= s.in;
 }
 
-bool mark_int8_unfit(StateFormat f, const TwinShapeCase& shape, ClaimCaseResult& c) {
-  if (f != StateFormat::int8 || int8_fits(shape, shape.tile_cols)) return false;
-  c.not_run = true;
-  c.note = "not run: int8 needs tile columns a multiple of 64";
-  return true;
+ClaimCaseResult open_twin_case(const char* claim, std::string case_name, StateFormat f, const TwinShapeCase& shape) {
+  ClaimCaseResult c;
+  c.claim = claim;
+  c.case_name = std::move(case_name);
+  progress_set_case(c.case_name);
+  if (f == StateFormat::int8 && !int8_fits(shape, shape.tile_cols)) {
+    c.not_run = true;
+    c.note = "not run: int8 needs tile columns a multiple of 64";
+  }
+  return c;
 }
 
 void compare_dx(ParamEvidence& ev, const std::vector<float>& a, const std::vector<float>& b,

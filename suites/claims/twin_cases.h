@@ -67,9 +67,10 @@ std::vector<Combo> combos_for(const TwinShapeCase& s, const std::vector<RuleConf
                               const std::vector<WeightStore>& stores, int shape_index);
 
 bool int8_fits(const TwinShapeCase& s, int64_t tile_cols);
-// An INT8 combination on a tile width that would split INT8 blocks (the twin refuses it): marks
-// c not-run and says so.
-bool mark_int8_unfit(StateFormat f, const TwinShapeCase& shape, ClaimCaseResult& c);
+// A twin claim's case for one combination on one shape: named, announced to the progress line, and
+// already not-run (with the reason) when it is INT8 on a tile width that would split INT8 blocks
+// (the twin refuses it); the caller pushes a not-run case and goes on.
+ClaimCaseResult open_twin_case(const char* claim, std::string case_name, StateFormat f, const TwinShapeCase& shape);
 
 // dX [T, in] of two producers, bit for bit, into ev (nothing when T == 0).
 void compare_dx(ParamEvidence& ev, const std::vector<float>& a, const std::vector<float>& b,
