@@ -766,7 +766,7 @@ void launch_fused_tile(const WgradTileArgs& a, const typename Rule::Scalars& s, 
                        TileShape tile, cudaStream_t stream) {
   if (tile.rows == 128 && tile.cols == 128) {
     if constexpr (coop_l2g_serves(SF, Rule::kStateSlots)) {  // the rule can keep enough slots
-      int kept = 0;  // the slots this view's epilogue moves (fused_params_vec4's arrays)
+      int kept = 0;  // the state arrays this view's epilogue moves (load_quad: the present slots)
       for (int k = 0; k < Rule::kStateSlots; ++k) kept += pv.state[k].present();
       if (coop_l2g_chosen(a, SF, kept)) return launch_fused_coop_l2g<Rule, SF, WS>(a, s, pv, stream);
     }
