@@ -17,18 +17,23 @@
 
 namespace fh::gpu {
 
-// The epilogue's geometry: the whole 128 x 256 tile, both consumer warpgroups, two quads a thread
-// in each of the two batches in flight (four spilled and ran slower; kernels/gpu/NOTES.md v26).
-struct CoopTile {
-  static constexpr int TR = 128, TC = 256, kThreads = 256, kWarps = 8;
-  static constexpr int kEpilogueQuads = 2;
+// An epilogue's geometry over a parked 128 x 256 G tile: kEpilogueThreads threads, kQuads quads a
+// thread in each of the two batches in flight, G rows kLd floats apart.
+template <int kEpilogueThreads, int kQuads, int kLd>
+struct CoopEpilogueTile {
+  static constexpr int TR = 128, TC = 256, kThreads = kEpilogueThreads, kWarps = kEpilogueThreads / 32;
+  static constexpr int kEpilogueQuads = kQuads;
   static constexpr int kPrefetchPasses = 4, kEarlyPrefetchPasses = 4;
-  static constexpr int kLdG = TC + 8;  // = 8 (mod 32): the pair stores are conflict free
+  static constexpr int kLdG = kLd;
   static constexpr int kSegmentsPerRow = TC / 64, kSegments = TR * kSegmentsPerRow;
   static constexpr int kQuadPasses = TR * TC / (4 * kThreads);
   static constexpr int kQuadRowsPerPass = kThreads / (TC / 4);
   static constexpr int kBlockPasses = kSegments / kWarps;
 };
+// The cooperative kernel's: both consumer warpgroups, two quads a thread (four spilled and ran
+// slower; kernels/gpu/NOTES.md v26), G in shared memory with rows 264 floats apart (= 8 mod 32:
+// the pair stores are conflict free).
+using CoopTile = CoopEpilogueTile<256, 2, 256 + 8>;
 
 struct CoopCfg {
   static constexpr int TR = 128, TC = 256, TK = kTmaBoxTokens, kKSteps = TK / 16;
@@ -292,18 +297,22 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   }
 }
 
+// A persistent cooperative launch's grid: one block per SM, or per tile when there are fewer tiles.
+inline int64_t coop_blocks(const WgradTileArgs& a) {
+  int device = 0, sms = 0;
+  cuda_check(cudaGetDevice(&device), "fused_wgrad_coop: cudaGetDevice");
+  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused_wgrad_coop: SM count");
+  const int64_t tiles = ((a.in + CoopCfg::TC - 1) / CoopCfg::TC) * ((a.out + CoopCfg::TR - 1) / CoopCfg::TR);
+  return tiles < sms ? tiles : sms;
+}
+
 template <class Rule, StateFormat SF, WeightStore WS>
 void launch_fused_coop(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                        cudaStream_t stream) {
   auto kernel = fused_wgrad_coop_kernel<Rule, SF, WS>;
   static const bool attributes_set = set_smem_limit(kernel, CoopCfg::kSmemBytes, "fused_wgrad_coop: cudaFuncSetAttribute");
   (void)attributes_set;
-  int device = 0, sms = 0;
-  cuda_check(cudaGetDevice(&device), "fused_wgrad_coop: cudaGetDevice");
-  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused_wgrad_coop: SM count");
-  // Persistent: one block per SM (or per tile, when there are fewer tiles).
-  const int64_t tiles = ((a.in + CoopCfg::TC - 1) / CoopCfg::TC) * ((a.out + CoopCfg::TR - 1) / CoopCfg::TR);
-  const int64_t blocks = tiles < sms ? tiles : sms;
+  const int64_t blocks = coop_blocks(a);
   const WgradTmaMaps maps = make_wgrad_tma_maps(a);
   const bool vec = SF != StateFormat::int8 && fused_params_vec4<SF>(pv);
   const FusedSchedule fs = fused_schedule();

@@ -21,23 +21,11 @@
 
 namespace fh::gpu {
 
-// The epilogue's geometry over a G tile in global memory (rows of TC floats, no padding: no banks
-// to avoid) for kEpilogueThreads threads, kQuads quads a thread in each batch.
-template <int kEpilogueThreads, int kQuads>
-struct CoopGlobalTile {
-  static constexpr int TR = 128, TC = 256, kThreads = kEpilogueThreads, kWarps = kEpilogueThreads / 32;
-  static constexpr int kEpilogueQuads = kQuads;
-  static constexpr int kPrefetchPasses = 4, kEarlyPrefetchPasses = 4;
-  static constexpr int kLdG = TC;
-  static constexpr int kSegmentsPerRow = TC / 64, kSegments = TR * kSegmentsPerRow;
-  static constexpr int kQuadPasses = TR * TC / (4 * kThreads);
-  static constexpr int kQuadRowsPerPass = kThreads / (TC / 4);
-  static constexpr int kBlockPasses = kSegments / kWarps;
-};
+// The epilogues over a G tile in global memory (rows of 256 floats, no padding: no banks to avoid).
 constexpr int kL2gFirstEpilogueWarp = 2;
-using L2gEpilogueTile = CoopGlobalTile<64, 2>;  // warps 2 and 3
+using L2gEpilogueTile = CoopEpilogueTile<64, 2, 256>;  // warps 2 and 3
 // Both consumers, on the block's last tile: one quad a batch (two spilled 8 bytes at 168 registers).
-using L2gLastTile = CoopGlobalTile<256, 1>;
+using L2gLastTile = CoopEpilogueTile<256, 1, 256>;
 constexpr size_t kL2gScratchFloats = size_t(CoopCfg::TR) * CoopCfg::TC;  // a block's slice
 
 struct CoopL2gCfg {
@@ -159,11 +147,7 @@ void launch_fused_coop_l2g(const WgradTileArgs& a, const typename Rule::Scalars&
   static const bool attributes_set =
       set_smem_limit(kernel, CoopL2gCfg::kSmemBytes, "fused_wgrad_coop_l2g: cudaFuncSetAttribute");
   (void)attributes_set;
-  int device = 0, sms = 0;
-  cuda_check(cudaGetDevice(&device), "fused_wgrad_coop_l2g: cudaGetDevice");
-  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused_wgrad_coop_l2g: SM count");
-  const int64_t tiles = ((a.in + CoopCfg::TC - 1) / CoopCfg::TC) * ((a.out + CoopCfg::TR - 1) / CoopCfg::TR);
-  const int64_t blocks = tiles < sms ? tiles : sms;
+  const int64_t blocks = coop_blocks(a);
   float* scratch = coop_l2g_scratch(stream, size_t(blocks) * kL2gScratchFloats);
   const WgradTmaMaps maps = make_wgrad_tma_maps(a);
   const bool vec = fused_params_vec4<SF>(pv);
