@@ -17,11 +17,13 @@
 
 namespace fh::gpu {
 
-// An epilogue's geometry over a parked 128 x 256 G tile: kEpilogueThreads threads, kQuads quads a
-// thread in each of the two batches in flight, G rows kLd floats apart.
-template <int kEpilogueThreads, int kQuads, int kLd>
+// An epilogue's geometry over a kRows x kCols piece of a parked 128 x 256 G tile: kEpilogueThreads
+// threads (a row's quads a whole number of passes' worth), kQuads quads a thread in each of the two
+// batches in flight, G rows kLd floats apart.
+template <int kEpilogueThreads, int kQuads, int kLd, int kRows = 128, int kCols = 256>
 struct CoopEpilogueTile {
-  static constexpr int TR = 128, TC = 256, kThreads = kEpilogueThreads, kWarps = kEpilogueThreads / 32;
+  static constexpr int TR = kRows, TC = kCols, kThreads = kEpilogueThreads, kWarps = kEpilogueThreads / 32;
+  static_assert(kThreads % (TC / 4) == 0, "each pass takes whole rows");
   static constexpr int kEpilogueQuads = kQuads;
   static constexpr int kPrefetchPasses = 4, kEarlyPrefetchPasses = 4;
   static constexpr int kLdG = kLd;

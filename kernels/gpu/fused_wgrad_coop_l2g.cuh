@@ -1,19 +1,23 @@
 // The cooperative kernel with its G tiles parked in global memory (L2): what fused_wgrad_update
-// runs where the cooperative kernel is chosen and this form serves (fp32 state, two or more state
-// slots kept: coop_l2g_serves, gpu_api.h), from T = FusedSchedule::coop_l2g_min_tokens
-// (coop_l2g_chosen, fused_wgrad_update.cuh). One persistent
+// runs where the cooperative kernel is chosen and this form serves (fp32 or bf16 state of a rule
+// that keeps state: coop_l2g_class, gpu_api.h), from T = FusedSchedule::coop_l2g_min_tokens (heavy
+// epilogues) or coop_l2g_min_tokens_light (coop_l2g_chosen, fused_wgrad_update.cuh). One persistent
 // block per SM, three warpgroups, the cooperative kernel's ring of four 48 KB slots and mainloop:
 //   - warp 0 (one thread) loads the chunks with TMA, from one tile straight into the next;
 //   - both consumers (warpgroups 1, 2) multiply the tile, wait until the epilogue warps have read
 //     the previous tile's G, store theirs to the block's 128 KB slice of a global scratch
 //     (g_scratch) and go on to the next tile; the block's last tile they update themselves;
-//   - warps 2 and 3 are the epilogue: they update each parked tile but the last with the rule
-//     while the consumers multiply the next one (warp 1 has no work).
+//   - warps 1, 2 and 3 (FusedSchedule::coop_l2g_epilogue_warps = 3) or 1 and 2 are the epilogue:
+//     they update each parked tile but the last with the rule while the consumers multiply the
+//     next one, each its own rows of the tile's two 128-column halves (l2g_piece).
+// A fourth warpgroup for the epilogue does not compile: a 512-thread block has 128 registers a
+// thread, and ptxas refuses the m64n256k16 accumulators below 154 even after setmaxnreg.
 // Why: the cooperative kernel's epilogue does not overlap its mainloop (about 34 us a tile at
 // 4096², fp32: 852 KB of weights and state while the tensor cores idle), and v37's parked tile in
 // shared memory cut the ring to 96 KB and starved the mainloop (kernels/gpu/NOTES.md v37). Here
 // the ring keeps its 192 KB; the price is 128 KB of G stored to and loaded from L2 a tile, and the
-// two epilogue warps' pace (a tile's mainloop must outlast their epilogue: large T only).
+// epilogue warps' pace (a tile's mainloop must outlast their epilogue: large T only; v40 had two
+// epilogue warps, v41 three).
 // Per output element the chain is the cooperative kernel's, and each element's update the same
 // function of the same values; the GPU fused suite compares the bits.
 #pragma once
@@ -22,8 +26,22 @@
 namespace fh::gpu {
 
 // The epilogues over a G tile in global memory (rows of 256 floats, no padding: no banks to avoid).
-constexpr int kL2gFirstEpilogueWarp = 2;
-using L2gEpilogueTile = CoopEpilogueTile<64, 2, 256>;  // warps 2 and 3
+// Each epilogue warp alone over a 128-column half (one 32-quad row a pass), on its own pieces: a
+// single geometry and call site (two of them spilled 548 bytes and more at 168 registers), one quad
+// a batch (two spilled 36 bytes).
+using L2gEpilogueTile = CoopEpilogueTile<32, 1, 256, 128, 128>;
+struct L2gPiece {
+  int r0, c0, rows;
+};
+// Piece k of epilogue warp w (warp 1 + w) when `warps` update the tile (rows in whole batch pairs,
+// multiples of 4): three warps 84 + 84 + 88 rows of 128 columns, two warps a half each.
+__device__ __forceinline__ L2gPiece l2g_piece(int warps, int w, int k) {
+  if (warps == 2) return {0, 128 * w, 128};
+  if (w == 0) return {0, 0, 84};
+  if (w == 1) return k == 0 ? L2gPiece{84, 0, 44} : L2gPiece{0, 128, 40};
+  return {40, 128, 88};
+}
+__device__ __forceinline__ int l2g_pieces(int warps, int w) { return warps == 3 && w == 1 ? 2 : 1; }
 // Both consumers, on the block's last tile: one quad a batch (two spilled 8 bytes at 168 registers).
 using L2gLastTile = CoopEpilogueTile<256, 1, 256>;
 constexpr size_t kL2gScratchFloats = size_t(CoopCfg::TR) * CoopCfg::TC;  // a block's slice
@@ -38,8 +56,8 @@ struct CoopL2gCfg {
 template <class Rule, StateFormat SF, WeightStore WS>
 __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     fused_wgrad_coop_l2g_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec, int group_rows,
-                                float* g_scratch, const __grid_constant__ WgradTmaMaps maps) {
-  static_assert(coop_l2g_serves(SF, Rule::kStateSlots), "only where it serves (coop_l2g_serves)");
+                                int epilogue_warps, float* g_scratch, const __grid_constant__ WgradTmaMaps maps) {
+  static_assert(coop_l2g_builds(SF, Rule::kStateSlots), "only where it serves (coop_l2g_builds)");
   using Cfg = CoopCfg;
   constexpr int S = Cfg::kStages;
   extern __shared__ __align__(16) unsigned char coop_l2g_smem[];
@@ -62,7 +80,7 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     coop_init_ring(full, empty);
     // Every thread arrives on the G barriers: each orders its own global accesses.
     mbar_init(g_full, 256);
-    mbar_init(g_empty, 32 * L2gEpilogueTile::kWarps);
+    mbar_init(g_empty, 32 * epilogue_warps);
     fence_mbarrier_init();
   }
   __syncthreads();
@@ -74,16 +92,19 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   auto whole_tile = [&](int64_t o0, int64_t i0) {
     return vec && !short_edge && !shifted(o0, i0) && o0 + Cfg::TR <= pv.rows && i0 + Cfg::TC <= pv.cols;
   };
-  // Tile (o0, i0)'s update from the G parked at gG by the Tile::kThreads threads of index tid.
-  auto epilogue = [&](auto tile, int64_t o0, int64_t i0, int tid) {
+  // The update of tile (o0, i0)'s piece (rows r0 .. r0 + rows - 1, columns c0 .. c0 + Tile::TC - 1)
+  // from the G parked at gG, by the Tile::kThreads threads of index tid.
+  auto epilogue = [&](auto tile, int64_t o0, int64_t i0, L2gPiece piece, int tid) {
     using Tile = decltype(tile);
+    const float* g = gG + piece.r0 * Tile::kLdG + piece.c0;
+    const int64_t r = o0 + piece.r0, c = i0 + piece.c0;
     const FragCoord first = epilogue_quad<Tile>(tid, 0);
     if (whole_tile(o0, i0))
-      fused_epilogue_quads<Tile, Rule, SF, WS, true>(s, pv, gG, o0, i0, vec, short_edge, false, a.planted_defect,
-                                                     first, tid);
+      fused_epilogue_quads<Tile, Rule, SF, WS, true>(s, pv, g, r, c, vec, short_edge, false, a.planted_defect, first,
+                                                     tid, piece.rows);
     else
-      fused_epilogue_quads<Tile, Rule, SF, WS, false>(s, pv, gG, o0, i0, vec, short_edge, shifted(o0, i0),
-                                                      a.planted_defect, first, tid);
+      fused_epilogue_quads<Tile, Rule, SF, WS, false>(s, pv, g, r, c, vec, short_edge, shifted(o0, i0),
+                                                      a.planted_defect, first, tid, piece.rows);
   };
 
   if (warp == 0) {  // producer: one thread
@@ -97,17 +118,21 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     }
     return;
   }
-  if (warp < kL2gFirstEpilogueWarp) return;
-
   if (warp < 4) {  // the epilogue warps: every tile of the block but its last
-    const int etid = threadIdx.x - 32 * kL2gFirstEpilogueWarp;
+    const int w = warp - 1;
+    if (w >= epilogue_warps) return;
     for (int64_t k = 0; k + 1 < my_tiles; ++k) {
       int64_t o0, i0;
       tile_origin(k, o0, i0);
-      // The tile's first lines into L2 while its mainloop runs.
-      if (whole_tile(o0, i0)) prefetch_first_passes<L2gEpilogueTile, Rule, SF, WS>(pv, epilogue_quad<L2gEpilogueTile>(etid, 0), o0, i0);
+      // The first piece's first lines into L2 while the tile's mainloop runs.
+      const L2gPiece first = l2g_piece(epilogue_warps, w, 0);
+      if (whole_tile(o0, i0))
+        prefetch_first_passes<L2gEpilogueTile, Rule, SF, WS>(pv, epilogue_quad<L2gEpilogueTile>(lane, 0),
+                                                             o0 + first.r0, i0 + first.c0);
       mbar_wait(g_full, uint32_t(k) & 1u);
-      epilogue(L2gEpilogueTile{}, o0, i0, etid);
+#pragma unroll 1
+      for (int p = 0; p < l2g_pieces(epilogue_warps, w); ++p)
+        epilogue(L2gEpilogueTile{}, o0, i0, l2g_piece(epilogue_warps, w, p), lane);
       mbar_arrive(g_empty);
     }
     return;
@@ -122,7 +147,7 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     const bool last = k + 1 == my_tiles;
     coop_multiply_tile(acc, ring, full, empty, seq, nchunks, a.T, consumer, lane, [](int64_t) {});
     if (k > 0) mbar_wait(g_empty, uint32_t(k - 1) & 1u);  // the previous tile's G is read
-    coop_park_rows<L2gEpilogueTile>(gG, acc, consumer, cwarp, lane);
+    coop_park_rows<L2gLastTile>(gG, acc, consumer, cwarp, lane);
     if (!last) mbar_arrive(g_full);
   }
   // The block's last tile, by the consumers (after the loop: inside it, ptxas kept the
@@ -132,7 +157,7 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     int64_t o0, i0;
     tile_origin(my_tiles - 1, o0, i0);
     coop_consumers_barrier();  // the whole tile is stored (bar.sync orders the consumers' stores)
-    epilogue(L2gLastTile{}, o0, i0, ctid);
+    epilogue(L2gLastTile{}, o0, i0, L2gPiece{0, 0, L2gLastTile::TR}, ctid);
   }
 }
 
@@ -151,7 +176,9 @@ void launch_fused_coop_l2g(const WgradTileArgs& a, const typename Rule::Scalars&
   float* scratch = coop_l2g_scratch(stream, size_t(blocks) * kL2gScratchFloats);
   const WgradTmaMaps maps = make_wgrad_tma_maps(a);
   const bool vec = fused_params_vec4<SF>(pv);
-  kernel<<<unsigned(blocks), CoopCfg::kThreads, CoopL2gCfg::kSmemBytes, stream>>>(a, s, pv, vec, fused_schedule().coop_group_rows,
+  const FusedSchedule fs = fused_schedule();
+  kernel<<<unsigned(blocks), CoopCfg::kThreads, CoopL2gCfg::kSmemBytes, stream>>>(a, s, pv, vec, fs.coop_group_rows,
+                                                                                    fs.coop_l2g_epilogue_warps,
                                                                                     scratch, maps);
   cuda_check(cudaGetLastError(), "fused_wgrad_coop_l2g: launch");
 }

@@ -64,11 +64,14 @@ void validate_param_view(const RuleConfig& rule, StateFormat sf, WeightStore ws,
 int rule_kept_slots(const RuleConfig& rule) {
   return visit_rule(rule.id, [&](auto r) { return decltype(r)::states(hyper_of<decltype(r)>(rule)).count(); });
 }
+int rule_declared_slots(const RuleConfig& rule) {
+  return visit_rule(rule.id, [](auto r) { return decltype(r)::kStateSlots; });
+}
 
 const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat sf, const RuleConfig& rule) {
   if (tile.rows == 64 && tile.cols == 64) return "mma_sync_64x64";
   const WgradTileArgs a = make_tile_args(p);
-  if (coop_l2g_chosen(a, sf, rule_kept_slots(rule))) return "coop_l2g_128x256";
+  if (coop_l2g_chosen(a, sf, rule_declared_slots(rule), rule_kept_slots(rule))) return "coop_l2g_128x256";
   return coop_chosen(a, sf) ? "coop_128x256" : "block_per_tile";
 }
 

@@ -157,9 +157,11 @@ template <class Cfg, class Rule, StateFormat SF, WeightStore WS, bool kWholeTile
 __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalars& s, const ParamView& pv,
                                                      const float* sG, int64_t o0, int64_t i0, bool vec,
                                                      bool short_edge, bool shift_state, int planted,
-                                                     const FragCoord& first, int tid) {
+                                                     const FragCoord& first, int tid, int rows = Cfg::TR) {
   constexpr int Q = Cfg::kEpilogueQuads;
   static_assert(Cfg::kQuadPasses % (2 * Q) == 0, "pairs of batches must divide the passes");
+  // The piece's first `rows` rows only (a multiple of Cfg::kQuadRowsPerPass * 2 * Q).
+  const int passes = rows * (Cfg::TC / 4) / Cfg::kThreads;
   // Only the weight and state values stay live across a batch: indices are recomputed and G is
   // read from the tile at the update (fewer registers).
   struct Batch {
@@ -194,7 +196,7 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
   // passes before they are loaded, so the loads' DRAM latency is not waited for in registers.
   auto prefetch = [&](int pass) {
     if constexpr (kWholeTile)
-      if (pass < Cfg::kQuadPasses) prefetch_quad_lines<Rule, SF, WS>(pv, idx_first + pass * idx_step);
+      if (pass < passes) prefetch_quad_lines<Rule, SF, WS>(pv, idx_first + pass * idx_step);
   };
   auto load = [&](int j0, Batch& x) {
 #pragma unroll
@@ -252,10 +254,10 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
   for (int j = kWholeTile ? Cfg::kEarlyPrefetchPasses : 0; j < Cfg::kPrefetchPasses; ++j) prefetch(j);
   load(0, x0);
 #pragma unroll 1
-  for (int j0 = 0; j0 < Cfg::kQuadPasses; j0 += 2 * Q) {
+  for (int j0 = 0; j0 < passes; j0 += 2 * Q) {
     load(j0 + Q, x1);
     update_and_store(j0, x0);
-    if (j0 + 2 * Q < Cfg::kQuadPasses) load(j0 + 2 * Q, x0);
+    if (j0 + 2 * Q < passes) load(j0 + 2 * Q, x0);
     update_and_store(j0 + Q, x1);
   }
 }
@@ -754,21 +756,25 @@ inline bool coop_chosen(const WgradTileArgs& a, StateFormat sf) {
   const int64_t from = sf == StateFormat::int8 ? sched.coop_min_tokens_int8 : sched.coop_min_tokens;
   return from > 0 && a.T >= from && wgrad_tma_usable(a);
 }
-// Where the cooperative kernel is chosen and its G-through-L2 form serves (coop_l2g_serves):
-// that form from FusedSchedule::coop_l2g_min_tokens on (0: never).
-inline bool coop_l2g_chosen(const WgradTileArgs& a, StateFormat sf, int state_slots) {
-  const int64_t from = fused_schedule().coop_l2g_min_tokens;
-  return coop_l2g_serves(sf, state_slots) && from > 0 && a.T >= from && coop_chosen(a, sf);
+// Where the cooperative kernel is chosen, its G-through-L2 form from the threshold of the problem's
+// class on (coop_l2g_class; 0: never).
+inline bool coop_l2g_chosen(const WgradTileArgs& a, StateFormat sf, int declared_slots, int kept_slots) {
+  const FusedSchedule sched = fused_schedule();
+  const int64_t tiles = ((a.in + CoopCfg::TC - 1) / CoopCfg::TC) * ((a.out + CoopCfg::TR - 1) / CoopCfg::TR);
+  const CoopL2gClass c = coop_l2g_class(sf, declared_slots, kept_slots, tiles, sched.coop_l2g_light_min_tiles);
+  const int64_t from = c == CoopL2gClass::heavy ? sched.coop_l2g_min_tokens
+                       : c == CoopL2gClass::light ? sched.coop_l2g_min_tokens_light : 0;
+  return from > 0 && a.T >= from && coop_chosen(a, sf);
 }
 
 template <class Rule, StateFormat SF, WeightStore WS>
 void launch_fused_tile(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                        TileShape tile, cudaStream_t stream) {
   if (tile.rows == 128 && tile.cols == 128) {
-    if constexpr (coop_l2g_serves(SF, Rule::kStateSlots)) {  // the rule can keep enough slots
+    if constexpr (coop_l2g_builds(SF, Rule::kStateSlots)) {
       int kept = 0;  // the state arrays this view's epilogue moves (load_quad: the present slots)
       for (int k = 0; k < Rule::kStateSlots; ++k) kept += pv.state[k].present();
-      if (coop_l2g_chosen(a, SF, kept)) return launch_fused_coop_l2g<Rule, SF, WS>(a, s, pv, stream);
+      if (coop_l2g_chosen(a, SF, Rule::kStateSlots, kept)) return launch_fused_coop_l2g<Rule, SF, WS>(a, s, pv, stream);
     }
     if (coop_chosen(a, SF)) return launch_fused_coop<Rule, SF, WS>(a, s, pv, stream);
     return launch_fused_cfg<WgradTileCfg<128, 128>, Rule, SF, WS>(a, s, pv, stream);

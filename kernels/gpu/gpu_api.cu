@@ -55,6 +55,15 @@ void set_fused_schedule(const FusedSchedule& s) {
   if (s.coop_l2g_min_tokens < 0)
     throw std::invalid_argument("set_fused_schedule: coop_l2g_min_tokens must be >= 0 (0: never; got " +
                                 std::to_string(s.coop_l2g_min_tokens) + ")");
+  if (s.coop_l2g_light_min_tiles < 1)
+    throw std::invalid_argument("set_fused_schedule: coop_l2g_light_min_tiles must be >= 1 (got " +
+                                std::to_string(s.coop_l2g_light_min_tiles) + ")");
+  if (s.coop_l2g_epilogue_warps < 2 || s.coop_l2g_epilogue_warps > 3)
+    throw std::invalid_argument("set_fused_schedule: coop_l2g_epilogue_warps must be 2 or 3 (got " +
+                                std::to_string(s.coop_l2g_epilogue_warps) + ")");
+  if (s.coop_l2g_min_tokens_light < 0)
+    throw std::invalid_argument("set_fused_schedule: coop_l2g_min_tokens_light must be >= 0 (0: never; got " +
+                                std::to_string(s.coop_l2g_min_tokens_light) + ")");
   std::lock_guard<std::mutex> lock(g_schedule_mutex);
   g_schedule = s;
 }

@@ -147,20 +147,30 @@ FusedPlantedDefect fused_planted_defect();
 //     column by column inside a group (coop_tile_at, wgrad_tile_layout.h), so that the tiles in
 //     flight together share operand columns in L2; 1: row-major. The default, kCoopGroupRows = 8,
 //     is measured (kernels/gpu/NOTES.md v38).
-//   coop_l2g_min_tokens: where the cooperative kernel runs and coop_l2g_serves (fp32 state, two or
-//     more state slots kept), from this many tokens on it parks each G tile in global memory
-//     (L2) and two epilogue warps update it while the consumers multiply the next tile
-//     (fused_wgrad_coop_l2g.cuh); 0: never. The default, kCoopL2gMinTokens = 16384, is measured
-//     (kernels/gpu/NOTES.md v40: 7-10% faster there, slower at T = 8192).
+//   coop_l2g_min_tokens: where the cooperative kernel runs and its epilogue is heavy
+//     (coop_l2g_class: fp32 state, two or more state slots kept), from this many tokens on it
+//     parks each G tile in global memory (L2) and epilogue warps update it while the consumers
+//     multiply the next tile (fused_wgrad_coop_l2g.cuh); 0: never. The default,
+//     kCoopL2gMinTokens = 16384, is measured (kernels/gpu/NOTES.md v40, v41).
+//   coop_l2g_min_tokens_light, coop_l2g_light_min_tiles: the same for the lighter epilogues
+//     (coop_l2g_class), on layers of at least that many 128 x 256 tiles. Defaults measured
+//     (kernels/gpu/NOTES.md v41).
+//   coop_l2g_epilogue_warps: how many warps (2 or 3) update the parked G tiles; the default,
+//     3, is measured (kernels/gpu/NOTES.md v41).
 // Process-wide. forge-bench reads FH_FUSED_STAGGER_US, FH_FUSED_STAGGER_STRIDE,
 // FH_FUSED_COOP_MIN_TOKENS, FH_FUSED_COOP_MIN_TOKENS_INT8, FH_FUSED_COOP_STAGGER_US,
-// FH_FUSED_COOP_STAGGER_GROUPS, FH_FUSED_COOP_GROUP_ROWS and FH_FUSED_COOP_L2G_MIN_TOKENS.
+// FH_FUSED_COOP_STAGGER_GROUPS, FH_FUSED_COOP_GROUP_ROWS, FH_FUSED_COOP_L2G_MIN_TOKENS,
+// FH_FUSED_COOP_L2G_MIN_TOKENS_LIGHT, FH_FUSED_COOP_L2G_LIGHT_MIN_TILES and
+// FH_FUSED_COOP_L2G_EPILOGUE_WARPS.
 constexpr int64_t kCoopMinTokens = 2048;
 constexpr int64_t kCoopMinTokensInt8 = 8192;
 constexpr int kCoopStaggerUs = 0;
 constexpr int kCoopStaggerGroups = 1;
 constexpr int kCoopGroupRows = 8;
 constexpr int64_t kCoopL2gMinTokens = 16384;
+constexpr int64_t kCoopL2gMinTokensLight = 16384;
+constexpr int64_t kCoopL2gLightMinTiles = 1024;
+constexpr int kCoopL2gEpilogueWarps = 3;
 struct FusedSchedule {
   int stagger_us = -1;
   int stagger_stride = 0;
@@ -170,11 +180,15 @@ struct FusedSchedule {
   int coop_stagger_groups = kCoopStaggerGroups;
   int coop_group_rows = kCoopGroupRows;
   int64_t coop_l2g_min_tokens = kCoopL2gMinTokens;
+  int64_t coop_l2g_min_tokens_light = kCoopL2gMinTokensLight;
+  int64_t coop_l2g_light_min_tiles = kCoopL2gLightMinTiles;
+  int coop_l2g_epilogue_warps = kCoopL2gEpilogueWarps;
 };
 // Throws std::invalid_argument on a value out of range (stagger_us -1 .. 10^6, stride >= 0,
 // coop_min_tokens and coop_min_tokens_int8 >= 0, coop_stagger_us >= 0, coop_stagger_groups
 // 1 .. 1024, the last group's delay at most 10^6 us, coop_group_rows 1 .. 1024,
-// coop_l2g_min_tokens >= 0).
+// coop_l2g_min_tokens and coop_l2g_min_tokens_light >= 0, coop_l2g_light_min_tiles >= 1,
+// coop_l2g_epilogue_warps 2 or 3).
 void set_fused_schedule(const FusedSchedule& s);
 FusedSchedule fused_schedule();
 // The stagger an auto schedule uses: 10 us where the epilogue is DRAM bound (fp32 state: 24 or
@@ -186,15 +200,30 @@ int auto_stagger_us(StateFormat sf);
 // "mma_sync_64x64".
 // rule: its hyperparameters say which state slots it keeps (their storage is what the epilogue moves).
 const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat sf, const RuleConfig& rule);
-// Where the cooperative kernel's G-through-L2 form can serve (FusedSchedule::coop_l2g_min_tokens):
-// fp32 state with at least kCoopL2gMinStateSlots slots kept (24 or more epilogue bytes a parameter:
-// measured, kernels/gpu/NOTES.md v40, it loses with lighter epilogues).
-constexpr int kCoopL2gMinStateSlots = 2;
-constexpr bool coop_l2g_serves(StateFormat sf, int state_slots) {
-  return sf == StateFormat::fp32 && state_slots >= kCoopL2gMinStateSlots;
+// The cooperative kernel's G-through-L2 form is built for fp32 and bf16 state of rules that declare
+// state (INT8's epilogue on three warps ran 4-7% slower than the cooperative kernel at T = 16384;
+// with no state the epilogue is too light to hide: kernels/gpu/NOTES.md v41).
+constexpr bool coop_l2g_builds(StateFormat sf, int declared_slots) {
+  return sf != StateFormat::int8 && declared_slots >= 1;
 }
-// How many state slots the rule keeps with these hyperparameters (Rule::states(h).count()).
+// Which of FusedSchedule's thresholds a problem takes: heavy epilogues (fp32 state with at least
+// kCoopL2gMinStateSlots slots kept: 24 or more bytes a parameter) coop_l2g_min_tokens; lighter ones
+// coop_l2g_min_tokens_light, where the rule keeps every slot it declares (RMSprop keeping one of three
+// ran 6% slower than the cooperative kernel: its epilogue carries the others' branches) and the layer
+// has coop_l2g_light_min_tiles tiles (4096² with 512 lost 1-3%: there each block's last tile, which
+// the consumers update unhidden, is a quarter of its work).
+enum class CoopL2gClass { none, heavy, light };
+constexpr int kCoopL2gMinStateSlots = 2;
+constexpr CoopL2gClass coop_l2g_class(StateFormat sf, int declared_slots, int kept_slots, int64_t tiles,
+                                      int64_t light_min_tiles) {
+  if (!coop_l2g_builds(sf, declared_slots) || kept_slots < 1) return CoopL2gClass::none;
+  if (sf == StateFormat::fp32 && kept_slots >= kCoopL2gMinStateSlots) return CoopL2gClass::heavy;
+  return kept_slots == declared_slots && tiles >= light_min_tiles ? CoopL2gClass::light : CoopL2gClass::none;
+}
+// How many state slots the rule keeps with these hyperparameters (Rule::states(h).count()), and how
+// many it declares (Rule::kStateSlots).
 int rule_kept_slots(const RuleConfig& rule);
+int rule_declared_slots(const RuleConfig& rule);
 
 // Variants of the fused kernel (bench, decomposition claim and suites only), AdamW with fp32
 // master + fp32 state or bf16 weights + bf16 state, TMA-loadable operands; throws otherwise.

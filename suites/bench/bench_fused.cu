@@ -216,6 +216,9 @@ int main(int argc, char** argv) {
   env_int("FH_FUSED_COOP_STAGGER_GROUPS", sched.coop_stagger_groups);
   env_int("FH_FUSED_COOP_GROUP_ROWS", sched.coop_group_rows);
   env_tokens("FH_FUSED_COOP_L2G_MIN_TOKENS", sched.coop_l2g_min_tokens);  // 0: never
+  env_tokens("FH_FUSED_COOP_L2G_MIN_TOKENS_LIGHT", sched.coop_l2g_min_tokens_light);
+  env_tokens("FH_FUSED_COOP_L2G_LIGHT_MIN_TILES", sched.coop_l2g_light_min_tiles);
+  env_int("FH_FUSED_COOP_L2G_EPILOGUE_WARPS", sched.coop_l2g_epilogue_warps);
   try {
     set_fused_schedule(sched);
   } catch (const std::exception& e) {
@@ -233,10 +236,11 @@ int main(int argc, char** argv) {
   std::printf("seed: 0x%016llx (fixed)\n", (unsigned long long)kBenchSeed);
   std::printf("forge-bench: fused schedule: cooperative kernel from T = %lld (INT8 state: %lld; 0: never), stagger %d us "
               "(-1: auto, %d us for fp32 state), stride %d (0: SM count); cooperative stagger %d us x %d groups, "
-              "tiles in groups of %d rows; G through L2 from T = %lld (0: never)\n",
+              "tiles in groups of %d rows; G through L2 from T = %lld, lighter epilogues from T = %lld (0: never) on %lld tiles or more, %d epilogue warps\n",
               (long long)sched.coop_min_tokens, (long long)sched.coop_min_tokens_int8, sched.stagger_us,
               auto_stagger_us(StateFormat::fp32), sched.stagger_stride, sched.coop_stagger_us, sched.coop_stagger_groups,
-              sched.coop_group_rows, (long long)sched.coop_l2g_min_tokens);
+              sched.coop_group_rows, (long long)sched.coop_l2g_min_tokens, (long long)sched.coop_l2g_min_tokens_light,
+              (long long)sched.coop_l2g_light_min_tiles, sched.coop_l2g_epilogue_warps);
   struct Layer { int64_t out, in; };
   const Layer layers[] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {1024, 4096}};
   const int64_t tokens[] = {512, 2048, 8192, 16384};

@@ -156,11 +156,14 @@ TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
     return test::compare_params(fused_h, om_h);
   };
   const Shape ragged_shape{304, 520, 2100};
-  // Twice: the cooperative kernel, then with its G tiles through L2 where that form serves (fp32
-  // state, two or more state slots kept; the others stay on the cooperative kernel). 2040 x 4000: 256 tiles, ragged in both directions, so
-  // blocks with one and two tiles, and ragged tiles among the epilogue warps' (the first 124).
+  // Twice: the cooperative kernel, then with its G tiles through L2 wherever that form serves
+  // (coop_l2g_class, any layer size: fp32 and bf16 state of rules that keep state; SGD, INT8 and
+  // RMSprop's default stay on the cooperative kernel). 2040 x 4000: 256 tiles, ragged in both
+  // directions, so blocks with one and two tiles, and ragged tiles among the epilogue warps' (the
+  // first 124).
   for (bool l2g : {false, true}) {
-    coop.coop_l2g_min_tokens = l2g ? kCoopMinTokens : 0;
+    coop.coop_l2g_min_tokens = coop.coop_l2g_min_tokens_light = l2g ? kCoopMinTokens : 0;
+    coop.coop_l2g_light_min_tiles = 1;
     set_fused_schedule(coop);
     int64_t compared = 0, differing = 0, configs = 0;
     std::vector<StepData> ragged;
@@ -173,7 +176,10 @@ TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
             ++configs;
             const HostParam hp = make_param(r, sf, ws, s, uint64_t(1000 + configs));
             EXPECT_STREQ(fused_kernel_for(steps[0].prob, TileShape{128, 128}, sf, hp.rule),
-                         l2g && coop_l2g_serves(sf, rule_kept_slots(hp.rule)) ? "coop_l2g_128x256" : "coop_128x256");
+                         l2g && coop_l2g_class(sf, rule_declared_slots(hp.rule), rule_kept_slots(hp.rule), 1, 1) !=
+                                        CoopL2gClass::none
+                             ? "coop_l2g_128x256"
+                             : "coop_128x256");
             const ParamEvidence e = fused_vs_order_matched(steps, hp, sf, ws, FusedPlantedDefect::none);
             compared += e.values;
             differing += e.differing;
@@ -447,16 +453,20 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
   // groups of late starts.
   // Its tile order: row-major and groups of three tile rows (a ragged last group) beside the
   // default eight.
-  // With its G tiles through L2 (AdamW with fp32 state) in the default and the three-row order.
-  for (auto [us, groups, rows, l2g] :
-       {std::tuple{0, 1, kCoopGroupRows, 0}, std::tuple{10, 2, kCoopGroupRows, 0}, std::tuple{4, 4, kCoopGroupRows, 0},
-        std::tuple{0, 1, 1, 0}, std::tuple{0, 1, 3, 0}, std::tuple{0, 1, kCoopGroupRows, 64}, std::tuple{0, 1, 3, 64}}) {
+  // With its G tiles through L2 (fp32 and bf16 state; INT8 stays on the cooperative kernel) in the
+  // default and the three-row order, by three and by two epilogue warps.
+  for (auto [us, groups, rows, l2g, warps] :
+       {std::tuple{0, 1, kCoopGroupRows, 0, 3}, std::tuple{10, 2, kCoopGroupRows, 0, 3},
+        std::tuple{4, 4, kCoopGroupRows, 0, 3}, std::tuple{0, 1, 1, 0, 3}, std::tuple{0, 1, 3, 0, 3},
+        std::tuple{0, 1, kCoopGroupRows, 64, 3}, std::tuple{0, 1, 3, 64, 3}, std::tuple{0, 1, kCoopGroupRows, 64, 2}}) {
     FusedSchedule coop = defaults;
     coop.coop_min_tokens = coop.coop_min_tokens_int8 = 64;
     coop.coop_stagger_us = us;
     coop.coop_stagger_groups = groups;
     coop.coop_group_rows = rows;
-    coop.coop_l2g_min_tokens = l2g;
+    coop.coop_l2g_min_tokens = coop.coop_l2g_min_tokens_light = l2g;
+    coop.coop_l2g_epilogue_warps = warps;
+    coop.coop_l2g_light_min_tiles = 1;
     variants.push_back(coop);
   }
   int64_t compared = 0, differing = 0, runs = 0;
@@ -489,6 +499,7 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
                                   << " (INT8 " << v.coop_min_tokens_int8 << "), coop stagger " << v.coop_stagger_us
                                   << " us x " << v.coop_stagger_groups << " groups, tile groups of "
                                   << v.coop_group_rows << " rows, G through L2 from T = " << v.coop_l2g_min_tokens
+                                  << " by " << v.coop_l2g_epilogue_warps << " warps"
                                   << ": "
                                   << config_name(RuleId::adamw, sf, ws) << " " << s.out << "x" << s.in
                                   << ", first " << e.first_diff;
