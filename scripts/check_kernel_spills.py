@@ -23,7 +23,7 @@ import tempfile
 # Spill-store bytes allowed per (kernel, state format), as ptxas of CUDA 13.0 reports them.
 CEILING = {
     ("coop", "fp32"): 0, ("coop", "bf16"): 0, ("coop", "int8"): 0,
-    ("coop_l2g", "fp32"): 0, ("coop_l2g", "bf16"): 0,
+    ("coop_l2g", "fp32"): 0, ("coop_l2g", "bf16"): 0, ("coop_l2g", "int8"): 0,
     # The 128 x 128 block kernel's spills predate this check (measured at v38's kernels).
     ("block128", "fp32"): 24, ("block128", "bf16"): 28, ("block128", "int8"): 12,
     ("block64", "fp32"): 0, ("block64", "bf16"): 0, ("block64", "int8"): 0,
@@ -85,12 +85,16 @@ def main():
         print("%-9s %-5s %4d bytes spill stores (ceiling %d)%s" % (k[0], k[1], found[k], CEILING[k],
                                                                   "  OVER" if k in over else ""))
     if a.plant:
-        # The plant is in the producer's loads (coop_load_tile), which both cooperative kernels share.
-        want = [("coop", f) for f in ("bf16", "fp32", "int8")] + [("coop_l2g", "fp32")]
-        if over == want:
+        # The plant is in the producer's loads (coop_load_tile), which both cooperative kernels share:
+        # it must spill the cooperative kernel, whose producer has 40 registers (setmaxnreg), and
+        # touch no other kernel but the G-through-L2 form (168 registers a warp: it spills there or
+        # not with the rest of that kernel's pressure, kernels/gpu/NOTES.md v41).
+        want = [("coop", f) for f in ("bf16", "fp32", "int8")]
+        if all(k in over for k in want) and all(k[0] in ("coop", "coop_l2g") for k in over):
             print("check_kernel_spills --plant: the planted producer spill was caught in %s" % over)
             return 0
-        print("check_kernel_spills --plant: expected exactly %s over the ceiling, got %s" % (want, over))
+        print("check_kernel_spills --plant: expected %s (and at most G-through-L2 kernels) over the ceiling, "
+              "got %s" % (want, over))
         return 1
     if over:
         print("check_kernel_spills: FAIL: %d kernels spill more than their ceiling" % len(over))

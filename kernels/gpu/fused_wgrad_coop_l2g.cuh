@@ -1,15 +1,18 @@
 // The cooperative kernel with its G tiles parked in global memory (L2): what fused_wgrad_update
-// runs where the cooperative kernel is chosen and this form serves (fp32 or bf16 state of a rule
-// that keeps state: coop_l2g_class, gpu_api.h), from T = FusedSchedule::coop_l2g_min_tokens (heavy
-// epilogues) or coop_l2g_min_tokens_light (coop_l2g_chosen, fused_wgrad_update.cuh). One persistent
-// block per SM, three warpgroups, the cooperative kernel's ring of four 48 KB slots and mainloop:
+// runs where the cooperative kernel is chosen and this form serves (a rule that keeps state:
+// coop_l2g_class, gpu_api.h), from T = FusedSchedule::coop_l2g_min_tokens (heavy epilogues),
+// coop_l2g_min_tokens_light or coop_l2g_min_tokens_int8 (coop_l2g_chosen, fused_wgrad_update.cuh).
+// One persistent block per SM, three warpgroups, the cooperative kernel's ring of four 48 KB slots
+// and mainloop:
 //   - warp 0 (one thread) loads the chunks with TMA, from one tile straight into the next;
 //   - both consumers (warpgroups 1, 2) multiply the tile, wait until the epilogue warps have read
 //     the previous tile's G, store theirs to the block's 128 KB slice of a global scratch
-//     (g_scratch) and go on to the next tile; the block's last tile they update themselves;
+//     (g_scratch), with INT8 state update its rows from coop_l2g_epilogue_rows(_16k) down
+//     themselves (128: none), and go on to the next tile; the block's last tile they update whole;
 //   - warps 1, 2 and 3 (FusedSchedule::coop_l2g_epilogue_warps = 3) or 1 and 2 are the epilogue:
-//     they update each parked tile but the last with the rule while the consumers multiply the
-//     next one, each its own rows of the tile's two 128-column halves (l2g_piece).
+//     they update each parked tile but the last (with INT8 state its first FusedSchedule::
+//     coop_l2g_epilogue_rows, or coop_l2g_epilogue_rows_16k from T = 16384) while the consumers multiply the next one, each its own run of the rows' two 128-column
+//     halves (l2g_piece).
 // A fourth warpgroup for the epilogue does not compile: a 512-thread block has 128 registers a
 // thread, and ptxas refuses the m64n256k16 accumulators below 154 even after setmaxnreg.
 // Why: the cooperative kernel's epilogue does not overlap its mainloop (about 34 us a tile at
@@ -33,15 +36,17 @@ using L2gEpilogueTile = CoopEpilogueTile<32, 1, 256, 128, 128>;
 struct L2gPiece {
   int r0, c0, rows;
 };
-// Piece k of epilogue warp w (warp 1 + w) when `warps` update the tile (rows in whole batch pairs,
-// multiples of 4): three warps 84 + 84 + 88 rows of 128 columns, two warps a half each.
-__device__ __forceinline__ L2gPiece l2g_piece(int warps, int w, int k) {
-  if (warps == 2) return {0, 128 * w, 128};
-  if (w == 0) return {0, 0, 84};
-  if (w == 1) return k == 0 ? L2gPiece{84, 0, 44} : L2gPiece{0, 128, 40};
-  return {40, 128, 88};
+// Piece k (0, 1) of epilogue warp w (warp 1 + w) when `warps` update the first `rows` rows of a
+// tile: the 2 x rows half-rows in order (the left 128 columns' rows, then the right's) cut into
+// `warps` runs of whole multiples of 4 (whole batch pairs), a run that crosses into the right half
+// being two pieces. 128 rows, three warps: 84 + 84 + 88 half-rows; two warps: a half each.
+__device__ __forceinline__ L2gPiece l2g_piece(int warps, int w, int rows, int k) {
+  const int quarter_runs = 2 * rows / 4;
+  const int b = 4 * (quarter_runs * w / warps), e = 4 * (quarter_runs * (w + 1) / warps);
+  if (k == 0) return {b, 0, (e < rows ? e : rows) - b > 0 ? (e < rows ? e : rows) - b : 0};
+  const int b1 = b > rows ? b : rows;
+  return {b1 - rows, 128, e - b1 > 0 ? e - b1 : 0};
 }
-__device__ __forceinline__ int l2g_pieces(int warps, int w) { return warps == 3 && w == 1 ? 2 : 1; }
 // Both consumers, on the block's last tile: one quad a batch (two spilled 8 bytes at 168 registers).
 using L2gLastTile = CoopEpilogueTile<256, 1, 256>;
 constexpr size_t kL2gScratchFloats = size_t(CoopCfg::TR) * CoopCfg::TC;  // a block's slice
@@ -56,7 +61,7 @@ struct CoopL2gCfg {
 template <class Rule, StateFormat SF, WeightStore WS>
 __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     fused_wgrad_coop_l2g_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec, int group_rows,
-                                int epilogue_warps, float* g_scratch, const __grid_constant__ WgradTmaMaps maps) {
+                                int epilogue_warps, int epilogue_rows, float* g_scratch, const __grid_constant__ WgradTmaMaps maps) {
   static_assert(coop_l2g_builds(SF, Rule::kStateSlots), "only where it serves (coop_l2g_builds)");
   using Cfg = CoopCfg;
   constexpr int S = Cfg::kStages;
@@ -85,6 +90,8 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   }
   __syncthreads();
   const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
+  // The epilogue warps' rows of each tile: INT8 state only splits a tile with the consumers.
+  const int erows = SF == StateFormat::int8 ? epilogue_rows : Cfg::TR;
   // Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
   auto shifted = [&](int64_t o0, int64_t i0) {
     return a.planted_defect == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
@@ -99,7 +106,10 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     const float* g = gG + piece.r0 * Tile::kLdG + piece.c0;
     const int64_t r = o0 + piece.r0, c = i0 + piece.c0;
     const FragCoord first = epilogue_quad<Tile>(tid, 0);
-    if (whole_tile(o0, i0))
+    if constexpr (SF == StateFormat::int8)
+      fused_epilogue_int8<Tile, Rule, WS>(s, pv, g, r, c, short_edge, shifted(o0, i0), a.planted_defect, tid >> 5,
+                                          piece.rows);
+    else if (whole_tile(o0, i0))
       fused_epilogue_quads<Tile, Rule, SF, WS, true>(s, pv, g, r, c, vec, short_edge, false, a.planted_defect, first,
                                                      tid, piece.rows);
     else
@@ -125,14 +135,21 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
       int64_t o0, i0;
       tile_origin(k, o0, i0);
       // The first piece's first lines into L2 while the tile's mainloop runs.
-      const L2gPiece first = l2g_piece(epilogue_warps, w, 0);
-      if (whole_tile(o0, i0))
+      const L2gPiece first = l2g_piece(epilogue_warps, w, erows, 0);
+      if constexpr (SF == StateFormat::int8) {
+        for (int j = 0; j < kInt8PrefetchPasses; ++j)
+          prefetch_int8_pass<L2gEpilogueTile, Rule, WS>(pv, o0 + first.r0, i0 + first.c0, 0, j, lane,
+                                                        first.rows * L2gEpilogueTile::kSegmentsPerRow);
+      } else if (whole_tile(o0, i0)) {
         prefetch_first_passes<L2gEpilogueTile, Rule, SF, WS>(pv, epilogue_quad<L2gEpilogueTile>(lane, 0),
                                                              o0 + first.r0, i0 + first.c0);
+      }
       mbar_wait(g_full, uint32_t(k) & 1u);
 #pragma unroll 1
-      for (int p = 0; p < l2g_pieces(epilogue_warps, w); ++p)
-        epilogue(L2gEpilogueTile{}, o0, i0, l2g_piece(epilogue_warps, w, p), lane);
+      for (int p = 0; p < 2; ++p) {
+        const L2gPiece piece = l2g_piece(epilogue_warps, w, erows, p);
+        if (piece.rows > 0) epilogue(L2gEpilogueTile{}, o0, i0, piece, lane);
+      }
       mbar_arrive(g_empty);
     }
     return;
@@ -147,17 +164,30 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     const bool last = k + 1 == my_tiles;
     coop_multiply_tile(acc, ring, full, empty, seq, nchunks, a.T, consumer, lane, [](int64_t) {});
     if (k > 0) mbar_wait(g_empty, uint32_t(k - 1) & 1u);  // the previous tile's G is read
+    // The consumers' own share of the previous tile was read by all of them.
+    if (k > 0 && erows < Cfg::TR) coop_consumers_barrier();
     coop_park_rows<L2gLastTile>(gG, acc, consumer, cwarp, lane);
     if (!last) mbar_arrive(g_full);
+    if constexpr (SF == StateFormat::int8) {
+      // The consumers' share: the rows below the epilogue warps' (the whole of the block's last tile).
+      const int r0 = last ? 0 : erows;
+      if (r0 < Cfg::TR) {
+        coop_consumers_barrier();  // those rows are stored (bar.sync orders the consumers' stores)
+        epilogue(L2gLastTile{}, o0, i0, L2gPiece{r0, 0, Cfg::TR - r0}, ctid);
+      }
+    }
   }
-  // The block's last tile, by the consumers (after the loop: inside it, ptxas kept the
-  // accumulators' registers beside the epilogue's and spilled 1 KB; an early L2 prefetch of its
-  // first passes inside the mainloop spilled 32 bytes, so it has none).
-  if (my_tiles > 0) {
-    int64_t o0, i0;
-    tile_origin(my_tiles - 1, o0, i0);
-    coop_consumers_barrier();  // the whole tile is stored (bar.sync orders the consumers' stores)
-    epilogue(L2gLastTile{}, o0, i0, L2gPiece{0, 0, L2gLastTile::TR}, ctid);
+  // fp32 / bf16 state: the block's last tile, by the consumers, after the loop (inside it, with or
+  // without a share of the other tiles, ptxas kept the accumulators' registers beside the
+  // epilogue's and spilled 116 bytes to 1 KB; an early L2 prefetch of its first passes inside the
+  // mainloop spilled 32 bytes, so it has none).
+  if constexpr (SF != StateFormat::int8) {
+    if (my_tiles > 0) {
+      int64_t o0, i0;
+      tile_origin(my_tiles - 1, o0, i0);
+      coop_consumers_barrier();  // the whole tile is stored (bar.sync orders the consumers' stores)
+      epilogue(L2gLastTile{}, o0, i0, L2gPiece{0, 0, L2gLastTile::TR}, ctid);
+    }
   }
 }
 
@@ -175,10 +205,12 @@ void launch_fused_coop_l2g(const WgradTileArgs& a, const typename Rule::Scalars&
   const int64_t blocks = coop_blocks(a);
   float* scratch = coop_l2g_scratch(stream, size_t(blocks) * kL2gScratchFloats);
   const WgradTmaMaps maps = make_wgrad_tma_maps(a);
-  const bool vec = fused_params_vec4<SF>(pv);
+  const bool vec = SF != StateFormat::int8 && fused_params_vec4<SF>(pv);
   const FusedSchedule fs = fused_schedule();
   kernel<<<unsigned(blocks), CoopCfg::kThreads, CoopL2gCfg::kSmemBytes, stream>>>(a, s, pv, vec, fs.coop_group_rows,
                                                                                     fs.coop_l2g_epilogue_warps,
+                                                                                    a.T >= 16384 ? fs.coop_l2g_epilogue_rows_16k
+                                                                                                 : fs.coop_l2g_epilogue_rows,
                                                                                     scratch, maps);
   cuda_check(cudaGetLastError(), "fused_wgrad_coop_l2g: launch");
 }

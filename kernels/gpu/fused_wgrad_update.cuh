@@ -299,8 +299,8 @@ constexpr int kInt8PassesInFlight = 4;
 constexpr int kInt8PrefetchPasses = kInt8PassesInFlight;
 template <class Cfg, class Rule, WeightStore WS>
 __device__ __forceinline__ void prefetch_int8_pass(const ParamView& pv, int64_t o0, int64_t i0, int warp, int pass,
-                                                   int lane) {
-  if (pass >= Cfg::kBlockPasses) return;
+                                                   int lane, int block_passes = Cfg::kBlockPasses) {
+  if (pass >= block_passes) return;
   const FragCoord b = epilogue_int8_block<Cfg>(warp, pass);
   prefetch_int8_block<Rule, WS>(pv, o0 + b.row, o0 + b.row, i0 + b.col, lane);
 }
@@ -489,19 +489,20 @@ struct Int8BlockQuad {
 template <class Cfg, class Rule, WeightStore WS, bool Whole>
 __device__ __forceinline__ void int8_epilogue_passes(const typename Rule::Scalars& s, const ParamView& pv,
                                                      const float* sG, int64_t o0, int64_t i0, bool aligned,
-                                                     bool short_edge, bool shift_state, bool redo, int warp) {
+                                                     bool short_edge, bool shift_state, bool redo, int warp,
+                                                     int block_passes) {
   constexpr int U = kInt8PassesInFlight, kPairs = U / 2;
   static_assert(Cfg::kBlockPasses % U == 0 && U % 2 == 0, "whole groups of int8 pass pairs");
   const int lane = threadIdx.x & 31, half = lane >> 4, l16 = lane & 15;
   if constexpr (!Whole) {
 #pragma unroll
-    for (int j = 0; j < U; ++j) prefetch_int8_pass<Cfg, Rule, WS>(pv, o0, i0, warp, j, lane);
+    for (int j = 0; j < U; ++j) prefetch_int8_pass<Cfg, Rule, WS>(pv, o0, i0, warp, j, lane, block_passes);
   }
 #pragma unroll 1
-  for (int j0 = 0; j0 < Cfg::kBlockPasses; j0 += U) {
+  for (int j0 = 0; j0 < block_passes; j0 += U) {
     if constexpr (!Whole) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) prefetch_int8_pass<Cfg, Rule, WS>(pv, o0, i0, warp, j0 + U + u, lane);
+      for (int u = 0; u < U; ++u) prefetch_int8_pass<Cfg, Rule, WS>(pv, o0, i0, warp, j0 + U + u, lane, block_passes);
     }
     Int8BlockQuad blocks[kPairs];
 #pragma unroll
@@ -555,14 +556,19 @@ __device__ __forceinline__ void int8_epilogue_passes(const typename Rule::Scalar
 template <class Cfg, class Rule, WeightStore WS>
 __device__ __forceinline__ void fused_epilogue_int8(const typename Rule::Scalars& s, const ParamView& pv,
                                                     const float* sG, int64_t o0, int64_t i0,
-                                                    bool short_edge, bool shift_state, int planted, int warp) {
+                                                    bool short_edge, bool shift_state, int planted, int warp,
+                                                    int rows = Cfg::TR) {
   const bool redo = planted != int(FusedPlantedDefect::speculation_no_redo);  // suite only
   const bool aligned = int8_params_vec4(pv);
-  const bool whole = aligned && !short_edge && !shift_state && o0 + Cfg::TR <= pv.rows && i0 + Cfg::TC <= pv.cols;
+  const bool whole = aligned && !short_edge && !shift_state && o0 + rows <= pv.rows && i0 + Cfg::TC <= pv.cols;
+  // The piece's first `rows` rows only (their blocks a multiple of Cfg::kWarps * kInt8PassesInFlight).
+  const int block_passes = rows * Cfg::kSegmentsPerRow / Cfg::kWarps;
   if (whole)
-    int8_epilogue_passes<Cfg, Rule, WS, true>(s, pv, sG, o0, i0, aligned, short_edge, shift_state, redo, warp);
+    int8_epilogue_passes<Cfg, Rule, WS, true>(s, pv, sG, o0, i0, aligned, short_edge, shift_state, redo, warp,
+                                              block_passes);
   else
-    int8_epilogue_passes<Cfg, Rule, WS, false>(s, pv, sG, o0, i0, aligned, short_edge, shift_state, redo, warp);
+    int8_epilogue_passes<Cfg, Rule, WS, false>(s, pv, sG, o0, i0, aligned, short_edge, shift_state, redo, warp,
+                                               block_passes);
 }
 
 // The accumulators into the G tile in shared memory, one 8-byte store per pair; kLdG makes them
@@ -762,8 +768,10 @@ inline bool coop_l2g_chosen(const WgradTileArgs& a, StateFormat sf, int declared
   const FusedSchedule sched = fused_schedule();
   const int64_t tiles = ((a.in + CoopCfg::TC - 1) / CoopCfg::TC) * ((a.out + CoopCfg::TR - 1) / CoopCfg::TR);
   const CoopL2gClass c = coop_l2g_class(sf, declared_slots, kept_slots, tiles, sched.coop_l2g_light_min_tiles);
-  const int64_t from = c == CoopL2gClass::heavy ? sched.coop_l2g_min_tokens
-                       : c == CoopL2gClass::light ? sched.coop_l2g_min_tokens_light : 0;
+  const int64_t from = c == CoopL2gClass::heavy   ? sched.coop_l2g_min_tokens
+                       : c == CoopL2gClass::light ? sched.coop_l2g_min_tokens_light
+                       : c == CoopL2gClass::int8  ? sched.coop_l2g_min_tokens_int8
+                                                  : 0;
   return from > 0 && a.T >= from && coop_chosen(a, sf);
 }
 

@@ -58,6 +58,14 @@ void set_fused_schedule(const FusedSchedule& s) {
   if (s.coop_l2g_light_min_tiles < 1)
     throw std::invalid_argument("set_fused_schedule: coop_l2g_light_min_tiles must be >= 1 (got " +
                                 std::to_string(s.coop_l2g_light_min_tiles) + ")");
+  for (auto [name, rows] : {std::pair{"coop_l2g_epilogue_rows", s.coop_l2g_epilogue_rows},
+                            std::pair{"coop_l2g_epilogue_rows_16k", s.coop_l2g_epilogue_rows_16k}})
+    if (rows < 8 || rows > 128 || rows % 8 != 0)
+      throw std::invalid_argument(std::string("set_fused_schedule: ") + name +
+                                  " must be a multiple of 8 in 8 .. 128 (got " + std::to_string(rows) + ")");
+  if (s.coop_l2g_min_tokens_int8 < 0)
+    throw std::invalid_argument("set_fused_schedule: coop_l2g_min_tokens_int8 must be >= 0 (0: never; got " +
+                                std::to_string(s.coop_l2g_min_tokens_int8) + ")");
   if (s.coop_l2g_epilogue_warps < 2 || s.coop_l2g_epilogue_warps > 3)
     throw std::invalid_argument("set_fused_schedule: coop_l2g_epilogue_warps must be 2 or 3 (got " +
                                 std::to_string(s.coop_l2g_epilogue_warps) + ")");

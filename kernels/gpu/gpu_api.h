@@ -157,11 +157,18 @@ FusedPlantedDefect fused_planted_defect();
 //     (kernels/gpu/NOTES.md v41).
 //   coop_l2g_epilogue_warps: how many warps (2 or 3) update the parked G tiles; the default,
 //     3, is measured (kernels/gpu/NOTES.md v41).
+//   coop_l2g_epilogue_rows, coop_l2g_epilogue_rows_16k: with INT8 state, the epilogue warps update
+//     each parked tile's first this many rows (a multiple of 8, 8 .. 128; the second from T =
+//     16384, where a tile's mainloop is twice as long) and the consumers the rest before they
+//     multiply the next tile (fp32 and bf16 state: the epilogue warps all 128).
+//   coop_l2g_min_tokens_int8: the form for INT8 state (0: never). The defaults (72, 104 rows,
+//     from T = 8192) are measured (kernels/gpu/NOTES.md v42).
 // Process-wide. forge-bench reads FH_FUSED_STAGGER_US, FH_FUSED_STAGGER_STRIDE,
 // FH_FUSED_COOP_MIN_TOKENS, FH_FUSED_COOP_MIN_TOKENS_INT8, FH_FUSED_COOP_STAGGER_US,
 // FH_FUSED_COOP_STAGGER_GROUPS, FH_FUSED_COOP_GROUP_ROWS, FH_FUSED_COOP_L2G_MIN_TOKENS,
-// FH_FUSED_COOP_L2G_MIN_TOKENS_LIGHT, FH_FUSED_COOP_L2G_LIGHT_MIN_TILES and
-// FH_FUSED_COOP_L2G_EPILOGUE_WARPS.
+// FH_FUSED_COOP_L2G_MIN_TOKENS_LIGHT, FH_FUSED_COOP_L2G_LIGHT_MIN_TILES,
+// FH_FUSED_COOP_L2G_EPILOGUE_WARPS, FH_FUSED_COOP_L2G_EPILOGUE_ROWS,
+// FH_FUSED_COOP_L2G_EPILOGUE_ROWS_16K and FH_FUSED_COOP_L2G_MIN_TOKENS_INT8.
 constexpr int64_t kCoopMinTokens = 2048;
 constexpr int64_t kCoopMinTokensInt8 = 8192;
 constexpr int kCoopStaggerUs = 0;
@@ -171,6 +178,9 @@ constexpr int64_t kCoopL2gMinTokens = 16384;
 constexpr int64_t kCoopL2gMinTokensLight = 16384;
 constexpr int64_t kCoopL2gLightMinTiles = 1024;
 constexpr int kCoopL2gEpilogueWarps = 3;
+constexpr int kCoopL2gEpilogueRows = 72;
+constexpr int kCoopL2gEpilogueRows16k = 104;
+constexpr int64_t kCoopL2gMinTokensInt8 = 8192;
 struct FusedSchedule {
   int stagger_us = -1;
   int stagger_stride = 0;
@@ -183,12 +193,17 @@ struct FusedSchedule {
   int64_t coop_l2g_min_tokens_light = kCoopL2gMinTokensLight;
   int64_t coop_l2g_light_min_tiles = kCoopL2gLightMinTiles;
   int coop_l2g_epilogue_warps = kCoopL2gEpilogueWarps;
+  int coop_l2g_epilogue_rows = kCoopL2gEpilogueRows;
+  int coop_l2g_epilogue_rows_16k = kCoopL2gEpilogueRows16k;
+  int64_t coop_l2g_min_tokens_int8 = kCoopL2gMinTokensInt8;
 };
 // Throws std::invalid_argument on a value out of range (stagger_us -1 .. 10^6, stride >= 0,
 // coop_min_tokens and coop_min_tokens_int8 >= 0, coop_stagger_us >= 0, coop_stagger_groups
 // 1 .. 1024, the last group's delay at most 10^6 us, coop_group_rows 1 .. 1024,
 // coop_l2g_min_tokens and coop_l2g_min_tokens_light >= 0, coop_l2g_light_min_tiles >= 1,
-// coop_l2g_epilogue_warps 2 or 3).
+// coop_l2g_epilogue_warps 2 or 3, coop_l2g_epilogue_rows and coop_l2g_epilogue_rows_16k multiples
+// of 8 in 8 .. 128,
+// coop_l2g_min_tokens_int8 >= 0).
 void set_fused_schedule(const FusedSchedule& s);
 FusedSchedule fused_schedule();
 // The stagger an auto schedule uses: 10 us where the epilogue is DRAM bound (fp32 state: 24 or
@@ -200,23 +215,22 @@ int auto_stagger_us(StateFormat sf);
 // "mma_sync_64x64".
 // rule: its hyperparameters say which state slots it keeps (their storage is what the epilogue moves).
 const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat sf, const RuleConfig& rule);
-// The cooperative kernel's G-through-L2 form is built for fp32 and bf16 state of rules that declare
-// state (INT8's epilogue on three warps ran 4-7% slower than the cooperative kernel at T = 16384;
-// with no state the epilogue is too light to hide: kernels/gpu/NOTES.md v41).
-constexpr bool coop_l2g_builds(StateFormat sf, int declared_slots) {
-  return sf != StateFormat::int8 && declared_slots >= 1;
-}
+// The cooperative kernel's G-through-L2 form is built for rules that declare state (with none the
+// epilogue is too light to hide: kernels/gpu/NOTES.md v41).
+constexpr bool coop_l2g_builds(StateFormat, int declared_slots) { return declared_slots >= 1; }
 // Which of FusedSchedule's thresholds a problem takes: heavy epilogues (fp32 state with at least
 // kCoopL2gMinStateSlots slots kept: 24 or more bytes a parameter) coop_l2g_min_tokens; lighter ones
 // coop_l2g_min_tokens_light, where the rule keeps every slot it declares (RMSprop keeping one of three
 // ran 6% slower than the cooperative kernel: its epilogue carries the others' branches) and the layer
 // has coop_l2g_light_min_tiles tiles (4096² with 512 lost 1-3%: there each block's last tile, which
-// the consumers update unhidden, is a quarter of its work).
-enum class CoopL2gClass { none, heavy, light };
+// the consumers update unhidden, is a quarter of its work). INT8 state has its own threshold,
+// coop_l2g_min_tokens_int8.
+enum class CoopL2gClass { none, heavy, light, int8 };
 constexpr int kCoopL2gMinStateSlots = 2;
 constexpr CoopL2gClass coop_l2g_class(StateFormat sf, int declared_slots, int kept_slots, int64_t tiles,
                                       int64_t light_min_tiles) {
   if (!coop_l2g_builds(sf, declared_slots) || kept_slots < 1) return CoopL2gClass::none;
+  if (sf == StateFormat::int8) return CoopL2gClass::int8;
   if (sf == StateFormat::fp32 && kept_slots >= kCoopL2gMinStateSlots) return CoopL2gClass::heavy;
   return kept_slots == declared_slots && tiles >= light_min_tiles ? CoopL2gClass::light : CoopL2gClass::none;
 }

@@ -716,6 +716,17 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   bad = before;
   bad.coop_l2g_light_min_tiles = 0;
   EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
+  for (int rows : {0, 4, 12, 136}) {
+    bad = before;
+    bad.coop_l2g_epilogue_rows = rows;
+    EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument) << rows << " epilogue rows";
+    bad = before;
+    bad.coop_l2g_epilogue_rows_16k = rows;
+    EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument) << rows << " epilogue rows from T = 16384";
+  }
+  bad = before;
+  bad.coop_l2g_min_tokens_int8 = -1;
+  EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
   for (int warps : {1, 4}) {
     bad = before;
     bad.coop_l2g_epilogue_warps = warps;
@@ -741,12 +752,15 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   EXPECT_EQ(before.coop_l2g_min_tokens_light, kCoopL2gMinTokensLight);
   EXPECT_EQ(before.coop_l2g_epilogue_warps, kCoopL2gEpilogueWarps);
   EXPECT_EQ(before.coop_l2g_light_min_tiles, kCoopL2gLightMinTiles);
-  // The G-through-L2 form: built for fp32 and bf16 state of rules that declare state; heavy
-  // epilogues (fp32 state, two or more slots kept) anywhere, lighter ones where the rule keeps every
-  // slot it declares, on layers of enough tiles (measured, kernels/gpu/NOTES.md v41).
+  EXPECT_EQ(before.coop_l2g_epilogue_rows, kCoopL2gEpilogueRows);
+  EXPECT_EQ(before.coop_l2g_epilogue_rows_16k, kCoopL2gEpilogueRows16k);
+  EXPECT_EQ(before.coop_l2g_min_tokens_int8, kCoopL2gMinTokensInt8);
+  // The G-through-L2 form: built for rules that declare state; heavy epilogues (fp32 state, two or
+  // more slots kept) anywhere, lighter ones where the rule keeps every slot it declares, on layers of
+  // enough tiles, INT8 state by its own threshold (measured, kernels/gpu/NOTES.md v41, v42).
   EXPECT_TRUE(coop_l2g_builds(StateFormat::fp32, 1));
   EXPECT_TRUE(coop_l2g_builds(StateFormat::bf16, 2));
-  EXPECT_FALSE(coop_l2g_builds(StateFormat::int8, 2));
+  EXPECT_TRUE(coop_l2g_builds(StateFormat::int8, 2));
   EXPECT_FALSE(coop_l2g_builds(StateFormat::fp32, 0));
   const int64_t many = kCoopL2gLightMinTiles, few = kCoopL2gLightMinTiles - 1;
   EXPECT_EQ(coop_l2g_class(StateFormat::fp32, 2, 2, few, many), CoopL2gClass::heavy);
@@ -756,7 +770,9 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   EXPECT_EQ(coop_l2g_class(StateFormat::fp32, 3, 1, many, many), CoopL2gClass::none);  // RMSprop's default
   EXPECT_EQ(coop_l2g_class(StateFormat::bf16, 2, 2, many, many), CoopL2gClass::light);
   EXPECT_EQ(coop_l2g_class(StateFormat::bf16, 2, 2, few, many), CoopL2gClass::none);
-  EXPECT_EQ(coop_l2g_class(StateFormat::int8, 2, 2, many, many), CoopL2gClass::none);
+  EXPECT_EQ(coop_l2g_class(StateFormat::int8, 2, 2, few, many), CoopL2gClass::int8);
+  EXPECT_EQ(coop_l2g_class(StateFormat::int8, 3, 1, few, many), CoopL2gClass::int8);
+  EXPECT_EQ(coop_l2g_class(StateFormat::int8, 1, 0, many, many), CoopL2gClass::none);
   EXPECT_EQ(coop_l2g_class(StateFormat::fp32, 1, 0, many, many), CoopL2gClass::none);
   // Counted as the rule keeps them: RMSprop keeps one slot unless momentum or centered asks more.
   EXPECT_EQ(rule_kept_slots(default_rule_config(RuleId::adamw)), 2);
@@ -774,6 +790,9 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   mine.coop_l2g_min_tokens_light = 4096;
   mine.coop_l2g_epilogue_warps = 2;
   mine.coop_l2g_light_min_tiles = 7;
+  mine.coop_l2g_epilogue_rows = 40;
+  mine.coop_l2g_epilogue_rows_16k = 128;
+  mine.coop_l2g_min_tokens_int8 = 12288;
   mine.coop_stagger_us = 500000;  // the last of three groups 10^6 us late: the limit itself
   mine.coop_stagger_groups = 3;
   set_fused_schedule(mine);
@@ -787,6 +806,9 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   EXPECT_EQ(fused_schedule().coop_l2g_min_tokens_light, 4096);
   EXPECT_EQ(fused_schedule().coop_l2g_epilogue_warps, 2);
   EXPECT_EQ(fused_schedule().coop_l2g_light_min_tiles, 7);
+  EXPECT_EQ(fused_schedule().coop_l2g_epilogue_rows, 40);
+  EXPECT_EQ(fused_schedule().coop_l2g_epilogue_rows_16k, 128);
+  EXPECT_EQ(fused_schedule().coop_l2g_min_tokens_int8, 12288);
   set_fused_schedule(before);
   EXPECT_EQ(auto_stagger_us(StateFormat::fp32), 10);
   EXPECT_EQ(auto_stagger_us(StateFormat::bf16), 0);

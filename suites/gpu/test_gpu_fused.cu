@@ -157,13 +157,15 @@ TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
   };
   const Shape ragged_shape{304, 520, 2100};
   // Twice: the cooperative kernel, then with its G tiles through L2 wherever that form serves
-  // (coop_l2g_class, any layer size: fp32 and bf16 state of rules that keep state; SGD, INT8 and
-  // RMSprop's default stay on the cooperative kernel). 2040 x 4000: 256 tiles, ragged in both
-  // directions, so blocks with one and two tiles, and ragged tiles among the epilogue warps' (the
-  // first 124).
+  // (coop_l2g_class, any layer size: rules that keep state; SGD and RMSprop's default stay on the
+  // cooperative kernel), INT8 tiles split at row 56 between the epilogue warps (runs that cross
+  // into the right half) and the consumers. 2040 x 4000: 256 tiles, ragged in both directions, so
+  // blocks with one and two tiles, and ragged tiles among the epilogue warps' (the first 124).
   for (bool l2g : {false, true}) {
-    coop.coop_l2g_min_tokens = coop.coop_l2g_min_tokens_light = l2g ? kCoopMinTokens : 0;
+    coop.coop_l2g_min_tokens = coop.coop_l2g_min_tokens_light = coop.coop_l2g_min_tokens_int8 =
+        l2g ? kCoopMinTokens : 0;
     coop.coop_l2g_light_min_tiles = 1;
+    coop.coop_l2g_epilogue_rows = coop.coop_l2g_epilogue_rows_16k = 56;
     set_fused_schedule(coop);
     int64_t compared = 0, differing = 0, configs = 0;
     std::vector<StepData> ragged;
@@ -453,19 +455,21 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
   // groups of late starts.
   // Its tile order: row-major and groups of three tile rows (a ragged last group) beside the
   // default eight.
-  // With its G tiles through L2 (fp32 and bf16 state; INT8 stays on the cooperative kernel) in the
-  // default and the three-row order, by three and by two epilogue warps.
-  for (auto [us, groups, rows, l2g, warps] :
-       {std::tuple{0, 1, kCoopGroupRows, 0, 3}, std::tuple{10, 2, kCoopGroupRows, 0, 3},
-        std::tuple{4, 4, kCoopGroupRows, 0, 3}, std::tuple{0, 1, 1, 0, 3}, std::tuple{0, 1, 3, 0, 3},
-        std::tuple{0, 1, kCoopGroupRows, 64, 3}, std::tuple{0, 1, 3, 64, 3}, std::tuple{0, 1, kCoopGroupRows, 64, 2}}) {
+  // With its G tiles through L2 in the default and the three-row order, by three and by two
+  // epilogue warps, INT8 tiles whole on the epilogue warps or split at row 24.
+  for (auto [us, groups, rows, l2g, warps, erows] :
+       {std::tuple{0, 1, kCoopGroupRows, 0, 3, 128}, std::tuple{10, 2, kCoopGroupRows, 0, 3, 128},
+        std::tuple{4, 4, kCoopGroupRows, 0, 3, 128}, std::tuple{0, 1, 1, 0, 3, 128}, std::tuple{0, 1, 3, 0, 3, 128},
+        std::tuple{0, 1, kCoopGroupRows, 64, 3, 128}, std::tuple{0, 1, 3, 64, 3, 24},
+        std::tuple{0, 1, kCoopGroupRows, 64, 2, 24}}) {
     FusedSchedule coop = defaults;
     coop.coop_min_tokens = coop.coop_min_tokens_int8 = 64;
     coop.coop_stagger_us = us;
     coop.coop_stagger_groups = groups;
     coop.coop_group_rows = rows;
-    coop.coop_l2g_min_tokens = coop.coop_l2g_min_tokens_light = l2g;
+    coop.coop_l2g_min_tokens = coop.coop_l2g_min_tokens_light = coop.coop_l2g_min_tokens_int8 = l2g;
     coop.coop_l2g_epilogue_warps = warps;
+    coop.coop_l2g_epilogue_rows = coop.coop_l2g_epilogue_rows_16k = erows;
     coop.coop_l2g_light_min_tiles = 1;
     variants.push_back(coop);
   }
@@ -499,7 +503,8 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
                                   << " (INT8 " << v.coop_min_tokens_int8 << "), coop stagger " << v.coop_stagger_us
                                   << " us x " << v.coop_stagger_groups << " groups, tile groups of "
                                   << v.coop_group_rows << " rows, G through L2 from T = " << v.coop_l2g_min_tokens
-                                  << " by " << v.coop_l2g_epilogue_warps << " warps"
+                                  << " by " << v.coop_l2g_epilogue_warps << " warps on "
+                                  << v.coop_l2g_epilogue_rows << " rows"
                                   << ": "
                                   << config_name(RuleId::adamw, sf, ws) << " " << s.out << "x" << s.in
                                   << ", first " << e.first_diff;
