@@ -43,9 +43,10 @@ struct L2gPiece {
 __device__ __forceinline__ L2gPiece l2g_piece(int warps, int w, int rows, int k) {
   const int quarter_runs = 2 * rows / 4;
   const int b = 4 * (quarter_runs * w / warps), e = 4 * (quarter_runs * (w + 1) / warps);
-  if (k == 0) return {b, 0, (e < rows ? e : rows) - b > 0 ? (e < rows ? e : rows) - b : 0};
-  const int b1 = b > rows ? b : rows;
-  return {b1 - rows, 128, e - b1 > 0 ? e - b1 : 0};
+  const int e0 = e < rows ? e : rows;  // the run's end in the left half
+  if (k == 0) return {b, 0, e0 > b ? e0 - b : 0};
+  const int b1 = b > rows ? b : rows;  // its start in the right half
+  return {b1 - rows, 128, e > b1 ? e - b1 : 0};
 }
 // Both consumers, on the block's last tile: one quad a batch (two spilled 8 bytes at 168 registers).
 using L2gLastTile = CoopEpilogueTile<256, 1, 256>;
@@ -62,7 +63,7 @@ template <class Rule, StateFormat SF, WeightStore WS>
 __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     fused_wgrad_coop_l2g_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec, int group_rows,
                                 int epilogue_warps, int epilogue_rows, float* g_scratch, const __grid_constant__ WgradTmaMaps maps) {
-  static_assert(coop_l2g_builds(SF, Rule::kStateSlots), "only where it serves (coop_l2g_builds)");
+  static_assert(coop_l2g_builds(Rule::kStateSlots), "only where it serves (coop_l2g_builds)");
   using Cfg = CoopCfg;
   constexpr int S = Cfg::kStages;
   extern __shared__ __align__(16) unsigned char coop_l2g_smem[];

@@ -779,7 +779,7 @@ template <class Rule, StateFormat SF, WeightStore WS>
 void launch_fused_tile(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                        TileShape tile, cudaStream_t stream) {
   if (tile.rows == 128 && tile.cols == 128) {
-    if constexpr (coop_l2g_builds(SF, Rule::kStateSlots)) {
+    if constexpr (coop_l2g_builds(Rule::kStateSlots)) {
       int kept = 0;  // the state arrays this view's epilogue moves (load_quad: the present slots)
       for (int k = 0; k < Rule::kStateSlots; ++k) kept += pv.state[k].present();
       if (coop_l2g_chosen(a, SF, Rule::kStateSlots, kept)) return launch_fused_coop_l2g<Rule, SF, WS>(a, s, pv, stream);

@@ -202,8 +202,7 @@ struct FusedSchedule {
 // 1 .. 1024, the last group's delay at most 10^6 us, coop_group_rows 1 .. 1024,
 // coop_l2g_min_tokens and coop_l2g_min_tokens_light >= 0, coop_l2g_light_min_tiles >= 1,
 // coop_l2g_epilogue_warps 2 or 3, coop_l2g_epilogue_rows and coop_l2g_epilogue_rows_16k multiples
-// of 8 in 8 .. 128,
-// coop_l2g_min_tokens_int8 >= 0).
+// of 8 in 8 .. 128, coop_l2g_min_tokens_int8 >= 0).
 void set_fused_schedule(const FusedSchedule& s);
 FusedSchedule fused_schedule();
 // The stagger an auto schedule uses: 10 us where the epilogue is DRAM bound (fp32 state: 24 or
@@ -217,7 +216,7 @@ int auto_stagger_us(StateFormat sf);
 const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat sf, const RuleConfig& rule);
 // The cooperative kernel's G-through-L2 form is built for rules that declare state (with none the
 // epilogue is too light to hide: kernels/gpu/NOTES.md v41).
-constexpr bool coop_l2g_builds(StateFormat, int declared_slots) { return declared_slots >= 1; }
+constexpr bool coop_l2g_builds(int declared_slots) { return declared_slots >= 1; }
 // Which of FusedSchedule's thresholds a problem takes: heavy epilogues (fp32 state with at least
 // kCoopL2gMinStateSlots slots kept: 24 or more bytes a parameter) coop_l2g_min_tokens; lighter ones
 // coop_l2g_min_tokens_light, where the rule keeps every slot it declares (RMSprop keeping one of three
@@ -229,7 +228,7 @@ enum class CoopL2gClass { none, heavy, light, int8 };
 constexpr int kCoopL2gMinStateSlots = 2;
 constexpr CoopL2gClass coop_l2g_class(StateFormat sf, int declared_slots, int kept_slots, int64_t tiles,
                                       int64_t light_min_tiles) {
-  if (!coop_l2g_builds(sf, declared_slots) || kept_slots < 1) return CoopL2gClass::none;
+  if (!coop_l2g_builds(declared_slots) || kept_slots < 1) return CoopL2gClass::none;
   if (sf == StateFormat::int8) return CoopL2gClass::int8;
   if (sf == StateFormat::fp32 && kept_slots >= kCoopL2gMinStateSlots) return CoopL2gClass::heavy;
   return kept_slots == declared_slots && tiles >= light_min_tiles ? CoopL2gClass::light : CoopL2gClass::none;

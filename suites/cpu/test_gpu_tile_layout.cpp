@@ -758,10 +758,9 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   // The G-through-L2 form: built for rules that declare state; heavy epilogues (fp32 state, two or
   // more slots kept) anywhere, lighter ones where the rule keeps every slot it declares, on layers of
   // enough tiles, INT8 state by its own threshold (measured, kernels/gpu/NOTES.md v41, v42).
-  EXPECT_TRUE(coop_l2g_builds(StateFormat::fp32, 1));
-  EXPECT_TRUE(coop_l2g_builds(StateFormat::bf16, 2));
-  EXPECT_TRUE(coop_l2g_builds(StateFormat::int8, 2));
-  EXPECT_FALSE(coop_l2g_builds(StateFormat::fp32, 0));
+  EXPECT_TRUE(coop_l2g_builds(1));
+  EXPECT_TRUE(coop_l2g_builds(3));
+  EXPECT_FALSE(coop_l2g_builds(0));
   const int64_t many = kCoopL2gLightMinTiles, few = kCoopL2gLightMinTiles - 1;
   EXPECT_EQ(coop_l2g_class(StateFormat::fp32, 2, 2, few, many), CoopL2gClass::heavy);
   EXPECT_EQ(coop_l2g_class(StateFormat::fp32, 3, 2, few, many), CoopL2gClass::heavy);

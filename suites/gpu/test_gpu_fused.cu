@@ -168,7 +168,7 @@ TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
     coop.coop_l2g_epilogue_rows = coop.coop_l2g_epilogue_rows_16k = 56;
     set_fused_schedule(coop);
     int64_t compared = 0, differing = 0, configs = 0;
-    std::vector<StepData> ragged;
+    std::vector<StepData> ragged, two_tiles;
     for (const Shape& s : {ragged_shape, Shape{2040, 4000, kCoopMinTokens}}) {
       std::vector<StepData> steps;
       for (int st = 1; st <= 2; ++st) steps.emplace_back(s, uint64_t(s.out * 7919 + s.T + st));
@@ -190,6 +190,7 @@ TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
                                       << ", first " << e.first_diff;
           }
       if (ragged.empty()) ragged = std::move(steps);
+      else two_tiles = std::move(steps);
     }
     // Planted (suite only): tile (0, 0) reads and writes the state one row down.
     const HostParam hp0 = make_param(RuleId::adamw, StateFormat::fp32, WeightStore::fp32_master, ragged_shape, 5);
@@ -198,13 +199,21 @@ TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
     const HostParam hp8 = make_param(RuleId::adamw, StateFormat::int8, WeightStore::fp32_master, ragged_shape, 6);
     const ParamEvidence planted8 = fused_vs_order_matched(ragged, hp8, StateFormat::int8, WeightStore::fp32_master,
                                                           FusedPlantedDefect::state_row_offset);
+    // The same on 2040 x 4000, where tile (0, 0) is the first of its block's two: through L2, INT8
+    // state, it is the one split between the epilogue warps (rows 0 .. 55) and the consumers.
+    const HostParam hp8s =
+        make_param(RuleId::adamw, StateFormat::int8, WeightStore::fp32_master, Shape{2040, 4000, kCoopMinTokens}, 7);
+    const ParamEvidence planted8_split = fused_vs_order_matched(two_tiles, hp8s, StateFormat::int8,
+                                                                WeightStore::fp32_master,
+                                                                FusedPlantedDefect::state_row_offset);
+    EXPECT_GT(planted8_split.differing, 0) << "the planted state-row offset went unnoticed on a split INT8 tile";
     EXPECT_GT(planted.differing, 0) << "the coop kernel's planted state-row offset went unnoticed (G through L2: " << l2g
                                     << ")";
     EXPECT_GT(planted8.differing, 0) << "the coop kernel's planted state-row offset went unnoticed with INT8 state";
     std::printf("[fused] coop kernel%s: %lld configs x 2 steps, fused vs order-matched: %lld values, %lld differ; "
-                "planted state-row offset: %lld differ, %lld with INT8 state (both must be > 0)\n",
+                "planted state-row offset: %lld differ, %lld with INT8 state, %lld on a tile of two (all must be > 0)\n",
                 l2g ? " (G through L2)" : "", (long long)configs, (long long)compared, (long long)differing,
-                (long long)planted.differing, (long long)planted8.differing);
+                (long long)planted.differing, (long long)planted8.differing, (long long)planted8_split.differing);
   }
   set_fused_schedule(defaults);
 }
