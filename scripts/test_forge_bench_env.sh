@@ -12,7 +12,10 @@ for bad in FH_FUSED_COOP_MIN_TOKENS=abc FH_FUSED_COOP_MIN_TOKENS=-1 FH_FUSED_COO
            FH_FUSED_COOP_MIN_TOKENS_INT8=-5 FH_FUSED_COOP_MIN_TOKENS_INT8=8k \
            FH_FUSED_COOP_STAGGER_US=-3 FH_FUSED_COOP_STAGGER_US=2e1 FH_FUSED_COOP_STAGGER_GROUPS=0 \
            FH_FUSED_COOP_GROUP_ROWS=0 FH_FUSED_COOP_GROUP_ROWS=8x FH_FUSED_COOP_L2G_MIN_TOKENS=-1 \
-           FH_FUSED_COOP_L2G_MIN_TOKENS=8k; do
+           FH_FUSED_COOP_L2G_MIN_TOKENS=8k FH_FUSED_COOP_L2G_MIN_TOKENS_LIGHT=-1 \
+           FH_FUSED_COOP_L2G_LIGHT_MIN_TILES=0 FH_FUSED_COOP_L2G_EPILOGUE_WARPS=4 \
+           FH_FUSED_COOP_L2G_EPILOGUE_ROWS=12 FH_FUSED_COOP_L2G_EPILOGUE_ROWS=7x \
+           FH_FUSED_COOP_L2G_EPILOGUE_ROWS_16K=136 FH_FUSED_COOP_L2G_MIN_TOKENS_INT8=-1; do
   name="${bad%%=*}"
   out="$(env "$bad" "$BIN" --allow-no-gpu 2>&1)"
   rc=$?
@@ -23,14 +26,23 @@ for bad in FH_FUSED_COOP_MIN_TOKENS=abc FH_FUSED_COOP_MIN_TOKENS=-1 FH_FUSED_COO
   [ "$bad" = FH_FUSED_COOP_STAGGER_US=-3 ] && want=coop_stagger_us
   [ "$bad" = FH_FUSED_COOP_STAGGER_GROUPS=0 ] && want=coop_stagger_groups
   [ "$bad" = FH_FUSED_COOP_GROUP_ROWS=0 ] && want=coop_group_rows
-  [ "$bad" = FH_FUSED_COOP_L2G_MIN_TOKENS=-1 ] && want=coop_l2g_min_tokens
+  [ "$bad" = FH_FUSED_COOP_L2G_MIN_TOKENS=-1 ] && want="coop_l2g_min_tokens must"
+  [ "$bad" = FH_FUSED_COOP_L2G_MIN_TOKENS_LIGHT=-1 ] && want="coop_l2g_min_tokens_light must"
+  [ "$bad" = FH_FUSED_COOP_L2G_LIGHT_MIN_TILES=0 ] && want="coop_l2g_light_min_tiles must"
+  [ "$bad" = FH_FUSED_COOP_L2G_EPILOGUE_WARPS=4 ] && want="coop_l2g_epilogue_warps must"
+  [ "$bad" = FH_FUSED_COOP_L2G_EPILOGUE_ROWS=12 ] && want="coop_l2g_epilogue_rows must"
+  [ "$bad" = FH_FUSED_COOP_L2G_EPILOGUE_ROWS_16K=136 ] && want="coop_l2g_epilogue_rows_16k must"
+  [ "$bad" = FH_FUSED_COOP_L2G_MIN_TOKENS_INT8=-1 ] && want="coop_l2g_min_tokens_int8 must"
   if [ $rc -ne 2 ]; then echo "FAIL: $bad: exit $rc, not 2 ($out)"; fails=$((fails + 1))
   elif ! grep -q "$want" <<< "$out"; then echo "FAIL: $bad: the message does not name $want: $out"; fails=$((fails + 1))
   else echo "ok: $bad refused: $(head -1 <<< "$out")"; fi
 done
 # A good value passes the door (then no GPU: exit 0 with --allow-no-gpu, or a run on a GPU machine).
 for good in FH_FUSED_COOP_MIN_TOKENS=0 FH_FUSED_COOP_STAGGER_US=20 FH_FUSED_COOP_GROUP_ROWS=3 \
-            FH_FUSED_COOP_L2G_MIN_TOKENS=8192; do
+            FH_FUSED_COOP_L2G_MIN_TOKENS=8192 FH_FUSED_COOP_L2G_MIN_TOKENS_LIGHT=0 \
+            FH_FUSED_COOP_L2G_LIGHT_MIN_TILES=1 FH_FUSED_COOP_L2G_EPILOGUE_WARPS=2 \
+            FH_FUSED_COOP_L2G_EPILOGUE_ROWS=8 FH_FUSED_COOP_L2G_EPILOGUE_ROWS_16K=128 \
+            FH_FUSED_COOP_L2G_MIN_TOKENS_INT8=0; do
   if env "$good" FH_FUSED_COOP_STAGGER_GROUPS=4 "$BIN" --allow-no-gpu --benchmark_filter=NONE > /dev/null 2>&1; then echo "ok: $good accepted"
   else echo "FAIL: $good was refused"; fails=$((fails + 1)); fi
 done

@@ -299,12 +299,16 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   }
 }
 
+// The problem's 128 x 256 tiles.
+inline int64_t coop_tiles(const WgradTileArgs& a) {
+  return ((a.in + CoopCfg::TC - 1) / CoopCfg::TC) * ((a.out + CoopCfg::TR - 1) / CoopCfg::TR);
+}
 // A persistent cooperative launch's grid: one block per SM, or per tile when there are fewer tiles.
 inline int64_t coop_blocks(const WgradTileArgs& a) {
   int device = 0, sms = 0;
   cuda_check(cudaGetDevice(&device), "fused_wgrad_coop: cudaGetDevice");
   cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused_wgrad_coop: SM count");
-  const int64_t tiles = ((a.in + CoopCfg::TC - 1) / CoopCfg::TC) * ((a.out + CoopCfg::TR - 1) / CoopCfg::TR);
+  const int64_t tiles = coop_tiles(a);
   return tiles < sms ? tiles : sms;
 }
 

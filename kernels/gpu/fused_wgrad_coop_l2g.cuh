@@ -11,7 +11,8 @@
 //     themselves (128: none), and go on to the next tile; the block's last tile they update whole;
 //   - warps 1, 2 and 3 (FusedSchedule::coop_l2g_epilogue_warps = 3) or 1 and 2 are the epilogue:
 //     they update each parked tile but the last (with INT8 state its first FusedSchedule::
-//     coop_l2g_epilogue_rows, or coop_l2g_epilogue_rows_16k from T = 16384) while the consumers multiply the next one, each its own run of the rows' two 128-column
+//     coop_l2g_epilogue_rows, or coop_l2g_epilogue_rows_16k from T = kCoopL2gRows16kFromTokens)
+//     while the consumers multiply the next one, each its own run of the rows' two 128-column
 //     halves (l2g_piece).
 // A fourth warpgroup for the epilogue does not compile: a 512-thread block has 128 registers a
 // thread, and ptxas refuses the m64n256k16 accumulators below 154 even after setmaxnreg.
@@ -62,7 +63,8 @@ struct CoopL2gCfg {
 template <class Rule, StateFormat SF, WeightStore WS>
 __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     fused_wgrad_coop_l2g_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec, int group_rows,
-                                int epilogue_warps, int epilogue_rows, float* g_scratch, const __grid_constant__ WgradTmaMaps maps) {
+                                int epilogue_warps, int epilogue_rows, float* g_scratch,
+                                const __grid_constant__ WgradTmaMaps maps) {
   static_assert(coop_l2g_builds(Rule::kStateSlots), "only where it serves (coop_l2g_builds)");
   using Cfg = CoopCfg;
   constexpr int S = Cfg::kStages;
@@ -208,11 +210,10 @@ void launch_fused_coop_l2g(const WgradTileArgs& a, const typename Rule::Scalars&
   const WgradTmaMaps maps = make_wgrad_tma_maps(a);
   const bool vec = SF != StateFormat::int8 && fused_params_vec4<SF>(pv);
   const FusedSchedule fs = fused_schedule();
-  kernel<<<unsigned(blocks), CoopCfg::kThreads, CoopL2gCfg::kSmemBytes, stream>>>(a, s, pv, vec, fs.coop_group_rows,
-                                                                                    fs.coop_l2g_epilogue_warps,
-                                                                                    a.T >= 16384 ? fs.coop_l2g_epilogue_rows_16k
-                                                                                                 : fs.coop_l2g_epilogue_rows,
-                                                                                    scratch, maps);
+  const int epilogue_rows =
+      a.T >= kCoopL2gRows16kFromTokens ? fs.coop_l2g_epilogue_rows_16k : fs.coop_l2g_epilogue_rows;
+  kernel<<<unsigned(blocks), CoopCfg::kThreads, CoopL2gCfg::kSmemBytes, stream>>>(
+      a, s, pv, vec, fs.coop_group_rows, fs.coop_l2g_epilogue_warps, epilogue_rows, scratch, maps);
   cuda_check(cudaGetLastError(), "fused_wgrad_coop_l2g: launch");
 }
 

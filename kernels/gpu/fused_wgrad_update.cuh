@@ -766,8 +766,8 @@ inline bool coop_chosen(const WgradTileArgs& a, StateFormat sf) {
 // class on (coop_l2g_class; 0: never).
 inline bool coop_l2g_chosen(const WgradTileArgs& a, StateFormat sf, int declared_slots, int kept_slots) {
   const FusedSchedule sched = fused_schedule();
-  const int64_t tiles = ((a.in + CoopCfg::TC - 1) / CoopCfg::TC) * ((a.out + CoopCfg::TR - 1) / CoopCfg::TR);
-  const CoopL2gClass c = coop_l2g_class(sf, declared_slots, kept_slots, tiles, sched.coop_l2g_light_min_tiles);
+  const CoopL2gClass c =
+      coop_l2g_class(sf, declared_slots, kept_slots, coop_tiles(a), sched.coop_l2g_light_min_tiles);
   const int64_t from = c == CoopL2gClass::heavy   ? sched.coop_l2g_min_tokens
                        : c == CoopL2gClass::light ? sched.coop_l2g_min_tokens_light
                        : c == CoopL2gClass::int8  ? sched.coop_l2g_min_tokens_int8

@@ -52,9 +52,12 @@ void set_fused_schedule(const FusedSchedule& s) {
   if (s.coop_group_rows < 1 || s.coop_group_rows > 1024)
     throw std::invalid_argument("set_fused_schedule: coop_group_rows must be 1 .. 1024 (1: row-major; got " +
                                 std::to_string(s.coop_group_rows) + ")");
-  if (s.coop_l2g_min_tokens < 0)
-    throw std::invalid_argument("set_fused_schedule: coop_l2g_min_tokens must be >= 0 (0: never; got " +
-                                std::to_string(s.coop_l2g_min_tokens) + ")");
+  for (auto [name, from] : {std::pair{"coop_l2g_min_tokens", s.coop_l2g_min_tokens},
+                            std::pair{"coop_l2g_min_tokens_light", s.coop_l2g_min_tokens_light},
+                            std::pair{"coop_l2g_min_tokens_int8", s.coop_l2g_min_tokens_int8}})
+    if (from < 0)
+      throw std::invalid_argument(std::string("set_fused_schedule: ") + name + " must be >= 0 (0: never; got " +
+                                  std::to_string(from) + ")");
   if (s.coop_l2g_light_min_tiles < 1)
     throw std::invalid_argument("set_fused_schedule: coop_l2g_light_min_tiles must be >= 1 (got " +
                                 std::to_string(s.coop_l2g_light_min_tiles) + ")");
@@ -63,15 +66,9 @@ void set_fused_schedule(const FusedSchedule& s) {
     if (rows < 8 || rows > 128 || rows % 8 != 0)
       throw std::invalid_argument(std::string("set_fused_schedule: ") + name +
                                   " must be a multiple of 8 in 8 .. 128 (got " + std::to_string(rows) + ")");
-  if (s.coop_l2g_min_tokens_int8 < 0)
-    throw std::invalid_argument("set_fused_schedule: coop_l2g_min_tokens_int8 must be >= 0 (0: never; got " +
-                                std::to_string(s.coop_l2g_min_tokens_int8) + ")");
   if (s.coop_l2g_epilogue_warps < 2 || s.coop_l2g_epilogue_warps > 3)
     throw std::invalid_argument("set_fused_schedule: coop_l2g_epilogue_warps must be 2 or 3 (got " +
                                 std::to_string(s.coop_l2g_epilogue_warps) + ")");
-  if (s.coop_l2g_min_tokens_light < 0)
-    throw std::invalid_argument("set_fused_schedule: coop_l2g_min_tokens_light must be >= 0 (0: never; got " +
-                                std::to_string(s.coop_l2g_min_tokens_light) + ")");
   std::lock_guard<std::mutex> lock(g_schedule_mutex);
   g_schedule = s;
 }

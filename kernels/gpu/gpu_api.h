@@ -180,6 +180,7 @@ constexpr int64_t kCoopL2gLightMinTiles = 1024;
 constexpr int kCoopL2gEpilogueWarps = 3;
 constexpr int kCoopL2gEpilogueRows = 72;
 constexpr int kCoopL2gEpilogueRows16k = 104;
+constexpr int64_t kCoopL2gRows16kFromTokens = 16384;  // where coop_l2g_epilogue_rows_16k takes over
 constexpr int64_t kCoopL2gMinTokensInt8 = 8192;
 struct FusedSchedule {
   int stagger_us = -1;

@@ -239,12 +239,13 @@ int main(int argc, char** argv) {
   std::printf("seed: 0x%016llx (fixed)\n", (unsigned long long)kBenchSeed);
   std::printf("forge-bench: fused schedule: cooperative kernel from T = %lld (INT8 state: %lld; 0: never), stagger %d us "
               "(-1: auto, %d us for fp32 state), stride %d (0: SM count); cooperative stagger %d us x %d groups, "
-              "tiles in groups of %d rows; G through L2 from T = %lld, lighter epilogues from T = %lld (0: never) on %lld tiles or more, INT8 from T = %lld, %d epilogue warps on %d rows (%d from T = 16384)\n",
+              "tiles in groups of %d rows; G through L2 from T = %lld, lighter epilogues from T = %lld (0: never) on %lld tiles or more, INT8 from T = %lld, %d epilogue warps on %d rows (%d from T = %lld)\n",
               (long long)sched.coop_min_tokens, (long long)sched.coop_min_tokens_int8, sched.stagger_us,
               auto_stagger_us(StateFormat::fp32), sched.stagger_stride, sched.coop_stagger_us, sched.coop_stagger_groups,
               sched.coop_group_rows, (long long)sched.coop_l2g_min_tokens, (long long)sched.coop_l2g_min_tokens_light,
               (long long)sched.coop_l2g_light_min_tiles, (long long)sched.coop_l2g_min_tokens_int8,
-              sched.coop_l2g_epilogue_warps, sched.coop_l2g_epilogue_rows, sched.coop_l2g_epilogue_rows_16k);
+              sched.coop_l2g_epilogue_warps, sched.coop_l2g_epilogue_rows, sched.coop_l2g_epilogue_rows_16k,
+              (long long)kCoopL2gRows16kFromTokens);
   struct Layer { int64_t out, in; };
   const Layer layers[] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {1024, 4096}};
   const int64_t tokens[] = {512, 2048, 8192, 16384};

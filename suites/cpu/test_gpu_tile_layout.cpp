@@ -695,54 +695,33 @@ TEST(GpuTileLayout, CoopTileOrderCoversEachTileOnceAndKeepsWavesLocal) {
 // The schedule's settings are range-checked and kept process-wide.
 TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   const FusedSchedule before = fused_schedule();
-  FusedSchedule bad = before;
-  bad.stagger_us = -2;
-  EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
-  bad = before;
-  bad.stagger_stride = -1;
-  EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
-  bad = before;
-  bad.coop_min_tokens = -1;
-  EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
-  bad = before;
-  bad.coop_min_tokens_int8 = -1;
-  EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
-  bad = before;
-  bad.coop_l2g_min_tokens = -1;
-  EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
-  bad = before;
-  bad.coop_l2g_min_tokens_light = -1;
-  EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
-  bad = before;
-  bad.coop_l2g_light_min_tiles = 0;
-  EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
+  // The defaults with one change (or one pair) are refused.
+  using S = FusedSchedule;
+  auto refused = [&](auto change, const std::string& what) {
+    FusedSchedule bad = before;
+    change(bad);
+    EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument) << what;
+  };
+  refused([](S& s) { s.stagger_us = -2; }, "stagger_us -2");
+  refused([](S& s) { s.stagger_stride = -1; }, "stagger_stride -1");
+  refused([](S& s) { s.coop_min_tokens = -1; }, "coop_min_tokens -1");
+  refused([](S& s) { s.coop_min_tokens_int8 = -1; }, "coop_min_tokens_int8 -1");
+  refused([](S& s) { s.coop_l2g_min_tokens = -1; }, "coop_l2g_min_tokens -1");
+  refused([](S& s) { s.coop_l2g_min_tokens_light = -1; }, "coop_l2g_min_tokens_light -1");
+  refused([](S& s) { s.coop_l2g_light_min_tiles = 0; }, "coop_l2g_light_min_tiles 0");
+  refused([](S& s) { s.coop_l2g_min_tokens_int8 = -1; }, "coop_l2g_min_tokens_int8 -1");
   for (int rows : {0, 4, 12, 136}) {
-    bad = before;
-    bad.coop_l2g_epilogue_rows = rows;
-    EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument) << rows << " epilogue rows";
-    bad = before;
-    bad.coop_l2g_epilogue_rows_16k = rows;
-    EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument) << rows << " epilogue rows from T = 16384";
+    refused([&](S& s) { s.coop_l2g_epilogue_rows = rows; }, std::to_string(rows) + " epilogue rows");
+    refused([&](S& s) { s.coop_l2g_epilogue_rows_16k = rows; },
+            std::to_string(rows) + " epilogue rows from T = 16384");
   }
-  bad = before;
-  bad.coop_l2g_min_tokens_int8 = -1;
-  EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument);
-  for (int warps : {1, 4}) {
-    bad = before;
-    bad.coop_l2g_epilogue_warps = warps;
-    EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument) << warps << " epilogue warps";
-  }
-  for (int rows : {0, -1, 1025}) {
-    bad = before;
-    bad.coop_group_rows = rows;
-    EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument) << rows << " group rows";
-  }
-  for (auto [us, groups] : {std::pair{-1, 2}, std::pair{10, 0}, std::pair{10, 1025}, std::pair{500001, 3}}) {
-    bad = before;
-    bad.coop_stagger_us = us;
-    bad.coop_stagger_groups = groups;
-    EXPECT_THROW(set_fused_schedule(bad), std::invalid_argument) << us << " us, " << groups << " groups";
-  }
+  for (int warps : {1, 4})
+    refused([&](S& s) { s.coop_l2g_epilogue_warps = warps; }, std::to_string(warps) + " epilogue warps");
+  for (int rows : {0, -1, 1025})
+    refused([&](S& s) { s.coop_group_rows = rows; }, std::to_string(rows) + " group rows");
+  for (std::pair<int, int> p : {std::pair{-1, 2}, std::pair{10, 0}, std::pair{10, 1025}, std::pair{500001, 3}})
+    refused([&](S& s) { s.coop_stagger_us = p.first, s.coop_stagger_groups = p.second; },
+            std::to_string(p.first) + " us, " + std::to_string(p.second) + " groups");
   EXPECT_EQ(before.coop_stagger_us, kCoopStaggerUs);
   EXPECT_EQ(before.coop_stagger_groups, kCoopStaggerGroups);
   EXPECT_EQ(before.coop_min_tokens, kCoopMinTokens) << "the cooperative kernel runs from the measured crossover by default";
