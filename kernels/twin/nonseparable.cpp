@@ -12,7 +12,7 @@ void LambHyper::validate() const {
   require_hyper(finite_nonneg(weight_decay), "lamb", "weight_decay must be finite and >= 0");
 }
 
-LambScalars LambScalars::of(const LambHyper& h, int64_t step) {
+LambScalars lamb_scalars(const LambHyper& h, int64_t step) {
   LambScalars s;
   s.b1 = round_scalar(h.beta1);
   s.omb1 = round_scalar(1.0 - h.beta1);
@@ -43,7 +43,7 @@ void lamb_update_region(LambParam& p, const LambHyper& h, int64_t step, const fl
   if (step < 1) throw std::invalid_argument("lamb_update_region: step counts from 1");
   if (r0 < 0 || r1 > p.rows || c0 < 0 || c1 > p.cols || r0 > r1 || c0 > c1)
     throw std::invalid_argument("lamb_update_region: region outside the tensor");
-  const LambScalars s = LambScalars::of(h, step);
+  const LambScalars s = lamb_scalars(h, step);
 
   // Pass 1: moments and the update direction u (a region-sized scratch: one tile in the twin).
   const int64_t cols = c1 - c0;

@@ -11,6 +11,7 @@
 #pragma once
 #include <cstdint>
 #include <vector>
+#include "kernels/rules/nonseparable_elements.h"
 #include "kernels/twin/fused_twin.h"
 
 namespace fh {
@@ -20,19 +21,9 @@ struct LambHyper {
   void validate() const;
 };
 
-// LAMB's per-step scalars (host double, rounded once) and its element-wise part: the moments and
-// the update direction u, shared by the falsifier here and by kernels/twin/nonseparable_rules.
-struct LambScalars {
-  float b1, omb1, b2, omb2, inv_bc1, inv_bc2, eps, wd;
-  static LambScalars of(const LambHyper& h, int64_t step);
-};
-inline void lamb_moments(const LambScalars& s, float g, float& m, float& v) {
-  m = fadd(fmul(s.b1, m), fmul(s.omb1, g));
-  v = fadd(fmul(s.b2, v), fmul(s.omb2, fmul(g, g)));
-}
-inline float lamb_direction(const LambScalars& s, float m, float v, float w) {
-  return fadd(fdiv(fmul(m, s.inv_bc1), fadd(fsqrt(fmul(v, s.inv_bc2)), s.eps)), fmul(s.wd, w));
-}
+// LAMB's per-step scalars (host double, rounded once); its element-wise part (the moments and the
+// update direction u) is kernels/rules/nonseparable_elements.h, shared with the GPU passes.
+LambScalars lamb_scalars(const LambHyper& h, int64_t step);
 
 struct LambParam {
   int64_t rows = 0, cols = 0;

@@ -10,28 +10,17 @@ namespace {
 
 // ---- the fixed reduction orders (nonseparable_rules.h) ----
 
-// A tile's partial sum of x^2, row-major, fp32 adds from +0.
+// A tile's partial sum of x^2: ns_tile_chain's order (row chains, then the rows).
 float tile_sum_of_squares(const float* t, int64_t ld, int64_t nr, int64_t nc) {
-  float s = 0.0f;
-  for (int64_t i = 0; i < nr; ++i)
-    for (int64_t j = 0; j < nc; ++j) s = fadd(s, fmul(t[i * ld + j], t[i * ld + j]));
-  return s;
+  return ns_tile_chain(nr, nc, [&](int64_t i, int64_t j) { return ns_square(t[i * ld + j]); });
 }
 // Per row of a tile: the sum of x^2 + add along the row, fp32 adds from +0.
 void tile_row_sums(const float* t, int64_t ld, int64_t nr, int64_t nc, float add, float* rows) {
-  for (int64_t i = 0; i < nr; ++i) {
-    float s = 0.0f;
-    for (int64_t j = 0; j < nc; ++j) s = fadd(s, fadd(fmul(t[i * ld + j], t[i * ld + j]), add));
-    rows[i] = s;
-  }
+  for (int64_t i = 0; i < nr; ++i) rows[i] = ns_chain(nc, [&](int64_t j) { return ns_square_plus(t[i * ld + j], add); });
 }
 // Per column of a tile: the sum of x^2 + add down the column, fp32 adds from +0.
 void tile_col_sums(const float* t, int64_t ld, int64_t nr, int64_t nc, float add, float* cols) {
-  for (int64_t j = 0; j < nc; ++j) {
-    float s = 0.0f;
-    for (int64_t i = 0; i < nr; ++i) s = fadd(s, fadd(fmul(t[i * ld + j], t[i * ld + j]), add));
-    cols[j] = s;
-  }
+  for (int64_t j = 0; j < nc; ++j) cols[j] = ns_chain(nr, [&](int64_t i) { return ns_square_plus(t[i * ld + j], add); });
 }
 // Partials parts[k * stride + i], k = 0..n-1, added from +0 in ascending k (descending when the
 // planted defect reverses the order), for every i < width.
@@ -44,11 +33,10 @@ std::vector<float> add_partials(const std::vector<float>& parts, int64_t n, int6
     }
   return s;
 }
-float fmax_ordered(float a, float b) { return a > b ? a : b; }  // statistics are never NaN here
 std::vector<float> max_partials(const std::vector<float>& parts, int64_t n, int64_t width) {
   std::vector<float> s(size_t(width), 0.0f);
   for (int64_t k = 0; k < n; ++k)
-    for (int64_t i = 0; i < width; ++i) s[size_t(i)] = fmax_ordered(s[size_t(i)], parts[size_t(k * width + i)]);
+    for (int64_t i = 0; i < width; ++i) s[size_t(i)] = ns_fmax(s[size_t(i)], parts[size_t(k * width + i)]);
   return s;
 }
 // x points at the grid region's corner (row g.r0, column g.c0).
@@ -101,24 +89,26 @@ void for_each_state_element(const NsParam& p, const NsGrid& g, Fn&& fn) {
 // (element-wise over the stored m, v, w): u again, then the weights.
 int step_lamb(NsParam& p, const NsHyper& h, int64_t step, const NsGrid& g, const NsGSource& src, const NsPlants& pl) {
   const Region R{g};
-  const LambScalars s = LambScalars::of(LambHyper{h.lr, h.beta1, h.beta2, h.eps, h.weight_decay}, step);
+  const LambScalars s = ns_lamb_scalars(h, step);
   std::vector<float> w_part(size_t(R.ntr() * R.ntc())), u_part(w_part.size());
+  std::vector<float> w2, u2;  // one tile's squares, row-major
   src([&](const TileCoord& tc, const float* gt, int64_t ldg) {
-    float sw = 0.0f, su = 0.0f;
-    for_each_element(p, tc, gt, ldg, [&](int64_t, int64_t, size_t i, float gi) {
+    const int64_t nr = tc.r1 - tc.r0, nc = tc.c1 - tc.c0;
+    w2.assign(size_t(nr * nc), 0.0f);
+    u2.assign(w2.size(), 0.0f);
+    for_each_element(p, tc, gt, ldg, [&](int64_t r, int64_t c, size_t i, float gi) {
       lamb_moments(s, gi, p.m[i], p.v[i]);
-      const float u = lamb_direction(s, p.m[i], p.v[i], p.w[i]);
-      sw = fadd(sw, fmul(p.w[i], p.w[i]));
-      su = fadd(su, fmul(u, u));
+      const size_t t = size_t((r - tc.r0) * nc + (c - tc.c0));
+      w2[t] = ns_square(p.w[i]);
+      u2[t] = ns_square(lamb_direction(s, p.m[i], p.v[i], p.w[i]));
     });
-    w_part[size_t(R.id(tc))] = sw;
-    u_part[size_t(R.id(tc))] = su;
+    w_part[size_t(R.id(tc))] = ns_tile_chain(nr, nc, [&](int64_t a, int64_t b) { return w2[size_t(a * nc + b)]; });
+    u_part[size_t(R.id(tc))] = ns_tile_chain(nr, nc, [&](int64_t a, int64_t b) { return u2[size_t(a * nc + b)]; });
   });
   const int64_t n = R.ntr() * R.ntc();
   const std::vector<float> st = statistic_in_use(
       p, {add_partials(w_part, n, 1, pl.reversed_tile_sum)[0], add_partials(u_part, n, 1, pl.reversed_tile_sum)[0]}, pl);
-  const double ratio = (st[0] > 0.0f && st[1] > 0.0f) ? std::sqrt(double(st[0])) / std::sqrt(double(st[1])) : 1.0;
-  const float step_size = round_scalar(h.lr * ratio);
+  const float step_size = ns_lamb_step_size(h, st[0], st[1]);
   for_each_state_element(p, g, [&](int64_t, int64_t, size_t i) {
     p.w[i] = fsub(p.w[i], fmul(step_size, lamb_direction(s, p.m[i], p.v[i], p.w[i])));
   });
@@ -134,12 +124,11 @@ int step_lamb(NsParam& p, const NsHyper& h, int64_t step, const NsGrid& g, const
 int step_adam_mini(NsParam& p, const NsHyper& h, int64_t step, const NsGrid& g, const NsGSource& src,
                    const NsPlants& pl) {
   const Region R{g};
-  const float b1 = round_scalar(h.beta1), omb1 = round_scalar(1.0 - h.beta1);
-  const float b2 = round_scalar(h.beta2), omb2 = round_scalar(1.0 - h.beta2);
+  const AdamMiniScalars s = ns_adam_mini_scalars(h, step);
   std::vector<float> row_part(size_t(R.ntc() * R.nr()));
   src([&](const TileCoord& tc, const float* gt, int64_t ldg) {
     for_each_element(p, tc, gt, ldg, [&](int64_t, int64_t, size_t i, float gi) {
-      p.m[i] = fadd(fmul(b1, p.m[i]), fmul(omb1, gi));
+      p.m[i] = ns_moving(s.b1, s.omb1, p.m[i], gi);
     });
     tile_row_sums(gt, ldg, tc.r1 - tc.r0, tc.c1 - tc.c0, 0.0f,
                   &row_part[size_t(g.tile_col_of(tc) * R.nr() + (tc.r0 - g.r0))]);
@@ -147,7 +136,7 @@ int step_adam_mini(NsParam& p, const NsHyper& h, int64_t step, const NsGrid& g, 
   const std::vector<float> rows = add_partials(row_part, R.ntc(), R.nr(), pl.reversed_tile_sum);
   const int64_t n_blocks = int64_t(p.row_stat.size());
   const int64_t shift = pl.block_shifted_one_row ? 1 : 0;
-  auto block_of = [&](int64_t r) { return std::min((r + shift) / h.rows_per_block, n_blocks - 1); };
+  auto block_of = [&](int64_t r) { return ns_adam_mini_block(r, h.rows_per_block, n_blocks, shift); };
   const int64_t b_lo = block_of(g.r0), b_hi = block_of(g.r1 - 1);
   std::vector<float> sums(size_t(b_hi - b_lo + 1), 0.0f), counts(sums.size(), 0.0f);
   for (int64_t r = g.r0; r < g.r1; ++r) {
@@ -159,14 +148,9 @@ int step_adam_mini(NsParam& p, const NsHyper& h, int64_t step, const NsGrid& g, 
   for (size_t b = 0; b < sums.size(); ++b) means[b] = fdiv(sums[b], counts[b]);
   means = statistic_in_use(p, std::move(means), pl);
   for (int64_t b = b_lo; b <= b_hi; ++b)
-    p.row_stat[size_t(b)] = fadd(fmul(b2, p.row_stat[size_t(b)]), fmul(omb2, means[size_t(b - b_lo)]));
-  const float decay = round_scalar(1.0 - h.lr * h.weight_decay);
-  const float step_size = round_scalar(h.lr / (1.0 - std::pow(h.beta1, double(step))));
-  const float sqrt_bc2 = round_scalar(std::sqrt(1.0 - std::pow(h.beta2, double(step))));
-  const float eps = round_scalar(h.eps);
+    p.row_stat[size_t(b)] = ns_moving(s.b2, s.omb2, p.row_stat[size_t(b)], means[size_t(b - b_lo)]);
   for_each_state_element(p, g, [&](int64_t r, int64_t, size_t i) {
-    const float den = fadd(fdiv(fsqrt(p.row_stat[size_t(block_of(r))]), sqrt_bc2), eps);
-    p.w[i] = fsub(fmul(p.w[i], decay), fmul(step_size, fdiv(p.m[i], den)));
+    p.w[i] = adam_mini_weight(s, p.w[i], p.m[i], p.row_stat[size_t(block_of(r))]);
   });
   return 1;
 }
@@ -181,43 +165,34 @@ int step_adam_mini(NsParam& p, const NsHyper& h, int64_t step, const NsGrid& g, 
 int step_adafactor(NsParam& p, const NsHyper& h, int64_t step, const NsGrid& g, const NsGSource& src,
                    const NsPlants& pl) {
   const Region R{g};
-  const float eps1 = round_scalar(h.eps1);
+  const AdafactorScalars s = ns_adafactor_scalars(h, step);
   std::vector<float> row_part(size_t(R.ntc() * R.nr())), col_part(size_t(R.ntr() * R.nc()));
   src([&](const TileCoord& tc, const float* gt, int64_t ldg) {
     const int64_t nr = tc.r1 - tc.r0, nc = tc.c1 - tc.c0;
-    tile_row_sums(gt, ldg, nr, nc, eps1, &row_part[size_t(g.tile_col_of(tc) * R.nr() + (tc.r0 - g.r0))]);
-    tile_col_sums(gt, ldg, nr, nc, eps1, &col_part[size_t(g.tile_row_of(tc) * R.nc() + (tc.c0 - g.c0))]);
+    tile_row_sums(gt, ldg, nr, nc, s.eps1, &row_part[size_t(g.tile_col_of(tc) * R.nr() + (tc.r0 - g.r0))]);
+    tile_col_sums(gt, ldg, nr, nc, s.eps1, &col_part[size_t(g.tile_row_of(tc) * R.nc() + (tc.c0 - g.c0))]);
   });
   std::vector<float> st = add_partials(row_part, R.ntc(), R.nr(), pl.reversed_tile_sum);
   const std::vector<float> cols = add_partials(col_part, R.ntr(), R.nc(), pl.reversed_tile_sum);
   st.insert(st.end(), cols.begin(), cols.end());
   st.push_back(sum_of_squares_in_grid(&p.w[size_t(g.r0 * p.cols + g.c0)], p.cols, g, pl.reversed_tile_sum));
   st = statistic_in_use(p, std::move(st), pl);
-  const double decay = std::pow(double(step), h.decay_rate);
-  const float beta2t = round_scalar(1.0 - decay), omb2t = round_scalar(decay);
   for (int64_t r = g.r0; r < g.r1; ++r)
-    p.row_stat[size_t(r)] = fadd(fmul(beta2t, p.row_stat[size_t(r)]), fmul(omb2t, st[size_t(r - g.r0)]));
+    p.row_stat[size_t(r)] = ns_moving(s.beta2t, s.omb2t, p.row_stat[size_t(r)], st[size_t(r - g.r0)]);
   for (int64_t c = g.c0; c < g.c1; ++c)
-    p.col_stat[size_t(c)] = fadd(fmul(beta2t, p.col_stat[size_t(c)]), fmul(omb2t, st[size_t(R.nr() + c - g.c0)]));
-  float row_total = 0.0f;
-  for (int64_t r = g.r0; r < g.r1; ++r) row_total = fadd(row_total, p.row_stat[size_t(r)]);
+    p.col_stat[size_t(c)] = ns_moving(s.beta2t, s.omb2t, p.col_stat[size_t(c)], st[size_t(R.nr() + c - g.c0)]);
+  const float row_total = ns_chain(R.nr(), [&](int64_t r) { return p.row_stat[size_t(g.r0 + r)]; });
   auto update_of = [&](int64_t r, int64_t c, float gi) {
-    return fdiv(gi, fsqrt(fdiv(fmul(p.row_stat[size_t(r)], p.col_stat[size_t(c)]), row_total)));
+    return adafactor_update(gi, p.row_stat[size_t(r)], p.col_stat[size_t(c)], row_total);
   };
   std::vector<float> u_part(size_t(R.ntr() * R.ntc()));
   src([&](const TileCoord& tc, const float* gt, int64_t ldg) {
-    float su = 0.0f;
-    for_each_element(p, tc, gt, ldg, [&](int64_t r, int64_t c, size_t, float gi) {
-      const float u = update_of(r, c, gi);
-      su = fadd(su, fmul(u, u));
+    u_part[size_t(R.id(tc))] = ns_tile_chain(tc.r1 - tc.r0, tc.c1 - tc.c0, [&](int64_t a, int64_t b) {
+      return ns_square(update_of(tc.r0 + a, tc.c0 + b, gt[a * ldg + b]));
     });
-    u_part[size_t(R.id(tc))] = su;
   });
-  const double n = double(R.nr() * R.nc());
   const float u_sq = add_partials(u_part, R.ntr() * R.ntc(), 1, pl.reversed_tile_sum)[0];
-  const double clip = std::max(1.0, std::sqrt(double(u_sq) / n) / h.clip_threshold);
-  const double alpha = std::max(h.eps2, std::sqrt(double(st.back()) / n)) * h.lr;
-  const float step_size = round_scalar(alpha / clip);
+  const float step_size = ns_adafactor_step_size(h, u_sq, st.back(), R.nr() * R.nc());
   src([&](const TileCoord& tc, const float* gt, int64_t ldg) {
     for_each_element(p, tc, gt, ldg, [&](int64_t r, int64_t c, size_t i, float gi) {
       p.w[i] = fsub(p.w[i], fmul(step_size, update_of(r, c, gi)));
@@ -238,8 +213,8 @@ int step_sm3_i(NsParam& p, const NsHyper& h, int64_t, const NsGrid& g, const NsG
     for_each_element(p, tc, gt, ldg, [&](int64_t r, int64_t c, size_t, float gi) {
       float& rm = row_part[size_t(tcl * R.nr() + r - g.r0)];
       float& cm = col_part[size_t(tr * R.nc() + c - g.c0)];
-      rm = fmax_ordered(rm, fmul(gi, gi));
-      cm = fmax_ordered(cm, fmul(gi, gi));
+      rm = ns_fmax(rm, ns_square(gi));
+      cm = ns_fmax(cm, ns_square(gi));
     });
   });
   std::vector<float> st = max_partials(row_part, R.ntc(), R.nr());
@@ -252,8 +227,7 @@ int step_sm3_i(NsParam& p, const NsHyper& h, int64_t, const NsGrid& g, const NsG
   const float lr = round_scalar(h.lr);
   src([&](const TileCoord& tc, const float* gt, int64_t ldg) {
     for_each_element(p, tc, gt, ldg, [&](int64_t r, int64_t c, size_t i, float gi) {
-      const float nu = std::min(p.row_stat[size_t(r)], p.col_stat[size_t(c)]);
-      if (nu > 0.0f) p.w[i] = fsub(p.w[i], fmul(lr, fdiv(gi, fsqrt(nu))));
+      p.w[i] = sm3_weight(p.w[i], lr, gi, ns_fmin(p.row_stat[size_t(r)], p.col_stat[size_t(c)]));
     });
   });
   return 2;
@@ -268,10 +242,10 @@ int step_sm3_ii(NsParam& p, const NsHyper& h, int64_t, const NsGrid& g, const Ns
   const float lr = round_scalar(h.lr);
   src([&](const TileCoord& tc, const float* gt, int64_t ldg) {
     for_each_element(p, tc, gt, ldg, [&](int64_t r, int64_t c, size_t i, float gi) {
-      const float nu = fadd(std::min(p.row_stat[size_t(r)], p.col_stat[size_t(c)]), fmul(gi, gi));
-      if (nu > 0.0f) p.w[i] = fsub(p.w[i], fmul(lr, fdiv(gi, fsqrt(nu))));
-      new_rows[size_t(r - g.r0)] = fmax_ordered(new_rows[size_t(r - g.r0)], nu);
-      new_cols[size_t(c - g.c0)] = fmax_ordered(new_cols[size_t(c - g.c0)], nu);
+      const float nu = fadd(ns_fmin(p.row_stat[size_t(r)], p.col_stat[size_t(c)]), ns_square(gi));
+      p.w[i] = sm3_weight(p.w[i], lr, gi, nu);
+      new_rows[size_t(r - g.r0)] = ns_fmax(new_rows[size_t(r - g.r0)], nu);
+      new_cols[size_t(c - g.c0)] = ns_fmax(new_cols[size_t(c - g.c0)], nu);
     });
   });
   std::copy(new_rows.begin(), new_rows.end(), p.row_stat.begin() + g.r0);
@@ -292,14 +266,9 @@ int step_lars(NsParam& p, const NsHyper& h, int64_t, const NsGrid& g, const NsGS
   const std::vector<float> st = statistic_in_use(
       p, {sum_of_squares_in_grid(&p.w[size_t(g.r0 * p.cols + g.c0)], p.cols, g, pl.reversed_tile_sum),
           add_partials(g_part, R.ntr() * R.ntc(), 1, pl.reversed_tile_sum)[0]}, pl);
-  const double wn = std::sqrt(double(st[0])), gn = std::sqrt(double(st[1]));
-  const double local = (wn > 0.0 && gn > 0.0) ? h.trust_coefficient * wn / (gn + h.weight_decay * wn) : 1.0;
-  const float scaled = round_scalar(h.lr * local), mom = round_scalar(h.momentum), wd = round_scalar(h.weight_decay);
+  const LarsScalars s = ns_lars_scalars(h, st[0], st[1]);
   src([&](const TileCoord& tc, const float* gt, int64_t ldg) {
-    for_each_element(p, tc, gt, ldg, [&](int64_t, int64_t, size_t i, float gi) {
-      p.m[i] = fadd(fmul(mom, p.m[i]), fmul(scaled, fadd(gi, fmul(wd, p.w[i]))));
-      p.w[i] = fsub(p.w[i], p.m[i]);
-    });
+    for_each_element(p, tc, gt, ldg, [&](int64_t, int64_t, size_t i, float gi) { lars_element(s, gi, p.m[i], p.w[i]); });
   });
   return 2;
 }
@@ -309,15 +278,14 @@ int step_lars(NsParam& p, const NsHyper& h, int64_t, const NsGrid& g, const NsGS
 // state B, so G is never materialized), w <- w (1 - lr wd) - lr sqrt(max(1, rows/cols)) O.
 int step_muon(NsParam& p, const NsHyper& h, int64_t, const NsGrid& g, const NsGSource& src, const NsPlants&) {
   const Region R{g};
-  const float mu = round_scalar(h.momentum);
+  const MuonScalars s = ns_muon_scalars(h, R.nr(), R.nc());
   src([&](const TileCoord& tc, const float* gt, int64_t ldg) {
-    for_each_element(p, tc, gt, ldg, [&](int64_t, int64_t, size_t i, float gi) { p.m[i] = fadd(fmul(mu, p.m[i]), gi); });
+    for_each_element(p, tc, gt, ldg, [&](int64_t, int64_t, size_t i, float gi) { p.m[i] = muon_momentum(s, p.m[i], gi); });
   });
-  const std::vector<float> O = newton_schulz5(&p.m[size_t(g.r0 * p.cols + g.c0)], p.cols, R.nr(), R.nc(), h.ns_steps);
-  const float decay = round_scalar(1.0 - h.lr * h.weight_decay);
-  const float step_size = round_scalar(h.lr * std::sqrt(std::max(1.0, double(R.nr()) / double(R.nc()))));
+  const std::vector<float> O = newton_schulz5(&p.m[size_t(g.r0 * p.cols + g.c0)], p.cols, R.nr(), R.nc(), h.ns_steps,
+                                              g.tile_rows, g.tile_cols);
   for_each_state_element(p, g, [&](int64_t r, int64_t c, size_t i) {
-    p.w[i] = fsub(fmul(p.w[i], decay), fmul(step_size, O[size_t((r - g.r0) * R.nc() + (c - g.c0))]));
+    p.w[i] = muon_weight(s, p.w[i], O[size_t((r - g.r0) * R.nc() + (c - g.c0))]);
   });
   return 1;
 }
@@ -341,6 +309,48 @@ bool ns_rule_sums(NsRule r) {
   return r == NsRule::lamb || r == NsRule::adam_mini || r == NsRule::adafactor || r == NsRule::lars;
 }
 bool ns_rule_has_current_statistic(NsRule r) { return r != NsRule::sm3_ii && r != NsRule::muon; }
+
+LambScalars ns_lamb_scalars(const NsHyper& h, int64_t step) {
+  return lamb_scalars(LambHyper{h.lr, h.beta1, h.beta2, h.eps, h.weight_decay}, step);
+}
+float ns_lamb_step_size(const NsHyper& h, float w_sq, float u_sq) {
+  const double ratio = (w_sq > 0.0f && u_sq > 0.0f) ? std::sqrt(double(w_sq)) / std::sqrt(double(u_sq)) : 1.0;
+  return round_scalar(h.lr * ratio);
+}
+AdamMiniScalars ns_adam_mini_scalars(const NsHyper& h, int64_t step) {
+  AdamMiniScalars s;
+  s.b1 = round_scalar(h.beta1);
+  s.omb1 = round_scalar(1.0 - h.beta1);
+  s.b2 = round_scalar(h.beta2);
+  s.omb2 = round_scalar(1.0 - h.beta2);
+  s.decay = round_scalar(1.0 - h.lr * h.weight_decay);
+  s.step_size = round_scalar(h.lr / (1.0 - std::pow(h.beta1, double(step))));
+  s.sqrt_bc2 = round_scalar(std::sqrt(1.0 - std::pow(h.beta2, double(step))));
+  s.eps = round_scalar(h.eps);
+  return s;
+}
+int64_t ns_adam_mini_block(int64_t row, int64_t rows_per_block, int64_t n_blocks, int64_t shift) {
+  return std::min((row + shift) / rows_per_block, n_blocks - 1);
+}
+AdafactorScalars ns_adafactor_scalars(const NsHyper& h, int64_t step) {
+  const double decay = std::pow(double(step), h.decay_rate);
+  return AdafactorScalars{round_scalar(h.eps1), round_scalar(1.0 - decay), round_scalar(decay)};
+}
+float ns_adafactor_step_size(const NsHyper& h, float u_sq, float w_sq, int64_t elements) {
+  const double n = double(elements);
+  const double clip = std::max(1.0, std::sqrt(double(u_sq) / n) / h.clip_threshold);
+  const double alpha = std::max(h.eps2, std::sqrt(double(w_sq) / n)) * h.lr;
+  return round_scalar(alpha / clip);
+}
+LarsScalars ns_lars_scalars(const NsHyper& h, float w_sq, float g_sq) {
+  const double wn = std::sqrt(double(w_sq)), gn = std::sqrt(double(g_sq));
+  const double local = (wn > 0.0 && gn > 0.0) ? h.trust_coefficient * wn / (gn + h.weight_decay * wn) : 1.0;
+  return LarsScalars{round_scalar(h.lr * local), round_scalar(h.momentum), round_scalar(h.weight_decay)};
+}
+MuonScalars ns_muon_scalars(const NsHyper& h, int64_t rows, int64_t cols) {
+  return MuonScalars{round_scalar(h.momentum), round_scalar(1.0 - h.lr * h.weight_decay),
+                     round_scalar(h.lr * std::sqrt(std::max(1.0, double(rows) / double(cols))))};
+}
 
 void NsHyper::validate() const {
   const char* n = "nonseparable";
@@ -450,8 +460,8 @@ void ns_naive_fused_step(NsParam& p, const NsHyper& h, const bf16* X, const bf16
 
 std::string ns_order_description(NsRule r) {
   const std::string sums =
-      "each tile's partial an fp32 RNE chain from +0 in row-major element order (along the row or column "
-      "for a row or column sum), partials added from +0 in ascending tile index (row-major id; tile column "
+      "each tile's partial an fp32 RNE chain from +0 along each tile row, the row sums then chained from +0 in "
+      "ascending row (along the row or down the column for a row or column sum), partials added from +0 in ascending tile index (row-major id; tile column "
       "for a row sum; tile row for a column sum), independent of the tile visit order";
   switch (r) {
     case NsRule::lamb:
@@ -476,7 +486,7 @@ std::string ns_order_description(NsRule r) {
              "(recomputed): momentum and weights. Sums: " + sums + "; local lr in double, rounded once";
     case NsRule::muon:
       return "Muon: momentum B = mu B + G element-wise in one pass over G; Newton-Schulz (5 steps, (3.4445, -4.7750, "
-             "2.0315), fp32) as a dense step on the state B: Frobenius norm one chain from +0 row-major, each product "
+             "2.0315), fp32) as a dense step on the state B: Frobenius norm a tensor sum over the grid's tiles of X, each product "
              "element one chain from +0 in ascending k";
   }
   throw std::invalid_argument("ns_order_description: unknown rule");
@@ -498,16 +508,16 @@ std::vector<float> ns_tiled_row_sums_of_squares(const float* x, int64_t ld, cons
   return add_partials(parts, ntc, nr, false);
 }
 
-std::vector<float> newton_schulz5(const float* B, int64_t ldb, int64_t rows, int64_t cols, int steps) {
-  const float a = 3.4445f, b = -4.7750f, c = 2.0315f;
+std::vector<float> newton_schulz5(const float* B, int64_t ldb, int64_t rows, int64_t cols, int steps,
+                                  int64_t tile_rows, int64_t tile_cols) {
+  const float a = kNsA, b = kNsB, c = kNsC;
   const bool tall = rows > cols;
   const int64_t n = tall ? cols : rows, k = tall ? rows : cols;  // X is n x k, n <= k
   std::vector<float> X(size_t(n * k));
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < k; ++j) X[size_t(i * k + j)] = tall ? B[j * ldb + i] : B[i * ldb + j];
-  float sq = 0.0f;
-  for (float x : X) sq = fadd(sq, fmul(x, x));
-  const float norm = fadd(fsqrt(sq), 1e-7f);
+  const float sq = ns_tiled_sum_of_squares(X.data(), k, NsGrid::whole(n, k, tile_rows, tile_cols));
+  const float norm = fadd(fsqrt(sq), kNsNormEps);
   for (float& x : X) x = fdiv(x, norm);
   std::vector<float> A(size_t(n * n)), Bm(A.size()), Xn(X.size());
   for (int s = 0; s < steps; ++s) {

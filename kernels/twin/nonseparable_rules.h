@@ -12,13 +12,17 @@
 //
 // The reduction order of every cross-tile statistic is fixed by the grid, never by the order the
 // tiles arrive in (ns_order_description spells it):
-//   - sums: each tile's partial is a chain of fp32 round-to-nearest adds from +0 over the tile's
-//     elements in row-major order (for a row or column statistic: along the row or column within
-//     the tile); the partials are then added from +0 in ascending tile index (row-major tile id
-//     for a tensor sum; tile column for a row sum; tile row for a column sum);
+//   - sums: each tile's partial is a chain of fp32 round-to-nearest adds from +0 along each of the
+//     tile's rows, then those row sums chained from +0 in ascending row (ns_tile_chain; for a row
+//     or column statistic: the chain along the row or down the column within the tile); the
+//     partials are then added from +0 in ascending tile index (row-major tile id for a tensor sum;
+//     tile column for a row sum; tile row for a column sum);
 //   - maxima (SM3): order-free, so any tile order gives the same bits;
 //   - sums over state vectors (Adafactor's 1^T R, Adam-mini's block sum of row sums, Muon's
-//     Frobenius norm and matrix products): one fp32 chain from +0 in ascending index.
+//     matrix products): one fp32 chain from +0 in ascending index; Muon's Frobenius norm is a
+//     tensor sum on the grid's tiles.
+// The per-element arithmetic and the chains are kernels/rules/nonseparable_elements.h, shared with
+// the GPU passes (kernels/gpu/nonseparable_gpu.h), which use these per-step scalars too.
 // Scalars derived from fp32 statistics (norm ratios, RMS) are formed in double and rounded once.
 #pragma once
 #include <cstdint>
@@ -85,6 +89,21 @@ struct NsGrid {
   static NsGrid whole(int64_t rows, int64_t cols, int64_t tile_rows, int64_t tile_cols);
 };
 
+// Per-step scalars, host double rounded once (the twin and the GPU passes both call these).
+LambScalars ns_lamb_scalars(const NsHyper& h, int64_t step);
+float ns_lamb_step_size(const NsHyper& h, float w_sq, float u_sq);  // lr ||w|| / ||u|| (lr where a norm is 0)
+AdamMiniScalars ns_adam_mini_scalars(const NsHyper& h, int64_t step);
+// Adam-mini's block of a row (the planted defect shifts it by `shift` rows); the last block takes the rest.
+int64_t ns_adam_mini_block(int64_t row, int64_t rows_per_block, int64_t n_blocks, int64_t shift);
+struct AdafactorScalars {
+  float eps1, beta2t, omb2t;
+};
+AdafactorScalars ns_adafactor_scalars(const NsHyper& h, int64_t step);
+// alpha / max(1, RMS(U) / d), alpha = max(eps2, RMS(w)) lr, over `elements` elements.
+float ns_adafactor_step_size(const NsHyper& h, float u_sq, float w_sq, int64_t elements);
+LarsScalars ns_lars_scalars(const NsHyper& h, float w_sq, float g_sq);
+MuonScalars ns_muon_scalars(const NsHyper& h, int64_t rows, int64_t cols);
+
 // Calls the consumer once for every tile of the region, in any order.
 using NsGSource = std::function<void(const GTileConsumer&)>;
 // The tiles of a materialized G [rows, cols] (row-major), in row-major tile order; G must outlive
@@ -120,10 +139,12 @@ std::vector<float> ns_tiled_row_sums_of_squares(const float* x, int64_t ld, cons
                                                 float add);
 
 // Newton-Schulz orthogonalisation of B [rows, cols] as Jordan (2024) publishes it
-// (zeropower_via_newtonschulz5), in fp32: transpose to the wide side, divide by the Frobenius
-// norm + 1e-7, then `steps` times A = X X^T, B = b A + c A A, X = a X + B X with
+// (zeropower_via_newtonschulz5), in fp32: transpose to the wide side (X, n x k, n <= k), divide by
+// the Frobenius norm + 1e-7 (the norm's square a tensor sum over X on tile_rows x tile_cols
+// tiles), then `steps` times A = X X^T, B = b A + c A A, X = a X + B X with
 // (a, b, c) = (3.4445, -4.7750, 2.0315); every product element one fp32 chain from +0 in
 // ascending k.
-std::vector<float> newton_schulz5(const float* B, int64_t ldb, int64_t rows, int64_t cols, int steps);
+std::vector<float> newton_schulz5(const float* B, int64_t ldb, int64_t rows, int64_t cols, int steps,
+                                  int64_t tile_rows, int64_t tile_cols);
 
 }  // namespace fh

@@ -188,11 +188,12 @@ std::vector<NsMapCase> run_nonseparable_map_cases(const NonseparableMapConfig& c
     }
     {
       // The fixed-order fp32 statistics against MPFR: ||w0||^2 (LAMB, LARS, Adafactor) and
-      // Adafactor's row sums of G^2 + eps1 (step 1). A chain of L terms per tile then n partials
-      // has at most L + n roundings of sums plus 2 per term (square, + eps1): gamma_(L + n + 2).
+      // Adafactor's row sums of G^2 + eps1 (step 1). A term passes at most tile_cols adds along its
+      // row, tile_rows adds of the tile's row sums and n adds of the partials, plus 2 roundings
+      // of its own (square, + eps1): gamma_(tile_cols + tile_rows + n + 2).
       ClaimCaseResult c;
       c.case_name = shape.label() + " | fixed-order fp32 norm and row-sum statistics within gamma bound of MPFR";
-      const int64_t depth_all = shape.tile_rows * shape.tile_cols + grid.n_tile_rows() * grid.n_tile_cols() + 2;
+      const int64_t depth_all = shape.tile_rows + shape.tile_cols + grid.n_tile_rows() * grid.n_tile_cols() + 2;
       const int64_t depth_row = shape.tile_cols + grid.n_tile_cols() + 2;
       auto judged = [&](float x) { return cfg.plant_statistic_in_bf16 ? bf16_to_float(float_to_bf16_rne(x)) : x; };
       const float w_sq = judged(ns_tiled_sum_of_squares(inp.w0.data(), shape.in, grid));
@@ -208,7 +209,7 @@ std::vector<NsMapCase> run_nonseparable_map_cases(const NonseparableMapConfig& c
       }
       c.metric_name = "max |fp32 - exact| / (gamma bound)";
       judge_case(c, worst, 1.0, PassIf::at_most);
-      c.note = "bound gamma_k * exact, k = tile elements + partials + 2";
+      c.note = "bound gamma_k * exact, k = tile rows + tile columns + partials + 2";
       add(std::move(c));
     }
   }

@@ -262,7 +262,7 @@ TEST(nonseparable_map, NewtonSchulzOrthogonalises) {
   const int64_t rows = 8, cols = 24;
   std::vector<float> B(size_t(rows * cols));
   for (size_t i = 0; i < B.size(); ++i) B[i] = float((i * 37 % 11)) - 5.0f + 0.25f * float(i % 3);
-  const std::vector<float> O = fh::newton_schulz5(B.data(), cols, rows, cols, 5);
+  const std::vector<float> O = fh::newton_schulz5(B.data(), cols, rows, cols, 5, 4, 8);
   for (int64_t i = 0; i < rows; ++i) {
     double d = 0;
     for (int64_t k = 0; k < cols; ++k) d += double(O[size_t(i * cols + k)]) * O[size_t(i * cols + k)];
@@ -273,7 +273,7 @@ TEST(nonseparable_map, NewtonSchulzOrthogonalises) {
   std::vector<float> Bt(B.size());
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t k = 0; k < cols; ++k) Bt[size_t(k * rows + i)] = B[size_t(i * cols + k)];
-  const std::vector<float> Ot = fh::newton_schulz5(Bt.data(), rows, cols, rows, 5);
+  const std::vector<float> Ot = fh::newton_schulz5(Bt.data(), rows, cols, rows, 5, 4, 8);
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t k = 0; k < cols; ++k) EXPECT_EQ(Ot[size_t(k * rows + i)], O[size_t(i * cols + k)]);
 }
