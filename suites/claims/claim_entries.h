@@ -19,7 +19,7 @@ FH_CLAIM(sr_exact_mean);
 FH_CLAIM(prop1_twin);
 FH_CLAIM(schedule_invariance);
 FH_CLAIM(corollary1_cpu);
-FH_CLAIM(nonseparable_falsifier);
+FH_VARIANT_CLAIM(nonseparable_falsifier);
 FH_CLAIM(suite_power_planted_defects);
 FH_VARIANT_CLAIM(prop4_int8);
 FH_VARIANT_CLAIM(sr_statistics);

@@ -11,10 +11,12 @@ std::string shape_name(int64_t out, int64_t in, int64_t T) {
   return std::to_string(out) + "x" + std::to_string(in) + ".T" + std::to_string(T);
 }
 
-void set_gpu_attrs(CaseRecord& cs) {
+std::string gpu_attr_text() {
   const DeviceInfo& d = query_device_info();
-  cs.set_attr("gpu", d.name + " (sm " + d.compute_capability + ", " + std::to_string(d.sm_count) + " SMs)");
+  return d.name + " (sm " + d.compute_capability + ", " + std::to_string(d.sm_count) + " SMs)";
 }
+
+void set_gpu_attrs(CaseRecord& cs) { cs.set_attr("gpu", gpu_attr_text()); }
 
 HostParam make_param(const Combo& c, const LayerInputs& li, uint64_t seed, size_t index) {
   return HostParam::make(c.rule, c.format, c.store, li.out, li.in, li.w0, seed,

@@ -18,7 +18,8 @@ inline constexpr int64_t kTile = 128;  // the fused kernel's and the twin's tile
 inline constexpr TileShape kTileEvidence{kTile, kTile};
 
 std::string shape_name(int64_t out, int64_t in, int64_t T);  // "4096x4096.T512"
-void set_gpu_attrs(CaseRecord& cs);                          // attribute "gpu": name, sm, SMs
+std::string gpu_attr_text();                                 // "NVIDIA H200 (sm 9.0, 132 SMs)"
+void set_gpu_attrs(CaseRecord& cs);                          // attribute "gpu": gpu_attr_text()
 
 // The inputs on the device, one WgradProblem per step.
 struct DeviceSteps {

@@ -11,28 +11,13 @@
 #include "oracles/bitwise.h"
 #include "oracles/param_compare.h"
 #include "reference/nonseparable_two_phase.h"
+#include "suites/claims/nonseparable_gpu_cases.h"
 #include "reference/order_matched_host.h"
 
 namespace fh {
 
 namespace {
 using Evidence = ParamEvidence;
-
-// Every array of two parameters of the same rule and shape, bit for bit.
-void compare_ns(Evidence& ev, const NsParam& a, const NsParam& b, int64_t step, TileShape tile,
-                const std::string& where) {
-  auto one = [&](const std::vector<float>& x, const std::vector<float>& y, int64_t rows, int64_t cols,
-                 const char* name) {
-    if (x.empty() && y.empty()) return;
-    ev.add(compare_bitwise(x, y, rows, cols, BitwiseContext{std::string(ns_rule_name(a.rule)) + " " + name, tile, step}),
-           where);
-  };
-  one(a.w, b.w, a.rows, a.cols, "W");
-  one(a.m, b.m, a.rows, a.cols, "m");
-  one(a.v, b.v, a.rows, a.cols, "v");
-  one(a.row_stat, b.row_stat, 1, int64_t(a.row_stat.size()), "row statistic");
-  one(a.col_stat, b.col_stat, 1, int64_t(a.col_stat.size()), "column statistic");
-}
 
 // The naive fusion's error size on W against the reference b: the largest elementwise
 // |a - b| / |b| (|b| floored at the smallest normal; large where b is near 0), the normwise
@@ -65,11 +50,45 @@ double gamma_fp32(int64_t k) {
   return ku / (1.0 - ku);
 }
 
-const char* kGpuPlan =
-    "not run: needs the GPU runner (plan: the fused kernel runs each pass of this schedule with the statistic "
-    "buffers of the twin, checked bitwise against the twin; memory from the tagged pool must show no buffer of "
-    "size P for G; time against the two-phase path at 14336x4096, T = 512 and 8192)";
 }  // namespace
+
+// Every array of two parameters of the same rule and shape, bit for bit.
+void compare_ns(ParamEvidence& ev, const NsParam& a, const NsParam& b, int64_t step, TileShape tile,
+                const std::string& where) {
+  auto one = [&](const std::vector<float>& x, const std::vector<float>& y, int64_t rows, int64_t cols,
+                 const char* name) {
+    if (x.empty() && y.empty()) return;
+    ev.add(compare_bitwise(x, y, rows, cols, BitwiseContext{std::string(ns_rule_name(a.rule)) + " " + name, tile, step}),
+           where);
+  };
+  one(a.w, b.w, a.rows, a.cols, "W");
+  one(a.m, b.m, a.rows, a.cols, "m");
+  one(a.v, b.v, a.rows, a.cols, "v");
+  one(a.row_stat, b.row_stat, 1, int64_t(a.row_stat.size()), "row statistic");
+  one(a.col_stat, b.col_stat, 1, int64_t(a.col_stat.size()), "column statistic");
+}
+
+std::vector<std::pair<std::string, std::string>> ns_map_attrs(NsRule rule, const NsHyper& h) {
+  const NsMapRow& row = ns_map_row(rule);
+  std::vector<std::pair<std::string, std::string>> attrs{
+      {"statistic", row.statistic},
+      {"schedule", row.schedule},
+      {"passes_over_g", std::to_string(row.passes_over_g)},
+      {"extra_gemm_flops", "(passes - 1) * 2 T out in"},
+      {"extra_gemm_flops_14336x4096_T512", num(ns_extra_gemm_flops(row, 14336, 4096, 512))},
+      {"extra_gemm_flops_14336x4096_T8192", num(ns_extra_gemm_flops(row, 14336, 4096, 8192))},
+      {"extra_bytes", std::to_string(row.extra_bytes_per_param) + " P (fp32)"},
+      {"extra_other", row.extra_other},
+      {"order", ns_order_description(rule)}};
+  if (rule == NsRule::muon)
+    attrs.push_back({"newton_schulz_flops_14336x4096", num(ns_newton_schulz_flops(14336, 4096, h.ns_steps))});
+  return attrs;
+}
+
+std::string ns_gpu_map_case_name(NsRule rule) {
+  return std::string(ns_rule_name(rule)) +
+         " | map: the exact fused schedule on the GPU kernel, memory and time vs two-phase at 14336x4096, T = 512 and 8192";
+}
 
 const std::vector<NsMapRow>& ns_map_rows() {
   static const std::vector<NsMapRow> rows{
@@ -213,27 +232,6 @@ std::vector<NsMapCase> run_nonseparable_map_cases(const NonseparableMapConfig& c
       add(std::move(c));
     }
   }
-  for (NsRule rule : cfg.rules) {
-    const NsMapRow& row = ns_map_row(rule);
-    ClaimCaseResult c;
-    c.case_name = std::string(ns_rule_name(rule)) +
-                  " | map: the exact fused schedule on the GPU kernel, memory and time vs two-phase at 14336x4096, T = 512 and 8192";
-    c.not_run = true;
-    c.note = kGpuPlan;
-    std::vector<std::pair<std::string, std::string>> attrs{
-        {"statistic", row.statistic},
-        {"schedule", row.schedule},
-        {"passes_over_g", std::to_string(row.passes_over_g)},
-        {"extra_gemm_flops", "(passes - 1) * 2 T out in"},
-        {"extra_gemm_flops_14336x4096_T512", num(ns_extra_gemm_flops(row, 14336, 4096, 512))},
-        {"extra_gemm_flops_14336x4096_T8192", num(ns_extra_gemm_flops(row, 14336, 4096, 8192))},
-        {"extra_bytes", std::to_string(row.extra_bytes_per_param) + " P (fp32)"},
-        {"extra_other", row.extra_other},
-        {"order", ns_order_description(rule)}};
-    if (rule == NsRule::muon)
-      attrs.push_back({"newton_schulz_flops_14336x4096", num(ns_newton_schulz_flops(14336, 4096, cfg.hyper.ns_steps))});
-    add(std::move(c), std::move(attrs));
-  }
   return out;
 }
 
@@ -304,22 +302,32 @@ std::vector<ClaimCaseResult> run_nonseparable_cases(const NonseparableConfig& cf
   return results;
 }
 
-void claim_nonseparable_falsifier(const VerifyConfig& cfg, Report& report, const Progress&) {
+namespace {
+void record_map(Report& report, const std::string& group, const std::vector<ClaimCaseResult>& head,
+                const std::vector<NsMapCase>& map) {
+  std::vector<ClaimCaseResult> results = head;
+  for (const auto& m : map) results.push_back(m.result);
+  const std::vector<CaseRecord*> recs = record_claim_cases(report, results, group);
+  for (size_t i = 0; i < map.size(); ++i) {
+    for (const auto& [key, value] : map[i].attrs) recs[head.size() + i]->set_attr(key, value);
+    if (!map[i].naive_error.empty())
+      recs[head.size() + i]->add_f64(kNaiveErrorDataset, map[i].naive_error,
+                                     "W after the last step: max elementwise rel err, normwise rel err, fraction differing");
+  }
+}
+}  // namespace
+
+void claim_nonseparable_falsifier(const VerifyConfig& cfg, Report& report, const Progress&, const ClaimVariant& variant) {
+  if (variant.backend == ClaimBackend::gpu) {
+    NonseparableGpuConfig gc;
+    gc.seed = cfg.seed;
+    return record_map(report, variant.group, {}, run_nonseparable_gpu_cases(gc));
+  }
   NonseparableConfig nc;
   nc.seed = cfg.seed;
-  std::vector<ClaimCaseResult> results = run_nonseparable_cases(nc);
   NonseparableMapConfig mc;
   mc.seed = cfg.seed;
-  const std::vector<NsMapCase> map = run_nonseparable_map_cases(mc);
-  const size_t first_map = results.size();
-  for (const auto& m : map) results.push_back(m.result);
-  const std::vector<CaseRecord*> recs = record_claim_cases(report, results, "nonseparable_falsifier");
-  for (size_t i = 0; i < map.size(); ++i) {
-    for (const auto& [key, value] : map[i].attrs) recs[first_map + i]->set_attr(key, value);
-    if (!map[i].naive_error.empty())
-      recs[first_map + i]->add_f64(kNaiveErrorDataset, map[i].naive_error,
-                                   "W after the last step: max elementwise rel err, normwise rel err, fraction differing");
-  }
+  record_map(report, variant.group, run_nonseparable_cases(nc), run_nonseparable_map_cases(mc));
 }
 
 }  // namespace fh

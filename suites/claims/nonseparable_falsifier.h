@@ -9,7 +9,8 @@
 //     cross-tile statistics in the fixed order) == two-phase with the same order, bitwise;
 //   - naive tile fusion (tile-local statistics) MUST differ, with its error's size as metrics;
 //   - the fixed-order fp32 norm and row-sum statistics within a stated bound of MPFR;
-//   - the GPU kernel's memory and time per schedule: not run (needs the GPU runner).
+//   - on the GPU (the _gpu variant, suites/claims/nonseparable_gpu_cases.h): each exact schedule
+//     against the twin bitwise, and its memory and time against the two-phase path.
 // Producers: kernels/twin/nonseparable, kernels/twin/nonseparable_rules, kernels/twin/fused_twin,
 // reference/order_matched_host, reference/nonseparable_two_phase. Oracles: oracles/bitwise,
 // oracles/param_compare.
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "kernels/twin/nonseparable_rules.h"
+#include "oracles/param_compare.h"
 #include "suites/claims/twin_cases.h"
 
 namespace fh {
@@ -77,7 +79,19 @@ double ns_extra_gemm_flops(const NsMapRow& row, int64_t out, int64_t in, int64_t
 // n = min(out, in), k = max(out, in).
 double ns_newton_schulz_flops(int64_t out, int64_t in, int steps);
 
-// forge-verify's entry: honours --seed only (fixed shape and steps).
-void claim_nonseparable_falsifier(const VerifyConfig& cfg, Report& report, const Progress& progress);
+// Every array of two parameters of the same rule and shape, bit for bit, into ev.
+void compare_ns(ParamEvidence& ev, const NsParam& a, const NsParam& b, int64_t step, TileShape tile,
+                const std::string& where);
+// The map's row of a rule as report attributes (statistic, schedule, passes, extra FLOPs and
+// bytes at 14336 x 4096, the order description).
+std::vector<std::pair<std::string, std::string>> ns_map_attrs(NsRule rule, const NsHyper& h);
+// The GPU variant's map case of a rule (run_nonseparable_gpu_cases, suites/claims/nonseparable_gpu_cases.h).
+std::string ns_gpu_map_case_name(NsRule rule);
+
+// forge-verify's entries: nonseparable_falsifier (the twin: the falsifier and the map) and
+// nonseparable_falsifier_gpu (the exact schedules on the GPU against the twin, and the map's
+// memory and time at 14336 x 4096); both honour --seed only (fixed shapes and steps).
+void claim_nonseparable_falsifier(const VerifyConfig& cfg, Report& report, const Progress& progress,
+                                  const ClaimVariant& variant);
 
 }  // namespace fh
