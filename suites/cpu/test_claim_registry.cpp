@@ -76,7 +76,7 @@ TEST(claim_registry, GpuVariantsShareTheirTwinsRow) {
   }
   const std::vector<std::string> expected = {
       "prop2_tp_sharded_gpu", "prop2_sp_sharded_gpu", "prop2_referee_dataflow_gpu", "prop2_token_partial_gpu",
-      "prop2_block_stack_gpu", "prop4_int8_gpu",      "sr_statistics_gpu",          "stagnation_gpu",
+      "prop2_block_stack_gpu", "nonseparable_falsifier_gpu", "prop4_int8_gpu", "sr_statistics_gpu", "stagnation_gpu",
       "gradient_fidelity_gpu"};
   EXPECT_EQ(variants, expected);
 }

@@ -29,7 +29,7 @@ std::string rule_in(const std::string& case_name) {
   return {};
 }
 
-TEST(nonseparable_gpu, EveryRuleTwinEqualsGpuFusedAndTwoPhase) {
+TEST(nonseparable_falsifier_gpu, EveryRuleTwinEqualsGpuFusedAndTwoPhase) {
   FH_REQUIRE_GPU();
   const auto cases = run_nonseparable_gpu_cases(bitwise_only());
   ASSERT_EQ(cases.size(), 2 * std::size(kNsRules));
@@ -47,7 +47,7 @@ std::set<std::string> failing_rules(const fh::NonseparableGpuConfig& cfg) {
   return failed;
 }
 
-TEST(nonseparable_gpu, PlantedReversedTileSumIsCaught) {
+TEST(nonseparable_falsifier_gpu, PlantedReversedTileSumIsCaught) {
   FH_REQUIRE_GPU();
   auto cfg = bitwise_only();
   cfg.plants.reversed_tile_sum = true;
@@ -62,14 +62,14 @@ TEST(nonseparable_gpu, PlantedReversedTileSumIsCaught) {
   EXPECT_FALSE(failed.count("sm3_ii"));
 }
 
-TEST(nonseparable_gpu, PlantedAdamMiniBlockShiftIsCaught) {
+TEST(nonseparable_falsifier_gpu, PlantedAdamMiniBlockShiftIsCaught) {
   FH_REQUIRE_GPU();
   auto cfg = bitwise_only();
   cfg.plants.block_shifted_one_row = true;
   EXPECT_EQ(failing_rules(cfg), std::set<std::string>{"adam_mini"});
 }
 
-TEST(nonseparable_gpu, MeasurementHoldsNoGradientOnTheFusedPath) {
+TEST(nonseparable_falsifier_gpu, MeasurementHoldsNoGradientOnTheFusedPath) {
   FH_REQUIRE_GPU();
   fh::NonseparableGpuConfig cfg;
   cfg.seed = case_seed(cfg.seed);
@@ -92,7 +92,7 @@ TEST(nonseparable_gpu, MeasurementHoldsNoGradientOnTheFusedPath) {
   }
 }
 
-TEST(nonseparable_gpu, RefusesAProblemOfAnotherShape) {
+TEST(nonseparable_falsifier_gpu, RefusesAProblemOfAnotherShape) {
   FH_REQUIRE_GPU();
   NsHyper h;
   gpu::DeviceBuffer<float> w(64 * 64), m(64 * 64), scratch(size_t(gpu::ns_gpu_workspace_floats(NsRule::muon, 64, 64, h)));
