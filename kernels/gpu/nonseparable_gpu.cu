@@ -45,23 +45,20 @@ __device__ void ns_for_each(const NsTile& t, Fn&& fn) {
     if (r < t.nr && c < t.nc) fn(r, c, (t.r0 + r) * t.cols + t.c0 + c);
   }
 }
-// dst[r * stride] = the chain (sum from +0, or max from 0) along row r of v; a thread a row.
+// dst[i] = the chain (a sum from +0, or a max from 0) over v[i * across + j * along], j < length,
+// for i < count; a thread a chain (rows: across kLd, along 1; columns: across 1, along kLd).
 template <bool kMax>
-__device__ void ns_row_chains(const NsTile& t, const float* v, float* dst) {
-  for (int r = threadIdx.x; r < t.nr; r += blockDim.x) {
+__device__ void ns_chains(int count, int length, int across, int along, const float* v, float* dst) {
+  for (int i = threadIdx.x; i < count; i += blockDim.x) {
     float s = 0.0f;
-    for (int c = 0; c < t.nc; ++c) s = kMax ? ns_fmax(s, v[r * kLd + c]) : fadd(s, v[r * kLd + c]);
-    dst[r] = s;
+    for (int j = 0; j < length; ++j) s = kMax ? ns_fmax(s, v[i * across + j * along]) : fadd(s, v[i * across + j * along]);
+    dst[i] = s;
   }
 }
 template <bool kMax>
-__device__ void ns_col_chains(const NsTile& t, const float* v, float* dst) {
-  for (int c = threadIdx.x; c < t.nc; c += blockDim.x) {
-    float s = 0.0f;
-    for (int r = 0; r < t.nr; ++r) s = kMax ? ns_fmax(s, v[r * kLd + c]) : fadd(s, v[r * kLd + c]);
-    dst[c] = s;
-  }
-}
+__device__ void ns_row_chains(const NsTile& t, const float* v, float* dst) { ns_chains<kMax>(t.nr, t.nc, kLd, 1, v, dst); }
+template <bool kMax>
+__device__ void ns_col_chains(const NsTile& t, const float* v, float* dst) { ns_chains<kMax>(t.nc, t.nr, 1, kLd, v, dst); }
 // *part = the tile's sum of v in ns_tile_chain's order (row chains in parallel, then the rows).
 __device__ void ns_tile_sum(const NsTile& t, const float* v, float* part) {
   ns_row_chains<false>(t, v, t.row_sums);

@@ -63,27 +63,24 @@ T* upload_input(TaggedPool& pool, const std::vector<T>& x) {
   return d;
 }
 
-// Seeded bf16 in [-1, 1) and weights in [-1/2, 1/2), filled in parallel chunks (the measurement's
-// operands are 0.3 GB at T = 8192).
-std::vector<bf16> random_bf16(size_t n, uint64_t seed) {
-  std::vector<bf16> v(n);
+// n seeded values of (signed 24-bit integer) / 2^23 * scale, in [-scale, scale), filled in parallel
+// chunks (the measurement's operands are 0.3 GB at T = 8192), each as convert makes it.
+template <class T, class Convert>
+std::vector<T> seeded_values(size_t n, uint64_t seed, float scale, Convert convert) {
+  std::vector<T> v(n);
   const size_t chunk = size_t(1) << 20;
   parallel_for(int64_t((n + chunk - 1) / chunk), [&](int64_t c) {
     uint64_t s = splitmix64_mix(seed + uint64_t(c));
     for (size_t i = size_t(c) * chunk; i < std::min(n, size_t(c + 1) * chunk); ++i)
-      v[i] = float_to_bf16_rne(float(int64_t(splitmix64_next(s) >> 40) - (int64_t(1) << 23)) / float(1 << 23));
+      v[i] = convert(float(int64_t(splitmix64_next(s) >> 40) - (int64_t(1) << 23)) / float(1 << 23) * scale);
   });
   return v;
 }
+std::vector<bf16> random_bf16(size_t n, uint64_t seed) {
+  return seeded_values<bf16>(n, seed, 1.0f, [](float x) { return float_to_bf16_rne(x); });
+}
 std::vector<float> random_weights(size_t n, uint64_t seed) {
-  std::vector<float> v(n);
-  const size_t chunk = size_t(1) << 20;
-  parallel_for(int64_t((n + chunk - 1) / chunk), [&](int64_t c) {
-    uint64_t s = splitmix64_mix(seed + uint64_t(c));
-    for (size_t i = size_t(c) * chunk; i < std::min(n, size_t(c + 1) * chunk); ++i)
-      v[i] = float(int64_t(splitmix64_next(s) >> 40) - (int64_t(1) << 23)) / float(1 << 24);
-  });
-  return v;
+  return seeded_values<float>(n, seed, 0.5f, [](float x) { return x; });
 }
 
 // One path of the measurement: its final parameter, peak and median step time.
