@@ -271,8 +271,7 @@ struct AdamMiniWeight {
   const float *m, *vb;
   float* w;
   __device__ void operator()(int64_t r, int64_t, int64_t i) const {
-    const int64_t b = min((r + shift) / rows_per_block, n_blocks - 1);  // ns_adam_mini_block
-    w[i] = adam_mini_weight(s, w[i], m[i], vb[b]);
+    w[i] = adam_mini_weight(s, w[i], m[i], vb[ns_adam_mini_block(r, rows_per_block, n_blocks, shift)]);
   }
 };
 // Adam-mini's block second moments: block b's rows (in ascending row), their row sums chained, the
@@ -283,7 +282,7 @@ __global__ void adam_mini_blocks_kernel(const float* row_sums, int64_t rows, int
   if (b >= n_blocks) return;
   float sum = 0.0f, count = 0.0f;
   for (int64_t r = 0; r < rows; ++r) {
-    if (min((r + shift) / rows_per_block, n_blocks - 1) != b) continue;
+    if (ns_adam_mini_block(r, rows_per_block, n_blocks, shift) != b) continue;
     sum = fadd(sum, row_sums[r]);
     count = fadd(count, float(cols));
   }

@@ -47,6 +47,11 @@ FH_HD float lamb_direction(const LambScalars& s, float m, float v, float w) {
 struct AdamMiniScalars {
   float b1, omb1, b2, omb2, decay, step_size, sqrt_bc2, eps;
 };
+// Adam-mini's block of a row (the planted defect shifts it by `shift` rows); the last block takes the rest.
+FH_HD int64_t ns_adam_mini_block(int64_t row, int64_t rows_per_block, int64_t n_blocks, int64_t shift) {
+  const int64_t b = (row + shift) / rows_per_block;
+  return b < n_blocks - 1 ? b : n_blocks - 1;
+}
 FH_HD float adam_mini_weight(const AdamMiniScalars& s, float w, float m, float v_block) {
   const float den = fadd(fdiv(fsqrt(v_block), s.sqrt_bc2), s.eps);
   return fsub(fmul(w, s.decay), fmul(s.step_size, fdiv(m, den)));

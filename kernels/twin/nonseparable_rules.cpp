@@ -329,9 +329,6 @@ AdamMiniScalars ns_adam_mini_scalars(const NsHyper& h, int64_t step) {
   s.eps = round_scalar(h.eps);
   return s;
 }
-int64_t ns_adam_mini_block(int64_t row, int64_t rows_per_block, int64_t n_blocks, int64_t shift) {
-  return std::min((row + shift) / rows_per_block, n_blocks - 1);
-}
 AdafactorScalars ns_adafactor_scalars(const NsHyper& h, int64_t step) {
   const double decay = std::pow(double(step), h.decay_rate);
   return AdafactorScalars{round_scalar(h.eps1), round_scalar(1.0 - decay), round_scalar(decay)};

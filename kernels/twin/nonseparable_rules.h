@@ -93,8 +93,6 @@ struct NsGrid {
 LambScalars ns_lamb_scalars(const NsHyper& h, int64_t step);
 float ns_lamb_step_size(const NsHyper& h, float w_sq, float u_sq);  // lr ||w|| / ||u|| (lr where a norm is 0)
 AdamMiniScalars ns_adam_mini_scalars(const NsHyper& h, int64_t step);
-// Adam-mini's block of a row (the planted defect shifts it by `shift` rows); the last block takes the rest.
-int64_t ns_adam_mini_block(int64_t row, int64_t rows_per_block, int64_t n_blocks, int64_t shift);
 struct AdafactorScalars {
   float eps1, beta2t, omb2t;
 };
