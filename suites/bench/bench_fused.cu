@@ -248,10 +248,29 @@ int main(int argc, char** argv) {
               (long long)kCoopL2gRows16kFromTokens);
   struct Layer { int64_t out, in; };
   const Layer layers[] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {1024, 4096}};
+  // The Qwen3 family's linear layers (config.json: hidden h, intermediate f, 128-wide heads, 8 KV
+  // heads), out x in, each shape once (those above left out): q (heads * 128) x h, k and v 1024 x h,
+  // o h x (heads * 128), gate and up f x h, down h x f. 0.6B: h 1024, f 3072, 16 heads; 1.7B: 2048,
+  // 6144, 16; 4B: 2560, 9728, 32; 8B: 4096, 12288, 32; 14B: 5120, 17408, 40. AdamW only, the fused
+  // kernel against cuBLAS + rule and the GEMM alone (the table's columns).
+  const Layer qwen3_layers[] = {{2048, 1024},  {1024, 1024},  {1024, 2048}, {3072, 1024},  {1024, 3072},
+                                {2048, 2048},  {6144, 2048},  {2048, 6144}, {4096, 2560},  {1024, 2560},
+                                {2560, 4096},  {9728, 2560},  {2560, 9728}, {12288, 4096}, {4096, 12288},
+                                {5120, 5120},  {1024, 5120},  {17408, 5120}, {5120, 17408}};
   const int64_t tokens[] = {512, 2048, 8192, 16384};
   const std::pair<StateFormat, WeightStore> configs[] = {{StateFormat::fp32, WeightStore::fp32_master},
                                                          {StateFormat::bf16, WeightStore::bf16_rne},
                                                          {StateFormat::int8, WeightStore::fp32_master}};
+  auto add = [](const std::string& name, Path p, RuleId id, Layer l, int64_t T, StateFormat sf, WeightStore ws) {
+    benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { bench_step(st, p, id, l.out, l.in, T, sf, ws); })
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond)
+        ->Repetitions(5)
+        // The console shows the aggregates; the JSON keeps every repetition too, so a
+        // baseline diff can test a slowdown (Mann-Whitney U over repetitions).
+        ->DisplayAggregatesOnly(true)
+        ->MinTime(0.05);
+  };
   for (RuleId id : kAllRules)
   for (const auto& [sf, ws] : configs)
     for (const Layer& l : layers)
@@ -264,14 +283,16 @@ int main(int argc, char** argv) {
           const std::string name = std::string(rule_name(id)) + "_" + state_format_name(sf) + "_" + weight_store_name(ws) + "/" +
                                    path_name(p) + "/out" + std::to_string(l.out) + "_in" + std::to_string(l.in) +
                                    "_T" + std::to_string(T);
-          benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { bench_step(st, p, id, l.out, l.in, T, sf, ws); })
-              ->UseManualTime()
-              ->Unit(benchmark::kMicrosecond)
-              ->Repetitions(5)
-              // The console shows the aggregates; the JSON keeps every repetition too, so a
-              // baseline diff can test a slowdown (Mann-Whitney U over repetitions).
-              ->DisplayAggregatesOnly(true)
-              ->MinTime(0.05);
+          add(name, p, id, l, T, sf, ws);
+        }
+  for (const auto& [sf, ws] : configs)
+    for (const Layer& l : qwen3_layers)
+      for (int64_t T : tokens)
+        for (Path p : {Path::fused, Path::cublas, Path::gemm_cublas}) {
+          const std::string name = std::string("qwen3/") + rule_name(RuleId::adamw) + "_" + state_format_name(sf) + "_" +
+                                   weight_store_name(ws) + "/" + path_name(p) + "/out" + std::to_string(l.out) + "_in" +
+                                   std::to_string(l.in) + "_T" + std::to_string(T);
+          add(name, p, RuleId::adamw, l, T, sf, ws);
         }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -6,7 +6,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/common/host_parallel.h"
 #include "kernels/common/splitmix64.h"
 #include "kernels/gpu/device_info.h"
 #include "kernels/gpu/tagged_pool.h"
@@ -63,17 +62,13 @@ T* upload_input(TaggedPool& pool, const std::vector<T>& x) {
   return d;
 }
 
-// n seeded values of (signed 24-bit integer) / 2^23 * scale, in [-scale, scale), filled in parallel
-// chunks (the measurement's operands are 0.3 GB at T = 8192), each as convert makes it.
+// n values of one SplitMix64 stream from `seed`: (signed 24-bit integer) / 2^23 * scale, in
+// [-scale, scale), each as convert makes it.
 template <class T, class Convert>
 std::vector<T> seeded_values(size_t n, uint64_t seed, float scale, Convert convert) {
   std::vector<T> v(n);
-  const size_t chunk = size_t(1) << 20;
-  parallel_for(int64_t((n + chunk - 1) / chunk), [&](int64_t c) {
-    uint64_t s = splitmix64_mix(seed + uint64_t(c));
-    for (size_t i = size_t(c) * chunk; i < std::min(n, size_t(c + 1) * chunk); ++i)
-      v[i] = convert(float(int64_t(splitmix64_next(s) >> 40) - (int64_t(1) << 23)) / float(1 << 23) * scale);
-  });
+  uint64_t state = seed;
+  for (T& x : v) x = convert(float(int64_t(splitmix64_next(state) >> 40) - (int64_t(1) << 23)) / float(1 << 23) * scale);
   return v;
 }
 std::vector<bf16> random_bf16(size_t n, uint64_t seed) {
@@ -142,7 +137,7 @@ std::vector<NsMapCase> run_nonseparable_gpu_cases(const NonseparableGpuConfig& c
   for (size_t si = 0; si < cfg.shapes.size(); ++si) {
     TwinShapeCase shape = cfg.shapes[si];
     shape.tile_rows = shape.tile_cols = kTile;
-    const LayerInputs inp = make_shape_inputs(stream_seed(cfg.seed, "nonseparable_gpu/inputs", si), shape, cfg.steps);
+    const LayerInputs inp = make_shape_inputs(stream_seed(cfg.seed, "nonseparable_falsifier_gpu/inputs", si), shape, cfg.steps);
     const TwinSchedule sched = twin_schedule();
     const NsGrid grid = NsGrid::whole(shape.out, shape.in, kTile, kTile);
     for (NsRule rule : cfg.rules) {
@@ -184,15 +179,15 @@ std::vector<NsMapCase> run_nonseparable_gpu_cases(const NonseparableGpuConfig& c
   }
   if (cfg.measure_tokens.empty()) return out;
   const int64_t rows = cfg.measure_out, cols = cfg.measure_in, P = rows * cols;
-  const std::vector<float> w0 = random_weights(size_t(P), stream_seed(cfg.seed, "nonseparable_gpu/measure_w0"));
+  const std::vector<float> w0 = random_weights(size_t(P), stream_seed(cfg.seed, "nonseparable_falsifier_gpu/measure_w0"));
   std::vector<std::vector<std::pair<std::string, std::string>>> attrs(cfg.rules.size());
   std::vector<ParamEvidence> evs(cfg.rules.size());
   std::vector<std::string> notes(cfg.rules.size());
   std::vector<bool> grads_ok(cfg.rules.size(), true);
   for (size_t ti = 0; ti < cfg.measure_tokens.size(); ++ti) {
     const int64_t T = cfg.measure_tokens[ti];
-    const std::vector<bf16> X = random_bf16(size_t(T * cols), stream_seed(cfg.seed, "nonseparable_gpu/measure_x", ti));
-    const std::vector<bf16> dY = random_bf16(size_t(T * rows), stream_seed(cfg.seed, "nonseparable_gpu/measure_dy", ti));
+    const std::vector<bf16> X = random_bf16(size_t(T * cols), stream_seed(cfg.seed, "nonseparable_falsifier_gpu/measure_x", ti));
+    const std::vector<bf16> dY = random_bf16(size_t(T * rows), stream_seed(cfg.seed, "nonseparable_falsifier_gpu/measure_dy", ti));
     for (size_t ri = 0; ri < cfg.rules.size(); ++ri) {
       const NsRule rule = cfg.rules[ri];
       const NsParam init = NsParam::make(rule, rows, cols, w0, cfg.hyper);
