@@ -21,7 +21,8 @@ elsewhere. The page holds
   - every figure scripts/render_fidelity.py draws for the report (and for its *_gpu claims);
   - benchmarks: the report's /benchmarks group (reports/SCHEMA.md) and/or a Google Benchmark JSON
     (--bench): a table of medians, and with the JSON's bytes_per_s / flop_per_s counters a
-    roofline against the H200's peaks;
+    roofline against the H200's peaks; wherever a fused and a cuBLAS + rule run share a rule,
+    state, layer and T, bars of their ratio;
   - with --diff, the changes of a `forge-verify diff --json` file (a top-level "changes" list of
     objects with kind, path, base, new, regression).
 Every figure is stamped with the report's git revision, GPU name and start time.
@@ -48,6 +49,7 @@ import html
 import json
 import math
 import os
+import re
 import shutil
 import stat
 import sys
@@ -582,6 +584,8 @@ CAPTIONS = {
     "gradient_fidelity.png": "Gradient fidelity: G rounded to bf16 before the optimizer, against fp32 G.",
     "sr_tallies.png": "Stochastic rounding: class-table tallies and every binomial test against its threshold.",
     "roofline.png": "Benchmarks on a roofline against the H200's datasheet peaks.",
+    "speedup_bars.png": "Per rule and state format, layer and T: cuBLAS's wgrad GEMM + the rule kernel over the "
+                        "fused kernel (green: the fused kernel is faster; red: slower).",
 }
 
 
@@ -599,7 +603,48 @@ def figures_section(figs, meta):
     return "\n".join(out)
 
 
-def bench_section(rep, bench, roof):
+# A forge-bench run name: [qwen3/]<rule>_<state>_<store>/<path>/out<O>_in<I>_T<T>[/<Google Benchmark's suffixes>].
+BENCH_NAME = re.compile(r"^(?:qwen3/)?([a-z0-9_]+)/(fused|cublas)/out(\d+)_in(\d+)_T(\d+)(?:/|$)")
+
+
+def speedup_bars(rows, meta, figdir):
+    """cuBLAS + rule time over the fused kernel's, one bar per layer and T, a panel per rule and
+    state: above 1 the fused kernel is faster (issue 28's table at a glance)."""
+    pairs = {}
+    for r in rows:
+        m = BENCH_NAME.match(r["name"])
+        if m:
+            key = (m.group(1), int(m.group(3)), int(m.group(4)), int(m.group(5)))
+            pairs.setdefault(key, {})[m.group(2)] = r["time_ns"]
+    bars = sorted((k, v["cublas"] / v["fused"]) for k, v in pairs.items()
+                  if v.get("fused", 0) > 0 and v.get("cublas", 0) > 0)
+    if not bars:
+        return None
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import render_fidelity
+    configs = sorted({k[0] for k, _ in bars})
+    n = max(len([b for b in bars if b[0][0] == c]) for c in configs)
+    fig, axes = plt.subplots(1, len(configs), figsize=(min(4 + 3.2 * len(configs), 18), 1.2 + 0.22 * n), squeeze=False)
+    for ax, c in zip(axes[0], configs):
+        sel = [(k, x) for k, x in bars if k[0] == c]
+        vals = [x for _, x in sel]
+        ax.barh(range(len(sel)), vals, color=["tab:green" if x >= 1 else "tab:red" for x in vals])
+        ax.axvline(1.0, color="k", lw=1)
+        ax.set_yticks(range(len(sel)))
+        ax.set_yticklabels(["%dx%d T%d" % (k[1], k[2], k[3]) for k, _ in sel], fontsize=6)
+        ax.invert_yaxis()
+        ax.set_title(c, fontsize=8)
+        ax.set_xlabel("cuBLAS + rule / fused (> 1: fused faster)", fontsize=7)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    render_fidelity.stamp(fig, meta)
+    fig.savefig(os.path.join(figdir, "speedup_bars.png"), dpi=110)
+    plt.close(fig)
+    return "speedup_bars.png"
+
+
+def bench_section(rep, bench, roof, bars=None):
     if not rep["benchmarks"] and not bench:
         return ""
     out = ["<h2 id=benchmarks>Benchmarks</h2>"]
@@ -625,6 +670,9 @@ def bench_section(rep, bench, roof):
                           fmt(fl / 1e12) if fl else "&ndash;",
                           fmt(100 * fl / H200_BF16_DENSE_FLOP_PER_S) if fl else "&ndash;"))
         out.append("</table>")
+    if bars:
+        out.append('<figure><img src="figures/%s" alt="speedup bars"><figcaption>%s</figcaption></figure>'
+                   % (bars, esc(CAPTIONS["speedup_bars.png"])))
     if roof:
         out.append('<figure><img src="figures/%s" alt="roofline"><figcaption>%s</figcaption></figure>'
                    % (roof, esc(CAPTIONS["roofline.png"])))
@@ -655,7 +703,7 @@ def diff_section(diff):
     return "\n".join(out)
 
 
-def page(rep, registry, figs, bench, roof, diff, plant):
+def page(rep, registry, figs, bench, roof, diff, plant, bars=None):
     meta = rep["meta"]
     title = "forge-harness: %s (%s, %s)" % (os.path.basename(rep["path"]), meta.get("git_revision", "?"),
                                             meta.get("start_time_utc", "?"))
@@ -678,7 +726,7 @@ def page(rep, registry, figs, bench, roof, diff, plant):
         shown.append("planted_missing.png")  # never written
     parts.append(figures_section(shown, meta))
     parts.append(stagnation_table(rep, registry))
-    parts.append(bench_section(rep, bench, roof))
+    parts.append(bench_section(rep, bench, roof, bars))
     parts.append("<h2 id=meta>Provenance (/meta)</h2><table>")
     for k in sorted(meta):
         parts.append("<tr><th>%s</th><td>%s</td></tr>" % (esc(k), esc(meta[k])))
@@ -826,8 +874,11 @@ def main():
         except (KeyError, ValueError, TypeError, IndexError) as e:
             raise BadInput("%s: its fidelity data do not have the expected shape: %r" % (args.report, e))
         roof = roofline(bench["rows"], rep["meta"], figdir) if bench else None
+        # The bars from the JSON's medians, else from the report's /benchmarks group.
+        bars = speedup_bars(bench["rows"] if bench else
+                            [{"name": b["name"], "time_ns": b["median_ns"]} for b in rep["benchmarks"]], rep["meta"], figdir)
         with open(os.path.join(tmp, "index.html"), "w", encoding="utf-8") as fh:
-            fh.write(page(rep, registry, figs, bench, roof, diff, plant))
+            fh.write(page(rep, registry, figs, bench, roof, diff, plant, bars))
         write_manifest(tmp)
         os.chmod(tmp, 0o755)
         # Into place: the old page (if any) moves aside, the new one takes its name, and of the old

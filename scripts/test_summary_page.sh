@@ -89,6 +89,8 @@ if "$PY" "$RS" "$REPORT" -o "$T/page" --registry "$T/registry.json" --diff "$T/d
   grep -q 'planted: pass -&gt; fail' "$D" && ok "diff section lists the changes" || fail "no diff section"
   grep -q 'exact optimum of the eval loss\|Exact least-squares optimum' "$D" && ok "stagnation's exact optimum is reported" || fail "no exact optimum on the page"
   grep -q 'roofline.png' "$D" && ok "benchmark roofline" || fail "no roofline"
+  grep -q 'speedup_bars.png' "$D" && [ -s "$T/page/figures/speedup_bars.png" ] && ok "fused vs cuBLAS + rule bars" \
+    || fail "no speedup bars (the sample has fused and cublas runs of adamw fp32 and bf16)"
   # Claims in the paper's order (the registry's), never alphabetical; a run without a
   # GPU says so; the stagnation gap has its unit; the page says how many claims were judged.
   page_order="$(grep -o 'href="#claim-[a-z0-9_]*"' "$D" | sed 's/href="#claim-//; s/"$//' | tr '\n' ' ')"
