@@ -24,4 +24,10 @@ struct ExactSumOfSquares {
 ExactSumOfSquares mpfr_sum_of_squares(const float* x, int64_t ld, int64_t rows, int64_t cols, float add,
                                       float computed);
 
+// One step of p's rule in MPFR (kRefPrec), written from the paper's algorithm, not from the twin's
+// code: the state, the weights and G [rows, cols] read exactly, the hyperparameters as doubles,
+// every statistic a sum or max over the whole tensor, every operation and scalar in MPFR, each
+// array rounded to fp32 once at the end (nonseparable_rules.cpp's comments cite each algorithm).
+NsParam ns_mpfr_step(const NsParam& p, const NsHyper& h, int64_t step, const std::vector<float>& G);
+
 }  // namespace fh

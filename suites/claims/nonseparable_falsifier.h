@@ -48,7 +48,12 @@ struct NonseparableMapConfig {
   // Planted in the MPFR case (tests): the fp32 statistics rounded to bf16 before they are
   // judged, a statistic kept at lower precision than its bound assumes.
   bool plant_statistic_in_bf16 = false;
+  // Planted in the MPFR step case (tests): the reference's lr 0.1% off, a step the check must see.
+  bool plant_mpfr_lr_off = false;
 };
+// The MPFR step case's bound: the fp32 two-phase step's error against ns_mpfr_step, normwise per
+// array, relative to the step's change plus one fp32 rounding on each side (2^-22 of the array's norm).
+inline constexpr double kNsMpfrStepTolerance = 1e-4;
 // A case of the map, with its report attributes (the schedule, the map's figures) and, for a naive
 // fusion case, its error size: dataset "naive_error" = {largest elementwise relative error,
 // normwise relative error, fraction of elements whose bits differ} of W after the last step.

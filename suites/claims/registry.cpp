@@ -122,7 +122,8 @@ std::vector<ClaimInfo> make_registry() {
   const Variants nonseparable = with_gpu_variant(
       {"nonseparable_falsifier", "Proposition 1's scope: element-wise separable rules only",
        "non-separable optimizers (LAMB, Adam-mini, Adafactor, SM3-I and II, LARS, Muon) must break under naive tiling; "
-       "linear-fusion-only and the exact fused schedules match two-phase bitwise",
+       "linear-fusion-only and the exact fused schedules match two-phase bitwise; each fp32 step within its bound of an "
+       "MPFR step from the paper's algorithm",
        {"kernels/twin/nonseparable", "kernels/twin/nonseparable_rules", "reference/two_phase_host",
         "reference/nonseparable_two_phase (MPFR sums)"},
        {"oracles/bitwise", "oracles/param_compare"}, {"naive_error"}, kOptSeed, kNeedsNothing},

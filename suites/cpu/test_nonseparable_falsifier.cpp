@@ -90,7 +90,7 @@ TEST(nonseparable_map, ExactSchedulesMatchNaiveFusionDiffers) {
   std::printf("seed %llu (set FH_SEED to change)\n", (unsigned long long)cfg.seed);
   const auto cases = run_map(cfg);
   const size_t n_rules = std::size(fh::kNsRules), n_shapes = cfg.shapes.size();
-  ASSERT_EQ(cases.size(), n_shapes * (3 * n_rules + 1));
+  ASSERT_EQ(cases.size(), n_shapes * (4 * n_rules + 1));
   std::set<std::string> naive_rules;
   for (const auto& c : cases) {
     const auto& r = c.result;
@@ -282,6 +282,21 @@ TEST(nonseparable_map, MapFiguresAtTheLlamaMlpShape) {
   EXPECT_DOUBLE_EQ(fh::ns_extra_gemm_flops(fh::ns_map_row(fh::NsRule::sm3_ii), 14336, 4096, 8192), 0.0);
   EXPECT_DOUBLE_EQ(fh::ns_newton_schulz_flops(14336, 4096, 5), 5.0 * (4.0 * 4096.0 * 4096 * 14336 + 2.0 * 4096.0 * 4096 * 4096));
   for (fh::NsRule r : fh::kNsRules) EXPECT_NO_THROW(fh::ns_map_row(r)) << fh::ns_rule_name(r);
+}
+
+TEST(nonseparable_map, PlantedMpfrStepMismatchIsCaught) {
+  // The reference's lr 0.1% off: every rule's MPFR step case must fail, and nothing else.
+  fh::NonseparableMapConfig cfg;
+  cfg.seed = fh::case_seed(cfg.seed);
+  cfg.shapes.resize(1);
+  cfg.plant_mpfr_lr_off = true;
+  std::set<std::string> failed;
+  for (const auto& c : run_map(cfg)) {
+    const bool mpfr = c.result.case_name.find("MPFR step") != std::string::npos;
+    if (!mpfr) EXPECT_TRUE(c.result.pass) << c.result.case_name;
+    if (mpfr && !c.result.pass) failed.insert(rule_of(c));
+  }
+  EXPECT_EQ(failed.size(), std::size(fh::kNsRules)) << "the MPFR step check missed a 0.1% error in some rule's step";
 }
 
 TEST(nonseparable_map, ClaimEntryRecordsTheMapInTheReport) {
