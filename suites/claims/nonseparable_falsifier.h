@@ -37,9 +37,13 @@ std::vector<ClaimCaseResult> run_nonseparable_cases(const NonseparableConfig& cf
 struct NonseparableMapConfig {
   uint64_t seed = 0x1A3BFA15ULL;
   int steps = 3;
-  // Small shapes keep the CPU claim fast; rows a multiple of Adam-mini's 16-row blocks; the last
-  // one has ragged tiles.
-  std::vector<TwinShapeCase> shapes{{64, 128, 32, 16, 32}, {64, 128, 32, 32, 64}, {48, 80, 24, 16, 32}};
+  // Small shapes keep the CPU claim fast; rows a multiple of Adam-mini's 16-row blocks; the third
+  // has ragged tiles; the fourth has dY at 1e-4 of the others' scale, so that |g| comes near the
+  // rules' eps and the MPFR step case sees where an eps sits (a defect at unit scale hides there).
+  std::vector<TwinShapeCase> shapes{{64, 128, 32, 16, 32},
+                                    {64, 128, 32, 32, 64},
+                                    {48, 80, 24, 16, 32},
+                                    {80, 96, 32, 16, 32, CaseDistribution::normal, {}, CaseDistParams{1e-4}}};
   std::vector<NsRule> rules{std::begin(kNsRules), std::end(kNsRules)};
   NsHyper hyper;
   NsPlants plants;  // planted on the exact fused schedule only (tests)
