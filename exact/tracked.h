@@ -33,6 +33,17 @@ constexpr mpfr_prec_t kRefPrec = 256;
 inline mpreal ref_real(double x) { return mpreal(x, kRefPrec); }
 // 2^k, exactly, at kRefPrec.
 mpreal ref_pow2(long k);
+// b^k (k >= 0 an integer) and b^x, correctly rounded at kRefPrec.
+inline mpreal exact_pow_int(double b, int64_t k) {
+  mpreal r(0, kRefPrec);
+  mpfr_pow_ui(r.mpfr_ptr(), ref_real(b).mpfr_srcptr(), static_cast<unsigned long>(k), MPFR_RNDN);
+  return r;
+}
+inline mpreal exact_pow(double b, const mpreal& x) {
+  mpreal r(0, kRefPrec);
+  mpfr_pow(r.mpfr_ptr(), ref_real(b).mpfr_srcptr(), x.mpfr_srcptr(), MPFR_RNDN);
+  return r;
+}
 
 // An IEEE binary format: p significand bits, smallest subnormal 2^min_exp, largest finite value
 // below 2^max_exp.

@@ -18,18 +18,6 @@ T32 f(float x) { return tracked_input(x); }
 T32 r32(const T64& x) { return round_to_fp32(x); }
 const T64& one64() { static const T64 one = d(1.0); return one; }
 
-// b^k exactly (k >= 0 an integer), at kRefPrec.
-mpreal exact_pow_int(double b, int64_t k) {
-  mpreal r(0, kRefPrec);
-  mpfr_pow_ui(r.mpfr_ptr(), ref_real(b).mpfr_srcptr(), static_cast<unsigned long>(k), MPFR_RNDN);
-  return r;
-}
-// b^x exactly, at kRefPrec.
-mpreal exact_pow(double b, const mpreal& x) {
-  mpreal r(0, kRefPrec);
-  mpfr_pow(r.mpfr_ptr(), ref_real(b).mpfr_srcptr(), x.mpfr_srcptr(), MPFR_RNDN);
-  return r;
-}
 
 // The host's std::pow(b, double(t)) for an integer step t.
 T64 host_pow_step(double b, int64_t t) {

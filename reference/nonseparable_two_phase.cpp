@@ -56,12 +56,6 @@ mpreal sum_sq(const Mat& m) {
   for (const mpreal& v : m) s += v * v;
   return s;
 }
-mpreal mpow(double b, double e) {
-  mpreal r(0, kRefPrec);
-  mpfr_pow(r.mpfr_ptr(), ref_real(b).mpfr_srcptr(), ref_real(e).mpfr_srcptr(), MPFR_RNDN);
-  return r;
-}
-mpreal msqrt(const mpreal& x) { return sqrt(x); }
 mpreal mmax(const mpreal& a, const mpreal& b) { return a > b ? a : b; }
 mpreal mmin(const mpreal& a, const mpreal& b) { return a < b ? a : b; }
 
@@ -96,21 +90,21 @@ NsParam ns_mpfr_step(const NsParam& p, const NsHyper& h, int64_t step, const std
   switch (p.rule) {
     case NsRule::lamb: {
       const mpreal b1 = ref_real(h.beta1), b2 = ref_real(h.beta2);
-      const mpreal bc1 = one - mpow(h.beta1, double(step)), bc2 = one - mpow(h.beta2, double(step));
+      const mpreal bc1 = one - exact_pow_int(h.beta1, step), bc2 = one - exact_pow_int(h.beta2, step);
       Mat u(static_cast<size_t>(P));
       for (int64_t i = 0; i < P; ++i) {
         m[size_t(i)] = b1 * m[size_t(i)] + (one - b1) * g[size_t(i)];
         v[size_t(i)] = b2 * v[size_t(i)] + (one - b2) * g[size_t(i)] * g[size_t(i)];
-        u[size_t(i)] = (m[size_t(i)] / bc1) / (msqrt(v[size_t(i)] / bc2) + ref_real(h.eps)) + ref_real(h.weight_decay) * w[size_t(i)];
+        u[size_t(i)] = (m[size_t(i)] / bc1) / (sqrt(v[size_t(i)] / bc2) + ref_real(h.eps)) + ref_real(h.weight_decay) * w[size_t(i)];
       }
-      const mpreal wn = msqrt(sum_sq(w)), un = msqrt(sum_sq(u));
+      const mpreal wn = sqrt(sum_sq(w)), un = sqrt(sum_sq(u));
       const mpreal ratio = (wn > 0 && un > 0) ? wn / un : one;
       for (int64_t i = 0; i < P; ++i) w[size_t(i)] -= lr * ratio * u[size_t(i)];
       break;
     }
     case NsRule::adam_mini: {
       const mpreal b1 = ref_real(h.beta1), b2 = ref_real(h.beta2);
-      const mpreal bc1 = one - mpow(h.beta1, double(step)), bc2 = one - mpow(h.beta2, double(step));
+      const mpreal bc1 = one - exact_pow_int(h.beta1, step), bc2 = one - exact_pow_int(h.beta2, step);
       const int64_t nb = int64_t(row.size()), rpb = R / nb;
       for (int64_t i = 0; i < P; ++i) m[size_t(i)] = b1 * m[size_t(i)] + (one - b1) * g[size_t(i)];
       for (int64_t b = 0; b < nb; ++b) {
@@ -121,13 +115,13 @@ NsParam ns_mpfr_step(const NsParam& p, const NsHyper& h, int64_t step, const std
       for (int64_t i = 0; i < P; ++i) {
         const mpreal vb = row[size_t(i / C / rpb)];
         w[size_t(i)] = w[size_t(i)] * (one - lr * ref_real(h.weight_decay)) -
-                       (lr / bc1) * m[size_t(i)] / (msqrt(vb) / msqrt(bc2) + ref_real(h.eps));
+                       (lr / bc1) * m[size_t(i)] / (sqrt(vb) / sqrt(bc2) + ref_real(h.eps));
       }
       break;
     }
     case NsRule::adafactor: {
-      const mpreal decay = mpow(double(step), h.decay_rate), beta2t = one - decay, eps1 = ref_real(h.eps1);
-      const mpreal rms_w = msqrt(sum_sq(w) / ref_real(double(P)));
+      const mpreal decay = exact_pow(double(step), ref_real(h.decay_rate)), beta2t = one - decay, eps1 = ref_real(h.eps1);
+      const mpreal rms_w = sqrt(sum_sq(w) / ref_real(double(P)));
       for (int64_t r = 0; r < R; ++r) {
         mpreal s = ref_real(0.0);
         for (int64_t c = 0; c < C; ++c) s += g[size_t(r * C + c)] * g[size_t(r * C + c)] + eps1;
@@ -141,8 +135,8 @@ NsParam ns_mpfr_step(const NsParam& p, const NsHyper& h, int64_t step, const std
       mpreal total = ref_real(0.0);
       for (const mpreal& x : row) total += x;
       Mat U(static_cast<size_t>(P));
-      for (int64_t i = 0; i < P; ++i) U[size_t(i)] = g[size_t(i)] / msqrt(row[size_t(i / C)] * col[size_t(i % C)] / total);
-      const mpreal rms_u = msqrt(sum_sq(U) / ref_real(double(P)));
+      for (int64_t i = 0; i < P; ++i) U[size_t(i)] = g[size_t(i)] / sqrt(row[size_t(i / C)] * col[size_t(i % C)] / total);
+      const mpreal rms_u = sqrt(sum_sq(U) / ref_real(double(P)));
       const mpreal alpha = mmax(ref_real(h.eps2), rms_w) * lr;
       const mpreal step_size = alpha / mmax(one, rms_u / ref_real(h.clip_threshold));
       for (int64_t i = 0; i < P; ++i) w[size_t(i)] -= step_size * U[size_t(i)];
@@ -163,7 +157,7 @@ NsParam ns_mpfr_step(const NsParam& p, const NsHyper& h, int64_t step, const std
       Mat nu_r(size_t(R), ref_real(0.0)), nu_c(size_t(C), ref_real(0.0));
       for (int64_t i = 0; i < P; ++i) {
         const mpreal nu = mmin(row[size_t(i / C)], col[size_t(i % C)]) + (second ? g[size_t(i)] * g[size_t(i)] : ref_real(0.0));
-        if (nu > 0) w[size_t(i)] -= lr * g[size_t(i)] / msqrt(nu);
+        if (nu > 0) w[size_t(i)] -= lr * g[size_t(i)] / sqrt(nu);
         nu_r[size_t(i / C)] = mmax(nu_r[size_t(i / C)], nu);
         nu_c[size_t(i % C)] = mmax(nu_c[size_t(i % C)], nu);
       }
@@ -174,7 +168,7 @@ NsParam ns_mpfr_step(const NsParam& p, const NsHyper& h, int64_t step, const std
       break;
     }
     case NsRule::lars: {
-      const mpreal wn = msqrt(sum_sq(w)), gn = msqrt(sum_sq(g)), wd = ref_real(h.weight_decay);
+      const mpreal wn = sqrt(sum_sq(w)), gn = sqrt(sum_sq(g)), wd = ref_real(h.weight_decay);
       const mpreal local = (wn > 0 && gn > 0) ? ref_real(h.trust_coefficient) * wn / (gn + wd * wn) : one;
       for (int64_t i = 0; i < P; ++i) {
         m[size_t(i)] = ref_real(h.momentum) * m[size_t(i)] + lr * local * (g[size_t(i)] + wd * w[size_t(i)]);
@@ -187,7 +181,7 @@ NsParam ns_mpfr_step(const NsParam& p, const NsHyper& h, int64_t step, const std
       const bool tall = R > C;
       const int64_t n = tall ? C : R, k = tall ? R : C;
       Mat X = wide(m, R, C);
-      const mpreal norm = msqrt(sum_sq(X)) + ref_real(double(kNsNormEps));
+      const mpreal norm = sqrt(sum_sq(X)) + ref_real(double(kNsNormEps));
       for (mpreal& x : X) x /= norm;
       const mpreal a = ref_real(double(kNsA)), b = ref_real(double(kNsB)), c = ref_real(double(kNsC));
       for (int s = 0; s < h.ns_steps; ++s) {
@@ -202,7 +196,7 @@ NsParam ns_mpfr_step(const NsParam& p, const NsHyper& h, int64_t step, const std
       if (tall)
         for (int64_t r = 0; r < R; ++r)
           for (int64_t c = 0; c < C; ++c) O[size_t(r * C + c)] = X[size_t(c * R + r)];
-      const mpreal scale = lr * msqrt(mmax(one, ref_real(double(R)) / ref_real(double(C))));
+      const mpreal scale = lr * sqrt(mmax(one, ref_real(double(R)) / ref_real(double(C))));
       for (int64_t i = 0; i < P; ++i)
         w[size_t(i)] = w[size_t(i)] * (one - lr * ref_real(h.weight_decay)) - scale * O[size_t(i)];
       break;

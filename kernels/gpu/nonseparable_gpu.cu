@@ -461,7 +461,7 @@ void require(bool ok, const std::string& what) {
 
 }  // namespace
 
-int64_t ns_gpu_workspace_floats(NsRule rule, int64_t rows, int64_t cols, const NsHyper&) {
+int64_t ns_gpu_workspace_floats(NsRule rule, int64_t rows, int64_t cols) {
   return Workspace(rule, rows, cols).total;
 }
 

@@ -40,7 +40,7 @@ struct NsGpuPlants {
 
 // The floats of scratch a step of this rule and shape needs (statistic partials, reduced
 // statistics, and for Muon Newton-Schulz's working set: 2 P + 2 min(rows, cols)^2 + partials).
-int64_t ns_gpu_workspace_floats(NsRule rule, int64_t rows, int64_t cols, const NsHyper& h);
+int64_t ns_gpu_workspace_floats(NsRule rule, int64_t rows, int64_t cols);
 
 // One step at `step` (1-based) over the whole tensor; returns the passes over G it made. scratch:
 // ns_gpu_workspace_floats floats of device memory. Synchronizes the stream where a scalar needs a

@@ -261,7 +261,11 @@ int main(int argc, char** argv) {
   const std::pair<StateFormat, WeightStore> configs[] = {{StateFormat::fp32, WeightStore::fp32_master},
                                                          {StateFormat::bf16, WeightStore::bf16_rne},
                                                          {StateFormat::int8, WeightStore::fp32_master}};
-  auto add = [](const std::string& name, Path p, RuleId id, Layer l, int64_t T, StateFormat sf, WeightStore ws) {
+  // prefix + "<rule>_<state>_<store>/<path>/out<O>_in<I>_T<T>" (render_summary.py reads the names).
+  auto add = [](const std::string& prefix, Path p, RuleId id, Layer l, int64_t T, StateFormat sf, WeightStore ws) {
+    const std::string name = prefix + rule_name(id) + "_" + state_format_name(sf) + "_" + weight_store_name(ws) + "/" +
+                             path_name(p) + "/out" + std::to_string(l.out) + "_in" + std::to_string(l.in) + "_T" +
+                             std::to_string(T);
     benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { bench_step(st, p, id, l.out, l.in, T, sf, ws); })
         ->UseManualTime()
         ->Unit(benchmark::kMicrosecond)
@@ -280,19 +284,13 @@ int main(int argc, char** argv) {
           const bool variant = p == Path::fused_pingpong || p == Path::fused_g_roundtrip || p == Path::fused_coop;
           // Variants: AdamW fp32 / bf16; INT8 (fp32 master) the cooperative kernel only.
           if (variant && (id != RuleId::adamw || (sf == StateFormat::int8 && p != Path::fused_coop))) continue;
-          const std::string name = std::string(rule_name(id)) + "_" + state_format_name(sf) + "_" + weight_store_name(ws) + "/" +
-                                   path_name(p) + "/out" + std::to_string(l.out) + "_in" + std::to_string(l.in) +
-                                   "_T" + std::to_string(T);
-          add(name, p, id, l, T, sf, ws);
+          add("", p, id, l, T, sf, ws);
         }
   for (const auto& [sf, ws] : configs)
     for (const Layer& l : qwen3_layers)
       for (int64_t T : tokens)
         for (Path p : {Path::fused, Path::cublas, Path::gemm_cublas}) {
-          const std::string name = std::string("qwen3/") + rule_name(RuleId::adamw) + "_" + state_format_name(sf) + "_" +
-                                   weight_store_name(ws) + "/" + path_name(p) + "/out" + std::to_string(l.out) + "_in" +
-                                   std::to_string(l.in) + "_T" + std::to_string(T);
-          add(name, p, RuleId::adamw, l, T, sf, ws);
+          add("qwen3/", p, RuleId::adamw, l, T, sf, ws);
         }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

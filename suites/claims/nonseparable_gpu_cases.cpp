@@ -6,7 +6,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/common/splitmix64.h"
 #include "kernels/gpu/device_info.h"
 #include "kernels/gpu/tagged_pool.h"
 #include "reference/case_gen.h"
@@ -17,6 +16,16 @@ namespace fh {
 namespace {
 
 using gpu::TaggedPool;
+
+// x on the device, from a tagged pool (null when x is empty).
+template <class T>
+T* upload(TaggedPool& pool, TaggedPool::Tag tag, const std::vector<T>& x) {
+  if (x.empty()) return nullptr;
+  T* d = pool.alloc_n<T>(tag, int64_t(x.size()));
+  cudaStreamSynchronize(0);  // the pool allocates stream-ordered on the legacy stream
+  gpu::cuda_check(cudaMemcpy(d, x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice), "nonseparable: upload");
+  return d;
+}
 
 // A NsParam's arrays on the device, from a tagged pool (weights; state: m, v and the row and
 // column statistics).
@@ -31,13 +40,6 @@ struct DeviceNs {
     p.v = upload(pool, TaggedPool::state, h.v);
     p.row_stat = upload(pool, TaggedPool::state, h.row_stat);
     p.col_stat = upload(pool, TaggedPool::state, h.col_stat);
-  }
-  static float* upload(TaggedPool& pool, TaggedPool::Tag tag, const std::vector<float>& x) {
-    if (x.empty()) return nullptr;
-    float* d = pool.alloc_n<float>(tag, int64_t(x.size()));
-    cudaStreamSynchronize(0);  // the pool allocates stream-ordered on the legacy stream
-    gpu::cuda_check(cudaMemcpy(d, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice), "nonseparable: upload");
-    return d;
   }
   static void download(const float* d, std::vector<float>& x) {
     if (!x.empty())
@@ -54,30 +56,6 @@ struct DeviceNs {
   }
 };
 
-template <class T>
-T* upload_input(TaggedPool& pool, const std::vector<T>& x) {
-  T* d = pool.alloc_n<T>(TaggedPool::activations, int64_t(x.size()));
-  cudaStreamSynchronize(0);
-  gpu::cuda_check(cudaMemcpy(d, x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice), "nonseparable: inputs");
-  return d;
-}
-
-// n values of one SplitMix64 stream from `seed`: (signed 24-bit integer) / 2^23 * scale, in
-// [-scale, scale), each as convert makes it.
-template <class T, class Convert>
-std::vector<T> seeded_values(size_t n, uint64_t seed, float scale, Convert convert) {
-  std::vector<T> v(n);
-  uint64_t state = seed;
-  for (T& x : v) x = convert(float(int64_t(splitmix64_next(state) >> 40) - (int64_t(1) << 23)) / float(1 << 23) * scale);
-  return v;
-}
-std::vector<bf16> random_bf16(size_t n, uint64_t seed) {
-  return seeded_values<bf16>(n, seed, 1.0f, [](float x) { return float_to_bf16_rne(x); });
-}
-std::vector<float> random_weights(size_t n, uint64_t seed) {
-  return seeded_values<float>(n, seed, 0.5f, [](float x) { return x; });
-}
-
 // One path of the measurement: its final parameter, peak and median step time.
 struct PathRun {
   NsParam final;
@@ -91,8 +69,8 @@ PathRun run_path(const NsParam& init, const NsHyper& h, const std::vector<bf16>&
   TaggedPool pool(0);
   const int64_t rows = init.rows, cols = init.cols;
   DeviceNs d(pool, init);
-  const gpu::WgradProblem prob{upload_input(pool, X), upload_input(pool, dY), T, rows, cols};
-  float* scratch = pool.alloc_n<float>(TaggedPool::workspace, gpu::ns_gpu_workspace_floats(init.rule, rows, cols, h));
+  const gpu::WgradProblem prob{upload(pool, TaggedPool::activations, X), upload(pool, TaggedPool::activations, dY), T, rows, cols};
+  float* scratch = pool.alloc_n<float>(TaggedPool::workspace, gpu::ns_gpu_workspace_floats(init.rule, rows, cols));
   float* G = fused ? nullptr : pool.alloc_n<float>(TaggedPool::gradients, rows * cols);
   pool.phase("setup");
   pool.reset_tag_peaks();
@@ -140,19 +118,20 @@ std::vector<NsMapCase> run_nonseparable_gpu_cases(const NonseparableGpuConfig& c
     const LayerInputs inp = make_shape_inputs(stream_seed(cfg.seed, "nonseparable_falsifier_gpu/inputs", si), shape, cfg.steps);
     const TwinSchedule sched = twin_schedule();
     const NsGrid grid = NsGrid::whole(shape.out, shape.in, kTile, kTile);
+    const DeviceSteps dev(inp);  // every step's X and dY, uploaded once for all rules
     for (NsRule rule : cfg.rules) {
       const NsParam init = NsParam::make(rule, shape.out, shape.in, inp.w0, cfg.hyper);
       NsParam twin = init;
       TaggedPool pool(0);
       DeviceNs fused(pool, init), two(pool, init);
       const int64_t P = shape.out * shape.in;
-      float* scratch = pool.alloc_n<float>(TaggedPool::workspace, gpu::ns_gpu_workspace_floats(rule, shape.out, shape.in, cfg.hyper));
+      float* scratch = pool.alloc_n<float>(TaggedPool::workspace, gpu::ns_gpu_workspace_floats(rule, shape.out, shape.in));
       float* G = pool.alloc_n<float>(TaggedPool::gradients, P);
       ParamEvidence ev;
       int passes_fused = 0, passes_two = 0, passes_twin = 0;
       for (int k = 0; k < cfg.steps; ++k) {
         const auto& s = inp.steps[size_t(k)];
-        const gpu::WgradProblem prob{upload_input(pool, s.X), upload_input(pool, s.dY), shape.T, shape.out, shape.in};
+        const gpu::WgradProblem& prob = dev.prob[size_t(k)];
         passes_twin = ns_step(twin, cfg.hyper, k + 1, grid, ns_twin_source(s.X.data(), s.dY.data(), shape.T, shape.out, shape.in, sched));
         passes_fused = gpu::ns_gpu_step(fused.p, cfg.hyper, k + 1, gpu::NsGpuSource{prob, nullptr}, scratch, cfg.plants);
         gpu::wgrad_materialize(prob, G, gpu::TileShape{128, 128}, 0);
@@ -179,15 +158,18 @@ std::vector<NsMapCase> run_nonseparable_gpu_cases(const NonseparableGpuConfig& c
   }
   if (cfg.measure_tokens.empty()) return out;
   const int64_t rows = cfg.measure_out, cols = cfg.measure_in, P = rows * cols;
-  const std::vector<float> w0 = random_weights(size_t(P), stream_seed(cfg.seed, "nonseparable_falsifier_gpu/measure_w0"));
+  CaseRng w0_rng(stream_seed(cfg.seed, "nonseparable_falsifier_gpu/measure_w0"));
+  const std::vector<float> w0 = gen_weights_f32(w0_rng, P);
   std::vector<std::vector<std::pair<std::string, std::string>>> attrs(cfg.rules.size());
   std::vector<ParamEvidence> evs(cfg.rules.size());
   std::vector<std::string> notes(cfg.rules.size());
   std::vector<bool> grads_ok(cfg.rules.size(), true);
   for (size_t ti = 0; ti < cfg.measure_tokens.size(); ++ti) {
     const int64_t T = cfg.measure_tokens[ti];
-    const std::vector<bf16> X = random_bf16(size_t(T * cols), stream_seed(cfg.seed, "nonseparable_falsifier_gpu/measure_x", ti));
-    const std::vector<bf16> dY = random_bf16(size_t(T * rows), stream_seed(cfg.seed, "nonseparable_falsifier_gpu/measure_dy", ti));
+    CaseRng x_rng(stream_seed(cfg.seed, "nonseparable_falsifier_gpu/measure_x", ti));
+    CaseRng dy_rng(stream_seed(cfg.seed, "nonseparable_falsifier_gpu/measure_dy", ti));
+    const std::vector<bf16> X = gen_bf16(x_rng, T * cols, CaseDistribution::normal);
+    const std::vector<bf16> dY = gen_bf16(dy_rng, T * rows, CaseDistribution::normal);
     for (size_t ri = 0; ri < cfg.rules.size(); ++ri) {
       const NsRule rule = cfg.rules[ri];
       const NsParam init = NsParam::make(rule, rows, cols, w0, cfg.hyper);

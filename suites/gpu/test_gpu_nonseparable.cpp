@@ -95,7 +95,7 @@ TEST(nonseparable_falsifier_gpu, MeasurementHoldsNoGradientOnTheFusedPath) {
 TEST(nonseparable_falsifier_gpu, RefusesAProblemOfAnotherShape) {
   FH_REQUIRE_GPU();
   NsHyper h;
-  gpu::DeviceBuffer<float> w(64 * 64), m(64 * 64), scratch(size_t(gpu::ns_gpu_workspace_floats(NsRule::muon, 64, 64, h)));
+  gpu::DeviceBuffer<float> w(64 * 64), m(64 * 64), scratch(size_t(gpu::ns_gpu_workspace_floats(NsRule::muon, 64, 64)));
   gpu::DeviceBuffer<bf16> x(16 * 64), dy(16 * 32);
   gpu::NsDeviceParam p;
   p.rule = NsRule::muon;
