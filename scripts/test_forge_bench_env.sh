@@ -15,7 +15,9 @@ for bad in FH_FUSED_COOP_MIN_TOKENS=abc FH_FUSED_COOP_MIN_TOKENS=-1 FH_FUSED_COO
            FH_FUSED_COOP_L2G_MIN_TOKENS=8k FH_FUSED_COOP_L2G_MIN_TOKENS_LIGHT=-1 \
            FH_FUSED_COOP_L2G_LIGHT_MIN_TILES=0 FH_FUSED_COOP_L2G_EPILOGUE_WARPS=4 \
            FH_FUSED_COOP_L2G_EPILOGUE_ROWS=12 FH_FUSED_COOP_L2G_EPILOGUE_ROWS=7x \
-           FH_FUSED_COOP_L2G_EPILOGUE_ROWS_16K=136 FH_FUSED_COOP_L2G_MIN_TOKENS_INT8=-1; do
+           FH_FUSED_COOP_L2G_EPILOGUE_ROWS_16K=136 FH_FUSED_COOP_L2G_MIN_TOKENS_INT8=-1 \
+           FH_FUSED_COOP_SPLIT_MAX=0 FH_FUSED_COOP_SPLIT_MAX=17 FH_FUSED_COOP_SPLIT_MIN_TOKENS=-1 \
+           FH_FUSED_COOP_SPLIT_OVERHEAD_CHUNKS=-1 FH_FUSED_COOP_SPLIT_GAIN_PCT=100; do
   name="${bad%%=*}"
   out="$(env "$bad" "$BIN" --allow-no-gpu 2>&1)"
   rc=$?
@@ -33,6 +35,10 @@ for bad in FH_FUSED_COOP_MIN_TOKENS=abc FH_FUSED_COOP_MIN_TOKENS=-1 FH_FUSED_COO
   [ "$bad" = FH_FUSED_COOP_L2G_EPILOGUE_ROWS=12 ] && want="coop_l2g_epilogue_rows must"
   [ "$bad" = FH_FUSED_COOP_L2G_EPILOGUE_ROWS_16K=136 ] && want="coop_l2g_epilogue_rows_16k must"
   [ "$bad" = FH_FUSED_COOP_L2G_MIN_TOKENS_INT8=-1 ] && want="coop_l2g_min_tokens_int8 must"
+  case "$bad" in FH_FUSED_COOP_SPLIT_MAX=*) want="coop_split_max must" ;; esac
+  [ "$bad" = FH_FUSED_COOP_SPLIT_MIN_TOKENS=-1 ] && want="coop_split_min_tokens must"
+  [ "$bad" = FH_FUSED_COOP_SPLIT_OVERHEAD_CHUNKS=-1 ] && want="coop_split_overhead_chunks must"
+  [ "$bad" = FH_FUSED_COOP_SPLIT_GAIN_PCT=100 ] && want="coop_split_gain_pct must"
   if [ $rc -ne 2 ]; then echo "FAIL: $bad: exit $rc, not 2 ($out)"; fails=$((fails + 1))
   elif ! grep -q "$want" <<< "$out"; then echo "FAIL: $bad: the message does not name $want: $out"; fails=$((fails + 1))
   else echo "ok: $bad refused: $(head -1 <<< "$out")"; fi
@@ -42,7 +48,7 @@ for good in FH_FUSED_COOP_MIN_TOKENS=0 FH_FUSED_COOP_STAGGER_US=20 FH_FUSED_COOP
             FH_FUSED_COOP_L2G_MIN_TOKENS=8192 FH_FUSED_COOP_L2G_MIN_TOKENS_LIGHT=0 \
             FH_FUSED_COOP_L2G_LIGHT_MIN_TILES=1 FH_FUSED_COOP_L2G_EPILOGUE_WARPS=2 \
             FH_FUSED_COOP_L2G_EPILOGUE_ROWS=8 FH_FUSED_COOP_L2G_EPILOGUE_ROWS_16K=128 \
-            FH_FUSED_COOP_L2G_MIN_TOKENS_INT8=0; do
+            FH_FUSED_COOP_L2G_MIN_TOKENS_INT8=0 FH_FUSED_COOP_SPLIT_MAX=1 FH_FUSED_COOP_SPLIT_GAIN_PCT=0; do
   if env "$good" FH_FUSED_COOP_STAGGER_GROUPS=4 "$BIN" --allow-no-gpu --benchmark_filter=NONE > /dev/null 2>&1; then echo "ok: $good accepted"
   else echo "FAIL: $good was refused"; fails=$((fails + 1)); fi
 done

@@ -47,7 +47,9 @@ struct ReductionOrder {
 };
 
 // The FORGE fused kernel's order: one sequential chain of k16 Hopper instructions from t = 0 in
-// token order, starting from +0, the last group zero-padded, no split-K. On the H200 runner this
+// token order, starting from +0, the last group zero-padded, no split-K. (Our fused kernel splits
+// the tokens on layers with too few tiles to fill the GPU: then its order is cublas_wgrad_order(S,
+// 64); gpu::fused_order_for says which, per problem.) On the H200 runner this
 // is also cuBLAS 13.1's order for the wgrad GEMM (m = in, n = out, k = T) when it does not split.
 ReductionOrder fused_kernel_order(int64_t token_chunk = 64);
 

@@ -145,12 +145,12 @@ __device__ __forceinline__ void coop_init_ring(uint64_t* full, uint64_t* empty) 
   }
 }
 
-// The producer's TMA loads of one tile's chunks into the ring (chunk n of the block on entry,
-// advanced past the tile). Boxes wholly past W's edge are not loaded: they only feed G rows or
-// columns outside W, which no epilogue stores.
+// The producer's TMA loads of one tile's chunks chunk0 .. chunk0 + nchunks - 1 into the ring (chunk
+// n of the block on entry, advanced past them). Boxes wholly past W's edge are not loaded: they
+// only feed G rows or columns outside W, which no epilogue stores.
 __device__ __forceinline__ void coop_load_tile(const WgradTileArgs& a, const WgradTmaMaps& maps, unsigned char* ring,
                                                uint64_t* full, uint64_t* empty, int64_t o0, int64_t i0,
-                                               int64_t nchunks, int64_t& n) {
+                                               int64_t nchunks, int64_t& n, int64_t chunk0 = 0) {
   using Cfg = CoopCfg;
   constexpr int S = Cfg::kStages;
   int a_boxes = 0, b_boxes = 0;
@@ -165,7 +165,7 @@ __device__ __forceinline__ void coop_load_tile(const WgradTileArgs& a, const Wgr
     if (n >= S) mbar_wait(empty + slot, uint32_t(n / S - 1) & 1u);
     unsigned char* sA = ring + size_t(slot) * Cfg::kSlotBytes;
     unsigned char* sB = sA + Cfg::kABytes;
-    const int t0 = int(c * Cfg::TK);
+    const int t0 = int((chunk0 + c) * Cfg::TK);
     mbar_arrive_expect_tx(full + slot, tx_bytes);
     for (int j = 0; j < a_boxes; ++j) tma_load_box(sA + j * kTmaBoxBytes, maps.dy, int(o0) + j * kTmaBoxCols, t0, full + slot);
     for (int j = 0; j < b_boxes; ++j) tma_load_box(sB + j * kTmaBoxBytes, maps.x, int(i0) + j * kTmaBoxCols, t0, full + slot);

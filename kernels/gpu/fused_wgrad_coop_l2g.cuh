@@ -53,6 +53,30 @@ __device__ __forceinline__ L2gPiece l2g_piece(int warps, int w, int rows, int k)
 using L2gLastTile = CoopEpilogueTile<256, 1, 256>;
 constexpr size_t kL2gScratchFloats = size_t(CoopCfg::TR) * CoopCfg::TC;  // a block's slice
 
+// The update of tile (o0, i0)'s piece (rows piece.r0 .. piece.r0 + piece.rows - 1, columns piece.c0 ..
+// piece.c0 + Tile::TC - 1) from the G tile at gG (rows Tile::kLdG floats apart), by the Tile::kThreads
+// threads of index tid.
+template <class Tile, class Rule, StateFormat SF, WeightStore WS>
+__device__ __forceinline__ void coop_update_piece(const WgradTileArgs& a, const typename Rule::Scalars& s,
+                                                  const ParamView& pv, bool vec, const float* gG, int64_t o0,
+                                                  int64_t i0, L2gPiece piece, int tid) {
+  const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
+  // Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
+  const bool shifted = a.planted_defect == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
+  const bool whole = vec && !short_edge && !shifted && o0 + CoopCfg::TR <= pv.rows && i0 + CoopCfg::TC <= pv.cols;
+  const float* g = gG + piece.r0 * Tile::kLdG + piece.c0;
+  const int64_t r = o0 + piece.r0, c = i0 + piece.c0;
+  const FragCoord first = epilogue_quad<Tile>(tid, 0);
+  if constexpr (SF == StateFormat::int8)
+    fused_epilogue_int8<Tile, Rule, WS>(s, pv, g, r, c, short_edge, shifted, a.planted_defect, tid >> 5, piece.rows);
+  else if (whole)
+    fused_epilogue_quads<Tile, Rule, SF, WS, true>(s, pv, g, r, c, vec, short_edge, false, a.planted_defect, first,
+                                                   tid, piece.rows);
+  else
+    fused_epilogue_quads<Tile, Rule, SF, WS, false>(s, pv, g, r, c, vec, short_edge, shifted, a.planted_defect, first,
+                                                    tid, piece.rows);
+}
+
 struct CoopL2gCfg {
   static constexpr size_t kBarrierOffset = CoopCfg::kRingBytes;
   static constexpr size_t kSmemBytes =
@@ -102,22 +126,8 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   auto whole_tile = [&](int64_t o0, int64_t i0) {
     return vec && !short_edge && !shifted(o0, i0) && o0 + Cfg::TR <= pv.rows && i0 + Cfg::TC <= pv.cols;
   };
-  // The update of tile (o0, i0)'s piece (rows r0 .. r0 + rows - 1, columns c0 .. c0 + Tile::TC - 1)
-  // from the G parked at gG, by the Tile::kThreads threads of index tid.
   auto epilogue = [&](auto tile, int64_t o0, int64_t i0, L2gPiece piece, int tid) {
-    using Tile = decltype(tile);
-    const float* g = gG + piece.r0 * Tile::kLdG + piece.c0;
-    const int64_t r = o0 + piece.r0, c = i0 + piece.c0;
-    const FragCoord first = epilogue_quad<Tile>(tid, 0);
-    if constexpr (SF == StateFormat::int8)
-      fused_epilogue_int8<Tile, Rule, WS>(s, pv, g, r, c, short_edge, shifted(o0, i0), a.planted_defect, tid >> 5,
-                                          piece.rows);
-    else if (whole_tile(o0, i0))
-      fused_epilogue_quads<Tile, Rule, SF, WS, true>(s, pv, g, r, c, vec, short_edge, false, a.planted_defect, first,
-                                                     tid, piece.rows);
-    else
-      fused_epilogue_quads<Tile, Rule, SF, WS, false>(s, pv, g, r, c, vec, short_edge, shifted(o0, i0),
-                                                      a.planted_defect, first, tid, piece.rows);
+    coop_update_piece<decltype(tile), Rule, SF, WS>(a, s, pv, vec, gG, o0, i0, piece, tid);
   };
 
   if (warp == 0) {  // producer: one thread

@@ -68,9 +68,24 @@ int rule_declared_slots(const RuleConfig& rule) {
   return visit_rule(rule.id, [](auto r) { return decltype(r)::kStateSlots; });
 }
 
+int fused_token_splits(const WgradProblem& p, TileShape tile) {
+  validate_problem(p, "fused_token_splits");
+  return tile.rows == 128 && tile.cols == 128 ? coop_splits_for(make_tile_args(p)) : 1;
+}
+
+ReductionOrder fused_order_for(const WgradProblem& p, TileShape tile) {
+  const int splits = fused_token_splits(p, tile);
+  if (splits == 1) return fused_kernel_order(CoopCfg::TK);
+  ReductionOrder r = cublas_wgrad_order(splits, CoopCfg::TK);
+  r.token_chunk = CoopCfg::TK;
+  r.validate();
+  return r;
+}
+
 const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat sf, const RuleConfig& rule) {
   if (tile.rows == 64 && tile.cols == 64) return "mma_sync_64x64";
   const WgradTileArgs a = make_tile_args(p);
+  if (coop_splits_for(a) > 1) return "coop_split_128x256";
   if (coop_l2g_chosen(a, sf, rule_declared_slots(rule), rule_kept_slots(rule))) return "coop_l2g_128x256";
   return coop_chosen(a, sf) ? "coop_128x256" : "block_per_tile";
 }

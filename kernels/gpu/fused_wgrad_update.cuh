@@ -662,8 +662,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
 }
 
 // Order-matched materializer: the same mainloop, fp32 G [out, in] (row-major, ld = in) stored.
+// accumulate: G = fp32 RNE sum of G and this chain (a later token slice of a split order).
 template <class Cfg>
-__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm) wgrad_materialize_kernel(WgradTileArgs a, float* g) {
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm) wgrad_materialize_kernel(WgradTileArgs a, float* g,
+                                                                                              bool accumulate) {
   extern __shared__ __align__(16) unsigned char materialize_smem[];
   uint16_t* smem = reinterpret_cast<uint16_t*>(Cfg::kWgmma ? align_to_atom(materialize_smem) : materialize_smem);
   const int64_t o0 = int64_t(blockIdx.y) * Cfg::TR, i0 = int64_t(blockIdx.x) * Cfg::TC;
@@ -678,7 +680,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm) wgrad_mat
       for (int i = 0; i < 4; ++i) {
         const FragCoord c = acc_tile_coord<Cfg>(warp, lane, mt, nt, i);
         const int64_t r = o0 + c.row, col = i0 + c.col;
-        if (r < a.out && col < a.in) g[r * a.in + col] = acc[mt][nt][i];
+        if (r < a.out && col < a.in) {
+          float* e = g + r * a.in + col;
+          *e = accumulate ? __fadd_rn(*e, acc[mt][nt][i]) : acc[mt][nt][i];
+        }
       }
 }
 
@@ -749,6 +754,7 @@ void launch_fused_cfg(const WgradTileArgs& a, const typename Rule::Scalars& s, c
 // The warp-specialized kernels (they use the epilogue and launch helpers above).
 #include "kernels/gpu/fused_wgrad_coop.cuh"
 #include "kernels/gpu/fused_wgrad_coop_l2g.cuh"
+#include "kernels/gpu/fused_wgrad_coop_split.cuh"
 
 namespace fh::gpu {
 
@@ -775,10 +781,23 @@ inline bool coop_l2g_chosen(const WgradTileArgs& a, StateFormat sf, int declared
   return from > 0 && a.T >= from && coop_chosen(a, sf);
 }
 
+// fused_token_splits for the 128 x 128 setting (gpu_api.h).
+inline int coop_splits_for(const WgradTileArgs& a) {
+  const FusedSchedule fs = fused_schedule();
+  if (fs.coop_split_max < 2 || a.T < fs.coop_split_min_tokens || !wgrad_tma_usable(a)) return 1;
+  int device = 0, sms = 0;
+  cuda_check(cudaGetDevice(&device), "fused_token_splits: cudaGetDevice");
+  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused_token_splits: SMs");
+  return coop_split_count(coop_tiles(a), (a.T + CoopCfg::TK - 1) / CoopCfg::TK, sms, fs.coop_split_max,
+                          fs.coop_split_overhead_chunks, fs.coop_split_gain_pct);
+}
+
 template <class Rule, StateFormat SF, WeightStore WS>
 void launch_fused_tile(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                        TileShape tile, cudaStream_t stream) {
   if (tile.rows == 128 && tile.cols == 128) {
+    if (const int splits = coop_splits_for(a); splits > 1)
+      return launch_fused_coop_split<Rule, SF, WS>(a, s, pv, splits, stream);
     if constexpr (coop_l2g_builds(Rule::kStateSlots)) {
       int kept = 0;  // the state arrays this view's epilogue moves (load_quad: the present slots)
       for (int k = 0; k < Rule::kStateSlots; ++k) kept += pv.state[k].present();

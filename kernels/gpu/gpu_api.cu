@@ -69,6 +69,18 @@ void set_fused_schedule(const FusedSchedule& s) {
   if (s.coop_l2g_epilogue_warps < 2 || s.coop_l2g_epilogue_warps > 3)
     throw std::invalid_argument("set_fused_schedule: coop_l2g_epilogue_warps must be 2 or 3 (got " +
                                 std::to_string(s.coop_l2g_epilogue_warps) + ")");
+  if (s.coop_split_max < 1 || s.coop_split_max > kCoopSplitMax)
+    throw std::invalid_argument("set_fused_schedule: coop_split_max must be 1 .. " + std::to_string(kCoopSplitMax) +
+                                " (1: never; got " + std::to_string(s.coop_split_max) + ")");
+  if (s.coop_split_min_tokens < 0)
+    throw std::invalid_argument("set_fused_schedule: coop_split_min_tokens must be >= 0 (got " +
+                                std::to_string(s.coop_split_min_tokens) + ")");
+  if (s.coop_split_overhead_chunks < 0 || s.coop_split_overhead_chunks > 1024)
+    throw std::invalid_argument("set_fused_schedule: coop_split_overhead_chunks must be 0 .. 1024 (got " +
+                                std::to_string(s.coop_split_overhead_chunks) + ")");
+  if (s.coop_split_gain_pct < 0 || s.coop_split_gain_pct > 99)
+    throw std::invalid_argument("set_fused_schedule: coop_split_gain_pct must be 0 .. 99 (got " +
+                                std::to_string(s.coop_split_gain_pct) + ")");
   std::lock_guard<std::mutex> lock(g_schedule_mutex);
   g_schedule = s;
 }

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/common/reduction_order.h"
 #include "kernels/formats/host_param.h"
 
 namespace fh::gpu {
@@ -115,16 +116,20 @@ void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateForm
 // defects the fidelity suites must catch);
 // late_blocks_skip_update: the blocks the stagger delays (FusedSchedule) skip their epilogue, a
 // result that depends on the launch schedule; speculation_no_redo: a whole quad whose fast division
-// or square root left its range keeps the fast result (speculative_update.cuh).
+// or square root left its range keeps the fast result (speculative_update.cuh); split_descending:
+// the kernel split over tokens sums its slices' partials in descending slice order (an order the
+// description does not say).
 enum class FusedPlantedDefect : int {
   none = 0, state_row_offset = 1, edge_mask_short = 2, sr_bits8 = 3, sr_tile_local_bits = 4, late_blocks_skip_update = 5,
-  speculation_no_redo = 6
+  speculation_no_redo = 6, split_descending = 7
 };
 void set_fused_planted_defect(FusedPlantedDefect d);
 FusedPlantedDefect fused_planted_defect();
 
 // How the fused kernel schedules its blocks (kernels/gpu/NOTES.md records the measurements). Timing
-// only: no setting changes a bit of the results (the GPU fused suite checks that).
+// only: no setting changes a bit of the results (the GPU fused suite checks that), except the
+// coop_split_* settings, which choose the token slices and so the order (fused_order_for), which the
+// order-matched path and the twin follow.
 //   stagger_us (block-per-tile kernel): the blocks of the first resident wave that staggered_block (wgrad_tile_layout.h)
 //     picks start that many microseconds late, so that about half the blocks multiply while the
 //     other half stream the epilogue's weights and state; without it every block of a wave
@@ -163,12 +168,19 @@ FusedPlantedDefect fused_planted_defect();
 //     multiply the next tile (fp32 and bf16 state: the epilogue warps all 128).
 //   coop_l2g_min_tokens_int8: the form for INT8 state (0: never). The defaults (72, 104 rows,
 //     from T = 8192) are measured (kernels/gpu/NOTES.md v42).
+//   coop_split_max, coop_split_min_tokens, coop_split_overhead_chunks, coop_split_gain_pct: the 128 x 128
+//     tile setting splits the tokens into S slices (the kernel fused_wgrad_coop_split.cuh, the order
+//     fused_order_for) where the layer's tiles x S fit the SMs and coop_split_count's cost model, with
+//     this overhead in 64-token chunks, predicts at least coop_split_gain_pct percent less time than
+//     S = 1, for S up to coop_split_max (1: never; at most kCoopSplitMax), from coop_split_min_tokens
+//     tokens on. Defaults measured (kernels/gpu/NOTES.md v43).
 // Process-wide. forge-bench reads FH_FUSED_STAGGER_US, FH_FUSED_STAGGER_STRIDE,
 // FH_FUSED_COOP_MIN_TOKENS, FH_FUSED_COOP_MIN_TOKENS_INT8, FH_FUSED_COOP_STAGGER_US,
 // FH_FUSED_COOP_STAGGER_GROUPS, FH_FUSED_COOP_GROUP_ROWS, FH_FUSED_COOP_L2G_MIN_TOKENS,
 // FH_FUSED_COOP_L2G_MIN_TOKENS_LIGHT, FH_FUSED_COOP_L2G_LIGHT_MIN_TILES,
 // FH_FUSED_COOP_L2G_EPILOGUE_WARPS, FH_FUSED_COOP_L2G_EPILOGUE_ROWS,
-// FH_FUSED_COOP_L2G_EPILOGUE_ROWS_16K and FH_FUSED_COOP_L2G_MIN_TOKENS_INT8.
+// FH_FUSED_COOP_L2G_EPILOGUE_ROWS_16K, FH_FUSED_COOP_L2G_MIN_TOKENS_INT8, FH_FUSED_COOP_SPLIT_MAX,
+// FH_FUSED_COOP_SPLIT_MIN_TOKENS, FH_FUSED_COOP_SPLIT_OVERHEAD_CHUNKS and FH_FUSED_COOP_SPLIT_GAIN_PCT.
 constexpr int64_t kCoopMinTokens = 2048;
 constexpr int64_t kCoopMinTokensInt8 = 8192;
 constexpr int kCoopStaggerUs = 0;
@@ -182,6 +194,11 @@ constexpr int kCoopL2gEpilogueRows = 72;
 constexpr int kCoopL2gEpilogueRows16k = 104;
 constexpr int64_t kCoopL2gRows16kFromTokens = 16384;  // where coop_l2g_epilogue_rows_16k takes over
 constexpr int64_t kCoopL2gMinTokensInt8 = 8192;
+constexpr int kCoopSplitMax = 16;  // the kernel cuts a tile's 16 groups of 8 rows into S bands: at most 16
+constexpr int kCoopSplitDefaultMax = 16;
+constexpr int64_t kCoopSplitMinTokens = 2048;
+constexpr int kCoopSplitOverheadChunks = 20;  // measured: NOTES.md v43
+constexpr int kCoopSplitGainPct = 10;
 struct FusedSchedule {
   int stagger_us = -1;
   int stagger_stride = 0;
@@ -197,13 +214,18 @@ struct FusedSchedule {
   int coop_l2g_epilogue_rows = kCoopL2gEpilogueRows;
   int coop_l2g_epilogue_rows_16k = kCoopL2gEpilogueRows16k;
   int64_t coop_l2g_min_tokens_int8 = kCoopL2gMinTokensInt8;
+  int coop_split_max = kCoopSplitDefaultMax;
+  int64_t coop_split_min_tokens = kCoopSplitMinTokens;
+  int coop_split_overhead_chunks = kCoopSplitOverheadChunks;
+  int coop_split_gain_pct = kCoopSplitGainPct;
 };
 // Throws std::invalid_argument on a value out of range (stagger_us -1 .. 10^6, stride >= 0,
 // coop_min_tokens and coop_min_tokens_int8 >= 0, coop_stagger_us >= 0, coop_stagger_groups
 // 1 .. 1024, the last group's delay at most 10^6 us, coop_group_rows 1 .. 1024,
 // coop_l2g_min_tokens and coop_l2g_min_tokens_light >= 0, coop_l2g_light_min_tiles >= 1,
 // coop_l2g_epilogue_warps 2 or 3, coop_l2g_epilogue_rows and coop_l2g_epilogue_rows_16k multiples
-// of 8 in 8 .. 128, coop_l2g_min_tokens_int8 >= 0).
+// of 8 in 8 .. 128, coop_l2g_min_tokens_int8 >= 0, coop_split_max 1 .. kCoopSplitMax,
+// coop_split_min_tokens >= 0, coop_split_overhead_chunks 0 .. 1024, coop_split_gain_pct 0 .. 99).
 void set_fused_schedule(const FusedSchedule& s);
 FusedSchedule fused_schedule();
 // The stagger an auto schedule uses: 10 us where the epilogue is DRAM bound (fp32 state: 24 or
@@ -211,10 +233,36 @@ FusedSchedule fused_schedule();
 int auto_stagger_us(StateFormat sf);
 // The kernel fused_wgrad_update runs for this problem, tile setting and state format under the
 // current schedule:
-// "coop_l2g_128x256", "coop_128x256", "block_per_tile" (all for the 128 x 128 setting) or
-// "mma_sync_64x64".
+// "coop_split_128x256", "coop_l2g_128x256", "coop_128x256", "block_per_tile" (all for the 128 x 128
+// setting) or "mma_sync_64x64".
 // rule: its hyperparameters say which state slots it keeps (their storage is what the epilogue moves).
 const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat sf, const RuleConfig& rule);
+// The split over tokens (fused_wgrad_coop_split.cuh): the number of slices S in 2 .. max_splits with
+// tiles * S <= sms (one block a unit, all resident) that minimizes the predicted time
+// ceil(chunks / S) + overhead_chunks of tiles 128 x 256 tiles over `chunks` 64-token chunks, if that
+// is at least gain_pct percent below S = 1's ceil(tiles / sms) * chunks; 1 otherwise. Every slice holds
+// at least one chunk.
+constexpr int coop_split_count(int64_t tiles, int64_t chunks, int64_t sms, int max_splits, int overhead_chunks,
+                               int gain_pct) {
+  if (tiles < 1 || chunks < 1 || sms < 1) return 1;
+  const int64_t base = ((tiles + sms - 1) / sms) * chunks;
+  int64_t best = base;
+  int best_s = 1;
+  for (int S = 2; S <= max_splits && tiles * S <= sms; ++S) {
+    const int64_t slice = (chunks + S - 1) / S;
+    if (slice * (S - 1) >= chunks) continue;  // an empty last slice
+    if (slice + overhead_chunks < best) best = slice + overhead_chunks, best_s = S;
+  }
+  return best * 100 <= base * (100 - gain_pct) ? best_s : 1;
+}
+// The slices the fused kernel splits problem p's tokens into with this tile setting under the current
+// schedule, on the current device (its SM count): 1 (no split) or coop_split_count's choice. The
+// order-matched path (wgrad_materialize) and the order the fused kernel is described by
+// (fused_order_for) take the same number.
+int fused_token_splits(const WgradProblem& p, TileShape tile = {});
+// The order the fused kernel and wgrad_materialize chain p's G in: fused_kernel_order(64) without a
+// split, cublas_wgrad_order(S, 64) with S = fused_token_splits(p, tile) slices (64-token chunks).
+ReductionOrder fused_order_for(const WgradProblem& p, TileShape tile = {});
 // The cooperative kernel's G-through-L2 form is built for rules that declare state (with none the
 // epilogue is too light to hide: kernels/gpu/NOTES.md v41).
 constexpr bool coop_l2g_builds(int declared_slots) { return declared_slots >= 1; }

@@ -24,11 +24,11 @@ void claim_gpu_cublas_order(const VerifyConfig& cfg, Report& report, const Progr
     const LayerShape& s = shapes[si];
     const gpu::CublasLtWgradAlgo algo = gpu::cublaslt_wgrad_algo(s.out, s.in, s.T);
     const ReductionOrder corder = gpu::described_cublas_order(algo);
-    const ReductionOrder forder = fused_kernel_order(64);
-    const bool orders_match = corder.same_order(forder);
     const LayerInputs li = make_layer_inputs(stream_seed(cfg.seed, "gpu_cublas_order/inputs", si), s.out, s.in, s.T, 1);
     const DeviceSteps dev(li);
     const gpu::WgradProblem& prob = dev.prob[0];
+    const ReductionOrder forder = gpu::fused_order_for(prob, gpu::TileShape{128, 128});
+    const bool orders_match = corder.same_order(forder);
     const int64_t n = s.out * s.in;
 
     gpu::DeviceBuffer<float> g_cublas(static_cast<size_t>(n)), g_mat(static_cast<size_t>(n));

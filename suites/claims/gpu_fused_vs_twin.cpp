@@ -18,7 +18,8 @@ void claim_gpu_fused_vs_twin(const VerifyConfig& cfg, Report& report, const Prog
   const LayerInputs li = make_layer_inputs(stream_seed(cfg.seed, "gpu_fused_vs_twin/inputs"), cfg.out, cfg.in, cfg.tokens, cfg.steps);
   const DeviceSteps dev(li);
   const std::vector<Combo> combos = combos_of(cfg);
-  const TwinSchedule sched = twin_schedule();
+  // The twin in the fused kernel's order for this shape (split over tokens where fused_token_splits says).
+  const TwinSchedule sched = twin_schedule(gpu::fused_order_for(dev.prob[0], gpu::TileShape{128, 128}));
   // One case per worker at a time: GPU calls from several host threads are safe (the runtime
   // serialises them on the default stream); the Report is filled afterwards, in case order.
   std::vector<ParamEvidence> evs(combos.size());

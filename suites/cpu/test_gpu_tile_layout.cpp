@@ -692,6 +692,41 @@ TEST(GpuTileLayout, CoopTileOrderCoversEachTileOnceAndKeepsWavesLocal) {
   EXPECT_EQ(wave_span(1), (std::pair{3, 56}));
 }
 
+// The split over tokens' cost model (coop_split_count): where a layer's 128 x 256 tiles leave SMs
+// idle at large T it splits, on layers that fill the GPU or have more tiles than SMs it does not,
+// the units always fit the SMs at once, and no slice is empty.
+TEST(GpuTileLayout, SplitCountFillsTheGpuOnlyWhereItPays) {
+  const int kSms = 132, M = kCoopSplitDefaultMax, O = kCoopSplitOverheadChunks, P = kCoopSplitGainPct;
+  auto tiles = [](int64_t out, int64_t in) { return ((out + 127) / 128) * ((in + 255) / 256); };
+  auto chunks = [](int64_t T) { return (T + 63) / 64; };
+  // 1024 x 1024 (32 tiles): four slices fill 128 of 132 SMs at T = 16384 and 8192; 2048 x 1024 two
+  // from T = 8192, none at T = 2048 (measured slower: NOTES.md v43); 1024 x 5120 (160 tiles) none.
+  EXPECT_EQ(coop_split_count(tiles(1024, 1024), chunks(16384), kSms, M, O, P), 4);
+  EXPECT_EQ(coop_split_count(tiles(1024, 1024), chunks(8192), kSms, M, O, P), 4);
+  EXPECT_EQ(coop_split_count(tiles(2048, 1024), chunks(16384), kSms, M, O, P), 2);
+  EXPECT_EQ(coop_split_count(tiles(2048, 1024), chunks(8192), kSms, M, O, P), 2);
+  EXPECT_EQ(coop_split_count(tiles(2048, 1024), chunks(2048), kSms, M, O, P), 1);
+  EXPECT_EQ(coop_split_count(tiles(1024, 5120), chunks(16384), kSms, M, O, P), 1);
+  EXPECT_EQ(coop_split_count(tiles(1024, 1024), chunks(512), kSms, M, O, P), 1);
+  // The layers that fill the GPU stay whole: 4096², 14336 x 4096, 5120 x 5120 (1.3% predicted: below
+  // the gain asked for).
+  EXPECT_EQ(coop_split_count(tiles(4096, 4096), chunks(16384), kSms, M, O, P), 1);
+  EXPECT_EQ(coop_split_count(tiles(14336, 4096), chunks(16384), kSms, M, O, P), 1);
+  EXPECT_EQ(coop_split_count(tiles(5120, 5120), chunks(16384), kSms, M, O, P), 1);
+  // max 1 never splits; without overhead or gain the largest S with no empty slice whose units fit.
+  EXPECT_EQ(coop_split_count(tiles(1024, 1024), chunks(16384), kSms, 1, O, P), 1);
+  EXPECT_EQ(coop_split_count(9, 33, kSms, M, 0, 0), 11);
+  EXPECT_EQ(coop_split_count(4, 18, kSms, M, 0, 0), 9);
+  EXPECT_EQ(coop_split_count(9, 33, kSms, 2, 0, 0), 2);
+  for (int64_t t : {1, 3, 9, 32, 64, 160, 320, 800})
+    for (int64_t c : {1, 2, 3, 17, 33, 128, 256, 1000}) {
+      const int S = coop_split_count(t, c, kSms, M, 0, 0);
+      const int64_t slice = (c + S - 1) / S;
+      EXPECT_TRUE(S >= 1 && S <= M && slice * (S - 1) < c && (S == 1 || t * S <= kSms))
+          << t << " tiles, " << c << " chunks: " << S;
+    }
+}
+
 // The schedule's settings are range-checked and kept process-wide.
 TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   const FusedSchedule before = fused_schedule();
@@ -717,6 +752,17 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   }
   for (int warps : {1, 4})
     refused([&](S& s) { s.coop_l2g_epilogue_warps = warps; }, std::to_string(warps) + " epilogue warps");
+  for (int m : {0, -1, kCoopSplitMax + 1})
+    refused([&](S& s) { s.coop_split_max = m; }, std::to_string(m) + " split max");
+  refused([](S& s) { s.coop_split_min_tokens = -1; }, "coop_split_min_tokens -1");
+  refused([](S& s) { s.coop_split_overhead_chunks = -1; }, "coop_split_overhead_chunks -1");
+  refused([](S& s) { s.coop_split_overhead_chunks = 1025; }, "coop_split_overhead_chunks 1025");
+  refused([](S& s) { s.coop_split_gain_pct = 100; }, "coop_split_gain_pct 100");
+  refused([](S& s) { s.coop_split_gain_pct = -1; }, "coop_split_gain_pct -1");
+  EXPECT_EQ(before.coop_split_max, kCoopSplitDefaultMax);
+  EXPECT_EQ(before.coop_split_min_tokens, kCoopSplitMinTokens);
+  EXPECT_EQ(before.coop_split_overhead_chunks, kCoopSplitOverheadChunks);
+  EXPECT_EQ(before.coop_split_gain_pct, kCoopSplitGainPct);
   for (int rows : {0, -1, 1025})
     refused([&](S& s) { s.coop_group_rows = rows; }, std::to_string(rows) + " group rows");
   for (std::pair<int, int> p : {std::pair{-1, 2}, std::pair{10, 0}, std::pair{10, 1025}, std::pair{500001, 3}})
@@ -771,6 +817,10 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   mine.coop_l2g_epilogue_rows = 40;
   mine.coop_l2g_epilogue_rows_16k = 128;
   mine.coop_l2g_min_tokens_int8 = 12288;
+  mine.coop_split_max = 1;
+  mine.coop_split_min_tokens = 8192;
+  mine.coop_split_overhead_chunks = 0;
+  mine.coop_split_gain_pct = 0;
   mine.coop_stagger_us = 500000;  // the last of three groups 10^6 us late: the limit itself
   mine.coop_stagger_groups = 3;
   set_fused_schedule(mine);
@@ -787,6 +837,10 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   EXPECT_EQ(fused_schedule().coop_l2g_epilogue_rows, 40);
   EXPECT_EQ(fused_schedule().coop_l2g_epilogue_rows_16k, 128);
   EXPECT_EQ(fused_schedule().coop_l2g_min_tokens_int8, 12288);
+  EXPECT_EQ(fused_schedule().coop_split_max, 1);
+  EXPECT_EQ(fused_schedule().coop_split_min_tokens, 8192);
+  EXPECT_EQ(fused_schedule().coop_split_overhead_chunks, 0);
+  EXPECT_EQ(fused_schedule().coop_split_gain_pct, 0);
   set_fused_schedule(before);
   EXPECT_EQ(auto_stagger_us(StateFormat::fp32), 10);
   EXPECT_EQ(auto_stagger_us(StateFormat::bf16), 0);

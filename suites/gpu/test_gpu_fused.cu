@@ -134,6 +134,7 @@ TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
   FusedSchedule coop = defaults;
   coop.coop_min_tokens = kCoopMinTokens;
   coop.coop_min_tokens_int8 = kCoopMinTokens;
+  coop.coop_split_max = 1;  // the kernel split over tokens has its own test (SplitKernel...)
   set_fused_schedule(coop);
   // Two steps of the fused kernel (the planted defect on, if any) and of the order-matched path
   // from the same parameter; their difference.
@@ -216,6 +217,136 @@ TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
                 (long long)planted.differing, (long long)planted8.differing, (long long)planted8_split.differing);
   }
   set_fused_schedule(defaults);
+}
+
+// The kernel split over tokens (fused_wgrad_coop_split.cuh): the S slices' partials summed in
+// ascending slice order, the order fused_order_for describes, which wgrad_materialize follows.
+//   - 304 x 520 at T = 2100 (9 ragged 128 x 256 tiles, a ragged last chunk), S forced to 2, 3 and
+//     the largest the cost model allows without overhead (11: 99 units, one a block): fused ==
+//     order-matched for every rule, state format and weight store at S = 11, AdamW's three formats
+//     at S = 2 and 3, two steps (the second from non-zero state);
+//   - 136 x 264 at T = 1100 (4 tiles, 18 chunks), S = 3 and 9: fused == the host twin in
+//     cublas_wgrad_order(S, 64), an order the GPU's materializer does not share code with;
+//   - the default schedule at 1024 x 1024, T = 16384, and 2048 x 1024, T = 8192 (32 and 64 tiles):
+//     the split is chosen (4 and 2 slices on 132 SMs), fused == order-matched for AdamW's three
+//     formats;
+//   - planted: partials summed in descending order (split_descending), and the state-row offset on
+//     the split kernel, must both be seen.
+TEST(GpuFused, SplitKernelEqualsOrderMatchedAndTwin) {
+  FH_REQUIRE_GPU();
+  const FusedSchedule defaults = fused_schedule();
+  auto forced = [&](int max_splits) {
+    FusedSchedule f = defaults;
+    f.coop_split_max = max_splits;
+    f.coop_split_min_tokens = 0;
+    f.coop_split_overhead_chunks = 0;
+    f.coop_split_gain_pct = 0;
+    return f;
+  };
+  auto fused_vs_order_matched = [](const std::vector<StepData>& steps, const HostParam& hp0, StateFormat sf,
+                                   WeightStore ws, FusedPlantedDefect planted) {
+    const WgradProblem& p = steps[0].prob;
+    HostParam fused_h = hp0, om_h = hp0;
+    DeviceParam fused(hp0), om(hp0);
+    DeviceBuffer<float> g(size_t(p.out * p.in));
+    for (int st = 1; st <= 2; ++st) {
+      const StepData& d = steps[size_t(st - 1)];
+      set_fused_planted_defect(planted);
+      fused_wgrad_update(d.prob, hp0.rule, sf, ws, fused.view(), st);
+      set_fused_planted_defect(FusedPlantedDefect::none);
+      wgrad_materialize(d.prob, g.data());
+      rule_apply_device(hp0.rule, sf, ws, om.view(), st, g.data(), p.in);
+    }
+    fused.download_into(fused_h);
+    om.download_into(om_h);
+    return test::compare_params(fused_h, om_h);
+  };
+  int64_t compared = 0, differing = 0, configs = 0;
+  auto run = [&](const std::vector<StepData>& steps, RuleId r, StateFormat sf, WeightStore ws, int want_splits) {
+    ++configs;
+    const WgradProblem& p = steps[0].prob;
+    const HostParam hp = make_param(r, sf, ws, Shape{p.out, p.in, p.tokens}, uint64_t(3000 + configs));
+    const int splits = fused_token_splits(p);
+    if (want_splits > 0) EXPECT_EQ(splits, want_splits) << p.out << "x" << p.in << " T=" << p.tokens;
+    EXPECT_GT(splits, 1);
+    EXPECT_STREQ(fused_kernel_for(p, TileShape{128, 128}, sf, hp.rule), "coop_split_128x256");
+    const ParamEvidence e = fused_vs_order_matched(steps, hp, sf, ws, FusedPlantedDefect::none);
+    compared += e.values;
+    differing += e.differing;
+    EXPECT_EQ(e.differing, 0) << "split (S = " << splits << ") fused vs order-matched, " << config_name(r, sf, ws)
+                              << " " << p.out << "x" << p.in << " T=" << p.tokens << ", first " << e.first_diff;
+  };
+  const Shape ragged{304, 520, 2100};
+  std::vector<StepData> rsteps;
+  for (int st = 1; st <= 2; ++st) rsteps.emplace_back(ragged, uint64_t(ragged.out * 7919 + ragged.T + 10 * st));
+  for (auto [max_splits, want] : {std::pair{2, 2}, std::pair{3, 3}, std::pair{16, 11}}) {
+    set_fused_schedule(forced(max_splits));
+    for (RuleId r : kAllRules)
+      for (StateFormat sf : kFormats)
+        for (WeightStore ws : kStores)
+          if (max_splits == 16 || (r == RuleId::adamw && ws == WeightStore::fp32_master)) run(rsteps, r, sf, ws, want);
+  }
+  // Planted (suite only), at S = 11: the partials summed in descending order; tile (0, 0)'s state
+  // read one row down.
+  const HostParam hp0 = make_param(RuleId::adamw, StateFormat::fp32, WeightStore::fp32_master, ragged, 5);
+  const ParamEvidence desc = fused_vs_order_matched(rsteps, hp0, StateFormat::fp32, WeightStore::fp32_master,
+                                                    FusedPlantedDefect::split_descending);
+  const ParamEvidence shifted = fused_vs_order_matched(rsteps, hp0, StateFormat::fp32, WeightStore::fp32_master,
+                                                       FusedPlantedDefect::state_row_offset);
+  EXPECT_GT(desc.differing, 0) << "partials summed in descending slice order went unnoticed";
+  EXPECT_GT(shifted.differing, 0) << "the split kernel's planted state-row offset went unnoticed";
+
+  // The host twin in the split order.
+  int64_t twin_compared = 0, twin_differing = 0;
+  const Shape small{136, 264, 1100};
+  StepData sd(small, 77);
+  for (auto [max_splits, want] : {std::pair{3, 3}, std::pair{16, 9}}) {
+    set_fused_schedule(forced(max_splits));
+    EXPECT_EQ(fused_token_splits(sd.prob), want);
+    TwinSchedule sched;
+    sched.order = fused_order_for(sd.prob);
+    EXPECT_EQ(sched.order.split_k, want) << sched.order.describe();
+    for (auto [sf, ws] : {std::pair{StateFormat::fp32, WeightStore::fp32_master},
+                          std::pair{StateFormat::int8, WeightStore::bf16_sr}}) {
+      const HostParam hp = make_param(RuleId::adamw, sf, ws, small, uint64_t(4000 + max_splits));
+      HostParam fused_h = hp, twin = hp;
+      DeviceParam fused(hp);
+      for (int st = 1; st <= 2; ++st) {
+        fused_wgrad_update(sd.prob, hp.rule, sf, ws, fused.view(), st);
+        fused_twin_step(twin, sd.X.data(), sd.dY.data(), small.T, st, sched);
+      }
+      fused.download_into(fused_h);
+      const ParamEvidence e = test::compare_params(fused_h, twin);
+      twin_compared += e.values;
+      twin_differing += e.differing;
+      EXPECT_EQ(e.differing, 0) << "split (S = " << want << ") fused vs host twin, " << config_name(RuleId::adamw, sf, ws)
+                                << ", first " << e.first_diff;
+    }
+  }
+
+  // The default schedule where the split pays.
+  set_fused_schedule(defaults);
+  int64_t default_configs = 0;
+  for (const Shape& s : {Shape{1024, 1024, 16384}, Shape{2048, 1024, 8192}}) {
+    std::vector<StepData> steps;
+    for (int st = 1; st <= 2; ++st) steps.emplace_back(s, uint64_t(s.out * 31 + s.in + st));
+    for (auto [sf, ws] : {std::pair{StateFormat::fp32, WeightStore::fp32_master},
+                          std::pair{StateFormat::bf16, WeightStore::bf16_rne},
+                          std::pair{StateFormat::int8, WeightStore::fp32_master}}) {
+      run(steps, RuleId::adamw, sf, ws, 0);
+      ++default_configs;
+    }
+    std::printf("[fused] split: %lldx%lld T=%lld at the default schedule: %d slices (%s)\n", (long long)s.out,
+                (long long)s.in, (long long)s.T, fused_token_splits(steps[0].prob),
+                fused_order_for(steps[0].prob).describe().c_str());
+  }
+  set_fused_schedule(defaults);
+  std::printf("[fused] split kernel: %lld configs x 2 steps (%lld at the default schedule), fused vs order-matched: "
+              "%lld values, %lld differ; fused vs host twin: %lld values, %lld differ; planted descending sum: %lld "
+              "differ, state-row offset: %lld differ (both must be > 0)\n",
+              (long long)configs, (long long)default_configs, (long long)compared, (long long)differing,
+              (long long)twin_compared, (long long)twin_differing, (long long)desc.differing,
+              (long long)shifted.differing);
 }
 
 // A few configurations on one ragged shape, every kernel of the set once: small enough for
