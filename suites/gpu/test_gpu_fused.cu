@@ -72,6 +72,27 @@ HostParam make_param(RuleId r, StateFormat sf, WeightStore ws, const Shape& s, u
                          stream_seed(suite_seed(), "test_gpu_fused/sr_key", case_no), uint32_t(case_no % 1000));
 }
 
+// Two steps of the fused kernel (the planted defect on, if any) and of the order-matched path from
+// the same parameter, at the 128 x 128 tile setting; their difference.
+ParamEvidence fused_vs_order_matched(const std::vector<StepData>& steps, const HostParam& hp0, StateFormat sf,
+                                     WeightStore ws, FusedPlantedDefect planted) {
+  const WgradProblem& p = steps[0].prob;
+  HostParam fused_h = hp0, om_h = hp0;
+  DeviceParam fused(hp0), om(hp0);
+  DeviceBuffer<float> g(size_t(p.out * p.in));
+  for (int st = 1; st <= 2; ++st) {
+    const StepData& d = steps[size_t(st - 1)];
+    set_fused_planted_defect(planted);
+    fused_wgrad_update(d.prob, hp0.rule, sf, ws, fused.view(), st);
+    set_fused_planted_defect(FusedPlantedDefect::none);
+    wgrad_materialize(d.prob, g.data());
+    rule_apply_device(hp0.rule, sf, ws, om.view(), st, g.data(), p.in);
+  }
+  fused.download_into(fused_h);
+  om.download_into(om_h);
+  return test::compare_params(fused_h, om_h);
+}
+
 // (b) + (c) on small ragged shapes: fused (both tiles) vs order-matched vs the host twin.
 TEST(gpu_fused_vs_twin, FusedEqualsOrderMatchedAndTwinOnRaggedShapes) {
   FH_REQUIRE_GPU();
@@ -136,26 +157,6 @@ TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
   coop.coop_min_tokens_int8 = kCoopMinTokens;
   coop.coop_split_max = 1;  // the kernel split over tokens has its own test (SplitKernel...)
   set_fused_schedule(coop);
-  // Two steps of the fused kernel (the planted defect on, if any) and of the order-matched path
-  // from the same parameter; their difference.
-  auto fused_vs_order_matched = [](const std::vector<StepData>& steps, const HostParam& hp0, StateFormat sf,
-                                   WeightStore ws, FusedPlantedDefect planted) {
-    const WgradProblem& p = steps[0].prob;
-    HostParam fused_h = hp0, om_h = hp0;
-    DeviceParam fused(hp0), om(hp0);
-    DeviceBuffer<float> g(size_t(p.out * p.in));
-    for (int st = 1; st <= 2; ++st) {
-      const StepData& d = steps[size_t(st - 1)];
-      set_fused_planted_defect(planted);
-      fused_wgrad_update(d.prob, hp0.rule, sf, ws, fused.view(), st);
-      set_fused_planted_defect(FusedPlantedDefect::none);
-      wgrad_materialize(d.prob, g.data());
-      rule_apply_device(hp0.rule, sf, ws, om.view(), st, g.data(), p.in);
-    }
-    fused.download_into(fused_h);
-    om.download_into(om_h);
-    return test::compare_params(fused_h, om_h);
-  };
   const Shape ragged_shape{304, 520, 2100};
   // Twice: the cooperative kernel, then with its G tiles through L2 wherever that form serves
   // (coop_l2g_class, any layer size: rules that keep state; SGD and RMSprop's default stay on the
@@ -242,24 +243,6 @@ TEST(GpuFused, SplitKernelEqualsOrderMatchedAndTwin) {
     f.coop_split_overhead_chunks = 0;
     f.coop_split_gain_pct = 0;
     return f;
-  };
-  auto fused_vs_order_matched = [](const std::vector<StepData>& steps, const HostParam& hp0, StateFormat sf,
-                                   WeightStore ws, FusedPlantedDefect planted) {
-    const WgradProblem& p = steps[0].prob;
-    HostParam fused_h = hp0, om_h = hp0;
-    DeviceParam fused(hp0), om(hp0);
-    DeviceBuffer<float> g(size_t(p.out * p.in));
-    for (int st = 1; st <= 2; ++st) {
-      const StepData& d = steps[size_t(st - 1)];
-      set_fused_planted_defect(planted);
-      fused_wgrad_update(d.prob, hp0.rule, sf, ws, fused.view(), st);
-      set_fused_planted_defect(FusedPlantedDefect::none);
-      wgrad_materialize(d.prob, g.data());
-      rule_apply_device(hp0.rule, sf, ws, om.view(), st, g.data(), p.in);
-    }
-    fused.download_into(fused_h);
-    om.download_into(om_h);
-    return test::compare_params(fused_h, om_h);
   };
   int64_t compared = 0, differing = 0, configs = 0;
   auto run = [&](const std::vector<StepData>& steps, RuleId r, StateFormat sf, WeightStore ws, int want_splits) {
