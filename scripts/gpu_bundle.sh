@@ -7,7 +7,7 @@
 # MPFR chains as a fallback for a runner that lacks one (gpu_runner.sh puts lib/ on LD_LIBRARY_PATH
 # only when ldd reports a library missing). cuBLAS is never bundled (nor linked: the binaries load it
 # when first called): the runner's own cuBLAS 13.1 in /usr/local/cuda is the one the suites describe.
-# Usage: scripts/gpu_bundle.sh            (build dir: $FH_BUILD_DIR or build/, jobs: $FH_JOBS, FH_BUNDLE_SUITES, FH_BUNDLE_VERIFY, FH_NO_BENCH=1 leaves forge-bench out)
+# Usage: scripts/gpu_bundle.sh            (build dir: $FH_BUILD_DIR or build/, jobs: $FH_JOBS, FH_BUNDLE_SUITES, FH_BUNDLE_VERIFY, FH_NO_BENCH=1 leaves forge-bench out, FH_BUNDLE_LIBS=0 the fallback libraries)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${FH_BUILD_DIR:-$ROOT/build}"
@@ -18,6 +18,10 @@ export PATH="/usr/local/cuda/bin:$PATH"
 case "${FH_BUNDLE_VERIFY:-0}" in
   0|1) ;;
   *) echo "gpu_bundle: FH_BUNDLE_VERIFY='$FH_BUNDLE_VERIFY' must be 0 or 1 (nothing built)" >&2; exit 2 ;;
+esac
+case "${FH_BUNDLE_LIBS:-1}" in
+  0|1) ;;
+  *) echo "gpu_bundle: FH_BUNDLE_LIBS='$FH_BUNDLE_LIBS' must be 0 or 1 (nothing built)" >&2; exit 2 ;;
 esac
 
 # A PTX-only build (FH_DEVICE_SASS=OFF, GPU-less CI) refuses every GPU at run time: never pack one.
@@ -65,14 +69,16 @@ if [ -x "$B/bin/forge-bench" ]; then
   cp -L "$bm" "$B/bin/"
 fi
 
-# Fallback libraries: everything the binaries resolve here except glibc's own libraries, the C++
+# Fallback libraries (FH_BUNDLE_LIBS=0 leaves them out: the runner has MPFR, GMP and HDF5 1.10.8 with
+# its dependencies, ../shared/GPU_RUNNER.md, and they cost about 6.6 MB packed, which forge-verify's
+# bundle needs to travel beside the tree): everything the binaries resolve here except glibc's own libraries, the C++
 # runtime (the runner's GCC 13 one is newer), the CUDA libraries, NCCL (190 MB; the runner has its
 # own in /lib/x86_64-linux-gnu) and libbenchmark (shipped above).
 skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libresolv|libstdc\+\+|libgcc_s|libcublas|libcublasLt|libcudart|libnccl|libbenchmark)'
 for t in "${targets[@]}"; do
   ldd "$BUILD/$t" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
 done | sort -u | while read -r soname path; do
-  if [[ "$soname" =~ $skip ]]; then continue; fi
+  if [[ "$soname" =~ $skip ]] || [ "${FH_BUNDLE_LIBS:-1}" = 0 ]; then continue; fi
   cp -L "$path" "$B/lib/$soname"
 done
 strip --strip-unneeded "$B"/lib/*.so* 2>/dev/null || true

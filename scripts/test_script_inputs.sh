@@ -10,7 +10,7 @@
 # seeds, and report a GPU claim asked for without --gpu as not run (exit 4), never "no failures";
 # nightly.sh must exit 2 with no arguments and on an FH_DIFF_* value that is not a number in range,
 # before it writes anything; gpu_bundle.sh must refuse a PTX-only build folder (exit 1) and an
-# FH_BUNDLE_VERIFY other than 0 or 1 (exit 2, before any build); gpu_runner.sh
+# FH_BUNDLE_VERIFY or FH_BUNDLE_LIBS other than 0 or 1 (exit 2, before any build); gpu_runner.sh
 # must refuse an FH_NCU_CONFIGS entry that is not a configuration name (exit 2, before any work).
 # Usage: scripts/test_script_inputs.sh   (FH_PYTHON: a python3 with h5py and matplotlib)
 set -u
@@ -287,6 +287,12 @@ for bad in yes 2 ' 1'; do
   FH_BUNDLE_VERIFY="$bad" FH_BUILD_DIR="$T/ptx_build" timeout 60 bash "$S/gpu_bundle.sh" > "$T/b.out" 2>&1; rc=$?
   if [ $rc -eq 2 ] && grep -q "FH_BUNDLE_VERIFY='$bad'" "$T/b.out"; then ok "gpu_bundle FH_BUNDLE_VERIFY='$bad': exit 2"
   else fail "gpu_bundle FH_BUNDLE_VERIFY='$bad': exit $rc, output: $(head -c 300 "$T/b.out")"; fi
+done
+# FH_BUNDLE_LIBS likewise ("no" would have kept the fallback libraries).
+for bad in no 2; do
+  FH_BUNDLE_LIBS="$bad" FH_BUILD_DIR="$T/ptx_build" timeout 60 bash "$S/gpu_bundle.sh" > "$T/b.out" 2>&1; rc=$?
+  if [ $rc -eq 2 ] && grep -q "FH_BUNDLE_LIBS='$bad'" "$T/b.out"; then ok "gpu_bundle FH_BUNDLE_LIBS='$bad': exit 2"
+  else fail "gpu_bundle FH_BUNDLE_LIBS='$bad': exit $rc, output: $(head -c 300 "$T/b.out")"; fi
 done
 
 # ---- gpu_runner.sh: FH_NCU_CONFIGS names configurations, checked before the OUTDIR is made ----
