@@ -5,6 +5,7 @@
 // Zero differing elements is the only pass. FH_SEED overrides the seed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <set>
@@ -87,6 +88,26 @@ TEST(prop1_twin, ReductionOrderIsData) {
   s3.slice_bounds(40, 2, b, e); EXPECT_EQ(b, 32); EXPECT_EQ(e, 40);
   s3.slice_bounds(10, 1, b, e); EXPECT_EQ(b, 10); EXPECT_EQ(e, 10);
   EXPECT_THROW(s3.slice_bounds(10, 3, b, e), std::invalid_argument);
+}
+
+// The split fused kernel (kernels/gpu/fused_wgrad_coop_split.cuh) cuts the T tokens' ceil(T / 64)
+// chunks into slices of ceil(chunks / S) whole chunks; its described order, cublas_wgrad_order(S, 64)
+// (gpu::fused_order_for), cuts ceil(T / S) tokens rounded up to 64. They are the same slices
+// (ceil(ceil(x / a) / b) = ceil(x / (a b))), so every slice but the last is whole chunks.
+TEST(prop1_twin, SplitOrderSlicesAreTheKernelsWholeChunks) {
+  for (int S = 2; S <= 16; ++S) {
+    const fh::ReductionOrder order = fh::cublas_wgrad_order(S, 64);
+    for (int64_t T = 1; T <= 20000; T += (T < 300 ? 1 : 37)) {
+      const int64_t chunks = (T + 63) / 64, slice = (chunks + S - 1) / S;
+      for (int q = 0; q < S; ++q) {
+        int64_t b, e;
+        order.slice_bounds(T, q, b, e);
+        const int64_t c0 = std::min(chunks, int64_t(q) * slice), c1 = std::min(chunks, c0 + slice);
+        ASSERT_EQ(b, std::min(T, c0 * 64)) << "T " << T << " S " << S << " slice " << q;
+        ASSERT_EQ(e, std::min(T, c1 * 64)) << "T " << T << " S " << S << " slice " << q;
+      }
+    }
+  }
 }
 
 TEST(prop1_twin, RefusesBadInput) {
