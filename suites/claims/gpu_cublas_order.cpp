@@ -1,6 +1,6 @@
 // gpu_cublas_order: Corollary 1, sharpened. cuBLAS's G equals the twin in cuBLAS's described order;
 // where the orders match (no split-K) the fused step equals cuBLAS + the rule kernel in W and
-// state bit for bit; where cuBLAS splits K, fused G is within both orders' bounds
+// state bit for bit; where the orders differ (cuBLAS or the fused kernel splits K), fused G is within both orders' bounds
 // (oracles/dot_bound) and W is explained entirely by G (host rule on the twin's G).
 #include <algorithm>
 #include <cmath>
@@ -43,7 +43,7 @@ void claim_gpu_cublas_order(const VerifyConfig& cfg, Report& report, const Progr
     cs.set_attr("shape", shape_name(s.out, s.in, s.T)).set_attr("cublaslt_heuristic", algo_text(algo))
         .set_attr("cublas_order", corder.describe()).set_attr("fused_order", forder.describe())
         .set_attr("case_applied", orders_match ? "orders_match (cuBLAS does not split K): W and state bitwise"
-                                               : "cuBLAS splits K: G of the twin in cuBLAS order bitwise, fused G within the order bound, W explained by G");
+                                               : "the orders differ (cuBLAS or the fused kernel splits K): G of the twin in cuBLAS order bitwise, fused G within the order bound, W explained by G");
     BitwiseContext gctx;
     gctx.name = "G cuBLAS vs twin in cuBLAS order";
     gctx.tile = kTileEvidence;
@@ -108,7 +108,7 @@ void claim_gpu_cublas_order(const VerifyConfig& cfg, Report& report, const Progr
     cs.add_f64("w_max_ulp_per_rule", w_ulp, "per rule (attr rules), fp32 state, fp32 master, one step: largest ulp "
                                             "distance of W between fused and cuBLAS + rule kernel");
     cs.add_i64("w_differing_per_rule", w_diff, "per rule (attr rules): W elements that differ, fused vs cuBLAS path");
-    progress.note(shape_name(s.out, s.in, s.T) + ": " + (orders_match ? "orders match" : "cuBLAS splits K") + ", " +
+    progress.note(shape_name(s.out, s.in, s.T) + ": " + (orders_match ? "orders match" : "orders differ") + ", " +
                   algo_text(algo));
   }
 }
