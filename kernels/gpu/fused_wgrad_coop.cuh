@@ -123,6 +123,17 @@ __device__ __forceinline__ void coop_park_rows(float* sG, const float (&acc)[32]
     }
 }
 
+// Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
+__device__ __forceinline__ bool coop_state_shifted(const WgradTileArgs& a, int64_t o0, int64_t i0) {
+  return a.planted_defect == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
+}
+// Tile (o0, i0) takes the whole-tile epilogue: vector access, inside W, no planted defect on it.
+__device__ __forceinline__ bool coop_tile_whole(const WgradTileArgs& a, const ParamView& pv, bool vec, int64_t o0,
+                                                int64_t i0) {
+  return vec && a.planted_defect != int(FusedPlantedDefect::edge_mask_short) && !coop_state_shifted(a, o0, i0) &&
+         o0 + CoopCfg::TR <= pv.rows && i0 + CoopCfg::TC <= pv.cols;
+}
+
 // FusedSchedule's coop_stagger_us (in ns) and coop_stagger_groups, as the kernel sees them.
 struct CoopStagger {
   uint32_t step_ns;
@@ -266,9 +277,8 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   for (int64_t u = blockIdx.x; u < tiles; u += gridDim.x, seq += nchunks) {
     int64_t o0, i0;
     tile_origin(u, o0, i0);
-    // Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
-    const bool shift_state = a.planted_defect == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
-    const bool whole = vec && !short_edge && !shift_state && o0 + Cfg::TR <= pv.rows && i0 + Cfg::TC <= pv.cols;
+    const bool shift_state = coop_state_shifted(a, o0, i0);
+    const bool whole = coop_tile_whole(a, pv, vec, o0, i0);
     coop_multiply_tile(acc, ring, full, empty, seq, nchunks, a.T, consumer, lane, [&](int64_t c) {
       if (!early_prefetch_chunk(c, nchunks)) return;
       if constexpr (SF == StateFormat::int8) {
@@ -303,12 +313,16 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
 inline int64_t coop_tiles(const WgradTileArgs& a) {
   return ((a.in + CoopCfg::TC - 1) / CoopCfg::TC) * ((a.out + CoopCfg::TR - 1) / CoopCfg::TR);
 }
-// A persistent cooperative launch's grid: one block per SM, or per tile when there are fewer tiles.
-inline int64_t coop_blocks(const WgradTileArgs& a) {
+// The current device's SMs (the cooperative kernels' grids and the split's choice).
+inline int coop_sm_count() {
   int device = 0, sms = 0;
   cuda_check(cudaGetDevice(&device), "fused_wgrad_coop: cudaGetDevice");
   cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused_wgrad_coop: SM count");
-  const int64_t tiles = coop_tiles(a);
+  return sms;
+}
+// A persistent cooperative launch's grid: one block per SM, or per tile when there are fewer tiles.
+inline int64_t coop_blocks(const WgradTileArgs& a) {
+  const int64_t sms = coop_sm_count(), tiles = coop_tiles(a);
   return tiles < sms ? tiles : sms;
 }
 

@@ -61,9 +61,7 @@ __device__ __forceinline__ void coop_update_piece(const WgradTileArgs& a, const 
                                                   const ParamView& pv, bool vec, const float* gG, int64_t o0,
                                                   int64_t i0, L2gPiece piece, int tid) {
   const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
-  // Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
-  const bool shifted = a.planted_defect == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
-  const bool whole = vec && !short_edge && !shifted && o0 + CoopCfg::TR <= pv.rows && i0 + CoopCfg::TC <= pv.cols;
+  const bool shifted = coop_state_shifted(a, o0, i0), whole = coop_tile_whole(a, pv, vec, o0, i0);
   const float* g = gG + piece.r0 * Tile::kLdG + piece.c0;
   const int64_t r = o0 + piece.r0, c = i0 + piece.c0;
   const FragCoord first = epilogue_quad<Tile>(tid, 0);
@@ -116,16 +114,8 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     fence_mbarrier_init();
   }
   __syncthreads();
-  const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
   // The epilogue warps' rows of each tile: INT8 state only splits a tile with the consumers.
   const int erows = SF == StateFormat::int8 ? epilogue_rows : Cfg::TR;
-  // Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
-  auto shifted = [&](int64_t o0, int64_t i0) {
-    return a.planted_defect == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
-  };
-  auto whole_tile = [&](int64_t o0, int64_t i0) {
-    return vec && !short_edge && !shifted(o0, i0) && o0 + Cfg::TR <= pv.rows && i0 + Cfg::TC <= pv.cols;
-  };
   auto epilogue = [&](auto tile, int64_t o0, int64_t i0, L2gPiece piece, int tid) {
     coop_update_piece<decltype(tile), Rule, SF, WS>(a, s, pv, vec, gG, o0, i0, piece, tid);
   };
@@ -153,7 +143,7 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
         for (int j = 0; j < kInt8PrefetchPasses; ++j)
           prefetch_int8_pass<L2gEpilogueTile, Rule, WS>(pv, o0 + first.r0, i0 + first.c0, 0, j, lane,
                                                         first.rows * L2gEpilogueTile::kSegmentsPerRow);
-      } else if (whole_tile(o0, i0)) {
+      } else if (coop_tile_whole(a, pv, vec, o0, i0)) {
         prefetch_first_passes<L2gEpilogueTile, Rule, SF, WS>(pv, epilogue_quad<L2gEpilogueTile>(lane, 0),
                                                              o0 + first.r0, i0 + first.c0);
       }

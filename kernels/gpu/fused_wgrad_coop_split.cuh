@@ -136,9 +136,7 @@ void launch_fused_coop_split(const WgradTileArgs& a, const typename Rule::Scalar
   static const bool attributes_set =
       set_smem_limit(kernel, CoopL2gCfg::kSmemBytes, "fused_wgrad_coop_split: cudaFuncSetAttribute");
   (void)attributes_set;
-  int device = 0, sms = 0;
-  cuda_check(cudaGetDevice(&device), "fused_wgrad_coop_split: cudaGetDevice");
-  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused_wgrad_coop_split: SMs");
+  const int sms = coop_sm_count();
   const int64_t tiles = coop_tiles(a), blocks = tiles * splits;
   if (blocks > sms)
     throw std::invalid_argument("fused_wgrad_coop_split: " + std::to_string(tiles) + " tiles x " +

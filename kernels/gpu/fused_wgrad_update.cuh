@@ -785,10 +785,7 @@ inline bool coop_l2g_chosen(const WgradTileArgs& a, StateFormat sf, int declared
 inline int coop_splits_for(const WgradTileArgs& a) {
   const FusedSchedule fs = fused_schedule();
   if (fs.coop_split_max < 2 || a.T < fs.coop_split_min_tokens || !wgrad_tma_usable(a)) return 1;
-  int device = 0, sms = 0;
-  cuda_check(cudaGetDevice(&device), "fused_token_splits: cudaGetDevice");
-  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "fused_token_splits: SMs");
-  return coop_split_count(coop_tiles(a), (a.T + CoopCfg::TK - 1) / CoopCfg::TK, sms, fs.coop_split_max,
+  return coop_split_count(coop_tiles(a), (a.T + CoopCfg::TK - 1) / CoopCfg::TK, coop_sm_count(), fs.coop_split_max,
                           fs.coop_split_overhead_chunks, fs.coop_split_gain_pct);
 }
 
