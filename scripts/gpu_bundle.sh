@@ -75,13 +75,15 @@ fi
 # runtime (the runner's GCC 13 one is newer), the CUDA libraries, NCCL (190 MB; the runner has its
 # own in /lib/x86_64-linux-gnu) and libbenchmark (shipped above).
 skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libresolv|libstdc\+\+|libgcc_s|libcublas|libcublasLt|libcudart|libnccl|libbenchmark)'
-for t in "${targets[@]}"; do
-  ldd "$BUILD/$t" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
-done | sort -u | while read -r soname path; do
-  if [[ "$soname" =~ $skip ]] || [ "${FH_BUNDLE_LIBS:-1}" = 0 ]; then continue; fi
-  cp -L "$path" "$B/lib/$soname"
-done
-strip --strip-unneeded "$B"/lib/*.so* 2>/dev/null || true
+if [ "${FH_BUNDLE_LIBS:-1}" = 1 ]; then
+  for t in "${targets[@]}"; do
+    ldd "$BUILD/$t" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
+  done | sort -u | while read -r soname path; do
+    if [[ "$soname" =~ $skip ]]; then continue; fi
+    cp -L "$path" "$B/lib/$soname"
+  done
+  strip --strip-unneeded "$B"/lib/*.so* 2>/dev/null || true
+fi
 
 # What was built, for the runner's report.
 {
