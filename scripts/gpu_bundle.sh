@@ -98,8 +98,13 @@ mkdir -p "$OUTDIR"
 command -v xz >/dev/null || { echo "gpu_bundle: xz is needed to pack the bundle (apt-get install xz-utils)" >&2; exit 1; }
 rm -f "$OUTDIR/fh_gpu_bundle.tar.gz" "$OUTDIR/fh_gpu_bundle.tar.xz"
 PACKED="$OUTDIR/fh_gpu_bundle.tar.xz"
-# A dictionary larger than one binary lets xz pack the binaries' shared kernel set once.
-tar -C "$STAGE" -cf - fh_gpu_bundle | xz -T "$JOBS" --lzma2=preset=6,dict=256MiB > "$PACKED.partial"
+# A dictionary larger than one binary (375 MB each since the fatbins are uncompressed, CMakeLists.txt)
+# lets xz pack the binaries' shared kernel set once; one thread (a second would cut the input into
+# blocks packed apart). FH_BUNDLE_XZ_PRESET: 6 packs test_gpu_fused + forge-bench to 33.6 MB in
+# about 9 minutes on 2 cores, 3 faster and larger.
+preset="${FH_BUNDLE_XZ_PRESET:-6}"
+case "$preset" in [0-9]) ;; *) echo "gpu_bundle: FH_BUNDLE_XZ_PRESET='$preset' must be 0 .. 9" >&2; exit 2 ;; esac
+tar -C "$STAGE" -cf - fh_gpu_bundle | xz -T1 --lzma2=preset="$preset",dict=768MiB > "$PACKED.partial"
 mv "$PACKED.partial" "$PACKED"
 size=$(stat -c %s "$PACKED")
 echo "gpu_bundle: $PACKED, $((size / 1024)) KiB ($(du -sk "$B" | cut -f1) KiB unpacked)"

@@ -85,7 +85,8 @@ ReductionOrder fused_order_for(const WgradProblem& p, TileShape tile) {
 const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat sf, const RuleConfig& rule) {
   if (tile.rows == 64 && tile.cols == 64) return "mma_sync_64x64";
   const WgradTileArgs a = make_tile_args(p);
-  if (coop_splits_for(a) > 1) return "coop_split_128x256";
+  if (const int splits = coop_splits_for(a); splits > 1)
+    return coop_tiles(a) * splits <= coop_sm_count() ? "coop_split_128x256" : "coop_split_waves_128x256";
   if (coop_l2g_chosen(a, sf, rule_declared_slots(rule), rule_kept_slots(rule))) return "coop_l2g_128x256";
   return coop_chosen(a, sf) ? "coop_128x256" : "block_per_tile";
 }

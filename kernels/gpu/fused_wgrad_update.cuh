@@ -786,7 +786,8 @@ inline int coop_splits_for(const WgradTileArgs& a) {
   const FusedSchedule fs = fused_schedule();
   if (fs.coop_split_max < 2 || a.T < fs.coop_split_min_tokens || !wgrad_tma_usable(a)) return 1;
   return coop_split_count(coop_tiles(a), (a.T + CoopCfg::TK - 1) / CoopCfg::TK, coop_sm_count(), fs.coop_split_max,
-                          fs.coop_split_overhead_chunks, fs.coop_split_gain_pct);
+                          fs.coop_split_overhead_chunks, fs.coop_split_gain_pct, fs.coop_split_unit_chunks,
+                          (fs.coop_split_min_slice_tokens + CoopCfg::TK - 1) / CoopCfg::TK);
 }
 
 template <class Rule, StateFormat SF, WeightStore WS>

@@ -81,6 +81,12 @@ void set_fused_schedule(const FusedSchedule& s) {
   if (s.coop_split_gain_pct < 0 || s.coop_split_gain_pct > 99)
     throw std::invalid_argument("set_fused_schedule: coop_split_gain_pct must be 0 .. 99 (got " +
                                 std::to_string(s.coop_split_gain_pct) + ")");
+  if (s.coop_split_unit_chunks < -1 || s.coop_split_unit_chunks > 1024)
+    throw std::invalid_argument("set_fused_schedule: coop_split_unit_chunks must be -1 .. 1024 (-1: one wave only; got " +
+                                std::to_string(s.coop_split_unit_chunks) + ")");
+  if (s.coop_split_min_slice_tokens < 0)
+    throw std::invalid_argument("set_fused_schedule: coop_split_min_slice_tokens must be >= 0 (got " +
+                                std::to_string(s.coop_split_min_slice_tokens) + ")");
   std::lock_guard<std::mutex> lock(g_schedule_mutex);
   g_schedule = s;
 }

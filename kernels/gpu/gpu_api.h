@@ -174,13 +174,19 @@ FusedPlantedDefect fused_planted_defect();
 //     this overhead in 64-token chunks, predicts at least coop_split_gain_pct percent less time than
 //     S = 1, for S up to coop_split_max (1: never; at most kCoopSplitMax), from coop_split_min_tokens
 //     tokens on. Defaults measured (kernels/gpu/NOTES.md v43).
+//   coop_split_unit_chunks, coop_split_min_slice_tokens: where tiles x S exceed the SMs, the units run
+//     in waves on a persistent grid (fused_wgrad_coop_split_waves_kernel: epilogue warps reduce and
+//     update one unit's band while the consumers multiply the next), each wave after the first
+//     costing this many chunks more in the model, with slices of at least that many tokens (the
+//     epilogue warps' pace); -1: one wave only. Defaults measured (kernels/gpu/NOTES.md v44).
 // Process-wide. forge-bench reads FH_FUSED_STAGGER_US, FH_FUSED_STAGGER_STRIDE,
 // FH_FUSED_COOP_MIN_TOKENS, FH_FUSED_COOP_MIN_TOKENS_INT8, FH_FUSED_COOP_STAGGER_US,
 // FH_FUSED_COOP_STAGGER_GROUPS, FH_FUSED_COOP_GROUP_ROWS, FH_FUSED_COOP_L2G_MIN_TOKENS,
 // FH_FUSED_COOP_L2G_MIN_TOKENS_LIGHT, FH_FUSED_COOP_L2G_LIGHT_MIN_TILES,
 // FH_FUSED_COOP_L2G_EPILOGUE_WARPS, FH_FUSED_COOP_L2G_EPILOGUE_ROWS,
 // FH_FUSED_COOP_L2G_EPILOGUE_ROWS_16K, FH_FUSED_COOP_L2G_MIN_TOKENS_INT8, FH_FUSED_COOP_SPLIT_MAX,
-// FH_FUSED_COOP_SPLIT_MIN_TOKENS, FH_FUSED_COOP_SPLIT_OVERHEAD_CHUNKS and FH_FUSED_COOP_SPLIT_GAIN_PCT.
+// FH_FUSED_COOP_SPLIT_MIN_TOKENS, FH_FUSED_COOP_SPLIT_OVERHEAD_CHUNKS, FH_FUSED_COOP_SPLIT_GAIN_PCT,
+// FH_FUSED_COOP_SPLIT_UNIT_CHUNKS and FH_FUSED_COOP_SPLIT_MIN_SLICE_TOKENS.
 constexpr int64_t kCoopMinTokens = 2048;
 constexpr int64_t kCoopMinTokensInt8 = 8192;
 constexpr int kCoopStaggerUs = 0;
@@ -199,6 +205,8 @@ constexpr int kCoopSplitDefaultMax = 16;
 constexpr int64_t kCoopSplitMinTokens = 2048;
 constexpr int kCoopSplitOverheadChunks = 20;  // measured: NOTES.md v43
 constexpr int kCoopSplitGainPct = 10;
+constexpr int kCoopSplitUnitChunks = 4;
+constexpr int64_t kCoopSplitMinSliceTokens = 4096;
 struct FusedSchedule {
   int stagger_us = -1;
   int stagger_stride = 0;
@@ -218,6 +226,8 @@ struct FusedSchedule {
   int64_t coop_split_min_tokens = kCoopSplitMinTokens;
   int coop_split_overhead_chunks = kCoopSplitOverheadChunks;
   int coop_split_gain_pct = kCoopSplitGainPct;
+  int coop_split_unit_chunks = kCoopSplitUnitChunks;
+  int64_t coop_split_min_slice_tokens = kCoopSplitMinSliceTokens;
 };
 // Throws std::invalid_argument on a value out of range (stagger_us -1 .. 10^6, stride >= 0,
 // coop_min_tokens and coop_min_tokens_int8 >= 0, coop_stagger_us >= 0, coop_stagger_groups
@@ -225,7 +235,8 @@ struct FusedSchedule {
 // coop_l2g_min_tokens and coop_l2g_min_tokens_light >= 0, coop_l2g_light_min_tiles >= 1,
 // coop_l2g_epilogue_warps 2 or 3, coop_l2g_epilogue_rows and coop_l2g_epilogue_rows_16k multiples
 // of 8 in 8 .. 128, coop_l2g_min_tokens_int8 >= 0, coop_split_max 1 .. kCoopSplitMax,
-// coop_split_min_tokens >= 0, coop_split_overhead_chunks 0 .. 1024, coop_split_gain_pct 0 .. 99).
+// coop_split_min_tokens >= 0, coop_split_overhead_chunks 0 .. 1024, coop_split_gain_pct 0 .. 99,
+// coop_split_unit_chunks -1 .. 1024, coop_split_min_slice_tokens >= 0).
 void set_fused_schedule(const FusedSchedule& s);
 FusedSchedule fused_schedule();
 // The stagger an auto schedule uses: 10 us where the epilogue is DRAM bound (fp32 state: 24 or
@@ -233,25 +244,38 @@ FusedSchedule fused_schedule();
 int auto_stagger_us(StateFormat sf);
 // The kernel fused_wgrad_update runs for this problem, tile setting and state format under the
 // current schedule:
-// "coop_split_128x256", "coop_l2g_128x256", "coop_128x256", "block_per_tile" (all for the 128 x 128
+// "coop_split_128x256", "coop_split_waves_128x256", "coop_l2g_128x256", "coop_128x256", "block_per_tile" (all for the 128 x 128
 // setting) or "mma_sync_64x64".
 // rule: its hyperparameters say which state slots it keeps (their storage is what the epilogue moves).
 const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat sf, const RuleConfig& rule);
-// The split over tokens (fused_wgrad_coop_split.cuh): the number of slices S in 2 .. max_splits with
-// tiles * S <= sms (one block a unit, all resident) that minimizes the predicted time
-// ceil(chunks / S) + overhead_chunks of tiles 128 x 256 tiles over `chunks` 64-token chunks, if that
-// is at least gain_pct percent below S = 1's ceil(tiles / sms) * chunks; 1 otherwise. Every slice holds
-// at least one chunk.
+// The split over tokens (fused_wgrad_coop_split.cuh): the number of slices S in 2 .. max_splits that
+// minimizes the predicted time of tiles 128 x 256 tiles over `chunks` 64-token chunks, if that is at
+// least gain_pct percent below S = 1's ceil(tiles / sms) * chunks; 1 otherwise. Every slice holds at
+// least one chunk. Where tiles * S <= sms (one block a unit, all resident) the time is
+// ceil(chunks / S) + overhead_chunks; otherwise (unit_chunks >= 0, slices of at least
+// min_slice_chunks) the units run in W waves of a grid of floor(sms / S) * S blocks (a multiple of S:
+// a wave holds whole tiles), W * ceil(chunks / S) + (W - 1) * unit_chunks + overhead_chunks.
+constexpr int64_t coop_split_waves_grid(int64_t tiles, int splits, int64_t sms) {
+  const int64_t units = tiles * splits, grid = (sms / splits) * splits;
+  return units < grid ? units : grid;
+}
 constexpr int coop_split_count(int64_t tiles, int64_t chunks, int64_t sms, int max_splits, int overhead_chunks,
-                               int gain_pct) {
+                               int gain_pct, int unit_chunks = -1, int64_t min_slice_chunks = 0) {
   if (tiles < 1 || chunks < 1 || sms < 1) return 1;
   const int64_t base = ((tiles + sms - 1) / sms) * chunks;
   int64_t best = base;
   int best_s = 1;
-  for (int S = 2; S <= max_splits && tiles * S <= sms; ++S) {
+  for (int S = 2; S <= max_splits; ++S) {
     const int64_t slice = (chunks + S - 1) / S;
     if (slice * (S - 1) >= chunks) continue;  // an empty last slice
-    if (slice + overhead_chunks < best) best = slice + overhead_chunks, best_s = S;
+    int64_t cost = slice + overhead_chunks;
+    if (tiles * S > sms) {
+      const int64_t grid = coop_split_waves_grid(tiles, S, sms);
+      if (unit_chunks < 0 || slice < min_slice_chunks || grid < 1) continue;
+      const int64_t waves = (tiles * S + grid - 1) / grid;
+      cost += (waves - 1) * (slice + unit_chunks);
+    }
+    if (cost < best) best = cost, best_s = S;
   }
   return best * 100 <= base * (100 - gain_pct) ? best_s : 1;
 }

@@ -226,6 +226,8 @@ int main(int argc, char** argv) {
   env_tokens("FH_FUSED_COOP_SPLIT_MIN_TOKENS", sched.coop_split_min_tokens);
   env_int("FH_FUSED_COOP_SPLIT_OVERHEAD_CHUNKS", sched.coop_split_overhead_chunks);
   env_int("FH_FUSED_COOP_SPLIT_GAIN_PCT", sched.coop_split_gain_pct);
+  env_int("FH_FUSED_COOP_SPLIT_UNIT_CHUNKS", sched.coop_split_unit_chunks);  // -1: one wave only
+  env_tokens("FH_FUSED_COOP_SPLIT_MIN_SLICE_TOKENS", sched.coop_split_min_slice_tokens);
   try {
     set_fused_schedule(sched);
   } catch (const std::exception& e) {
@@ -243,14 +245,15 @@ int main(int argc, char** argv) {
   std::printf("seed: 0x%016llx (fixed)\n", (unsigned long long)kBenchSeed);
   std::printf("forge-bench: fused schedule: cooperative kernel from T = %lld (INT8 state: %lld; 0: never), stagger %d us "
               "(-1: auto, %d us for fp32 state), stride %d (0: SM count); cooperative stagger %d us x %d groups, "
-              "tiles in groups of %d rows; G through L2 from T = %lld, lighter epilogues from T = %lld (0: never) on %lld tiles or more, INT8 from T = %lld, %d epilogue warps on %d rows (%d from T = %lld); split over tokens up to %d slices from T = %lld (overhead %d chunks a unit, gain %d%%)\n",
+              "tiles in groups of %d rows; G through L2 from T = %lld, lighter epilogues from T = %lld (0: never) on %lld tiles or more, INT8 from T = %lld, %d epilogue warps on %d rows (%d from T = %lld); split over tokens up to %d slices from T = %lld (overhead %d chunks a unit, gain %d%%; waves: %d chunks a wave, -1: none, slices from %lld tokens)\n",
               (long long)sched.coop_min_tokens, (long long)sched.coop_min_tokens_int8, sched.stagger_us,
               auto_stagger_us(StateFormat::fp32), sched.stagger_stride, sched.coop_stagger_us, sched.coop_stagger_groups,
               sched.coop_group_rows, (long long)sched.coop_l2g_min_tokens, (long long)sched.coop_l2g_min_tokens_light,
               (long long)sched.coop_l2g_light_min_tiles, (long long)sched.coop_l2g_min_tokens_int8,
               sched.coop_l2g_epilogue_warps, sched.coop_l2g_epilogue_rows, sched.coop_l2g_epilogue_rows_16k,
               (long long)kCoopL2gRows16kFromTokens, sched.coop_split_max, (long long)sched.coop_split_min_tokens,
-              sched.coop_split_overhead_chunks, sched.coop_split_gain_pct);
+              sched.coop_split_overhead_chunks, sched.coop_split_gain_pct, sched.coop_split_unit_chunks,
+              (long long)sched.coop_split_min_slice_tokens);
   struct Layer { int64_t out, in; };
   const Layer layers[] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {1024, 4096}};
   // The Qwen3 family's linear layers (config.json: hidden h, intermediate f, 128-wide heads, 8 KV

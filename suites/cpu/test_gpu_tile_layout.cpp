@@ -727,6 +727,43 @@ TEST(GpuTileLayout, SplitCountFillsTheGpuOnlyWhereItPays) {
     }
 }
 
+// The split in waves (coop_split_count with unit_chunks >= 0): layers with more tiles than one wave's
+// units split where whole waves of (tile, slice) units beat the unsplit waves by the gain asked for,
+// with slices of at least min_slice_chunks; the grid is a multiple of S.
+TEST(GpuTileLayout, SplitInWavesOnlyWhereWholeWavesPay) {
+  const int kSms = 132, M = kCoopSplitDefaultMax, O = kCoopSplitOverheadChunks, P = kCoopSplitGainPct;
+  const int U = kCoopSplitUnitChunks;
+  const int64_t L = kCoopSplitMinSliceTokens / 64;
+  auto tiles = [](int64_t out, int64_t in) { return ((out + 127) / 128) * ((in + 255) / 256); };
+  auto chunks = [](int64_t T) { return (T + 63) / 64; };
+  // T = 16384 (256 chunks): 1024 x 2560 (80 tiles, one wave of 256 chunks) in 3 slices: 240 units in two
+  // waves of 86 chunks; 1024 x 5120 (160 tiles, two waves) in 4: five waves of 64; 2560 x 4096 (320
+  // tiles, three waves) in 2: five waves of 128.
+  EXPECT_EQ(coop_split_count(tiles(1024, 2560), chunks(16384), kSms, M, O, P, U, L), 3);
+  EXPECT_EQ(coop_split_count(tiles(1024, 5120), chunks(16384), kSms, M, O, P, U, L), 4);
+  EXPECT_EQ(coop_split_count(tiles(2560, 4096), chunks(16384), kSms, M, O, P, U, L), 2);
+  EXPECT_EQ(coop_split_count(tiles(1024, 5120), chunks(8192), kSms, M, O, P, U, L), 2);
+  // The one-wave choices are unchanged, and without waves (unit_chunks -1) the wide layers stay whole.
+  EXPECT_EQ(coop_split_count(tiles(1024, 1024), chunks(16384), kSms, M, O, P, U, L), 4);
+  EXPECT_EQ(coop_split_count(tiles(2048, 1024), chunks(8192), kSms, M, O, P, U, L), 2);
+  EXPECT_EQ(coop_split_count(tiles(1024, 5120), chunks(16384), kSms, M, O, P, -1, L), 1);
+  // Layers of whole waves stay whole (4096²: 512 tiles), and so does a slice below the minimum.
+  EXPECT_EQ(coop_split_count(tiles(4096, 4096), chunks(16384), kSms, M, O, P, U, L), 1);
+  EXPECT_EQ(coop_split_count(tiles(14336, 4096), chunks(16384), kSms, M, O, P, U, L), 1);
+  EXPECT_EQ(coop_split_count(tiles(1024, 5120), chunks(2048), kSms, M, O, P, U, L), 1);
+  // The grid: a multiple of S (whole tiles a wave), or the units where they are fewer.
+  EXPECT_EQ(coop_split_waves_grid(81, 11, kSms), 132);
+  EXPECT_EQ(coop_split_waves_grid(160, 5, kSms), 130);
+  EXPECT_EQ(coop_split_waves_grid(32, 4, kSms), 128);
+  for (int64_t t : {1, 3, 9, 32, 64, 80, 160, 320, 800})
+    for (int64_t c : {1, 2, 3, 17, 33, 128, 256, 1000}) {
+      const int S = coop_split_count(t, c, kSms, M, 0, 0, 0, 0);
+      const int64_t slice = (c + S - 1) / S;
+      EXPECT_TRUE(S >= 1 && S <= M && slice * (S - 1) < c && coop_split_waves_grid(t, S, kSms) % S == 0)
+          << t << " tiles, " << c << " chunks: " << S;
+    }
+}
+
 // The schedule's settings are range-checked and kept process-wide.
 TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   const FusedSchedule before = fused_schedule();
@@ -759,10 +796,15 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   refused([](S& s) { s.coop_split_overhead_chunks = 1025; }, "coop_split_overhead_chunks 1025");
   refused([](S& s) { s.coop_split_gain_pct = 100; }, "coop_split_gain_pct 100");
   refused([](S& s) { s.coop_split_gain_pct = -1; }, "coop_split_gain_pct -1");
+  refused([](S& s) { s.coop_split_unit_chunks = -2; }, "coop_split_unit_chunks -2");
+  refused([](S& s) { s.coop_split_unit_chunks = 1025; }, "coop_split_unit_chunks 1025");
+  refused([](S& s) { s.coop_split_min_slice_tokens = -1; }, "coop_split_min_slice_tokens -1");
   EXPECT_EQ(before.coop_split_max, kCoopSplitDefaultMax);
   EXPECT_EQ(before.coop_split_min_tokens, kCoopSplitMinTokens);
   EXPECT_EQ(before.coop_split_overhead_chunks, kCoopSplitOverheadChunks);
   EXPECT_EQ(before.coop_split_gain_pct, kCoopSplitGainPct);
+  EXPECT_EQ(before.coop_split_unit_chunks, kCoopSplitUnitChunks);
+  EXPECT_EQ(before.coop_split_min_slice_tokens, kCoopSplitMinSliceTokens);
   for (int rows : {0, -1, 1025})
     refused([&](S& s) { s.coop_group_rows = rows; }, std::to_string(rows) + " group rows");
   for (std::pair<int, int> p : {std::pair{-1, 2}, std::pair{10, 0}, std::pair{10, 1025}, std::pair{500001, 3}})
@@ -821,6 +863,8 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   mine.coop_split_min_tokens = 8192;
   mine.coop_split_overhead_chunks = 0;
   mine.coop_split_gain_pct = 0;
+  mine.coop_split_unit_chunks = -1;
+  mine.coop_split_min_slice_tokens = 0;
   mine.coop_stagger_us = 500000;  // the last of three groups 10^6 us late: the limit itself
   mine.coop_stagger_groups = 3;
   set_fused_schedule(mine);
@@ -841,6 +885,8 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   EXPECT_EQ(fused_schedule().coop_split_min_tokens, 8192);
   EXPECT_EQ(fused_schedule().coop_split_overhead_chunks, 0);
   EXPECT_EQ(fused_schedule().coop_split_gain_pct, 0);
+  EXPECT_EQ(fused_schedule().coop_split_unit_chunks, -1);
+  EXPECT_EQ(fused_schedule().coop_split_min_slice_tokens, 0);
   set_fused_schedule(before);
   EXPECT_EQ(auto_stagger_us(StateFormat::fp32), 10);
   EXPECT_EQ(auto_stagger_us(StateFormat::bf16), 0);

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <tuple>
 
 #include "kernels/gpu/gpu_api.h"
@@ -242,9 +243,20 @@ TEST(GpuFused, SplitKernelEqualsOrderMatchedAndTwin) {
     f.coop_split_min_tokens = 0;
     f.coop_split_overhead_chunks = 0;
     f.coop_split_gain_pct = 0;
+    f.coop_split_unit_chunks = 0;
+    f.coop_split_min_slice_tokens = 0;
     return f;
   };
   int64_t compared = 0, differing = 0, configs = 0;
+  // The kernel a split problem runs: one wave where tiles x S fit the SMs, waves otherwise.
+  auto split_kernel = [&](const WgradProblem& p, int splits) {
+    int device = 0, sms = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    const int64_t tiles = ((p.out + 127) / 128) * ((p.in + 255) / 256);
+    return tiles * splits <= sms ? "coop_split_128x256" : "coop_split_waves_128x256";
+  };
+  int64_t waves_configs = 0;
   auto run = [&](const std::vector<StepData>& steps, RuleId r, StateFormat sf, WeightStore ws, int want_splits) {
     ++configs;
     const WgradProblem& p = steps[0].prob;
@@ -252,7 +264,9 @@ TEST(GpuFused, SplitKernelEqualsOrderMatchedAndTwin) {
     const int splits = fused_token_splits(p);
     if (want_splits > 0) EXPECT_EQ(splits, want_splits) << p.out << "x" << p.in << " T=" << p.tokens;
     EXPECT_GT(splits, 1);
-    EXPECT_STREQ(fused_kernel_for(p, TileShape{128, 128}, sf, hp.rule), "coop_split_128x256");
+    const char* kernel = fused_kernel_for(p, TileShape{128, 128}, sf, hp.rule);
+    EXPECT_STREQ(kernel, split_kernel(p, splits));
+    waves_configs += std::string(kernel) == "coop_split_waves_128x256";
     const ParamEvidence e = fused_vs_order_matched(steps, hp, sf, ws, FusedPlantedDefect::none);
     compared += e.values;
     differing += e.differing;
@@ -278,6 +292,36 @@ TEST(GpuFused, SplitKernelEqualsOrderMatchedAndTwin) {
                                                        FusedPlantedDefect::state_row_offset);
   EXPECT_GT(desc.differing, 0) << "partials summed in descending slice order went unnoticed";
   EXPECT_GT(shifted.differing, 0) << "the split kernel's planted state-row offset went unnoticed";
+
+  // The split in waves (tiles x S above the SMs: 81 tiles of 128 x 256 here, ragged both ways, rows
+  // 16-byte aligned as TMA needs), every rule x format x store at the larger S, AdamW at the smaller;
+  // its plants.
+  const Shape wide{1096, 2104, 2100};
+  std::vector<StepData> wsteps;
+  for (int st = 1; st <= 2; ++st) wsteps.emplace_back(wide, uint64_t(wide.out * 7919 + wide.T + 10 * st));
+  const int64_t waves_before = waves_configs;
+  const HostParam hw = make_param(RuleId::adamw, StateFormat::fp32, WeightStore::fp32_master, wide, 6);
+  for (int max_splits : {3, 16}) {
+    set_fused_schedule(forced(max_splits));
+    std::printf("[fused] split in waves: %lldx%lld T=%lld, at most %d slices: %d (%s)\n", (long long)wide.out,
+                (long long)wide.in, (long long)wide.T, max_splits, fused_token_splits(wsteps[0].prob),
+                fused_kernel_for(wsteps[0].prob, TileShape{128, 128}, StateFormat::fp32, hw.rule));
+    for (RuleId r : kAllRules)
+      for (StateFormat sf : kFormats)
+        for (WeightStore ws : kStores)
+          if (max_splits == 16 || (r == RuleId::adamw && ws == WeightStore::fp32_master)) run(wsteps, r, sf, ws, 0);
+  }
+  EXPECT_GT(waves_configs - waves_before, 0) << "no configuration ran the split in waves (the SM count?)";
+  {
+    const ParamEvidence wdesc = fused_vs_order_matched(wsteps, hw, StateFormat::fp32, WeightStore::fp32_master,
+                                                       FusedPlantedDefect::split_descending);
+    const ParamEvidence wshift = fused_vs_order_matched(wsteps, hw, StateFormat::fp32, WeightStore::fp32_master,
+                                                        FusedPlantedDefect::state_row_offset);
+    EXPECT_GT(wdesc.differing, 0) << "the waves' partials summed in descending order went unnoticed";
+    EXPECT_GT(wshift.differing, 0) << "the waves' planted state-row offset went unnoticed";
+    std::printf("[fused] split in waves planted: descending sum %lld differ, state-row offset %lld differ\n",
+                (long long)wdesc.differing, (long long)wshift.differing);
+  }
 
   // The host twin in the split order.
   int64_t twin_compared = 0, twin_differing = 0;
@@ -310,7 +354,8 @@ TEST(GpuFused, SplitKernelEqualsOrderMatchedAndTwin) {
   // The default schedule where the split pays.
   set_fused_schedule(defaults);
   int64_t default_configs = 0;
-  for (const Shape& s : {Shape{1024, 1024, 16384}, Shape{2048, 1024, 8192}}) {
+  for (const Shape& s : {Shape{1024, 1024, 16384}, Shape{2048, 1024, 8192}, Shape{1024, 2560, 16384},
+                         Shape{1024, 5120, 16384}, Shape{2560, 4096, 16384}}) {
     std::vector<StepData> steps;
     for (int st = 1; st <= 2; ++st) steps.emplace_back(s, uint64_t(s.out * 31 + s.in + st));
     for (auto [sf, ws] : {std::pair{StateFormat::fp32, WeightStore::fp32_master},
@@ -324,10 +369,10 @@ TEST(GpuFused, SplitKernelEqualsOrderMatchedAndTwin) {
                 fused_order_for(steps[0].prob).describe().c_str());
   }
   set_fused_schedule(defaults);
-  std::printf("[fused] split kernel: %lld configs x 2 steps (%lld at the default schedule), fused vs order-matched: "
+  std::printf("[fused] split kernel: %lld configs x 2 steps (%lld in waves, %lld at the default schedule), fused vs order-matched: "
               "%lld values, %lld differ; fused vs host twin: %lld values, %lld differ; planted descending sum: %lld "
               "differ, state-row offset: %lld differ (both must be > 0)\n",
-              (long long)configs, (long long)default_configs, (long long)compared, (long long)differing,
+              (long long)configs, (long long)waves_configs, (long long)default_configs, (long long)compared, (long long)differing,
               (long long)twin_compared, (long long)twin_differing, (long long)desc.differing,
               (long long)shifted.differing);
 }
