@@ -23,6 +23,11 @@ case "${FH_BUNDLE_LIBS:-1}" in
   0|1) ;;
   *) echo "gpu_bundle: FH_BUNDLE_LIBS='$FH_BUNDLE_LIBS' must be 0 or 1 (nothing built)" >&2; exit 2 ;;
 esac
+preset="${FH_BUNDLE_XZ_PRESET:-6}"
+case "$preset" in
+  [0-9]) ;;
+  *) echo "gpu_bundle: FH_BUNDLE_XZ_PRESET='$preset' must be one digit, 0 .. 9 (nothing built)" >&2; exit 2 ;;
+esac
 
 # A PTX-only build (FH_DEVICE_SASS=OFF, GPU-less CI) refuses every GPU at run time: never pack one.
 if grep -q '^FH_DEVICE_SASS:BOOL=OFF' "$BUILD/CMakeCache.txt" 2>/dev/null; then
@@ -102,8 +107,6 @@ PACKED="$OUTDIR/fh_gpu_bundle.tar.xz"
 # lets xz pack the binaries' shared kernel set once; one thread (a second would cut the input into
 # blocks packed apart). FH_BUNDLE_XZ_PRESET: 6 packs test_gpu_fused + forge-bench to 33.6 MB in
 # about 9 minutes on 2 cores, 3 faster and larger.
-preset="${FH_BUNDLE_XZ_PRESET:-6}"
-case "$preset" in [0-9]) ;; *) echo "gpu_bundle: FH_BUNDLE_XZ_PRESET='$preset' must be 0 .. 9" >&2; exit 2 ;; esac
 tar -C "$STAGE" -cf - fh_gpu_bundle | xz -T1 --lzma2=preset="$preset",dict=768MiB > "$PACKED.partial"
 mv "$PACKED.partial" "$PACKED"
 size=$(stat -c %s "$PACKED")

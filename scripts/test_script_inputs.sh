@@ -10,7 +10,7 @@
 # seeds, and report a GPU claim asked for without --gpu as not run (exit 4), never "no failures";
 # nightly.sh must exit 2 with no arguments and on an FH_DIFF_* value that is not a number in range,
 # before it writes anything; gpu_bundle.sh must refuse a PTX-only build folder (exit 1) and an
-# FH_BUNDLE_VERIFY or FH_BUNDLE_LIBS other than 0 or 1 (exit 2, before any build); gpu_runner.sh
+# FH_BUNDLE_VERIFY or FH_BUNDLE_LIBS other than 0 or 1 or an FH_BUNDLE_XZ_PRESET not one digit (exit 2, before any build); gpu_runner.sh
 # must refuse an FH_NCU_CONFIGS entry that is not a configuration name (exit 2, before any work).
 # Usage: scripts/test_script_inputs.sh   (FH_PYTHON: a python3 with h5py and matplotlib)
 set -u
@@ -293,6 +293,13 @@ for bad in no 2; do
   FH_BUNDLE_LIBS="$bad" FH_BUILD_DIR="$T/ptx_build" timeout 60 bash "$S/gpu_bundle.sh" > "$T/b.out" 2>&1; rc=$?
   if [ $rc -eq 2 ] && grep -q "FH_BUNDLE_LIBS='$bad'" "$T/b.out"; then ok "gpu_bundle FH_BUNDLE_LIBS='$bad': exit 2"
   else fail "gpu_bundle FH_BUNDLE_LIBS='$bad': exit $rc, output: $(head -c 300 "$T/b.out")"; fi
+done
+
+# FH_BUNDLE_XZ_PRESET is one digit ("-9e" would have reached xz as a preset it cannot parse, after the build).
+for bad in 10 x -9e; do
+  FH_BUNDLE_XZ_PRESET="$bad" FH_BUILD_DIR="$T/ptx_build" timeout 60 bash "$S/gpu_bundle.sh" > "$T/b.out" 2>&1; rc=$?
+  if [ $rc -eq 2 ] && grep -q "FH_BUNDLE_XZ_PRESET='$bad'" "$T/b.out"; then ok "gpu_bundle FH_BUNDLE_XZ_PRESET='$bad': exit 2"
+  else fail "gpu_bundle FH_BUNDLE_XZ_PRESET='$bad': exit $rc, output: $(head -c 300 "$T/b.out")"; fi
 done
 
 # ---- gpu_runner.sh: FH_NCU_CONFIGS names configurations, checked before the OUTDIR is made ----
