@@ -354,8 +354,13 @@ TEST(GpuFused, SplitKernelEqualsOrderMatchedAndTwin) {
   // The default schedule where the split pays.
   set_fused_schedule(defaults);
   int64_t default_configs = 0;
+  // The wider layers split in waves: with the waves' model on (kCoopSplitUnitChunks) whatever the
+  // default says.
+  FusedSchedule waves_on = defaults;
+  waves_on.coop_split_unit_chunks = kCoopSplitUnitChunks;
   for (const Shape& s : {Shape{1024, 1024, 16384}, Shape{2048, 1024, 8192}, Shape{1024, 2560, 16384},
                          Shape{1024, 5120, 16384}, Shape{2560, 4096, 16384}}) {
+    set_fused_schedule(s.out * s.in > 2048 * 1024 ? waves_on : defaults);
     std::vector<StepData> steps;
     for (int st = 1; st <= 2; ++st) steps.emplace_back(s, uint64_t(s.out * 31 + s.in + st));
     for (auto [sf, ws] : {std::pair{StateFormat::fp32, WeightStore::fp32_master},
@@ -364,7 +369,7 @@ TEST(GpuFused, SplitKernelEqualsOrderMatchedAndTwin) {
       run(steps, RuleId::adamw, sf, ws, 0);
       ++default_configs;
     }
-    std::printf("[fused] split: %lldx%lld T=%lld at the default schedule: %d slices (%s)\n", (long long)s.out,
+    std::printf("[fused] split: %lldx%lld T=%lld at the default schedule (waves on): %d slices (%s)\n", (long long)s.out,
                 (long long)s.in, (long long)s.T, fused_token_splits(steps[0].prob),
                 fused_order_for(steps[0].prob).describe().c_str());
   }
