@@ -178,7 +178,8 @@ FusedPlantedDefect fused_planted_defect();
 //     in waves on a persistent grid (fused_wgrad_coop_split_waves_kernel: epilogue warps reduce and
 //     update one unit's band while the consumers multiply the next), each wave after the first
 //     costing this many chunks more in the model, with slices of at least that many tokens (the
-//     epilogue warps' pace); -1: one wave only. Defaults measured (kernels/gpu/NOTES.md v44).
+//     epilogue warps' pace); -1: one wave only, the default (the waves measured 0-24% slower than
+//     not splitting, kernels/gpu/NOTES.md v44; kCoopSplitUnitChunks = 4 is the model's cost when on).
 // Process-wide. forge-bench reads FH_FUSED_STAGGER_US, FH_FUSED_STAGGER_STRIDE,
 // FH_FUSED_COOP_MIN_TOKENS, FH_FUSED_COOP_MIN_TOKENS_INT8, FH_FUSED_COOP_STAGGER_US,
 // FH_FUSED_COOP_STAGGER_GROUPS, FH_FUSED_COOP_GROUP_ROWS, FH_FUSED_COOP_L2G_MIN_TOKENS,
@@ -205,7 +206,8 @@ constexpr int kCoopSplitDefaultMax = 16;
 constexpr int64_t kCoopSplitMinTokens = 2048;
 constexpr int kCoopSplitOverheadChunks = 20;  // measured: NOTES.md v43
 constexpr int kCoopSplitGainPct = 10;
-constexpr int kCoopSplitUnitChunks = 4;
+constexpr int kCoopSplitUnitChunks = 4;          // the waves' model when they are on
+constexpr int kCoopSplitDefaultUnitChunks = -1;  // off: measured slower than not splitting (NOTES.md v44)
 constexpr int64_t kCoopSplitMinSliceTokens = 4096;
 struct FusedSchedule {
   int stagger_us = -1;
@@ -226,7 +228,7 @@ struct FusedSchedule {
   int64_t coop_split_min_tokens = kCoopSplitMinTokens;
   int coop_split_overhead_chunks = kCoopSplitOverheadChunks;
   int coop_split_gain_pct = kCoopSplitGainPct;
-  int coop_split_unit_chunks = kCoopSplitUnitChunks;
+  int coop_split_unit_chunks = kCoopSplitDefaultUnitChunks;
   int64_t coop_split_min_slice_tokens = kCoopSplitMinSliceTokens;
 };
 // Throws std::invalid_argument on a value out of range (stagger_us -1 .. 10^6, stride >= 0,

@@ -803,7 +803,7 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   EXPECT_EQ(before.coop_split_min_tokens, kCoopSplitMinTokens);
   EXPECT_EQ(before.coop_split_overhead_chunks, kCoopSplitOverheadChunks);
   EXPECT_EQ(before.coop_split_gain_pct, kCoopSplitGainPct);
-  EXPECT_EQ(before.coop_split_unit_chunks, kCoopSplitUnitChunks);
+  EXPECT_EQ(before.coop_split_unit_chunks, kCoopSplitDefaultUnitChunks);
   EXPECT_EQ(before.coop_split_min_slice_tokens, kCoopSplitMinSliceTokens);
   for (int rows : {0, -1, 1025})
     refused([&](S& s) { s.coop_group_rows = rows; }, std::to_string(rows) + " group rows");
@@ -863,7 +863,7 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   mine.coop_split_min_tokens = 8192;
   mine.coop_split_overhead_chunks = 0;
   mine.coop_split_gain_pct = 0;
-  mine.coop_split_unit_chunks = -1;
+  mine.coop_split_unit_chunks = 7;
   mine.coop_split_min_slice_tokens = 0;
   mine.coop_stagger_us = 500000;  // the last of three groups 10^6 us late: the limit itself
   mine.coop_stagger_groups = 3;
@@ -885,7 +885,7 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   EXPECT_EQ(fused_schedule().coop_split_min_tokens, 8192);
   EXPECT_EQ(fused_schedule().coop_split_overhead_chunks, 0);
   EXPECT_EQ(fused_schedule().coop_split_gain_pct, 0);
-  EXPECT_EQ(fused_schedule().coop_split_unit_chunks, -1);
+  EXPECT_EQ(fused_schedule().coop_split_unit_chunks, 7);
   EXPECT_EQ(fused_schedule().coop_split_min_slice_tokens, 0);
   set_fused_schedule(before);
   EXPECT_EQ(auto_stagger_us(StateFormat::fp32), 10);
