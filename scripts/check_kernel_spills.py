@@ -27,9 +27,11 @@ CEILING = {
     ("coop_split", "fp32"): 0, ("coop_split", "bf16"): 0, ("coop_split", "int8"): 0,
     # The split in waves (v44): no setmaxnreg (its epilogue warps share warpgroup 0 with the
     # producer), so all roles compile at 168 registers; a few values outside the mainloop spill.
-    ("coop_split_waves", "fp32"): 16, ("coop_split_waves", "bf16"): 32, ("coop_split_waves", "int8"): 48,
-    # The 128 x 128 block kernel's spills predate this check (measured at v38's kernels).
-    ("block128", "fp32"): 24, ("block128", "bf16"): 28, ("block128", "int8"): 12,
+    # Without the runtime planted-defect branches (issue 32) ptxas moved 4 bytes in fp32 (opt-in, off
+    # by default: kernels/gpu/NOTES.md v45) and 4 / 12 fewer in bf16 / INT8.
+    ("coop_split_waves", "fp32"): 20, ("coop_split_waves", "bf16"): 28, ("coop_split_waves", "int8"): 36,
+    # The 128 x 128 block kernel: 24 / 28 bytes in fp32 / bf16 until its planted-defect branches left (v45).
+    ("block128", "fp32"): 0, ("block128", "bf16"): 0, ("block128", "int8"): 12,
     ("block64", "fp32"): 0, ("block64", "bf16"): 0, ("block64", "int8"): 0,
 }
 FLAGS = ["-gencode=arch=compute_90a,code=sm_90a", "--fmad=false", "-Xcompiler=-ffp-contract=off",

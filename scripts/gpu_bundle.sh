@@ -35,6 +35,13 @@ if grep -q '^FH_DEVICE_SASS:BOOL=OFF' "$BUILD/CMakeCache.txt" 2>/dev/null; then
   exit 1
 fi
 
+# A kernel mutants' build (FH_GPU_RULE_FAMILY: some rule families only, scripts/mutate_gpu.py) is no
+# product either: its suites would skip the other rules.
+if grep -Eq '^FH_GPU_RULE_FAMILY:STRING=.+' "$BUILD/CMakeCache.txt" 2>/dev/null; then
+  echo "gpu_bundle: $BUILD is configured with FH_GPU_RULE_FAMILY (a kernel mutants' build, some rule families only); use a full build" >&2
+  exit 1
+fi
+
 if [ ! -f "$BUILD/build.ninja" ]; then
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" >/dev/null
 fi

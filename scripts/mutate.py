@@ -79,7 +79,9 @@ def log(msg):
 # ---------------------------------------------------------------------------------------------
 # The catalog
 
-def load_catalog(path):
+def load_catalog(path, cuda=False):
+    """The catalog's mutants, checked. cuda: the kernel catalog (scripts/mutate_gpu.py), whose
+    mutants edit CUDA code only; else the host catalog, which may not."""
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
@@ -117,8 +119,12 @@ def load_catalog(path):
         f = m["file"]
         if os.path.isabs(f) or ".." in f.split("/"):
             raise BadInput("%s (%s): file '%s' must be a path inside the tree" % (where, m["id"], f))
-        if f.endswith(CUDA_SUFFIXES) or f.startswith(CUDA_DIRS):
-            raise BadInput("%s (%s): %s is CUDA code: this slice mutates host code only" % (where, m["id"], f))
+        is_cuda = f.endswith(CUDA_SUFFIXES) or f.startswith(CUDA_DIRS)
+        if is_cuda and not cuda:
+            raise BadInput("%s (%s): %s is CUDA code: this slice mutates host code only "
+                           "(kernel mutants: suites/mutation/kernel_catalog.json, scripts/mutate_gpu.py)" % (where, m["id"], f))
+        if cuda and not is_cuda:
+            raise BadInput("%s (%s): %s is host code: the kernel catalog holds CUDA mutants only" % (where, m["id"], f))
     return mutants
 
 
@@ -365,13 +371,13 @@ def build_env(tree):
     return env
 
 
-def configure(tree, build, env):
+def configure(tree, build, env, cache=("-DFH_DEVICE_SASS=OFF",)):
     # Every run, also over an existing build: a re-run is seconds, and it re-globs the suites, so a
     # test file new since the last run is a CTest test before the tests are listed.
     t = time.time()
-    # PTX-only device code (as CI builds it): no CPU test runs a kernel, and ptxas is two thirds
-    # of the CUDA build.
-    cmd = ["cmake", "-S", tree, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DFH_DEVICE_SASS=OFF"]
+    # By default PTX-only device code (as CI builds it): no CPU test runs a kernel, and ptxas is two
+    # thirds of the CUDA build (scripts/mutate_gpu.py passes its own cache settings).
+    cmd = ["cmake", "-S", tree, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release"] + list(cache)
     if shutil.which("ccache"):
         cmd += ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache", "-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"]
     nvcc = shutil.which("nvcc", path=env["PATH"])

@@ -9,7 +9,7 @@
 # seed_sweep.sh (against a stub forge-verify) must exit 2 on bad usage, never listing failing
 # seeds, and report a GPU claim asked for without --gpu as not run (exit 4), never "no failures";
 # nightly.sh must exit 2 with no arguments and on an FH_DIFF_* value that is not a number in range,
-# before it writes anything; gpu_bundle.sh must refuse a PTX-only build folder (exit 1) and an
+# before it writes anything; gpu_bundle.sh must refuse a PTX-only build folder and a kernel mutants' build (exit 1) and an
 # FH_BUNDLE_VERIFY or FH_BUNDLE_LIBS other than 0 or 1 or an FH_BUNDLE_XZ_PRESET not one digit (exit 2, before any build); gpu_runner.sh
 # must refuse an FH_NCU_CONFIGS entry that is not a configuration name (exit 2, before any work).
 # Usage: scripts/test_script_inputs.sh   (FH_PYTHON: a python3 with h5py and matplotlib)
@@ -281,6 +281,12 @@ FH_BUILD_DIR="$T/ptx_build" timeout 60 bash "$S/gpu_bundle.sh" > "$T/b.out" 2>&1
 if [ $rc -eq 1 ] && grep -q "FH_DEVICE_SASS=OFF (PTX only)" "$T/b.out"; then
   ok "gpu_bundle PTX-only build: exit 1 ($(head -n1 "$T/b.out"))"
 else fail "gpu_bundle PTX-only build: exit $rc, output: $(head -c 300 "$T/b.out")"; fi
+# ---- gpu_bundle.sh: a kernel mutants' build (one rule family) is never packed either ----
+mkdir -p "$T/mutant_build" && printf 'FH_DEVICE_SASS:BOOL=ON\nFH_GPU_RULE_FAMILY:STRING=adamw\n' > "$T/mutant_build/CMakeCache.txt" && touch "$T/mutant_build/build.ninja"
+FH_BUILD_DIR="$T/mutant_build" timeout 60 bash "$S/gpu_bundle.sh" > "$T/b.out" 2>&1; rc=$?
+if [ $rc -eq 1 ] && grep -q "FH_GPU_RULE_FAMILY (a kernel mutants' build" "$T/b.out"; then
+  ok "gpu_bundle mutant build: exit 1"
+else fail "gpu_bundle mutant build: exit $rc, output: $(head -c 300 "$T/b.out")"; fi
 
 # FH_BUNDLE_VERIFY is 0 or 1, checked before any build ("yes" would have bundled no forge-verify).
 for bad in yes 2 ' 1'; do

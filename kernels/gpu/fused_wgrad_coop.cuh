@@ -123,15 +123,9 @@ __device__ __forceinline__ void coop_park_rows(float* sG, const float (&acc)[32]
     }
 }
 
-// Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
-__device__ __forceinline__ bool coop_state_shifted(const WgradTileArgs& a, int64_t o0, int64_t i0) {
-  return a.planted_defect == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
-}
-// Tile (o0, i0) takes the whole-tile epilogue: vector access, inside W, no planted defect on it.
-__device__ __forceinline__ bool coop_tile_whole(const WgradTileArgs& a, const ParamView& pv, bool vec, int64_t o0,
-                                                int64_t i0) {
-  return vec && a.planted_defect != int(FusedPlantedDefect::edge_mask_short) && !coop_state_shifted(a, o0, i0) &&
-         o0 + CoopCfg::TR <= pv.rows && i0 + CoopCfg::TC <= pv.cols;
+// Tile (o0, i0) takes the whole-tile epilogue: vector access, inside W.
+__device__ __forceinline__ bool coop_tile_whole(const ParamView& pv, bool vec, int64_t o0, int64_t i0) {
+  return vec && o0 + CoopCfg::TR <= pv.rows && i0 + CoopCfg::TC <= pv.cols;
 }
 
 // FusedSchedule's coop_stagger_us (in ns) and coop_stagger_groups, as the kernel sees them.
@@ -250,9 +244,8 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   __syncthreads();
 
   // This block's start delay (FusedSchedule::coop_stagger_us): the producer waits it out and the
-  // consumers wait on its first chunk. Timing only, except for the planted defect.
+  // consumers wait on its first chunk. Timing only.
   const uint32_t stagger_ns = stagger.step_ns * uint32_t(coop_stagger_group(blockIdx.x, gridDim.x, stagger.groups));
-  const bool late_skips = stagger_ns != 0 && a.planted_defect == int(FusedPlantedDefect::late_blocks_skip_update);
   if (wg == 0) {  // producer: one thread
     setmaxnreg_dec<Cfg::kProducerRegs>();
     if (threadIdx.x == 0) {
@@ -270,15 +263,13 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   }
   setmaxnreg_inc<Cfg::kConsumerRegs>();
   const int consumer = wg - 1, ctid = threadIdx.x - 128, cwarp = (ctid >> 5) & 3;
-  const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
   const FragCoord first = epilogue_quad<Tile>(ctid, 0);
   float acc[32][4];
   int64_t seq = 0;  // the block-wide index of the tile's first chunk
   for (int64_t u = blockIdx.x; u < tiles; u += gridDim.x, seq += nchunks) {
     int64_t o0, i0;
     tile_origin(u, o0, i0);
-    const bool shift_state = coop_state_shifted(a, o0, i0);
-    const bool whole = coop_tile_whole(a, pv, vec, o0, i0);
+    const bool whole = coop_tile_whole(pv, vec, o0, i0);
     coop_multiply_tile(acc, ring, full, empty, seq, nchunks, a.T, consumer, lane, [&](int64_t c) {
       if (!early_prefetch_chunk(c, nchunks)) return;
       if constexpr (SF == StateFormat::int8) {
@@ -292,16 +283,12 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     coop_consumers_barrier();
     coop_park_rows<Tile>(sG, acc, consumer, cwarp, lane);
     coop_consumers_barrier();
-    if (late_skips) {  // planted defect (suite only): a late block skips its updates
-    } else if constexpr (SF == StateFormat::int8)
-      fused_epilogue_int8<Tile, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state,
-                                          a.planted_defect, ctid >> 5);
+    if constexpr (SF == StateFormat::int8)
+      fused_epilogue_int8<Tile, Rule, WS>(s, pv, sG, o0, i0, ctid >> 5);
     else if (whole)
-      fused_epilogue_quads<Tile, Rule, SF, WS, true>(s, pv, sG, o0, i0, vec, short_edge, shift_state,
-                                                     a.planted_defect, first, ctid);
+      fused_epilogue_quads<Tile, Rule, SF, WS, true>(s, pv, sG, o0, i0, vec, first, ctid);
     else
-      fused_epilogue_quads<Tile, Rule, SF, WS, false>(s, pv, sG, o0, i0, vec, short_edge, shift_state,
-                                                      a.planted_defect, first, ctid);
+      fused_epilogue_quads<Tile, Rule, SF, WS, false>(s, pv, sG, o0, i0, vec, first, ctid);
     // G's generic-proxy reads are ordered before the producer's TMA writes into the same bytes.
     fence_proxy_async_shared();
     __syncwarp();

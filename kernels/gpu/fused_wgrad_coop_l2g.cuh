@@ -57,22 +57,19 @@ constexpr size_t kL2gScratchFloats = size_t(CoopCfg::TR) * CoopCfg::TC;  // a bl
 // piece.c0 + Tile::TC - 1) from the G tile at gG (rows Tile::kLdG floats apart), by the Tile::kThreads
 // threads of index tid.
 template <class Tile, class Rule, StateFormat SF, WeightStore WS>
-__device__ __forceinline__ void coop_update_piece(const WgradTileArgs& a, const typename Rule::Scalars& s,
+__device__ __forceinline__ void coop_update_piece(const typename Rule::Scalars& s,
                                                   const ParamView& pv, bool vec, const float* gG, int64_t o0,
                                                   int64_t i0, L2gPiece piece, int tid) {
-  const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
-  const bool shifted = coop_state_shifted(a, o0, i0), whole = coop_tile_whole(a, pv, vec, o0, i0);
+  const bool whole = coop_tile_whole(pv, vec, o0, i0);
   const float* g = gG + piece.r0 * Tile::kLdG + piece.c0;
   const int64_t r = o0 + piece.r0, c = i0 + piece.c0;
   const FragCoord first = epilogue_quad<Tile>(tid, 0);
   if constexpr (SF == StateFormat::int8)
-    fused_epilogue_int8<Tile, Rule, WS>(s, pv, g, r, c, short_edge, shifted, a.planted_defect, tid >> 5, piece.rows);
+    fused_epilogue_int8<Tile, Rule, WS>(s, pv, g, r, c, tid >> 5, piece.rows);
   else if (whole)
-    fused_epilogue_quads<Tile, Rule, SF, WS, true>(s, pv, g, r, c, vec, short_edge, false, a.planted_defect, first,
-                                                   tid, piece.rows);
+    fused_epilogue_quads<Tile, Rule, SF, WS, true>(s, pv, g, r, c, vec, first, tid, piece.rows);
   else
-    fused_epilogue_quads<Tile, Rule, SF, WS, false>(s, pv, g, r, c, vec, short_edge, shifted, a.planted_defect, first,
-                                                    tid, piece.rows);
+    fused_epilogue_quads<Tile, Rule, SF, WS, false>(s, pv, g, r, c, vec, first, tid, piece.rows);
 }
 
 struct CoopL2gCfg {
@@ -117,7 +114,7 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   // The epilogue warps' rows of each tile: INT8 state only splits a tile with the consumers.
   const int erows = SF == StateFormat::int8 ? epilogue_rows : Cfg::TR;
   auto epilogue = [&](auto tile, int64_t o0, int64_t i0, L2gPiece piece, int tid) {
-    coop_update_piece<decltype(tile), Rule, SF, WS>(a, s, pv, vec, gG, o0, i0, piece, tid);
+    coop_update_piece<decltype(tile), Rule, SF, WS>(s, pv, vec, gG, o0, i0, piece, tid);
   };
 
   if (warp == 0) {  // producer: one thread
@@ -143,7 +140,7 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
         for (int j = 0; j < kInt8PrefetchPasses; ++j)
           prefetch_int8_pass<L2gEpilogueTile, Rule, WS>(pv, o0 + first.r0, i0 + first.c0, 0, j, lane,
                                                         first.rows * L2gEpilogueTile::kSegmentsPerRow);
-      } else if (coop_tile_whole(a, pv, vec, o0, i0)) {
+      } else if (coop_tile_whole(pv, vec, o0, i0)) {
         prefetch_first_passes<L2gEpilogueTile, Rule, SF, WS>(pv, epilogue_quad<L2gEpilogueTile>(lane, 0),
                                                              o0 + first.r0, i0 + first.c0);
       }

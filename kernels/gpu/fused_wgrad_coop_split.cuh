@@ -51,11 +51,11 @@ __device__ __forceinline__ void add_release_if_first(int* p, int n, int tid) {
 
 // Rows r0 .. r0 + rows - 1, columns c0 .. c0 + cols - 1 of a tile's S partials (the slots of blocks
 // first .. first + S - 1, rows CoopCfg::TC floats apart) summed in ascending slice order with fp32
-// RNE adds from slice 0's value (descending: the plant) into slot `into`, by kThreads threads of index
+// RNE adds from slice 0's value into slot `into`, by kThreads threads of index
 // tid: two float4 a thread at a time, each with up to four partials' loads issued before its adds.
 template <int kThreads, int kPer = 2>
 __device__ __forceinline__ void split_sum_rows(const float* scratch, int64_t first, int splits, float* into, int r0,
-                                               int rows, int c0, int cols, int tid, bool descending) {
+                                               int rows, int c0, int cols, int tid) {
   constexpr int TC = CoopCfg::TC;
   const int row4 = cols / 4, n4 = rows * row4;  // float4 of the rectangle
   auto offset = [&](int e) { return size_t(r0 + e / row4) * TC + size_t(c0) + size_t(e % row4) * 4; };
@@ -71,7 +71,7 @@ __device__ __forceinline__ void split_sum_rows(const float* scratch, int64_t fir
         for (int j = 0; j < 4; ++j)
           if (j0 + j < splits)
             p[j] = __ldcg(reinterpret_cast<const float4*>(
-                scratch + size_t(first + (descending ? splits - 1 - (j0 + j) : j0 + j)) * kL2gScratchFloats + off));
+                scratch + size_t(first + j0 + j) * kL2gScratchFloats + off));
 #pragma unroll
         for (int j = 0; j < 4; ++j)
           if (j0 + j < splits)
@@ -142,12 +142,11 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     __threadfence();
   }
   coop_consumers_barrier();
-  // This split's band: the S partials summed in ascending slice order (the plant: descending), into
+  // This split's band: the S partials summed in ascending slice order, into
   // this block's slot (no other split reads this band of it).
-  split_sum_rows<256>(scratch, tile * splits, splits, mine, r0, r1 - r0, 0, Cfg::TC, ctid,
-                      a.planted_defect == int(FusedPlantedDefect::split_descending));
+  split_sum_rows<256>(scratch, tile * splits, splits, mine, r0, r1 - r0, 0, Cfg::TC, ctid);
   coop_consumers_barrier();  // the band is stored (bar.sync orders the consumers' stores)
-  coop_update_piece<Tile, Rule, SF, WS>(a, s, pv, vec, mine, o0, i0, L2gPiece{r0, 0, r1 - r0}, ctid);
+  coop_update_piece<Tile, Rule, SF, WS>(s, pv, vec, mine, o0, i0, L2gPiece{r0, 0, r1 - r0}, ctid);
 }
 
 // The split in waves: where tiles x S exceed the SMs (fused_token_splits chose S with the waves' cost,
@@ -186,7 +185,6 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   const int64_t nchunks = (a.T + Cfg::TK - 1) / Cfg::TK, slice = (nchunks + splits - 1) / splits;
   const int64_t c0 = min(nchunks, int64_t(q) * slice), nc = min(nchunks, c0 + slice) - c0;
   const int r0 = split_rows(q, splits), r1 = split_rows(q + 1, splits);
-  const bool descending = a.planted_defect == int(FusedPlantedDefect::split_descending);
   float* mine = scratch + size_t(blockIdx.x) * kL2gScratchFloats;
   auto tile_of = [&](int64_t k) { return (int64_t(blockIdx.x) + k * gridDim.x) / splits; };
   // The block whose slot holds slice 0 of the block's k-th tile (a wave's units are blocks 0 .. G - 1).
@@ -233,14 +231,14 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
       for (int p = 0; p < 2; ++p)
         if (const L2gPiece pc = piece(p); pc.rows > 0)
           split_sum_rows<32>(scratch, first_block_of(k), splits, mine, pc.r0, pc.rows, pc.c0, L2gEpilogueTile::TC,
-                                      lane, descending);
+                             lane);
       __threadfence();
       __syncwarp();  // the warp's sums are stored and its loads of the other slots done
       add_release_if_first(summed + tile, 1, lane);
 #pragma unroll 1
       for (int p = 0; p < 2; ++p)
         if (const L2gPiece pc = piece(p); pc.rows > 0)
-          coop_update_piece<L2gEpilogueTile, Rule, SF, WS>(a, s, pv, vec, mine, o0, i0, pc, lane);
+          coop_update_piece<L2gEpilogueTile, Rule, SF, WS>(s, pv, vec, mine, o0, i0, pc, lane);
       mbar_arrive(g_empty);
     }
     return;
@@ -266,12 +264,11 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     int64_t o0, i0;
     origin(tile, o0, i0);
     warp_spin_until_at_least(arrived + tile, splits);
-    split_sum_rows<256>(scratch, first_block_of(my_units - 1), splits, mine, r0, r1 - r0, 0, Cfg::TC, ctid,
-                        descending);
+    split_sum_rows<256>(scratch, first_block_of(my_units - 1), splits, mine, r0, r1 - r0, 0, Cfg::TC, ctid);
     __threadfence();
     coop_consumers_barrier();  // the band is stored (bar.sync orders the consumers' stores)
     add_release_if_first(summed + tile, epilogue_warps, ctid);
-    coop_update_piece<L2gLastTile, Rule, SF, WS>(a, s, pv, vec, mine, o0, i0, L2gPiece{r0, 0, r1 - r0}, ctid);
+    coop_update_piece<L2gLastTile, Rule, SF, WS>(s, pv, vec, mine, o0, i0, L2gPiece{r0, 0, r1 - r0}, ctid);
   }
 }
 

@@ -314,7 +314,6 @@ __global__ void __launch_bounds__(Ring::kThreads, 1)
     setmaxnreg_inc<Ring::kConsumerRegs>();
     const int consumer = wg - 1, ctid = threadIdx.x - 128 * wg, cwarp = ctid >> 5;
     float* sG = gbuf + consumer * Ring::kGBufFloats;
-    const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
     const FragCoord first = epilogue_quad<Half>(ctid, 0);
     // A slot is free once the four consumer warps reading it are done.
     auto release = [&](int slot) {
@@ -324,13 +323,10 @@ __global__ void __launch_bounds__(Ring::kThreads, 1)
     for (int64_t k = consumer, u = block + consumer * blocks; u < tiles.tiles; k += 2, u += 2 * blocks) {
       int64_t o0, i0;
       tiles.origin(u, o0, i0);
-      // Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
-      const bool shift_state = a.planted_defect == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
       bool whole[kPieces];
 #pragma unroll
       for (int p = 0; p < kPieces; ++p)
-        whole[p] = SF != StateFormat::int8 && vec && !short_edge && !shift_state &&
-                   o0 + Ring::kParkRows * (p + 1) <= pv.rows && i0 + Half::TC <= pv.cols;
+        whole[p] = SF != StateFormat::int8 && vec && o0 + Ring::kParkRows * (p + 1) <= pv.rows && i0 + Half::TC <= pv.cols;
       auto early_prefetch = [&](int64_t c, int64_t nchunks) {
         if (whole[0] && early_prefetch_chunk(c, nchunks))
           prefetch_first_passes<Half, Rule, SF, WS>(pv, first, o0, i0);
@@ -349,15 +345,12 @@ __global__ void __launch_bounds__(Ring::kThreads, 1)
         park_rows<Ring::kParkRows>(sG, acc[h], cwarp, lane, row0);
         consumer_barrier(consumer);
         if constexpr (SF == StateFormat::int8) {
-          fused_epilogue_int8<Half, Rule, WS>(s, pv, sG, ho0, i0, short_edge, shift_state,
-                                              a.planted_defect, cwarp);
+          fused_epilogue_int8<Half, Rule, WS>(s, pv, sG, ho0, i0, cwarp);
         } else {
           if (whole[p])
-            fused_epilogue_quads<Half, Rule, SF, WS, true>(s, pv, sG, ho0, i0, vec, short_edge, shift_state,
-                                                           a.planted_defect, first, ctid);
+            fused_epilogue_quads<Half, Rule, SF, WS, true>(s, pv, sG, ho0, i0, vec, first, ctid);
           else
-            fused_epilogue_quads<Half, Rule, SF, WS, false>(s, pv, sG, ho0, i0, vec, short_edge, shift_state,
-                                                            a.planted_defect, first, ctid);
+            fused_epilogue_quads<Half, Rule, SF, WS, false>(s, pv, sG, ho0, i0, vec, first, ctid);
         }
         consumer_barrier(consumer);  // every read of the buffer done before the next park
       }
@@ -365,11 +358,8 @@ __global__ void __launch_bounds__(Ring::kThreads, 1)
   }
 }
 
-// Can the pingpong kernel run this problem? TMA needs 16-byte aligned operand rows; the planted
-// late-block defect belongs to the block-per-tile kernel's stagger.
-inline bool pingpong_usable(const WgradTileArgs& a) {
-  return wgrad_tma_usable(a) && a.planted_defect != int(FusedPlantedDefect::late_blocks_skip_update);
-}
+// Can the pingpong kernel run this problem? TMA needs 16-byte aligned operand rows.
+inline bool pingpong_usable(const WgradTileArgs& a) { return wgrad_tma_usable(a); }
 
 template <class Rule, StateFormat SF, WeightStore WS, bool kGRoundTrip = false, class Ring = PingpongCfg>
 void launch_fused_pingpong(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,

@@ -8,6 +8,7 @@
 #include "kernels/gpu/fused_wgrad_update.cuh"
 #include "kernels/gpu/gpu_api.h"
 #include "kernels/gpu/rule_family.h"
+#include "kernels/gpu/rule_family_built.h"
 
 namespace fh::gpu {
 
@@ -124,7 +125,10 @@ void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateForm
   visit_rule(rule.id, [&](auto r) {
     using Rule = decltype(r);
     const typename Rule::Scalars s = Rule::scalars(hyper_of<Rule>(rule), step);
-    launch_fused_typed<Rule>(sf, ws, p, s, pv, tile, stream);
+    if constexpr (rule_family_built<Rule>())
+      launch_fused_typed<Rule>(sf, ws, p, s, pv, tile, stream);
+    else
+      refuse_unbuilt_family<Rule>("fused_wgrad_update");
   });
 }
 

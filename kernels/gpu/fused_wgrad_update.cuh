@@ -33,13 +33,6 @@ __device__ __forceinline__ bool early_prefetch_chunk(int64_t chunk, int64_t nchu
   return chunk == (nchunks > kFusedEarlyPrefetchChunks ? nchunks - kFusedEarlyPrefetchChunks : 0);
 }
 
-// The planted edge-mask defect (suite only): the last column of a row whose final 64-column
-// segment is short (2..63 columns) is left unupdated, as a segment loop with n - 1 would.
-__device__ __forceinline__ bool planted_short_edge_skips(int64_t c, int64_t cols) {
-  const int64_t tail = cols % 64;
-  return c == cols - 1 && tail >= 2;
-}
-
 // Four consecutive fp32 or bf16 values, one vector access. Streaming cache hints: the epilogue
 // touches each weight and state byte once, and the operands should keep the L2.
 __device__ __forceinline__ void load4(const float* p, float (&v)[4]) {
@@ -147,16 +140,14 @@ __device__ __forceinline__ void store_quad(const ParamView& pv, int64_t idx, int
 
 // fp32 / bf16 state: pass j of thread tid takes the tile's quad epilogue_quad(tid, j), four
 // consecutive columns, moved with vector accesses where the whole quad is in the view and `vec`
-// (fused_params_vec4) holds, element by element otherwise (ragged edges, planted defects). Each
+// (fused_params_vec4) holds, element by element otherwise (ragged edges). Each
 // element is the same update_element step the host applies. The batches are software pipelined:
 // batch k + 1's loads are issued before batch k is updated and stored. kWholeTile: the
-// tile lies wholly inside the view, every quad moves by vectors and no planted defect shifts
-// places, so each pass's indices are pass 0's plus constant steps (no per-quad bounds or index
+// tile lies wholly inside the view and every quad moves by vectors, so each pass's indices are pass 0's plus constant steps (no per-quad bounds or index
 // arithmetic; same elements, same order).
 template <class Cfg, class Rule, StateFormat SF, WeightStore WS, bool kWholeTile>
 __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalars& s, const ParamView& pv,
                                                      const float* sG, int64_t o0, int64_t i0, bool vec,
-                                                     bool short_edge, bool shift_state, int planted,
                                                      const FragCoord& first, int tid, int rows = Cfg::TR) {
   constexpr int Q = Cfg::kEpilogueQuads;
   static_assert(Cfg::kQuadPasses % (2 * Q) == 0, "pairs of batches must divide the passes");
@@ -168,30 +159,22 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
     ElementValues e[Q][4];
   };
   const int64_t idx_first = (o0 + first.row) * pv.cols + (i0 + first.col), idx_step = Cfg::kQuadRowsPerPass * pv.cols;
-  // The key of tile element t's random bits (bf16_sr): its global index, or (planted defect,
-  // suite only, local_bits) its place inside the tile.
-  const bool local_bits = planted == int(FusedPlantedDefect::sr_tile_local_bits);
-  auto bits_key = [&](FragCoord t) {
-    return local_bits ? int64_t(t.row) * Cfg::TC + t.col : global_element_index(pv, o0 + t.row, i0 + t.col);
-  };
+  // The key of tile element t's random bits (bf16_sr): its global index.
+  auto bits_key = [&](FragCoord t) { return global_element_index(pv, o0 + t.row, i0 + t.col); };
   const int64_t gidx_first = bits_key(first);
-  const int64_t gidx_step = int64_t(Cfg::kQuadRowsPerPass) * (local_bits ? Cfg::TC : pv.global_cols);
+  const int64_t gidx_step = int64_t(Cfg::kQuadRowsPerPass) * pv.global_cols;
   auto where = [&](int pass, FragCoord& t, int64_t& r, int64_t& c) {
     t = kWholeTile ? FragCoord{first.row + pass * Cfg::kQuadRowsPerPass, first.col} : epilogue_quad<Cfg>(tid, pass);
     r = o0 + t.row;
     c = i0 + t.col;
   };
   auto in_view = [&](int64_t r, int64_t c) {
-    return kWholeTile || (r < pv.rows && c < pv.cols && !(short_edge && planted_short_edge_skips(c, pv.cols)));
+    return kWholeTile || (r < pv.rows && c < pv.cols);
   };
   auto whole_quad = [&](int64_t r, int64_t c) {
-    return kWholeTile || (vec && !short_edge && r < pv.rows && c + 3 < pv.cols);
+    return kWholeTile || (vec && r < pv.rows && c + 3 < pv.cols);
   };
   auto index = [&](int pass, int64_t r, int64_t c) { return kWholeTile ? idx_first + pass * idx_step : r * pv.cols + c; };
-  // Planted defect (suite only): the state of the row below, a wrong state tile offset.
-  auto state_index = [&](int64_t r, int64_t idx) {
-    return (!kWholeTile && shift_state && r + 1 < pv.rows) ? idx + pv.cols : idx;
-  };
   // Whole tile: pass j's weight and state lines are prefetched into L2 Cfg::kPrefetchPasses
   // passes before they are loaded, so the loads' DRAM latency is not waited for in registers.
   auto prefetch = [&](int pass) {
@@ -207,12 +190,12 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
       where(j0 + q, t, r, c);
       const int64_t idx = index(j0 + q, r, c);
       if (whole_quad(r, c)) {
-        load_quad<Rule, SF, WS>(pv, idx, state_index(r, idx), x.e[q]);
+        load_quad<Rule, SF, WS>(pv, idx, idx, x.e[q]);
       } else {
 #pragma unroll
         for (int b = 0; b < 4; ++b)
           if (in_view(r, c + b))
-            x.e[q][b] = load_element<SF, WS, Rule::kStateSlots>(pv, idx + b, state_index(r, idx + b));
+            x.e[q][b] = load_element<SF, WS, Rule::kStateSlots>(pv, idx + b, idx + b);
       }
     }
   };
@@ -229,22 +212,15 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
       if (whole_quad(r, c)) {
         // The quad's four updates interleave (speculative_update.cuh); a quad that leaves the fast
         // range reloads.
-        update_speculative<Rule, 4>(s, x.e[q], g, planted != int(FusedPlantedDefect::speculation_no_redo),
-                                    [&](ElementValues(&e)[4]) { load_quad<Rule, SF, WS>(pv, idx, state_index(r, idx), e); });
-        store_quad<Rule, SF, WS>(pv, idx, state_index(r, idx), gidx, x.e[q]);
+        update_speculative<Rule, 4>(s, x.e[q], g, [&](ElementValues(&e)[4]) { load_quad<Rule, SF, WS>(pv, idx, idx, e); });
+        store_quad<Rule, SF, WS>(pv, idx, idx, gidx, x.e[q]);
       } else {
 #pragma unroll
         for (int b = 0; b < 4; ++b) {
           if (!in_view(r, c + b)) continue;
           Rule::update(s, x.e[q][b].p, g[b], x.e[q][b].st);
-          store_element<SF, WS, Rule::kStateSlots>(pv, idx + b, state_index(r, idx + b), gidx + b, x.e[q][b]);
+          store_element<SF, WS, Rule::kStateSlots>(pv, idx + b, idx + b, gidx + b, x.e[q][b]);
         }
-      }
-      if (WS == WeightStore::bf16_sr && planted == int(FusedPlantedDefect::sr_bits8)) {  // planted (suite only)
-#pragma unroll
-        for (int b = 0; b < 4; ++b)
-          if (in_view(r, c + b))
-            pv.bf16[idx + b] = float_to_bf16_sr(x.e[q][b].p, sr_bits(pv.sr, uint64_t(gidx + b)) & 0xff00u);
       }
     }
   };
@@ -483,14 +459,13 @@ struct Int8BlockQuad {
 // reduction). The passes go in groups of kInt8PassesInFlight: the group's loads, then its updates
 // (each pass waiting on its own loads was latency bound, kernels/gpu/NOTES.md v29). Blocks are
 // distinct, so the order of passes changes no bit. Whole (the tile inside the tensor, the arrays
-// aligned, no planted defect): every block whole, no edge tests, and no L2 prefetch (its
+// aligned): every block whole, no edge tests, and no L2 prefetch (its
 // instructions cost more than it saved, NOTES.md v33); otherwise each block is measured and the
 // next group's lines are prefetched.
 template <class Cfg, class Rule, WeightStore WS, bool Whole>
 __device__ __forceinline__ void int8_epilogue_passes(const typename Rule::Scalars& s, const ParamView& pv,
                                                      const float* sG, int64_t o0, int64_t i0, bool aligned,
-                                                     bool short_edge, bool shift_state, bool redo, int warp,
-                                                     int block_passes) {
+                                                     int warp, int block_passes) {
   constexpr int U = kInt8PassesInFlight, kPairs = U / 2;
   static_assert(Cfg::kBlockPasses % U == 0 && U % 2 == 0, "whole groups of int8 pass pairs");
   const int lane = threadIdx.x & 31, half = lane >> 4, l16 = lane & 15;
@@ -510,24 +485,20 @@ __device__ __forceinline__ void int8_epilogue_passes(const typename Rule::Scalar
       const FragCoord b = epilogue_int8_block<Cfg>(warp, j0 + 2 * u + half);
       const int64_t r = o0 + b.row, c0 = i0 + b.col;
       int n = kInt8Block;
-      int64_t srow = r;
       if constexpr (!Whole) {
         const int64_t left = pv.cols - c0;
         n = (r < pv.rows && c0 < pv.cols) ? (left < kInt8Block ? int(left) : kInt8Block) : 0;
-        if (short_edge && left < kInt8Block && n > 1) --n;  // planted defect (suite only)
-        if (shift_state && r + 1 < pv.rows) srow = r + 1;   // planted defect (suite only)
       }
-      blocks[u].template load<WS, Whole>(pv, r, srow, c0, n, aligned, l16);
+      blocks[u].template load<WS, Whole>(pv, r, r, c0, n, aligned, l16);
     }
-    // The group's pairs side by side, one redo branch each for the updates and the encodes
-    // (redo = false only for the planted speculation_no_redo, suite only).
+    // The group's pairs side by side, one redo branch each for the updates and the encodes.
     bool bad = false;
 #pragma unroll
     for (int u = 0; u < kPairs; ++u) {
       const FragCoord b = epilogue_int8_block<Cfg>(warp, j0 + 2 * u + half);
       blocks[u].template compute<Rule, Whole>(s, pv, sG + b.row * Cfg::kLdG + b.col, l16, bad);
     }
-    if (bad && redo) {
+    if (bad) {
 #pragma unroll
       for (int u = 0; u < kPairs; ++u) blocks[u].template recompute<Rule, WS, Whole>(s, pv, l16);
     }
@@ -544,7 +515,7 @@ __device__ __forceinline__ void int8_epilogue_passes(const typename Rule::Scalar
       for (int u = 0; u < kPairs; ++u) a[u] = blocks[u].new_absmax(k);
 #pragma unroll
       for (int u = 0; u < kPairs; ++u) q[u] = blocks[u].encode(k, a[u], sv.nonnegative, SpeculativeDivSqrt{&enc_bad});
-      if (enc_bad && redo) {
+      if (enc_bad) {
 #pragma unroll
         for (int u = 0; u < kPairs; ++u) q[u] = blocks[u].encode(k, a[u], sv.nonnegative, IeeeDivSqrt{});
       }
@@ -555,20 +526,16 @@ __device__ __forceinline__ void int8_epilogue_passes(const typename Rule::Scalar
 }
 template <class Cfg, class Rule, WeightStore WS>
 __device__ __forceinline__ void fused_epilogue_int8(const typename Rule::Scalars& s, const ParamView& pv,
-                                                    const float* sG, int64_t o0, int64_t i0,
-                                                    bool short_edge, bool shift_state, int planted, int warp,
+                                                    const float* sG, int64_t o0, int64_t i0, int warp,
                                                     int rows = Cfg::TR) {
-  const bool redo = planted != int(FusedPlantedDefect::speculation_no_redo);  // suite only
   const bool aligned = int8_params_vec4(pv);
-  const bool whole = aligned && !short_edge && !shift_state && o0 + rows <= pv.rows && i0 + Cfg::TC <= pv.cols;
+  const bool whole = aligned && o0 + rows <= pv.rows && i0 + Cfg::TC <= pv.cols;
   // The piece's first `rows` rows only (their blocks a multiple of Cfg::kWarps * kInt8PassesInFlight).
   const int block_passes = rows * Cfg::kSegmentsPerRow / Cfg::kWarps;
   if (whole)
-    int8_epilogue_passes<Cfg, Rule, WS, true>(s, pv, sG, o0, i0, aligned, short_edge, shift_state, redo, warp,
-                                              block_passes);
+    int8_epilogue_passes<Cfg, Rule, WS, true>(s, pv, sG, o0, i0, aligned, warp, block_passes);
   else
-    int8_epilogue_passes<Cfg, Rule, WS, false>(s, pv, sG, o0, i0, aligned, short_edge, shift_state, redo, warp,
-                                               block_passes);
+    int8_epilogue_passes<Cfg, Rule, WS, false>(s, pv, sG, o0, i0, aligned, warp, block_passes);
 }
 
 // The accumulators into the G tile in shared memory, one 8-byte store per pair; kLdG makes them
@@ -623,11 +590,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   extern __shared__ __align__(16) unsigned char fused_smem[];
   unsigned char* base = Cfg::kWgmma ? align_to_atom(fused_smem) : fused_smem;
   const int64_t o0 = int64_t(blockIdx.y) * Cfg::TR, i0 = int64_t(blockIdx.x) * Cfg::TC;
-  const bool short_edge = a.planted_defect == int(FusedPlantedDefect::edge_mask_short);
-  // Planted defect (suite only): tile (0, 0) reads and writes the state one row down.
-  const bool shift_state = a.planted_defect == int(FusedPlantedDefect::state_row_offset) && o0 == 0 && i0 == 0;
-  const bool whole_tile = SF != StateFormat::int8 && vec && !short_edge && !shift_state && o0 + Cfg::TR <= pv.rows &&
-                          i0 + Cfg::TC <= pv.cols;
+  const bool whole_tile = SF != StateFormat::int8 && vec && o0 + Cfg::TR <= pv.rows && i0 + Cfg::TC <= pv.cols;
   stagger_start(sched);
   // A whole tile prefetches its epilogue's first passes while the mainloop multiplies its
   // last chunks (the same lines the epilogue's own prefetch would take, earlier).
@@ -646,18 +609,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   float* sG = reinterpret_cast<float*>(base);
   park_g_tile<Cfg>(sG, acc);
   __syncthreads();
-  if (a.planted_defect == int(FusedPlantedDefect::late_blocks_skip_update) && starts_late(sched)) return;  // suite only
   if constexpr (SF == StateFormat::int8) {
-    fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, short_edge, shift_state,
-                                       a.planted_defect,
-                                       int(threadIdx.x >> 5));
+    fused_epilogue_int8<Cfg, Rule, WS>(s, pv, sG, o0, i0, int(threadIdx.x >> 5));
   } else {
     if (whole_tile)
-      fused_epilogue_quads<Cfg, Rule, SF, WS, true>(s, pv, sG, o0, i0, vec, short_edge, shift_state, a.planted_defect,
-                                                    first, int(threadIdx.x));
+      fused_epilogue_quads<Cfg, Rule, SF, WS, true>(s, pv, sG, o0, i0, vec, first, int(threadIdx.x));
     else
-      fused_epilogue_quads<Cfg, Rule, SF, WS, false>(s, pv, sG, o0, i0, vec, short_edge, shift_state, a.planted_defect,
-                                                     first, int(threadIdx.x));
+      fused_epilogue_quads<Cfg, Rule, SF, WS, false>(s, pv, sG, o0, i0, vec, first, int(threadIdx.x));
   }
 }
 
@@ -696,7 +654,7 @@ dim3 wgrad_grid(const WgradTileArgs& a) {
 
 inline WgradTileArgs make_tile_args(const WgradProblem& p) {
   return WgradTileArgs{p.x, p.dy, p.tokens, p.out, p.in, rows_16b_aligned(p.x, p.in),
-                       rows_16b_aligned(p.dy, p.out), int(fused_planted_defect())};
+                       rows_16b_aligned(p.dy, p.out)};
 }
 
 // Raises a kernel's dynamic shared-memory limit, and asks for the largest shared-memory carveout

@@ -1,7 +1,6 @@
 // Error checks, DeviceParam and the cuBLAS handle of the GPU API (kernels/gpu/gpu_api.h).
 #include "kernels/gpu/gpu_api.h"
 
-#include <atomic>
 #include <mutex>
 
 namespace fh::gpu {
@@ -26,12 +25,6 @@ void validate_problem(const WgradProblem& p, const char* who) {
   if (p.tokens > (int64_t(1) << 31) || p.out > (int64_t(1) << 31) || p.in > (int64_t(1) << 31))
     throw std::invalid_argument(std::string(who) + ": dimensions above 2^31 are not supported");
 }
-
-namespace {
-std::atomic<int> g_fused_planted_defect{0};
-}
-void set_fused_planted_defect(FusedPlantedDefect d) { g_fused_planted_defect.store(int(d)); }
-FusedPlantedDefect fused_planted_defect() { return FusedPlantedDefect(g_fused_planted_defect.load()); }
 
 namespace {
 std::mutex g_schedule_mutex;

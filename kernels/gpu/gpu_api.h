@@ -106,25 +106,8 @@ void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateForm
                         WeightStore ws, const DeviceParamView& pv, int64_t step, TileShape tile = {},
                         cudaStream_t stream = 0);
 
-// Test only: defects the GPU suite plants in the fused kernel's epilogue to show that its
-// comparisons catch them (process-wide; none unless a suite sets one). state_row_offset: the
-// first tile updates its rows with the state of the row below; edge_mask_short: a segment
-// clipped at the right edge of W leaves its last element un-updated; sr_bits8: the bf16_sr store
-// (fp32 / bf16 state) rounds with only the top 8 of its 16 random bits (a bias up to 1/256 ulp);
-// sr_tile_local_bits: the bf16_sr store keys its random bits by the position inside the tile, so
-// every tile draws the same bits (sr_bits8 and sr_tile_local_bits are the planted stochastic-rounding
-// defects the fidelity suites must catch);
-// late_blocks_skip_update: the blocks the stagger delays (FusedSchedule) skip their epilogue, a
-// result that depends on the launch schedule; speculation_no_redo: a whole quad whose fast division
-// or square root left its range keeps the fast result (speculative_update.cuh); split_descending:
-// the kernel split over tokens sums its slices' partials in descending slice order (an order the
-// description does not say).
-enum class FusedPlantedDefect : int {
-  none = 0, state_row_offset = 1, edge_mask_short = 2, sr_bits8 = 3, sr_tile_local_bits = 4, late_blocks_skip_update = 5,
-  speculation_no_redo = 6, split_descending = 7
-};
-void set_fused_planted_defect(FusedPlantedDefect d);
-FusedPlantedDefect fused_planted_defect();
+// The fused kernel holds no planted defect: the defects that show its checks can fail are kernel
+// mutants (suites/mutation/kernel_catalog.json), built and run by scripts/mutate_gpu.py.
 
 // How the fused kernel schedules its blocks (kernels/gpu/NOTES.md records the measurements). Timing
 // only: no setting changes a bit of the results (the GPU fused suite checks that), except the

@@ -3,6 +3,7 @@
 
 #include "kernels/gpu/gpu_api.h"
 #include "kernels/gpu/rule_family.h"
+#include "kernels/gpu/rule_family_built.h"
 
 namespace fh::gpu {
 
@@ -16,7 +17,10 @@ void rule_apply_device(const RuleConfig& rule, StateFormat sf, WeightStore ws, c
   visit_rule(rule.id, [&](auto r) {
     using Rule = decltype(r);
     const typename Rule::Scalars s = Rule::scalars(hyper_of<Rule>(rule), step);
-    launch_rule_typed<Rule>(sf, ws, s, pv, g, ldg, stream);
+    if constexpr (rule_family_built<Rule>())
+      launch_rule_typed<Rule>(sf, ws, s, pv, g, ldg, stream);
+    else
+      refuse_unbuilt_family<Rule>("rule_apply_device");
   });
 }
 

@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(kRuleThreads)
     // Where all four columns are in the row, their updates interleave (speculative_update.cuh).
     const bool whole = c_first + int64_t(kRuleElementsPerThread - 1) * kRuleThreads < pv.cols;
     if (whole)
-      update_speculative<Rule, kRuleElementsPerThread>(s, e, gv, true, [&](ElementValues(&x)[kRuleElementsPerThread]) {
+      update_speculative<Rule, kRuleElementsPerThread>(s, e, gv, [&](ElementValues(&x)[kRuleElementsPerThread]) {
 #pragma unroll
         for (int b = 0; b < kRuleElementsPerThread; ++b) {
           const int64_t idx = r * pv.cols + c_first + int64_t(b) * kRuleThreads;

@@ -11,11 +11,11 @@ namespace fh::gpu {
 
 template <class Rule, int N, class Reload>
 __device__ __forceinline__ void update_speculative(const typename Rule::Scalars& s, ElementValues (&e)[N],
-                                                   const float (&g)[N], bool redo, Reload reload) {
+                                                   const float (&g)[N], Reload reload) {
   bool bad = false;
 #pragma unroll
   for (int b = 0; b < N; ++b) Rule::update(s, e[b].p, g[b], e[b].st, SpeculativeDivSqrt{&bad});
-  if (bad && redo) {  // redo == false only for a planted defect (suite only)
+  if (bad) {
     reload(e);
 #pragma unroll
     for (int b = 0; b < N; ++b) Rule::update(s, e[b].p, g[b], e[b].st);

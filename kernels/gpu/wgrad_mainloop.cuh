@@ -20,7 +20,6 @@ struct WgradTileArgs {
   const bf16* dy;
   int64_t T, out, in;
   bool vec_x, vec_dy;
-  int planted_defect;  // FusedPlantedDefect (gpu_api.h): 0 except in the suite that plants one
 };
 // The operands are bf16, so a float or 16-bit integer buffer set as X or dY does not compile
 // (the type rule: suites/cpu/test_bf16_type.cpp).
