@@ -284,6 +284,12 @@ def cmd_run(args):
     out_dir = os.path.abspath(args.out)
     os.makedirs(out_dir, exist_ok=True)
     targets = plan["targets"]
+    if args.only:
+        wanted = [x for x in args.only.split(",") if x]
+        unknown = sorted(set(wanted) - {m["id"] for m in plan["mutants"]})
+        if unknown:
+            raise BadInput("--only: not in %s/plan.json: %s" % (bins, ", ".join(unknown)))
+        plan["mutants"] = [m for m in plan["mutants"] if m["id"] in wanted]
     # The baseline: every suite whole. A case that fails because its rule family is not in this build
     # is left out (listed); any other failure stops the run (exit 2, nothing measured).
     where, base, not_built, timeout = {}, {}, [], {}
@@ -447,7 +453,7 @@ def selftest_run():
             json.dump({"catalog": "-", "revision": "-", "family": "adamw", "targets": ["test_fake"],
                        "mutants": mutants}, f)
         out = os.path.join(d, "out")
-        args = argparse.Namespace(bins=bins, out=out, reps=3, parallel=2, timeout=60, device="none")
+        args = argparse.Namespace(bins=bins, out=out, reps=3, parallel=2, timeout=60, device="none", only=None)
         rc = cmd_run(args)
         with open(os.path.join(out, "kill_matrix.json")) as f:
             km = json.load(f)
@@ -481,6 +487,7 @@ def main(argv):
     r.add_argument("--out", required=True, help="folder for kill_matrix.json")
     r.add_argument("--reps", type=int, default=3, help="runs per mutant (default 3)")
     r.add_argument("--parallel", type=int, default=1, help="mutants run side by side on the GPU (default 1)")
+    r.add_argument("--only", help="mutant ids, comma separated (a run split over calls)")
     r.add_argument("--timeout", type=int, default=600, help="each baseline suite's time limit in seconds")
     r.add_argument("--device", help="the GPU's name, recorded in the matrix")
     args = ap.parse_args(argv)

@@ -140,11 +140,11 @@ __device__ __forceinline__ void store_quad(const ParamView& pv, int64_t idx, int
 
 // fp32 / bf16 state: pass j of thread tid takes the tile's quad epilogue_quad(tid, j), four
 // consecutive columns, moved with vector accesses where the whole quad is in the view and `vec`
-// (fused_params_vec4) holds, element by element otherwise (ragged edges). Each
-// element is the same update_element step the host applies. The batches are software pipelined:
-// batch k + 1's loads are issued before batch k is updated and stored. kWholeTile: the
-// tile lies wholly inside the view and every quad moves by vectors, so each pass's indices are pass 0's plus constant steps (no per-quad bounds or index
-// arithmetic; same elements, same order).
+// (fused_params_vec4) holds, element by element otherwise (ragged edges). Each element is the same
+// update_element step the host applies. The batches are software pipelined: batch k + 1's loads
+// are issued before batch k is updated and stored. kWholeTile: the tile lies wholly inside the
+// view and every quad moves by vectors, so each pass's indices are pass 0's plus constant steps
+// (no per-quad bounds or index arithmetic; same elements, same order).
 template <class Cfg, class Rule, StateFormat SF, WeightStore WS, bool kWholeTile>
 __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalars& s, const ParamView& pv,
                                                      const float* sG, int64_t o0, int64_t i0, bool vec,
