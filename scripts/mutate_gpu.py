@@ -290,12 +290,23 @@ def cmd_run(args):
         if unknown:
             raise BadInput("--only: not in %s/plan.json: %s" % (bins, ", ".join(unknown)))
         plan["mutants"] = [m for m in plan["mutants"] if m["id"] in wanted]
-    # The baseline: every suite whole. A case that fails because its rule family is not in this build
-    # is left out (listed); any other failure stops the run (exit 2, nothing measured).
+    # --cases: the cases every mutant runs (default: every case of the first suite); the baseline then
+    # runs those and the cases the mutants' entries name, suite by suite (plan.json's suite_of_case).
+    chosen = [c for c in (args.cases or "").split(",") if c]
+    suite_of = plan.get("suite_of_case", {})
+    if chosen:
+        unknown = sorted(c for c in chosen if suite_of.get(c) != targets[0])
+        if unknown:
+            raise BadInput("--cases: not cases of %s (plan.json's suite_of_case): %s" % (targets[0], ", ".join(unknown)))
+        needed = set(chosen) | {c for m in plan["mutants"] for c in m["expected_tests"] if c in suite_of}
+        targets = [t for t in targets if any(suite_of[c] == t for c in needed)]
+    # The baseline. A case that fails because its rule family is not in this build is left out
+    # (listed); any other failure stops the run (exit 2, nothing measured).
     where, base, not_built, timeout = {}, {}, [], {}
     logs = []
     for target in targets:
-        got, rc, out, secs = run_binary(os.path.join(bins, "bin", "baseline", target), None, args.timeout)
+        gfilter = ":".join(sorted(c for c in needed if suite_of[c] == target)) if chosen else None
+        got, rc, out, secs = run_binary(os.path.join(bins, "bin", "baseline", target), gfilter, args.timeout)
         logs.append("=== %s (exit %d, %.0f s)\n%s" % (target, rc, secs, out))
         timeout[target] = int(3 * secs + 60)
         if not got:
@@ -314,7 +325,7 @@ def cmd_run(args):
         raise BadInput("baseline: failing cases: %s (baseline.log)" % ", ".join(failing))
     passing = sorted(c for c, r in base.items() if r["result"] == "pass")
     skipped = sorted(c for c, r in base.items() if r["result"] == "skip")
-    always = [c for c in passing if where[c] == targets[0]]
+    always = [c for c in passing if where[c] == targets[0] and (not chosen or c in chosen)]
     log("baseline: %d cases pass; skipped: %s; left out (family not built): %s"
         % (len(passing), ", ".join(skipped) or "-", ", ".join(not_built) or "-"))
     doc = {"tool": "scripts/mutate_gpu.py", "complete": False, "catalog": plan["catalog"], "revision": plan["revision"],
@@ -453,7 +464,7 @@ def selftest_run():
             json.dump({"catalog": "-", "revision": "-", "family": "adamw", "targets": ["test_fake"],
                        "mutants": mutants}, f)
         out = os.path.join(d, "out")
-        args = argparse.Namespace(bins=bins, out=out, reps=3, parallel=2, timeout=60, device="none", only=None)
+        args = argparse.Namespace(bins=bins, out=out, reps=3, parallel=2, timeout=60, device="none", only=None, cases=None)
         rc = cmd_run(args)
         with open(os.path.join(out, "kill_matrix.json")) as f:
             km = json.load(f)
@@ -488,6 +499,7 @@ def main(argv):
     r.add_argument("--reps", type=int, default=3, help="runs per mutant (default 3)")
     r.add_argument("--parallel", type=int, default=1, help="mutants run side by side on the GPU (default 1)")
     r.add_argument("--only", help="mutant ids, comma separated (a run split over calls)")
+    r.add_argument("--cases", help="the first suite's cases every mutant runs, comma separated (default: all)")
     r.add_argument("--timeout", type=int, default=600, help="each baseline suite's time limit in seconds")
     r.add_argument("--device", help="the GPU's name, recorded in the matrix")
     args = ap.parse_args(argv)
