@@ -24,7 +24,7 @@ namespace fh::gpu {
 namespace {
 
 
-// Every rule, or the one family a kernel mutant's build holds (CMake FH_GPU_RULE_FAMILY).
+// Every rule, or the families a kernel mutant's build holds (CMake FH_GPU_RULE_FAMILY).
 std::vector<RuleId> built_rules() {
   std::vector<RuleId> rules;
   for (RuleId r : kAllRules)
