@@ -680,6 +680,19 @@ def verdicts(runs):
     return out
 
 
+def record_verdicts(result, runs, expected_tests):
+    """A mutant's verdicts over its reps into its matrix row (mutate_gpu.py's rows too): per test,
+    the tests that killed it, their units, the flaky kills, its status and the hinted survivors."""
+    v = verdicts(runs)
+    result["tests"] = v
+    result["killed_by"] = sorted(n for n, x in v.items() if x["verdict"] == "killed")
+    # Independent kills: each killing test's units (its configurations or cases), test-qualified.
+    result["kill_units"] = sorted(n + ": " + u if u != n else n for n in result["killed_by"] for u in v[n]["units"])
+    result["flaky_kills"] = sorted(n for n, x in v.items() if x["verdict"] == "flaky")
+    result["status"] = "killed" if result["killed_by"] else ("flaky" if result["flaky_kills"] else "survived")
+    result["expected_but_survived"] = sorted(n for n in expected_tests if n in v and v[n]["verdict"] != "killed")
+
+
 def summarize(results, catalog_ids):
     per_layer = {}
     survivors, flaky, broken, wrong_equiv = [], [], [], []
@@ -951,16 +964,7 @@ def run_mutant(m, tree, build, env, files, tests, targets, timeouts, args, journ
         for _ in range(args.reps - 1):
             runs.append(run_tests(again, args.jobs, timeouts))
         result["test_seconds"] = round(time.time() - t, 1)
-        v = verdicts(runs)
-        result["tests"] = v
-        result["killed_by"] = sorted(n for n, x in v.items() if x["verdict"] == "killed")
-        # Independent kills: each killing test's units (its configurations or cases), test-qualified.
-        result["kill_units"] = sorted(n + ": " + u if u != n else n
-                                      for n in result["killed_by"] for u in v[n]["units"])
-        flaky = sorted(n for n, x in v.items() if x["verdict"] == "flaky")
-        result["flaky_kills"] = flaky
-        result["status"] = "killed" if result["killed_by"] else ("flaky" if flaky else "survived")
-        result["expected_but_survived"] = sorted(n for n in m["tests"] if n in v and v[n]["verdict"] != "killed")
+        record_verdicts(result, runs, m["tests"])
         return result
     finally:
         restore(tree, build, rel, original, mtime_ns, host_objs)

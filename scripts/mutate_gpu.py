@@ -354,13 +354,7 @@ def cmd_run(args):
         for _ in range(args.reps - 1):
             runs.append(run_cases(bins, r["id"], killers or cases, where, timeout))
         r["test_seconds"] = round(time.time() - t, 1)
-        v = mutate.verdicts(runs)
-        r["tests"] = v
-        r["killed_by"] = sorted(n for n, x in v.items() if x["verdict"] == "killed")
-        r["kill_units"] = sorted(n + ": " + u if u != n else n for n in r["killed_by"] for u in v[n]["units"])
-        r["flaky_kills"] = sorted(n for n, x in v.items() if x["verdict"] == "flaky")
-        r["status"] = "killed" if r["killed_by"] else ("flaky" if r["flaky_kills"] else "survived")
-        r["expected_but_survived"] = sorted(n for n in planned["expected_tests"] if n in v and v[n]["verdict"] != "killed")
+        mutate.record_verdicts(r, runs, planned["expected_tests"])
         return r
 
     def finished(r):
@@ -382,7 +376,7 @@ def cmd_run(args):
             finished(f.result())
     results = [done[i] for i in ids]
     doc["mutants"] = results
-    doc["summary"] = mutate.summarize(results, [m["id"] for m in plan["mutants"]])
+    doc["summary"] = mutate.summarize(results, ids)
     doc["complete"] = True
     path = mutate.write_matrix(out_dir, doc)
     s = doc["summary"]
@@ -476,6 +470,19 @@ def selftest_run():
         killed = next((m for m in km["mutants"] if m["id"] == "m_killed"), {})
         if killed.get("killed_by") != ["A.first"] or killed.get("tests", {}).get("A.first", {}).get("kills") != 3:
             problems.append("run: m_killed %r" % {k: killed.get(k) for k in ("killed_by", "tests")})
+        # Bad input is refused before anything runs (exit 2 in main): each names what is wrong.
+        for bad, want in ((dict(reps=0), "--reps"), (dict(parallel=0), "--parallel"),
+                          (dict(only="m_killed,nosuch"), "nosuch"), (dict(cases="A.nosuch"), "A.nosuch"),
+                          (dict(bins=os.path.join(d, "nobins")), "plan.json")):
+            a = argparse.Namespace(**{**vars(args), "out": os.path.join(d, "bad"), **bad})
+            try:
+                cmd_run(a)
+                problems.append("run %r: accepted" % bad)
+            except BadInput as e:
+                if want not in str(e):
+                    problems.append("run %r: refused without naming %s: %s" % (bad, want, e))
+            if os.path.exists(os.path.join(d, "bad", "kill_matrix.json")):
+                problems.append("run %r: wrote a kill matrix" % bad)
     return problems
 
 
