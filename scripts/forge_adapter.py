@@ -27,6 +27,20 @@ Paths (release file:line in K = src/fused_grad_optimizer/kernel.py):
   fp8             kernel_fp8_state.fused_grad_adamw_fp8state (launch check only; v1 has no fp8 state)
   wmma_v3         cutlass_kernel_h200.fused_grad_adamw_cutlass (nvcc JIT, bf16 only)  role fused
   cutlass_hopper  hopper_kernel_h200.fused_grad_adamw_hopper (needs <repo>/cutlass) role two_phase
+  hopper_streamk  hopper_streamk_h200.fused_grad_adamw_hopper_streamk (CUTLASS stream-K GEMM into a
+                  bf16 G, then the CUDA opt-only step)                        role two_phase
+  evt2x           cutlass2x_evt_h200.fused_grad_adamw_evt2x (CUTLASS 2.x EVT, one kernel) role fused
+  evt_sm90        hopper_evt_adamw_h200's Sm90 EVT module, entry hopper_evt_adamw_256x128 (the
+                  release's wrapper would fall back to GEMM + opt-only unless FUSED_GRAD_EVT_TRUE=1,
+                  so the adapter calls the module)                            role fused
+  evt_sm90_128x256  the same kernel at 128x256 (m and v aux stages 0: no shared memory)  role fused
+  evt_sm90_aliased  entry hopper_evt_adamw_128x256_a1: m and v staged with one aux stage each, the
+                  same C++ type, so CUTLASS pools their shared memory and v's load overwrites m's
+                  (the release's comment, fused_adamw_evt_sm90.cu:266-273); /meta variant_of
+                  evt_sm90_128x256, judged by ext_variant                     role fused
+The CUTLASS paths (bf16 W, m, v only) JIT-build against <forge-src>/cutlass (CUTLASS's headers, an
+ignored folder). --build-only DIR builds a path's extensions and copies each .so into DIR;
+--prebuilt DIR loads them from there instead of building (the runner's calls are short).
 
 order_probe cases on the AdamW fused paths: one call with beta1=0, lr=0, wd=0, step=1, fp32 m and
 v of zeros and a bf16 W of zeros. Then the stored m = 0*0 + 1*G is the fused G bit for bit.
@@ -106,6 +120,19 @@ PATHS = {
     "cutlass_hopper": dict(role="two_phase", sw=switches(), order=None,
                            kernel="CUTLASS 3.x GEMM into bf16 G + CUDA opt-only (hopper_kernel_h200.py:118), tile 256x128",
                            g_source="CUTLASS WGMMA GEMM into a bf16 temporary (hopper_kernel_h200.py:145-147)"),
+    "hopper_streamk": dict(role="two_phase", sw=switches(), order=None,
+                           kernel="CUTLASS 3.x stream-K GEMM into bf16 G + CUDA opt-only (hopper_streamk_h200.py:108), tile 256x128",
+                           g_source="CUTLASS stream-K WGMMA GEMM into a bf16 temporary (hopper_streamk_h200.py:133-135)"),
+    "evt2x": dict(role="fused", sw=switches(), order=None,
+                  kernel="csrc/evt_fused/fused_adamw_evt.cu via cutlass2x_evt_h200.fused_grad_adamw_evt2x (:96), tile 128x128"),
+    "evt_sm90": dict(role="fused", sw=switches(), order=None, entry="hopper_evt_adamw_256x128",
+                     kernel="csrc/hopper_evt_adamw/fused_adamw_evt_sm90.cu hopper_evt_adamw_256x128 (aux stages 0)"),
+    "evt_sm90_128x256": dict(role="fused", sw=switches(), order=None, entry="hopper_evt_adamw_128x256",
+                             kernel="csrc/hopper_evt_adamw/fused_adamw_evt_sm90.cu hopper_evt_adamw_128x256 (aux stages 0)"),
+    "evt_sm90_aliased": dict(role="fused", sw=switches(), order=None, entry="hopper_evt_adamw_128x256_a1",
+                             variant_of="evt_sm90_128x256",
+                             kernel="csrc/hopper_evt_adamw/fused_adamw_evt_sm90.cu hopper_evt_adamw_128x256_a1 "
+                                    "(m and v aux stages 1: pooled shared memory, the release's 'BUGGY' variant, :551)"),
 }
 TRITON_ADAMW_FUSED = ("persistent", "auto", "autotuned", "tma", "tma_ws")
 
@@ -145,6 +172,7 @@ class Env:
         self.K = None
         self.forge_version = "n/a"
         self.builds = {}  # JIT builds tried so far -> None (built) or the error text
+        self.prebuilt = getattr(args, "prebuilt", None)
         if args.path != "torch_reference":
             self.load_forge(args.forge_src)
             self.apply_switches()
@@ -528,12 +556,97 @@ def run_cutlass_hopper(env, case):
         raise Unsupported("two-phase path with a bf16 G temporary; no step exposes the fp32 sum")
     if case.kind != "adamw" or case.weight_dtype != "bf16" or case.state_dtype != "bf16":
         raise Unsupported("the CUDA opt-only kernel takes bf16 G, W, m, v only (optimizer_only_adamw.cu:135-142)")
-    from fused_grad_optimizer import hopper_kernel_h200 as hk
     from fused_grad_optimizer.hopper_kernel_h200 import fused_grad_adamw_hopper
-    ensure_built(env, "cutlass_hopper", hk._get_module_hopper, hk._get_module_opt_only)
+    ensure_built(env, "cutlass_hopper", *(lambda k=k: cutlass_module(env, k) for k in PATH_BUILDS["cutlass_hopper"]))
 
     def call(dy, x, w, m, v, g, **h):
         fused_grad_adamw_hopper(dy, x, w, m, v, tile="256x128", **h)
+    rec = run_adamw_steps(env, case, call)
+    return rec.datasets(), rec.detail(env.spec["kernel"])
+
+
+# The release's CUTLASS extensions: (module, its loader, the module global that caches the
+# build, the extension's name) per build key; each loader JIT-builds against <repo>/cutlass.
+CUTLASS_BUILDS = {
+    "hopper": ("hopper_kernel_h200", "_get_module_hopper", "_module_hopper", "fused_adamw_hopper_h200"),
+    "hopper_opt_only": ("hopper_kernel_h200", "_get_module_opt_only", "_module_opt_only",
+                        "optimizer_only_adamw_cuda_h200_hopper"),
+    "streamk": ("hopper_streamk_h200", "_get_module", "_module", "fused_adamw_hopper_streamk_h200"),
+    "streamk_opt_only": ("hopper_streamk_h200", "_get_module_opt_only", "_module_opt_only",
+                         "optimizer_only_adamw_cuda_h200_streamk"),
+    "evt2x": ("cutlass2x_evt_h200", "_get_module", "_module", "fused_adamw_evt_2x_h200"),
+    "evt_sm90": ("hopper_evt_adamw_h200", "_get_module", "_true_evt_module", "fused_adamw_evt_sm90_h200"),
+}
+PATH_BUILDS = {"cutlass_hopper": ("hopper", "hopper_opt_only"), "hopper_streamk": ("streamk", "streamk_opt_only"),
+               "evt2x": ("evt2x",), "evt_sm90": ("evt_sm90",), "evt_sm90_128x256": ("evt_sm90",),
+               "evt_sm90_aliased": ("evt_sm90",)}
+
+
+def cutlass_module(env, key):
+    """The release's extension `key`: from --prebuilt DIR when it holds the .so (set into the
+    release module's cache, so the release's own loader returns it), else the release's JIT build."""
+    import importlib
+    import importlib.util
+    modname, getter, cache, ext = CUTLASS_BUILDS[key]
+    rel = importlib.import_module("fused_grad_optimizer." + modname)
+    so = os.path.join(env.prebuilt, ext + ".so") if env.prebuilt else None
+    if so and os.path.isfile(so) and getattr(rel, cache, None) is None:
+        spec = importlib.util.spec_from_file_location(ext, so)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        setattr(rel, cache, mod)
+    return getattr(rel, getter)()
+
+
+def build_path(env, out_dir):
+    """--build-only: build (or load) every extension the path needs; copy each .so into out_dir."""
+    import shutil
+    for key in PATH_BUILDS.get(env.path, ()):
+        mod = cutlass_module(env, key)
+        dst = os.path.join(out_dir, CUTLASS_BUILDS[key][3] + ".so")
+        if os.path.abspath(mod.__file__) != os.path.abspath(dst):
+            shutil.copyfile(mod.__file__, dst)
+        print("forge_adapter: %s: %s" % (key, dst), flush=True)
+
+
+def bf16_only(case, what):
+    if case.kind == "order_probe":
+        raise Unsupported("m is bf16 here, so the stored m cannot hold the fp32 G")
+    if case.kind != "adamw" or case.weight_dtype != "bf16" or case.state_dtype != "bf16":
+        raise Unsupported("%s takes bf16 W, m and v only (its TORCH_CHECKs)" % what)
+
+
+def run_hopper_streamk(env, case):
+    bf16_only(case, "the stream-K GEMM + CUDA opt-only path")
+    from fused_grad_optimizer.hopper_streamk_h200 import fused_grad_adamw_hopper_streamk
+    ensure_built(env, "hopper_streamk", *(lambda k=k: cutlass_module(env, k) for k in PATH_BUILDS["hopper_streamk"]))
+
+    def call(dy, x, w, m, v, g, **h):
+        fused_grad_adamw_hopper_streamk(dy, x, w, m, v, tile="256x128", **h)
+    rec = run_adamw_steps(env, case, call)
+    return rec.datasets(), rec.detail(env.spec["kernel"])
+
+
+def run_evt2x(env, case):
+    bf16_only(case, "the CUTLASS 2.x EVT kernel")
+    from fused_grad_optimizer.cutlass2x_evt_h200 import fused_grad_adamw_evt2x
+    ensure_built(env, "evt2x", lambda: cutlass_module(env, "evt2x"))
+
+    def call(dy, x, w, m, v, g, **h):
+        fused_grad_adamw_evt2x(dy, x, w, m, v, tile="128x128", **h)
+    rec = run_adamw_steps(env, case, call)
+    return rec.datasets(), rec.detail(env.spec["kernel"])
+
+
+def run_evt_sm90(env, case):
+    """The Sm90 EVT module's entry, called as the release's wrapper calls it when FUSED_GRAD_EVT_TRUE=1
+    (bias corrections from the step in Python doubles), but with no silent fallback."""
+    bf16_only(case, "the Sm90 EVT kernel")
+    ensure_built(env, "evt_sm90", lambda: cutlass_module(env, "evt_sm90"))
+    fn = getattr(cutlass_module(env, "evt_sm90"), env.spec["entry"])
+
+    def call(dy, x, w, m, v, g, lr, beta1, beta2, eps, weight_decay, step):
+        fn(dy, x, w, m, v, lr, beta1, beta2, eps, weight_decay, 1.0 - beta1 ** step, 1.0 - beta2 ** step)
     rec = run_adamw_steps(env, case, call)
     return rec.datasets(), rec.detail(env.spec["kernel"])
 
@@ -625,6 +738,8 @@ RUNNERS = {
     "int8": run_int8, "int8_opt_only": run_int8_opt_only, "sgd": run_sgd,
     "torch_reference": run_torch_reference, "fp8": run_fp8,
     "wmma_v3": run_wmma_v3, "cutlass_hopper": run_cutlass_hopper,
+    "hopper_streamk": run_hopper_streamk, "evt2x": run_evt2x,
+    "evt_sm90": run_evt_sm90, "evt_sm90_128x256": run_evt_sm90, "evt_sm90_aliased": run_evt_sm90,
 }
 
 
@@ -683,6 +798,8 @@ def write_results(env, args, tmp_path):
         meta.attrs["cuda"] = str(t.version.cuda)
         meta.attrs["device"] = str(t.cuda.get_device_name())
         meta.attrs["g_source"] = spec.get("g_source", "own: computed in the fused kernel, never materialized")
+        if spec.get("variant_of"):
+            meta.attrs["variant_of"] = spec["variant_of"]
 
         out = rf.create_group("cases")
         pattern = re.compile(args.cases_filter) if args.cases_filter else None
@@ -881,13 +998,17 @@ def main():
     ap.add_argument("--plant", choices=["one_ulp_w"])
     ap.add_argument("--timing", metavar="OUT.json")
     ap.add_argument("--force", action="store_true", help="replace existing RESULTS.h5 and --timing files")
+    ap.add_argument("--prebuilt", metavar="DIR", help="load the CUTLASS paths' extensions (.so) from DIR when there")
+    ap.add_argument("--build-only", metavar="DIR", help="build the path's CUTLASS extensions, copy each .so into DIR, exit")
     ap.add_argument("--timing-shapes", default="4096x4096x512,14336x4096x512,4096x4096x2048",
                     help="comma-separated OUTxINxT")
     args = ap.parse_args()
     if (args.cases is None) != (args.results is None):
         ap.error("give both CASES.h5 and RESULTS.h5, or neither (timing only)")
-    if args.cases is None and not args.timing:
-        ap.error("nothing to do: give CASES.h5 RESULTS.h5 and/or --timing OUT.json")
+    if args.cases is None and not args.timing and not args.build_only:
+        ap.error("nothing to do: give CASES.h5 RESULTS.h5, --timing OUT.json or --build-only DIR")
+    if args.build_only and args.path not in PATH_BUILDS:
+        ap.error("--build-only: path %s builds no CUTLASS extension" % args.path)
     inputs = [args.cases] if args.cases is not None else []
     try:
         # Every file is checked before torch and the release are loaded and any kernel runs.
@@ -902,6 +1023,9 @@ def main():
         env = Env(args)
         print("forge_adapter: path %s (%s), role %s, switches %s" % (args.path, PATHS[args.path]["kernel"],
               PATHS[args.path]["role"], env.switches_json()), flush=True)
+        if args.build_only:
+            os.makedirs(args.build_only, exist_ok=True)
+            build_path(env, args.build_only)
         if args.cases is not None:
             write_output(args.results, lambda tmp: write_results(env, args, tmp), inputs, args.force)
             print("forge_adapter: wrote %s" % args.results, flush=True)

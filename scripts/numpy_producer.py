@@ -7,7 +7,7 @@ element, one fp32 multiply and one fp32 add per token, in token order, from +0. 
 two bf16 values are exact in fp32, so only the adds round.
 
 Usage:
-  numpy_producer.py CASES.h5 RESULTS.h5 --role fused|two_phase [--plant one_ulp_w|wrong_order]
+  numpy_producer.py CASES.h5 RESULTS.h5 --role fused|two_phase [--plant one_ulp_w|wrong_order|m_reads_v]
 
   --role fused       G is summed tile by tile (32x32) and each tile is stepped at once.
   --role two_phase   G is summed for the whole matrix first (and written as the optional `G`),
@@ -17,6 +17,10 @@ Usage:
                      judge must catch).
   --plant wrong_order  declare order_model="mma_chain" (k16, no split) while still summing
                      fp32_sequential (the order-probe judge must catch it).
+  --plant m_reads_v  a variant of the role's path (path numpy_<role>_m_reads_v, /meta variant_of
+                     numpy_<role>): each step reads v where m belongs, the FORGE release's pooled
+                     m/v staging in numpy's terms. From a zero state the first step is still exact;
+                     every later one differs (the variant judge, ext_variant, must say so).
 
 Exit status: 0 on success, 2 on bad input (missing file, wrong interface version, a case the
 script cannot read). The output is written to a temp file in the same folder and renamed at the
@@ -225,7 +229,7 @@ def run_order_probe(case, grp):
     return "fp32_sequential G over the whole matrix"
 
 
-def run_adamw(case, grp, role):
+def run_adamw(case, grp, role, m_reads_v=False):
     """kind adamw and adamw_int8. Returns the detail string."""
     shape = (case.out, case.inp)
     int8 = case.kind == "adamw_int8"
@@ -252,6 +256,8 @@ def run_adamw(case, grp, role):
     for s in range(case.steps):
         h = Hyper(case, case.first_step + s)
         x, dy = case.step_inputs(s)
+        if m_reads_v:
+            m = v  # planted: m's load lands where v's does
         if role == "two_phase":
             # phase 1: the whole G, materialized; phase 2: the step over the whole matrix
             g = grad_fp32_sequential(x, dy)
@@ -332,7 +338,7 @@ def write_results(cases_path, tmp_path, role, plant):
             rf.attrs["file_kind"] = "results"
             rf.attrs["cases_id"] = cases_id
             rf.attrs["producer"] = "numpy_reference"
-            rf.attrs["path"] = "numpy_" + role
+            rf.attrs["path"] = "numpy_" + role + ("_m_reads_v" if plant == "m_reads_v" else "")
             rf.attrs["role"] = role
             if plant == "wrong_order":
                 # a false claim: the sums are fp32_sequential
@@ -352,6 +358,8 @@ def write_results(cases_path, tmp_path, role, plant):
             meta.attrs["torch"] = "none"
             meta.attrs["cuda"] = "none"
             meta.attrs["device"] = "cpu"
+            if plant == "m_reads_v":
+                meta.attrs["variant_of"] = "numpy_" + role
             meta.attrs["g_source"] = ("own fp32_sequential materialized G" if role == "two_phase"
                                       else "own fp32_sequential, per tile, never materialized")
 
@@ -363,7 +371,7 @@ def write_results(cases_path, tmp_path, role, plant):
                 if case.kind == "order_probe":
                     detail = run_order_probe(case, grp)
                 else:
-                    detail = run_adamw(case, grp, role)
+                    detail = run_adamw(case, grp, role, m_reads_v=plant == "m_reads_v")
                 grp.attrs["status"] = "ok"
                 grp.attrs["detail"] = detail
                 if plant == "one_ulp_w" and not planted and case.kind == "adamw":
@@ -380,7 +388,7 @@ def main():
     ap.add_argument("cases")
     ap.add_argument("results")
     ap.add_argument("--role", required=True, choices=["fused", "two_phase"])
-    ap.add_argument("--plant", choices=["one_ulp_w", "wrong_order"])
+    ap.add_argument("--plant", choices=["one_ulp_w", "wrong_order", "m_reads_v"])
     args = ap.parse_args()
 
     if not os.path.isfile(args.cases):

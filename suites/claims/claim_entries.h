@@ -39,6 +39,7 @@ FH_CLAIM(prop3_gradient_memory);
 FH_CLAIM(tied_embedding);
 FH_CLAIM(ext_order_probe);
 FH_CLAIM(ext_prop1);
+FH_CLAIM(ext_variant);
 FH_CLAIM(ext_corollary1);
 FH_CLAIM(ext_int8);
 FH_CLAIM(ext_model_memory);

@@ -2,38 +2,12 @@
 // two-phase path (G materialized, then the producer's optimizer-only step), bitwise, on every
 // adamw and adamw_int8 case both ran: W, and the stored state (m, v; or the INT8 codes and
 // scales) after every step. A fused file of a producer with no two-phase file is not run.
-#include "oracles/param_compare.h"
 #include "suites/claims/claim_entries.h"
 #include "suites/claims/external_common.h"
 
 namespace fh {
 
 namespace {
-
-// Every stored output of the case, both files, bit for bit.
-ParamEvidence compare_outputs(const ext::ResultsFile& a, const ext::ResultsFile& b, const ext::CaseSpec& c) {
-  ParamEvidence ev;
-  for (const ext::ResultDatasetSpec& d : ext::case_outputs(c)) {
-    if (d.optional) continue;  // G: a two-phase path's input, not an output to compare
-    const ext::Tensor ta = a.load(c.id, d.name), tb = b.load(c.id, d.name);
-    const int64_t per_step = ta.numel() / c.steps;
-    const int64_t cols = d.shape.back();
-    for (int64_t s = 0; s < c.steps; ++s) {
-      BitwiseContext ctx;
-      ctx.name = d.name + " after step " + std::to_string(s);
-      ctx.step = s;
-      const ext::Tensor sa = ta.slab(s), sb = tb.slab(s);
-      BitwiseReport r;
-      if (d.dtype == ext::Dtype::bf16) r = compare_bitwise(sa.bf16s(), sb.bf16s(), per_step / cols, cols, ctx);
-      else if (d.dtype == ext::Dtype::int8) {
-        ctx.signed_codes = true;
-        r = compare_bitwise(sa.u8(), sb.u8(), per_step / cols, cols, ctx);
-      } else r = compare_bitwise(sa.floats(), sb.floats(), per_step / cols, cols, ctx);
-      ev.add(r, d.name);
-    }
-  }
-  return ev;
-}
 
 // Proposition 1's premise: the two-phase path materializes G in the order the fused path sums
 // it. Either both declare the same order, or the two-phase path took the cases' G (the twin's
@@ -79,7 +53,7 @@ void claim_ext_prop1(const VerifyConfig& cfg, Report& report, const Progress& pr
         cs.set_attr("two_phase_path", p->path_name()).set_attr("two_phase_g_source", p->meta().count("g_source") ? p->meta().at("g_source") : "unknown");
         if (record_not_ok(cs, *f, c.id) || record_not_ok(cs, *p, c.id, false)) continue;
         progress_set_case(f->path_name() + " vs " + p->path_name() + " " + c.id);
-        const ParamEvidence ev = compare_outputs(*f, *p, c);
+        const ParamEvidence ev = fold(compare_outputs_per_step(*f, *p, c));
         if (!same_g_order(*f, *p)) {
           // Measured, not judged: a G in another order (or format) is outside the proposition.
           cs.add_i64("differing_other_g_order", {ev.differing},

@@ -252,4 +252,34 @@ void set_external_attrs(CaseRecord& cs, const ext::ResultsFile& r) {
       .set_attr("results_file", r.path()).set_attr("declared_order", r.order().describe());
 }
 
+std::vector<ParamEvidence> compare_outputs_per_step(const ext::ResultsFile& a, const ext::ResultsFile& b, const ext::CaseSpec& c) {
+  std::vector<ParamEvidence> per_step(size_t(c.steps));
+  for (const ext::ResultDatasetSpec& d : ext::case_outputs(c)) {
+    if (d.optional) continue;  // G: a two-phase path's input, not an output to compare
+    const ext::Tensor ta = a.load(c.id, d.name), tb = b.load(c.id, d.name);
+    const int64_t per = ta.numel() / c.steps;
+    const int64_t cols = d.shape.back();
+    for (int64_t s = 0; s < c.steps; ++s) {
+      BitwiseContext ctx;
+      ctx.name = d.name + " after step " + std::to_string(s);
+      ctx.step = s;
+      const ext::Tensor sa = ta.slab(s), sb = tb.slab(s);
+      BitwiseReport r;
+      if (d.dtype == ext::Dtype::bf16) r = compare_bitwise(sa.bf16s(), sb.bf16s(), per / cols, cols, ctx);
+      else if (d.dtype == ext::Dtype::int8) {
+        ctx.signed_codes = true;
+        r = compare_bitwise(sa.u8(), sb.u8(), per / cols, cols, ctx);
+      } else r = compare_bitwise(sa.floats(), sb.floats(), per / cols, cols, ctx);
+      per_step[size_t(s)].add(r, d.name);
+    }
+  }
+  return per_step;
+}
+
+ParamEvidence fold(const std::vector<ParamEvidence>& per_step) {
+  ParamEvidence ev;
+  for (const ParamEvidence& e : per_step) ev.add(e);
+  return ev;
+}
+
 }  // namespace fh

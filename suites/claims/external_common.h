@@ -9,6 +9,7 @@
 
 #include "kernels/common/reduction_order.h"
 #include "inputs/external_io.h"
+#include "oracles/param_compare.h"
 #include "reports/report.h"
 #include "suites/claims/claim_config.h"
 
@@ -46,6 +47,10 @@ ReductionOrder to_reduction_order(const ext::DeclaredOrder& order);
 // path, the reference; judged_path false) a failure is the partner's, not this row's: not run,
 // with the partner's error (the partner's own rows carry its failure).
 bool record_not_ok(CaseRecord& cs, const ext::ResultsFile& r, const std::string& case_id, bool judged_path = true);
+// Every stored output of case c (W and the state; G, an optional input, left out) in two results
+// files, bit for bit: one evidence per step, over all the outputs.
+std::vector<ParamEvidence> compare_outputs_per_step(const ext::ResultsFile& a, const ext::ResultsFile& b, const ext::CaseSpec& c);
+ParamEvidence fold(const std::vector<ParamEvidence>& per_step);
 // Attributes every external case carries: producer, path, role, results file.
 void set_external_attrs(CaseRecord& cs, const ext::ResultsFile& r);
 

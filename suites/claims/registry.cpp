@@ -271,6 +271,12 @@ std::vector<ClaimInfo> make_registry() {
        claim_ext_prop1},
        {"ran", "fused_equals_two_phase"}), kInputExternal),
       reading(with_findings(
+      {"ext_variant", "An external kernel's variant equals the kernel it varies",
+       "a path whose /meta variant_of names a base path of the same producer equals it bitwise (W and state, every step); the first step and element where they part",
+       {"an external producer's variant and base paths"}, {"oracles/bitwise", "oracles/param_compare"},
+       {"differing_per_step", "first_differing_step"}, 0, kNeedsNothing, claim_ext_variant},
+       {"ran", "variant_equals_base"}), kInputExternal),
+      reading(with_findings(
       {"ext_corollary1", "Corollary 1 as the FORGE README states it: only the summation order differs",
        "external path vs cuBLAS + torch fused AdamW: deviation per step; step 0 split into GEMM-order and arithmetic parts",
        {"an external producer", "its reference (cuBLAS + torch.optim.AdamW(fused=True))", "kernels/rules/adamw_torch_fused (host model)",

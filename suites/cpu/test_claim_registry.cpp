@@ -117,7 +117,7 @@ TEST(claim_registry, RowsDeclareTheInputsTheirCodeReads) {
     return ids;
   };
   EXPECT_EQ(judging(fh::kInputExternal),
-            (std::vector<std::string>{"ext_order_probe", "ext_prop1", "ext_corollary1", "ext_int8"}));
+            (std::vector<std::string>{"ext_order_probe", "ext_prop1", "ext_variant", "ext_corollary1", "ext_int8"}));
   EXPECT_EQ(judging(fh::kInputModelRuns), (std::vector<std::string>{"ext_model_memory", "ext_model_time"}));
   EXPECT_EQ(judging(fh::kInputModelSteps), (std::vector<std::string>{"model_step_figures"}));
   EXPECT_EQ(judging(fh::kInputTimings), (std::vector<std::string>{"ext_layer_speed", "speed_decomposition"}));

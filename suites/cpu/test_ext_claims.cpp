@@ -125,10 +125,14 @@ std::string torch_model_results(const std::string& role, bool plant_one_ulp = fa
 // case recorded as failed by the producer.
 std::string mutated_copy(const std::string& in, const std::string& name, const std::string& case_id,
                          const std::string& dataset, const std::function<void(Tensor&)>& mutate,
-                         bool fail_case = false) {
+                         bool fail_case = false, const std::string& as_variant = "") {
   const fh::ext::CasesFile cases(cases_path());
   const fh::ext::ResultsFile r(in, cases);
   fh::ext::ResultsHeader h{cases.header().cases_id, r.producer(), r.path_name(), r.role(), r.order(), r.meta()};
+  if (!as_variant.empty()) {  // the same outputs as path as_variant, a variant of the input's path
+    h.path = as_variant;
+    h.meta["variant_of"] = r.path_name();
+  }
   std::vector<fh::ext::ResultCaseOut> outs;
   for (const auto& rc : r.cases()) {
     fh::ext::ResultCaseOut o{rc.id, rc.status, rc.error, rc.detail, {}};
@@ -219,6 +223,35 @@ TEST(ext_prop1, NumpyFusedEqualsItsTwoPhaseAndAOneUlpChangeFails) {
   // No two-phase file: not run, never a pass.
   const auto alone = judge(fh::claim_ext_prop1, {numpy_results("fused")});
   EXPECT_EQ(alone.find_claim("ext_prop1")->verdict, fh::Verdict::not_run);
+}
+
+// The release's pooled m/v staging in numpy's terms (numpy_producer.py --plant m_reads_v): every
+// step reads v where m belongs. From the zero state the first step equals the base path; from
+// step 1 on it differs; the case that starts from a non-zero state differs at step 0.
+TEST(ext_variant, AVariantReadingVForMPartsFromItsBaseAtTheSecondStep) {
+  const std::string variant = numpy_results("fused", "m_reads_v");
+  const fh::ReportData r = judge(fh::claim_ext_variant, {numpy_results("fused"), variant});
+  const auto v = verdicts(r, "ext_variant", "variant_equals_base");
+  ASSERT_EQ(v.size(), 5u);  // the adamw and INT8 cases of the ci set
+  EXPECT_EQ(count(v, fh::Verdict::fail), 5);
+  auto first_step = [&](const std::string& case_id) {
+    const fh::CaseData* cs = r.find_case("ext_variant", "numpy_fused_m_reads_v_vs_numpy_fused." + case_id);
+    EXPECT_NE(cs, nullptr) << case_id;
+    if (!cs) return int64_t(-2);
+    for (const fh::Dataset& d : cs->datasets)
+      if (d.name == "first_differing_step") return d.i64.at(0);
+    return int64_t(-3);
+  };
+  EXPECT_EQ(first_step("adamw_bf16_bf16_48x40_t37"), 1);
+  EXPECT_EQ(first_step("adamw_fp32_fp32_48x40_t37"), 1);
+  EXPECT_EQ(first_step("adamw_bf16_bf16_late_48x40_t37"), 0);
+  // The base against itself as a variant passes: the check can pass, and names its base.
+  const fh::ReportData same = judge(fh::claim_ext_variant, {numpy_results("fused"), mutated_copy(numpy_results("fused"),
+                                    "np_fused_as_variant.h5", "", "", {}, false, "numpy_fused_self")});
+  EXPECT_EQ(count(verdicts(same, "ext_variant", "variant_equals_base"), fh::Verdict::pass), 5);
+  // The base missing: not run, never a pass; no variant at all: not run.
+  EXPECT_EQ(judge(fh::claim_ext_variant, {variant}).find_claim("ext_variant")->verdict, fh::Verdict::not_run);
+  EXPECT_EQ(judge(fh::claim_ext_variant, {numpy_results("fused")}).find_claim("ext_variant")->verdict, fh::Verdict::not_run);
 }
 
 TEST(ext_corollary1, TorchArithmeticPassesNumpyArithmeticFailsAndAOneUlpChangeFails) {
