@@ -588,6 +588,13 @@ def cutlass_module(env, key):
     import importlib
     import importlib.util
     modname, getter, cache, ext = CUTLASS_BUILDS[key]
+    try:  # the release's loaders import the ninja wheel for its BIN_DIR; the runner may have only the binary
+        import ninja  # noqa: F401
+    except ImportError:
+        import shutil
+        import types
+        if shutil.which("ninja"):
+            sys.modules["ninja"] = types.SimpleNamespace(BIN_DIR=os.path.dirname(shutil.which("ninja")))
     rel = importlib.import_module("fused_grad_optimizer." + modname)
     so = os.path.join(env.prebuilt, ext + ".so") if env.prebuilt else None
     if so and os.path.isfile(so) and getattr(rel, cache, None) is None:

@@ -14,10 +14,11 @@ namespace fh {
 
 namespace {
 const char* kUsage =
-    "Usage: forge-verify external-cases --set ci|forge [--seed N] [--force] OUT.h5\n"
+    "Usage: forge-verify external-cases --set ci|forge|forge_adamw [--seed N] [--force] OUT.h5\n"
     "Writes the cases an external producer runs (docs/EXTERNAL_PRODUCER.md): 'ci' is small (every\n"
     "case kind, judged on a CPU), 'forge' is the FORGE release audit (probes at the Llama-3.1-8B\n"
-    "layer shapes, about 1.2 GB). OUT must be absent unless --force.\n";
+    "layer shapes, about 1.2 GB), 'forge_adamw' its AdamW and INT8 cases alone (the same inputs,\n"
+    "a few MB: for paths that take no probe). OUT must be absent unless --force.\n";
 }
 
 int run_external_cases(int argc, char** argv, const std::string& revision) {
@@ -49,8 +50,8 @@ int run_external_cases(int argc, char** argv, const std::string& revision) {
       return 2;
     } else out = a;
   }
-  if (set != "ci" && set != "forge") {
-    std::fprintf(stderr, "forge-verify external-cases: --set must be ci or forge\n%s", kUsage);
+  if (set != "ci" && set != "forge" && set != "forge_adamw") {
+    std::fprintf(stderr, "forge-verify external-cases: --set must be ci, forge or forge_adamw\n%s", kUsage);
     return 2;
   }
   if (out.empty()) {
