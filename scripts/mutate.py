@@ -197,6 +197,14 @@ def code_span(line):
     return line, mask
 
 
+def line_is_string_concat(code, mask, at, n):
+    """The operator at code[at:at+n] joins strings: a literal right beside it, or a std::string
+    built on the line (std::to_string, a .path_name()-style call whose operand is a string)."""
+    left, right = code[:at].rstrip(), code[at + n:].lstrip()
+    near_literal = (left.endswith('"') or right.startswith('"'))
+    return near_literal or "to_string(" in right[:16] or "to_string(" in left[-40:] and left.endswith(")")
+
+
 def mutate_line(line):
     """[(operator name, mutated line)] for one changed line: each operator once, at its first
     occurrence in code (not in a literal or comment); nothing for comments and preprocessor lines."""
@@ -211,6 +219,8 @@ def mutate_line(line):
             at = code.find(old, at + 1)
         if at < 0:
             continue
+        if old in (" + ", " - ") and line_is_string_concat(code, mask, at, len(old)):
+            continue  # "a" - b does not compile: a mutant that costs a build and says nothing
         if old in ("true", "false"):  # whole words only
             before = code[at - 1] if at > 0 else " "
             after = code[at + len(old)] if at + len(old) < len(code) else " "
@@ -742,7 +752,7 @@ def run(args):
     if not os.path.exists(catalog_path) and os.path.exists(args.catalog):
         catalog_path = os.path.abspath(args.catalog)
     mutants = load_catalog(catalog_path) if not args.changed else []
-    if args.list:
+    if args.list and not args.changed:
         for m in mutants:
             print("%-28s %-10s %-44s %s%s" % (m["id"], m["layer"], m["file"], m["why"],
                                               "  [equivalent]" if m.get("equivalent") else ""))
@@ -780,6 +790,10 @@ def run(args):
         if m["file"] not in files:
             raise BadInput("mutant %s: %s is not a file of the tree" % (m["id"], m["file"]))
         check_snippet(m, files[m["file"]].decode("utf-8"), m["file"])
+    if args.list:  # --changed --list: the generated mutants, nothing built
+        for m in chosen:
+            print("%-60s %s" % (m["id"], m["why"]))
+        return 0
     if args.check_catalog:
         print("mutate: catalog %s: %d mutants, every snippet found exactly once" % (catalog_path, len(mutants)))
         return 0
@@ -1056,6 +1070,12 @@ def selftest(args):
                 print(r.stdout[-2000:] + r.stderr[-2000:])
             return r
 
+        # --changed's operators: a string concatenation is not mutated (it would not compile).
+        ops = {line: [op for op, _ in mutate_line(line)] for line in (
+            '  name = a + "_vs_" + b;', '  msg = "step " + std::to_string(s);', '  n = rows + cols;')}
+        ok = list(ops.values()) == [[], [], ["plus"]]
+        checks.append(ok)
+        print("selftest: %-58s %s" % ("--changed: no '-' for a string '+'", "ok" if ok else "FAILED %s" % ops))
         call(["--only", "nosuch", "--out", os.path.join(base, "o0")], 2, "unknown id")
         call(["--only", "missing", "--out", os.path.join(base, "o0")], 2, "snippet not found")
         call(["--only", "beta_swapped", "--tests", "^test_strong$", "--reps", "2", "--out", os.path.join(base, "o1")],
