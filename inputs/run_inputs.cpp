@@ -33,12 +33,14 @@ RunInputs read_run_inputs(const RunInputPaths& paths) {
                                           "--external", &paths.external_results},
                                       {"--external-model", &paths.external_model},
                                       {"--model-step", &paths.model_step},
-                                      {"--external-timing", &paths.external_timing}})
+                                      {"--external-timing", &paths.external_timing},
+                                      {"--kill-matrix", &paths.kill_matrix}})
     refuse_repeated(option, *files);
   RunInputs in;
   for (const auto& f : paths.external_model) in.model_runs.push_back(read_model_bench_json(f));
   for (const auto& f : paths.model_step) in.model_steps.push_back(read_model_step_json(f));
   for (const auto& f : paths.external_timing) in.timings.push_back({f, read_benchmark_json(f), read_benchmark_errors(f)});
+  for (const auto& f : paths.kill_matrix) in.kill_matrices.push_back(read_kill_matrix_json(f));
   if (!paths.bench_json.empty()) {
     try {
       in.benchmarks = read_benchmark_json(paths.bench_json);

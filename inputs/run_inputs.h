@@ -10,6 +10,7 @@
 #include "inputs/benchmark_json.h"
 #include "inputs/external_bench.h"
 #include "inputs/external_io.h"
+#include "inputs/kill_matrix_json.h"
 
 namespace fh {
 
@@ -21,6 +22,7 @@ struct RunInputPaths {
   std::vector<std::string> model_step;        // --model-step: forge-model-step JSON
   std::vector<std::string> external_timing;   // --external-timing: Google Benchmark JSON
   std::string bench_json;                     // --bench-json: forge-bench's Google Benchmark JSON
+  std::vector<std::string> kill_matrix;       // --kill-matrix: scripts/mutate.py / mutate_gpu.py JSON
 };
 
 // The external producer's files: the cases file and the results that answer it, each held open
@@ -43,6 +45,7 @@ struct RunInputs {
   std::vector<ModelStepRun> model_steps;      // one per --model-step, in order
   std::vector<TimingFile> timings;            // one per --external-timing, in order
   std::vector<BenchmarkData> benchmarks;      // --bench-json; empty when not given
+  std::vector<KillMatrix> kill_matrices;      // one per --kill-matrix, in order
 };
 
 // Reads and validates every file `paths` names; one file given twice to the same option (by any

@@ -34,6 +34,8 @@ struct VerifyConfig {
   std::vector<std::string> external_model, external_timing;
   // forge-model-step's JSON files: the model_step_figures claim; empty: not run.
   std::vector<std::string> model_step;
+  // Kill matrices of scripts/mutate.py and scripts/mutate_gpu.py: mutation_kill_matrix; empty: not run.
+  std::vector<std::string> kill_matrix;
   // The files above, parsed and validated by forge-verify before any claim starts (owned by the
   // run). Claims reach them through claim_inputs(), never through the paths.
   const RunInputs* inputs = nullptr;

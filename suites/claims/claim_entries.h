@@ -47,6 +47,7 @@ FH_CLAIM(ext_model_time);
 FH_CLAIM(ext_layer_speed);
 FH_CLAIM(speed_decomposition);
 FH_CLAIM(gpu_order_guard);
+FH_CLAIM(mutation_kill_matrix);
 #undef FH_CLAIM
 #undef FH_VARIANT_CLAIM
 

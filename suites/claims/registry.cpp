@@ -332,6 +332,11 @@ std::vector<ClaimInfo> make_registry() {
        0, kNeedsNothing, claim_model_step_figures},
        {"more_than_halves", "fits_only_under_forge", "below_torch_fused_by_gradient_pool",
         "below_torch_hooks", "speedup_about_1p5", "time_0p8_of_torch", "eq6_within_3pct"}), kInputModelSteps, kInputModelRuns),
+      reading({"mutation_kill_matrix", "The harness's power, measured by mutation (no paper statement)",
+               "each catalog mutant killed in every rep by some test (equivalents argued); rule mutants by two independent units",
+               {"scripts/mutate.py and scripts/mutate_gpu.py (--kill-matrix)", "suites/mutation/*catalog.json"},
+               {"suites/claims/mutation_kill_matrix"}, {"kill_units", "per_layer", "mutants"}, 0, kNeedsNothing,
+               claim_mutation_kill_matrix}, kInputKillMatrices),
 
   };
 }
@@ -367,7 +372,8 @@ const ClaimInfo* find_claim(const std::string& id) {
 
 uint32_t inputs_given(const RunInputPaths& paths) {
   return (paths.external_results.empty() ? 0 : kInputExternal) | (paths.external_model.empty() ? 0 : kInputModelRuns) |
-         (paths.model_step.empty() ? 0 : kInputModelSteps) | (paths.external_timing.empty() ? 0 : kInputTimings);
+         (paths.model_step.empty() ? 0 : kInputModelSteps) | (paths.external_timing.empty() ? 0 : kInputTimings) |
+         (paths.kill_matrix.empty() ? 0 : kInputKillMatrices);
 }
 
 std::string unmet_need(const ClaimNeeds& needs, const MachineCaps& caps) {

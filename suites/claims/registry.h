@@ -40,6 +40,7 @@ enum RunInput : uint32_t {
   kInputModelRuns = 1u << 1,    // RunInputs::model_runs: --external-model
   kInputModelSteps = 1u << 2,   // RunInputs::model_steps: --model-step
   kInputTimings = 1u << 3,      // RunInputs::timings: --external-timing
+  kInputKillMatrices = 1u << 4, // RunInputs::kill_matrices: --kill-matrix
 };
 // The RunInput bits of the files `paths` names (--bench-json is forge-verify's own: none).
 uint32_t inputs_given(const RunInputPaths& paths);

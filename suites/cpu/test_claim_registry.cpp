@@ -121,6 +121,7 @@ TEST(claim_registry, RowsDeclareTheInputsTheirCodeReads) {
   EXPECT_EQ(judging(fh::kInputModelRuns), (std::vector<std::string>{"ext_model_memory", "ext_model_time"}));
   EXPECT_EQ(judging(fh::kInputModelSteps), (std::vector<std::string>{"model_step_figures"}));
   EXPECT_EQ(judging(fh::kInputTimings), (std::vector<std::string>{"ext_layer_speed", "speed_decomposition"}));
+  EXPECT_EQ(judging(fh::kInputKillMatrices), (std::vector<std::string>{"mutation_kill_matrix"}));
   fh::RunInputPaths paths;
   EXPECT_EQ(fh::inputs_given(paths), 0u);
   paths.external_timing = {"t.json"};

@@ -225,6 +225,22 @@ TEST(ext_prop1, NumpyFusedEqualsItsTwoPhaseAndAOneUlpChangeFails) {
   EXPECT_EQ(alone.find_claim("ext_prop1")->verdict, fh::Verdict::not_run);
 }
 
+// forge_adamw: the forge set's AdamW and INT8 cases, no probe; the ci and forge sets unchanged.
+TEST(ext_variant, TheForgeAdamwSetIsTheForgeSetWithoutItsProbes) {
+  std::vector<std::string> forge, adamw;
+  int64_t probes = 0;
+  for (const auto& c : fh::external_case_specs("forge")) {
+    if (c.kind == "order_probe") ++probes;
+    else forge.push_back(c.id + "/" + std::to_string(c.steps) + "/" + c.state_dtype);
+  }
+  for (const auto& c : fh::external_case_specs("forge_adamw")) adamw.push_back(c.id + "/" + std::to_string(c.steps) + "/" + c.state_dtype);
+  EXPECT_EQ(probes, 14);
+  EXPECT_EQ(adamw, forge);
+  EXPECT_EQ(adamw.size(), 13u);
+  EXPECT_EQ(fh::external_case_specs("ci").size(), 6u);
+  EXPECT_THROW(fh::external_case_specs("forge_probes"), std::invalid_argument);
+}
+
 // The release's pooled m/v staging in numpy's terms (numpy_producer.py --plant m_reads_v): every
 // step reads v where m belongs. From the zero state the first step equals the base path; from
 // step 1 on it differs; the case that starts from a non-zero state differs at step 0.
@@ -245,6 +261,29 @@ TEST(ext_variant, AVariantReadingVForMPartsFromItsBaseAtTheSecondStep) {
   EXPECT_EQ(first_step("adamw_bf16_bf16_48x40_t37"), 1);
   EXPECT_EQ(first_step("adamw_fp32_fp32_48x40_t37"), 1);
   EXPECT_EQ(first_step("adamw_bf16_bf16_late_48x40_t37"), 0);
+  // The record says which state the case started from and where the two part.
+  const fh::CaseData* late = r.find_case("ext_variant", "numpy_fused_m_reads_v_vs_numpy_fused.adamw_bf16_bf16_late_48x40_t37");
+  const fh::CaseData* zero = r.find_case("ext_variant", "numpy_fused_m_reads_v_vs_numpy_fused.adamw_bf16_bf16_48x40_t37");
+  ASSERT_TRUE(late && zero);
+  auto attr = [](const fh::CaseData* cs, const std::string& key) {
+    for (const auto& [k, val] : cs->attrs)
+      if (k == key) return val;
+    return std::string("absent");
+  };
+  EXPECT_EQ(attr(late, "state_at_first_step"), "non-zero (step 1000)");
+  EXPECT_EQ(attr(zero, "state_at_first_step"), "zero");
+  ASSERT_EQ(zero->checks.size(), 1u);
+  EXPECT_NE(zero->checks[0].reason.find("parts from numpy_fused at step 1 (steps before it equal)"), std::string::npos)
+      << zero->checks[0].reason;
+  // A case the variant failed on fails "ran"; one its base failed on is not run for the variant.
+  const std::string failed_variant = mutated_copy(variant, "variant_failed.h5", "adamw_fp32_fp32_48x40_t37", "", {}, true);
+  const auto ran = verdicts(judge(fh::claim_ext_variant, {numpy_results("fused"), failed_variant}), "ext_variant", "ran");
+  ASSERT_EQ(ran.size(), 1u);
+  EXPECT_EQ(ran.begin()->second, fh::Verdict::fail);
+  const std::string failed_base = mutated_copy(numpy_results("fused"), "base_failed.h5", "adamw_fp32_fp32_48x40_t37", "", {}, true);
+  const auto ran2 = verdicts(judge(fh::claim_ext_variant, {failed_base, variant}), "ext_variant", "ran");
+  ASSERT_EQ(ran2.size(), 1u);
+  EXPECT_EQ(ran2.begin()->second, fh::Verdict::not_run);
   // The base against itself as a variant passes: the check can pass, and names its base.
   const fh::ReportData same = judge(fh::claim_ext_variant, {numpy_results("fused"), mutated_copy(numpy_results("fused"),
                                     "np_fused_as_variant.h5", "", "", {}, false, "numpy_fused_self")});

@@ -164,3 +164,67 @@ TEST_F(RunInputsTest, ABadInputIsRefusedAtParseNamingFileAndField) {
 }
 
 }  // namespace
+
+// --kill-matrix: mutation_kill_matrix judges each mutant; a survivor, a flaky kill and a build
+// error fail, an argued equivalent is not run (and fails when killed), a rule mutant killed by
+// one unit fails two_independent_kills; an incomplete run says so; a bad file is refused whole.
+TEST(mutation_kill_matrix, VerdictsPerMutantAndBadFilesRefused) {
+  const fs::path dir = fs::temp_directory_path() / ("fh_kill_matrix_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto path = [&](const std::string& name) { return (dir / name).string(); };
+  auto write = [&](const std::string& name, const std::string& text) { std::ofstream(dir / name) << text; };
+  auto mutant = [](const std::string& id, const std::string& layer, const std::string& status,
+                   const std::string& killed_by, const std::string& units, const std::string& extra = "") {
+    return "{\"id\": \"" + id + "\", \"layer\": \"" + layer + "\", \"file\": \"f.h\", \"why\": \"w\", \"status\": \"" +
+           status + "\", \"killed_by\": [" + killed_by + "], \"kill_units\": [" + units + "], \"tests\": {\"t1\": " +
+           "{\"verdict\": \"killed\", \"message\": \"first check failed\"}}" + extra + "}";
+  };
+  const std::string rows =
+      mutant("rule_two", "rules", "killed", "\"t1\"", "\"t1: a\", \"t1: b\"") + ", " +
+      mutant("rule_one", "rules", "killed", "\"t1\"", "\"t1\"") + ", " +
+      mutant("fmt_lives", "formats", "survived", "", "", ", \"expected_but_survived\": [\"t2\"]") + ", " +
+      mutant("fmt_flaky", "formats", "flaky", "", "", ", \"flaky_kills\": [\"t1\"]") + ", " +
+      mutant("broken", "twin", "build_error", "", "", ", \"build\": {\"ok\": false, \"error\": \"x.cpp:1: error\"}") + ", " +
+      mutant("equiv", "kernel", "survived", "", "", ", \"equivalent\": \"a prefetch only\"") + ", " +
+      mutant("equiv_killed", "kernel", "killed", "\"t1\"", "\"t1\"", ", \"equivalent\": \"wrongly argued\"");
+  write("km.json", "{\"tool\": \"scripts/mutate.py\", \"complete\": false, \"reps\": 3, \"mutants\": [" + rows + "]}");
+  fh::VerifyConfig cfg;
+  cfg.kill_matrix = {path("km.json")};
+  const fh::RunInputs inputs = fh::read_run_inputs(fh::input_paths_of(cfg));
+  cfg.inputs = &inputs;
+  const auto v = judge(fh::claim_mutation_kill_matrix, cfg);
+  EXPECT_EQ(v.at("cpu.rules.rule_two/killed_in_every_rep"), fh::Verdict::pass);
+  EXPECT_EQ(v.at("cpu.rules.rule_two/two_independent_kills"), fh::Verdict::pass);
+  EXPECT_EQ(v.at("cpu.rules.rule_one/two_independent_kills"), fh::Verdict::fail);
+  EXPECT_EQ(v.at("cpu.formats.fmt_lives/killed_in_every_rep"), fh::Verdict::fail);
+  EXPECT_EQ(v.at("cpu.formats.fmt_flaky/killed_in_every_rep"), fh::Verdict::fail);
+  EXPECT_EQ(v.at("cpu.twin.broken/killed_in_every_rep"), fh::Verdict::fail);
+  EXPECT_EQ(v.at("cpu.kernel.equiv/killed_in_every_rep"), fh::Verdict::not_run);
+  EXPECT_EQ(v.at("cpu.kernel.equiv_killed/killed_in_every_rep"), fh::Verdict::fail);
+  EXPECT_EQ(v.at("matrix.cpu/run_complete"), fh::Verdict::not_run);
+  // No matrix: not run, never a pass.
+  EXPECT_FALSE(any_judged(judge(fh::claim_mutation_kill_matrix, fh::VerifyConfig{})));
+  // Bad files: refused before any claim runs, naming the field.
+  const std::map<std::string, std::string> bad = {
+      {"tool", "{\"tool\": \"other\", \"complete\": true, \"reps\": 3, \"mutants\": []}"},
+      {"complete", "{\"tool\": \"scripts/mutate.py\", \"complete\": 1, \"reps\": 3, \"mutants\": []}"},
+      {"reps", "{\"tool\": \"scripts/mutate.py\", \"complete\": true, \"reps\": 0, \"mutants\": []}"},
+      {"status", "{\"tool\": \"scripts/mutate.py\", \"complete\": true, \"reps\": 3, \"mutants\": [" +
+                     mutant("m", "rules", "dead", "", "") + "]}"},
+      {"given twice", "{\"tool\": \"scripts/mutate.py\", \"complete\": true, \"reps\": 3, \"mutants\": [" +
+                          mutant("m", "rules", "survived", "", "") + ", " + mutant("m", "rules", "survived", "", "") + "]}"},
+      {"killing tests", "{\"tool\": \"scripts/mutate.py\", \"complete\": true, \"reps\": 3, \"mutants\": [" +
+                            mutant("m", "rules", "killed", "", "") + "]}"}};
+  for (const auto& [field, text] : bad) {
+    write("bad.json", text);
+    fh::VerifyConfig b;
+    b.kill_matrix = {path("bad.json")};
+    try {
+      (void)fh::read_run_inputs(fh::input_paths_of(b));
+      ADD_FAILURE() << field << ": accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  }
+  fs::remove_all(dir);
+}
