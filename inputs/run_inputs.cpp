@@ -1,6 +1,7 @@
 // inputs/run_inputs.h.
 #include "inputs/run_inputs.h"
 
+#include <map>
 #include <optional>
 #include <stdexcept>
 
@@ -26,6 +27,17 @@ void refuse_repeated(const std::string& option, const std::vector<std::string>& 
   }
 }
 
+// One mutant in two matrices of the same tool would be judged twice under one name, its two
+// verdicts maybe different: refused, naming both files.
+void refuse_remeasured(const std::vector<KillMatrix>& matrices) {
+  std::map<std::pair<std::string, std::string>, const std::string*> seen;
+  for (const KillMatrix& m : matrices)
+    for (const KillMatrixMutant& k : m.mutants)
+      if (const auto [it, fresh] = seen.emplace(std::pair{m.tool, k.id}, &m.path); !fresh)
+        throw std::invalid_argument("--kill-matrix '" + *it->second + "' and '" + m.path + "' both measured mutant " +
+                                    k.id + "; give each mutant's measurement once");
+}
+
 }  // namespace
 
 RunInputs read_run_inputs(const RunInputPaths& paths) {
@@ -41,6 +53,7 @@ RunInputs read_run_inputs(const RunInputPaths& paths) {
   for (const auto& f : paths.model_step) in.model_steps.push_back(read_model_step_json(f));
   for (const auto& f : paths.external_timing) in.timings.push_back({f, read_benchmark_json(f), read_benchmark_errors(f)});
   for (const auto& f : paths.kill_matrix) in.kill_matrices.push_back(read_kill_matrix_json(f));
+  refuse_remeasured(in.kill_matrices);
   if (!paths.bench_json.empty()) {
     try {
       in.benchmarks = read_benchmark_json(paths.bench_json);

@@ -29,9 +29,10 @@ void claim_mutation_kill_matrix(const VerifyConfig& cfg, Report& report, const P
                     "no kill matrix: run forge-verify --kill-matrix out/kill_matrix.json (scripts/mutate.py, "
                     "scripts/mutate_gpu.py)"))
     return;
+  int matrix = 0;
   for (const KillMatrix& m : claim_inputs(cfg).kill_matrices) {
     const std::string slice = m.tool == "scripts/mutate_gpu.py" ? "gpu" : "cpu";
-    CaseRecord& run = report.add_case("mutation_kill_matrix", "matrix." + slice);
+    CaseRecord& run = report.add_case("mutation_kill_matrix", "matrix" + std::to_string(++matrix) + "." + slice);
     run.set_attr("file", m.path).set_attr("tool", m.tool).set_attr("device", m.device.empty() ? "this machine" : m.device);
     std::map<std::string, std::array<int64_t, 5>> layers;  // killed, survived, flaky, build_error, equivalent
     for (const KillMatrixMutant& k : m.mutants) {

@@ -201,7 +201,12 @@ TEST(mutation_kill_matrix, VerdictsPerMutantAndBadFilesRefused) {
   EXPECT_EQ(v.at("cpu.twin.broken/killed_in_every_rep"), fh::Verdict::fail);
   EXPECT_EQ(v.at("cpu.kernel.equiv/killed_in_every_rep"), fh::Verdict::not_run);
   EXPECT_EQ(v.at("cpu.kernel.equiv_killed/killed_in_every_rep"), fh::Verdict::fail);
-  EXPECT_EQ(v.at("matrix.cpu/run_complete"), fh::Verdict::not_run);
+  EXPECT_EQ(v.at("matrix1.cpu/run_complete"), fh::Verdict::not_run);
+  // The same mutant measured in two matrices of one tool: refused.
+  fh::VerifyConfig twice;
+  twice.kill_matrix = {path("km.json"), path("km2.json")};
+  std::filesystem::copy_file(path("km.json"), path("km2.json"));
+  EXPECT_THROW((void)fh::read_run_inputs(fh::input_paths_of(twice)), std::invalid_argument);
   // No matrix: not run, never a pass.
   EXPECT_FALSE(any_judged(judge(fh::claim_mutation_kill_matrix, fh::VerifyConfig{})));
   // Bad files: refused before any claim runs, naming the field.
