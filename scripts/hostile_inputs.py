@@ -126,6 +126,12 @@ def make_base(s):
                     os.path.join(b, "model_step.json"))
     shutil.copyfile(os.path.join(ROOT, "docs", "model_step", "json", "torch_fused_llama8b.json"),
                     os.path.join(b, "torch_model.json"))
+    put(os.path.join(b, "kill_matrix.json"), json.dumps({
+        "tool": "scripts/mutate.py", "complete": True, "reps": 3, "mutants": [
+            {"id": "m_killed", "layer": "rules", "file": "kernels/rules/adamw.h", "why": "beta swapped",
+             "status": "killed", "killed_by": ["test_rules_vs_mpfr"], "kill_units": ["a", "b"],
+             "tests": {"test_rules_vs_mpfr": {"verdict": "killed", "message": "rel err 0.3 > 1e-6"}}},
+            {"id": "m_lives", "layer": "formats", "status": "survived", "killed_by": []}]}))
     put(os.path.join(b, "text.h5"), "not an HDF5 file\n")
     os.mkfifo(os.path.join(b, "fifo"))
     os.mkdir(os.path.join(b, "dir"))
@@ -575,6 +581,7 @@ def json_cases(s):
           "device_deep.json": [], "error_nul.json": ["error"], "layers_float.json": ["layers"],
           "model_step_as_external.json": [], "ok_without_peak.json": ["peak_bytes"],
           "step_ms_negative.json": ["step_ms"]}),
+        ("--kill-matrix", "--kill-matrix", bp(s, "kill_matrix.json"), "mutation_kill_matrix", None, {}),
     ]
     for sv, opt, valid, claim, seeds, expect in specs:
         base = [s.fv, "--quiet", "--jobs", "1", "--claim", claim]
@@ -631,6 +638,25 @@ def json_field_edits(sv, doc):
                 ("name an integer", with_run(name=5), ["name"]),
                 ("benchmarks an object", json.dumps(dict(doc, benchmarks={})), ["benchmarks"]),
                 ("duplicate real_time", dumps_dup(dict(doc, benchmarks=[r0]), "real_time", -5.0), ["real_time"])]
+    elif "mutants" in doc:
+        m0 = doc["mutants"][0]
+
+        def km(**kw):
+            return json.dumps(dict(doc, mutants=[dict(m0, **kw)] + doc["mutants"][1:]))
+        out += [("tool unknown", json.dumps(dict(doc, tool="scripts/other.py")), ["tool"]),
+                ("complete a string", json.dumps(dict(doc, complete="yes")), ["complete"]),
+                ("reps 0", json.dumps(dict(doc, reps=0)), ["reps"]),
+                ("reps 1e300", json.dumps(dict(doc, reps=1e300)), ["reps"]),
+                ("mutants an object", json.dumps(dict(doc, mutants={})), ["mutants"]),
+                ("a mutant's status bogus", km(status="dead"), ["status"]),
+                ("killed with no killing test", km(killed_by=[]), ["killing tests"]),
+                ("an id with a slash", km(id="a/b"), ["id"]),
+                ("an id twice", json.dumps(dict(doc, mutants=[m0, m0])), ["given twice"]),
+                ("killed_by a string", km(killed_by="test_x"), ["killed_by"]),
+                ("a message with a NUL", km(tests={"test_rules_vs_mpfr": {"verdict": "killed", "message": "a\u0000b"}}),
+                 ["message"]),
+                ("status duplicated (survived, then killed)", json.dumps(dict(doc, mutants=[m0])).replace(
+                    '"status":', '"status": "survived", "status":', 1), ["status"])]
     else:
         def w(**kw):
             d = dict(doc)
