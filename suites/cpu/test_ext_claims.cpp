@@ -275,6 +275,8 @@ TEST(ext_variant, AVariantReadingVForMPartsFromItsBaseAtTheSecondStep) {
   ASSERT_EQ(zero->checks.size(), 1u);
   EXPECT_NE(zero->checks[0].reason.find("parts from numpy_fused at step 1 (steps before it equal)"), std::string::npos)
       << zero->checks[0].reason;
+  ASSERT_EQ(late->checks.size(), 1u);
+  EXPECT_NE(late->checks[0].reason.find("at step 0"), std::string::npos) << late->checks[0].reason;
   // A case the variant failed on fails "ran"; one its base failed on is not run for the variant.
   const std::string failed_variant = mutated_copy(variant, "variant_failed.h5", "adamw_fp32_fp32_48x40_t37", "", {}, true);
   const auto ran = verdicts(judge(fh::claim_ext_variant, {numpy_results("fused"), failed_variant}), "ext_variant", "ran");
