@@ -181,6 +181,17 @@ def list_cases(binary):
     return cases
 
 
+# A case run under compute-sanitizer's race detector: a barrier left out may change no value on the
+# shapes the suites run (the warps happen to finish in order), but racecheck reports the hazard.
+RACECHECK = "racecheck:"
+RACE_EXIT = 97
+
+
+def case_of(test):
+    """The GoogleTest case a matrix test runs: racecheck:CASE runs CASE."""
+    return test[len(RACECHECK):] if test.startswith(RACECHECK) else test
+
+
 def write_plan(out_dir, plan):
     """plan.json, and each mutant's binaries pruned to the suites it runs: the first target always,
     the others where its catalog entry names one of their cases (what travels to the runner)."""
@@ -190,9 +201,9 @@ def write_plan(out_dir, plan):
             where[c] = t
     plan["suite_of_case"] = where
     for m in plan["mutants"]:
-        m["targets"] = [plan["targets"][0]] + sorted({where[c] for c in m["expected_tests"] if c in where} -
-                                                     {plan["targets"][0]})
-        unknown = [c for c in m["expected_tests"] if c not in where]
+        cases = [case_of(c) for c in m["expected_tests"]]
+        m["targets"] = [plan["targets"][0]] + sorted({where[c] for c in cases if c in where} - {plan["targets"][0]})
+        unknown = [c for c in cases if c not in where]
         if unknown:
             log("mutant %s: its catalog entry names no case of the suites: %s" % (m["id"], ", ".join(unknown)))
         d = os.path.join(out_dir, "bin", m["id"])
@@ -260,12 +271,46 @@ def run_binary(binary, gfilter, timeout):
     return gtest_cases(out, timed_out, proc.returncode), proc.returncode, out, time.time() - start
 
 
+def run_racecheck(binary, case, timeout):
+    """One case under `compute-sanitizer --tool racecheck` (FH_COMPUTE_SANITIZER names another):
+    pass when the case passes and no hazard is reported; fail with the first hazard line, or the
+    case's own failure."""
+    sanitizer = os.environ.get("FH_COMPUTE_SANITIZER", "compute-sanitizer")
+    cmd = [sanitizer, "--tool", "racecheck", "--racecheck-report", "hazard", "--error-exitcode", str(RACE_EXIT),
+           binary, "--gtest_filter=" + case]
+    start = time.time()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    timed_out = False
+    try:
+        raw, _ = proc.communicate(timeout=max(timeout, 60))
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        os.killpg(proc.pid, 9)
+        raw, _ = proc.communicate()
+    out = raw.decode("utf-8", "replace")
+    secs = time.time() - start
+    got = gtest_cases(out, timed_out, proc.returncode).get(case)
+    if got is None:
+        return {"result": "fail", "message": "racecheck: the case did not run (exit %d): %s" % (
+            proc.returncode, out.strip()[-300:]), "seconds": secs}
+    if got["result"] != "pass":
+        return dict(got, seconds=secs)
+    if proc.returncode == RACE_EXIT or timed_out:
+        hazard = next((l.strip() for l in out.splitlines() if "Race reported" in l or "hazard" in l.lower()), "")
+        return {"result": "fail", "message": ("racecheck: timed out" if timed_out else "racecheck: " + hazard)[:600],
+                "seconds": secs}
+    return {"result": "pass", "message": "", "seconds": secs}
+
+
 def run_cases(bins, mutant, cases, where, timeout):
-    """Runs the named cases from the mutant's binaries (one run a suite); {case: result}, every
-    named case present (a case the run never reached: skip, "not run")."""
+    """Runs the named cases from the mutant's binaries (one run a suite; a racecheck case alone under
+    the sanitizer); {case: result}, every named case present (a case the run never reached: skip,
+    "not run")."""
     out = {}
-    for target in sorted({where[c] for c in cases}):
-        mine = sorted(c for c in cases if where[c] == target)
+    for c in sorted(c for c in cases if c.startswith(RACECHECK)):
+        out[c] = run_racecheck(os.path.join(bins, "bin", mutant, where[c]), c[len(RACECHECK):], 4 * timeout[where[c]])
+    for target in sorted({where[c] for c in cases if not c.startswith(RACECHECK)}):
+        mine = sorted(c for c in cases if where[c] == target and not c.startswith(RACECHECK))
         got, _, _, _ = run_binary(os.path.join(bins, "bin", mutant, target), ":".join(mine), timeout[target])
         for c in mine:
             out[c] = got.get(c, {"result": "skip", "message": "not run (an earlier case ended the run)", "seconds": 0.0})
@@ -298,7 +343,8 @@ def cmd_run(args):
         unknown = sorted(c for c in chosen if suite_of.get(c) != targets[0])
         if unknown:
             raise BadInput("--cases: not cases of %s (plan.json's suite_of_case): %s" % (targets[0], ", ".join(unknown)))
-        needed = set(chosen) | {c for m in plan["mutants"] for c in m["expected_tests"] if c in suite_of}
+        needed = set(chosen) | {case_of(c) for m in plan["mutants"] for c in m["expected_tests"] if case_of(c) in suite_of}
+        needed |= {c for c in (args.racecheck or "").split(",") if c in suite_of}
         targets = [t for t in targets if any(suite_of[c] == t for c in needed)]
     # The baseline. A case that fails because its rule family is not in this build is left out
     # (listed); any other failure stops the run (exit 2, nothing measured).
@@ -318,6 +364,17 @@ def cmd_run(args):
             else:
                 base[c] = res
         log("baseline %s: %d cases in %.0f s" % (target, len(got), secs))
+    # The racecheck cases the mutants' entries name (or --racecheck adds): clean on the baseline.
+    races = sorted({c for m in plan["mutants"] for c in m["expected_tests"] if c.startswith(RACECHECK)} |
+                   {RACECHECK + c for c in (args.racecheck or "").split(",") if c})
+    for c in races:
+        case = case_of(c)
+        if case not in where:
+            raise BadInput("racecheck %s: not a case the baseline ran" % case)
+        where[c] = where[case]
+        base[c] = run_racecheck(os.path.join(bins, "bin", "baseline", where[c]), case, 4 * timeout[where[c]])
+        logs.append("=== %s: %s %s" % (c, base[c]["result"], base[c]["message"]))
+        log("baseline %s: %s in %.0f s" % (c, base[c]["result"], base[c]["seconds"]))
     with open(os.path.join(out_dir, "baseline.log"), "w") as f:
         f.write("\n".join(logs))
     failing = sorted(c for c, r in base.items() if r["result"] == "fail")
@@ -325,7 +382,8 @@ def cmd_run(args):
         raise BadInput("baseline: failing cases: %s (baseline.log)" % ", ".join(failing))
     passing = sorted(c for c, r in base.items() if r["result"] == "pass")
     skipped = sorted(c for c, r in base.items() if r["result"] == "skip")
-    always = [c for c in passing if where[c] == targets[0] and (not chosen or c in chosen)]
+    always = [c for c in passing if where[c] == targets[0] and (not chosen or c in chosen) and not c.startswith(RACECHECK)]
+    always += [RACECHECK + c for c in (args.racecheck or "").split(",") if c]
     log("baseline: %d cases pass; skipped: %s; left out (family not built): %s"
         % (len(passing), ", ".join(skipped) or "-", ", ".join(not_built) or "-"))
     doc = {"tool": "scripts/mutate_gpu.py", "complete": False, "catalog": plan["catalog"], "revision": plan["revision"],
@@ -437,6 +495,15 @@ exit 0
 """
 
 
+FAKE_SANITIZER = """#!/bin/sh
+# A made-up compute-sanitizer: runs the binary after its options; a binary of mutant m_race has a race.
+while [ $# -gt 0 ]; do case "$1" in --tool|--racecheck-report|--error-exitcode) shift 2;; *) break;; esac; done
+"$@"; rc=$?
+case "$1" in *m_race*) echo "========= Error: Race reported between Write access at 0x10 in k and Read access"; exit 97;; esac
+exit $rc
+"""
+
+
 def selftest_run():
     """cmd_run end to end on made-up suites: the baseline leaves out the case a missing family
     fails, a mutant whose case fails is killed (all reps), one that changes nothing survives."""
@@ -445,7 +512,12 @@ def selftest_run():
     with tempfile.TemporaryDirectory() as d:
         bins = os.path.join(d, "bins")
         mutants = []
-        for mid, kill in (("baseline", ""), ("m_killed", "1"), ("m_survives", "")):
+        sanitizer = os.path.join(d, "fake-sanitizer")
+        with open(sanitizer, "w") as f:
+            f.write(FAKE_SANITIZER)
+        os.chmod(sanitizer, 0o755)
+        os.environ["FH_COMPUTE_SANITIZER"] = sanitizer
+        for mid, kill in (("baseline", ""), ("m_killed", "1"), ("m_survives", ""), ("m_race", "")):
             os.makedirs(os.path.join(bins, "bin", mid))
             path = os.path.join(bins, "bin", mid, "test_fake")
             with open(path, "w") as f:
@@ -453,18 +525,24 @@ def selftest_run():
             os.chmod(path, 0o755)
             if mid != "baseline":
                 mutants.append({"id": mid, "layer": "kernel", "file": "kernels/gpu/x.cuh", "why": "-", "edit": mid,
-                                "expected_tests": [], "build": {"ok": True}})
+                                "expected_tests": ["racecheck:A.second"] if mid == "m_race" else [],
+                                "build": {"ok": True}})
         with open(os.path.join(bins, "plan.json"), "w") as f:
             json.dump({"catalog": "-", "revision": "-", "family": "adamw", "targets": ["test_fake"],
                        "mutants": mutants}, f)
         out = os.path.join(d, "out")
-        args = argparse.Namespace(bins=bins, out=out, reps=3, parallel=2, timeout=60, device="none", only=None, cases=None)
+        args = argparse.Namespace(bins=bins, out=out, reps=3, parallel=2, timeout=60, device="none", only=None, cases=None,
+                                  racecheck=None)
         rc = cmd_run(args)
         with open(os.path.join(out, "kill_matrix.json")) as f:
             km = json.load(f)
         status = {m["id"]: m["status"] for m in km["mutants"]}
-        if rc != 1 or status != {"m_killed": "killed", "m_survives": "survived"}:
-            problems.append("run: exit %d, statuses %r (want 1, m_killed killed, m_survives survived)" % (rc, status))
+        if rc != 1 or status != {"m_killed": "killed", "m_survives": "survived", "m_race": "killed"}:
+            problems.append("run: exit %d, statuses %r (want 1, m_killed and m_race killed, m_survives survived)"
+                            % (rc, status))
+        race = next((m for m in km["mutants"] if m["id"] == "m_race"), {})
+        if race.get("killed_by") != ["racecheck:A.second"] or "Race reported" not in race["tests"]["racecheck:A.second"]["message"]:
+            problems.append("run: m_race %r" % {k: race.get(k) for k in ("killed_by", "tests")})
         if km.get("tests_not_in_this_build") != ["A.lion"] or not km.get("complete"):
             problems.append("run: not-built cases %r, complete %r" % (km.get("tests_not_in_this_build"), km.get("complete")))
         killed = next((m for m in km["mutants"] if m["id"] == "m_killed"), {})
@@ -483,6 +561,7 @@ def selftest_run():
                     problems.append("run %r: refused without naming %s: %s" % (bad, want, e))
             if os.path.exists(os.path.join(d, "bad", "kill_matrix.json")):
                 problems.append("run %r: wrote a kill matrix" % bad)
+    os.environ.pop("FH_COMPUTE_SANITIZER", None)
     return problems
 
 
@@ -509,6 +588,8 @@ def main(argv):
     r.add_argument("--cases", help="the first suite's cases every mutant runs, comma separated (default: all)")
     r.add_argument("--timeout", type=int, default=600, help="each baseline suite's time limit in seconds")
     r.add_argument("--device", help="the GPU's name, recorded in the matrix")
+    r.add_argument("--racecheck", help="cases every mutant also runs under compute-sanitizer racecheck, comma separated "
+                                       "(a mutant's entry can name racecheck:CASE itself)")
     args = ap.parse_args(argv)
     try:
         if args.selftest:
