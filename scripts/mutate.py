@@ -197,12 +197,12 @@ def code_span(line):
     return line, mask
 
 
-def line_is_string_concat(code, mask, at, n):
-    """The operator at code[at:at+n] joins strings: a literal right beside it, or a std::string
-    built on the line (std::to_string, a .path_name()-style call whose operand is a string)."""
+def line_is_string_concat(code, at, n):
+    """The operator at code[at:at+n] joins strings: a string literal right beside it, or a
+    std::to_string(...) operand on either side."""
     left, right = code[:at].rstrip(), code[at + n:].lstrip()
-    near_literal = (left.endswith('"') or right.startswith('"'))
-    return near_literal or "to_string(" in right[:16] or "to_string(" in left[-40:] and left.endswith(")")
+    near_literal = left.endswith('"') or right.startswith('"')
+    return near_literal or "to_string(" in right[:16] or ("to_string(" in left[-40:] and left.endswith(")"))
 
 
 def mutate_line(line):
@@ -219,7 +219,7 @@ def mutate_line(line):
             at = code.find(old, at + 1)
         if at < 0:
             continue
-        if old in (" + ", " - ") and line_is_string_concat(code, mask, at, len(old)):
+        if old in (" + ", " - ") and line_is_string_concat(code, at, len(old)):
             continue  # "a" - b does not compile: a mutant that costs a build and says nothing
         if old in ("true", "false"):  # whole words only
             before = code[at - 1] if at > 0 else " "

@@ -255,29 +255,8 @@ def gtest_cases(output, timed_out, rc):
     return cases
 
 
-def run_binary(binary, gfilter, timeout):
-    cmd = [binary, "--gtest_filter=" + gfilter] if gfilter else [binary]
-    timeout = max(timeout, 60)
-    start = time.time()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    timed_out = False
-    try:
-        raw, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        os.killpg(proc.pid, 9)
-        raw, _ = proc.communicate()
-    out = raw.decode("utf-8", "replace")
-    return gtest_cases(out, timed_out, proc.returncode), proc.returncode, out, time.time() - start
-
-
-def run_racecheck(binary, case, timeout):
-    """One case under `compute-sanitizer --tool racecheck` (FH_COMPUTE_SANITIZER names another):
-    pass when the case passes and no hazard is reported; fail with the first hazard line, or the
-    case's own failure."""
-    sanitizer = os.environ.get("FH_COMPUTE_SANITIZER", "compute-sanitizer")
-    cmd = [sanitizer, "--tool", "racecheck", "--racecheck-report", "hazard", "--error-exitcode", str(RACE_EXIT),
-           binary, "--gtest_filter=" + case]
+def run_command(cmd, timeout):
+    """(output, exit status, timed out, seconds) of cmd, its process group killed at the timeout."""
     start = time.time()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     timed_out = False
@@ -287,15 +266,28 @@ def run_racecheck(binary, case, timeout):
         timed_out = True
         os.killpg(proc.pid, 9)
         raw, _ = proc.communicate()
-    out = raw.decode("utf-8", "replace")
-    secs = time.time() - start
-    got = gtest_cases(out, timed_out, proc.returncode).get(case)
+    return raw.decode("utf-8", "replace"), proc.returncode, timed_out, time.time() - start
+
+
+def run_binary(binary, gfilter, timeout):
+    out, rc, timed_out, secs = run_command([binary, "--gtest_filter=" + gfilter] if gfilter else [binary], timeout)
+    return gtest_cases(out, timed_out, rc), rc, out, secs
+
+
+def run_racecheck(binary, case, timeout):
+    """One case under `compute-sanitizer --tool racecheck` (FH_COMPUTE_SANITIZER names another):
+    pass when the case passes and no hazard is reported; fail with the first hazard line, or the
+    case's own failure."""
+    sanitizer = os.environ.get("FH_COMPUTE_SANITIZER", "compute-sanitizer")
+    out, rc, timed_out, secs = run_command([sanitizer, "--tool", "racecheck", "--racecheck-report", "hazard",
+                                            "--error-exitcode", str(RACE_EXIT), binary, "--gtest_filter=" + case], timeout)
+    got = gtest_cases(out, timed_out, rc).get(case)
     if got is None:
-        return {"result": "fail", "message": "racecheck: the case did not run (exit %d): %s" % (
-            proc.returncode, out.strip()[-300:]), "seconds": secs}
+        return {"result": "fail", "message": "racecheck: the case did not run (exit %d): %s" % (rc, out.strip()[-300:]),
+                "seconds": secs}
     if got["result"] != "pass":
         return dict(got, seconds=secs)
-    if proc.returncode == RACE_EXIT or timed_out:
+    if rc == RACE_EXIT or timed_out:
         hazard = next((l.strip() for l in out.splitlines() if "Race reported" in l or "hazard" in l.lower()), "")
         return {"result": "fail", "message": ("racecheck: timed out" if timed_out else "racecheck: " + hazard)[:600],
                 "seconds": secs}
@@ -308,7 +300,7 @@ def run_cases(bins, mutant, cases, where, timeout):
     "not run")."""
     out = {}
     for c in sorted(c for c in cases if c.startswith(RACECHECK)):
-        out[c] = run_racecheck(os.path.join(bins, "bin", mutant, where[c]), c[len(RACECHECK):], 4 * timeout[where[c]])
+        out[c] = run_racecheck(os.path.join(bins, "bin", mutant, where[c]), case_of(c), 4 * timeout[where[c]])
     for target in sorted({where[c] for c in cases if not c.startswith(RACECHECK)}):
         mine = sorted(c for c in cases if where[c] == target and not c.startswith(RACECHECK))
         got, _, _, _ = run_binary(os.path.join(bins, "bin", mutant, target), ":".join(mine), timeout[target])
@@ -338,13 +330,17 @@ def cmd_run(args):
     # --cases: the cases every mutant runs (default: every case of the first suite); the baseline then
     # runs those and the cases the mutants' entries name, suite by suite (plan.json's suite_of_case).
     chosen = [c for c in (args.cases or "").split(",") if c]
+    race_cases = [c for c in (args.racecheck or "").split(",") if c]
     suite_of = plan.get("suite_of_case", {})
+    unknown = sorted(c for c in race_cases if c not in suite_of)
+    if unknown:
+        raise BadInput("--racecheck: not cases of the suites (plan.json's suite_of_case): %s" % ", ".join(unknown))
     if chosen:
         unknown = sorted(c for c in chosen if suite_of.get(c) != targets[0])
         if unknown:
             raise BadInput("--cases: not cases of %s (plan.json's suite_of_case): %s" % (targets[0], ", ".join(unknown)))
         needed = set(chosen) | {case_of(c) for m in plan["mutants"] for c in m["expected_tests"] if case_of(c) in suite_of}
-        needed |= {c for c in (args.racecheck or "").split(",") if c in suite_of}
+        needed |= set(race_cases)
         targets = [t for t in targets if any(suite_of[c] == t for c in needed)]
     # The baseline. A case that fails because its rule family is not in this build is left out
     # (listed); any other failure stops the run (exit 2, nothing measured).
@@ -366,7 +362,7 @@ def cmd_run(args):
         log("baseline %s: %d cases in %.0f s" % (target, len(got), secs))
     # The racecheck cases the mutants' entries name (or --racecheck adds): clean on the baseline.
     races = sorted({c for m in plan["mutants"] for c in m["expected_tests"] if c.startswith(RACECHECK)} |
-                   {RACECHECK + c for c in (args.racecheck or "").split(",") if c})
+                   {RACECHECK + c for c in race_cases})
     for c in races:
         case = case_of(c)
         if case not in where:
@@ -383,7 +379,7 @@ def cmd_run(args):
     passing = sorted(c for c, r in base.items() if r["result"] == "pass")
     skipped = sorted(c for c, r in base.items() if r["result"] == "skip")
     always = [c for c in passing if where[c] == targets[0] and (not chosen or c in chosen) and not c.startswith(RACECHECK)]
-    always += [RACECHECK + c for c in (args.racecheck or "").split(",") if c]
+    always += [RACECHECK + c for c in race_cases]
     log("baseline: %d cases pass; skipped: %s; left out (family not built): %s"
         % (len(passing), ", ".join(skipped) or "-", ", ".join(not_built) or "-"))
     doc = {"tool": "scripts/mutate_gpu.py", "complete": False, "catalog": plan["catalog"], "revision": plan["revision"],
@@ -551,6 +547,7 @@ def selftest_run():
         # Bad input is refused before anything runs (exit 2 in main): each names what is wrong.
         for bad, want in ((dict(reps=0), "--reps"), (dict(parallel=0), "--parallel"),
                           (dict(only="m_killed,nosuch"), "nosuch"), (dict(cases="A.nosuch"), "A.nosuch"),
+                          (dict(racecheck="A.norace"), "A.norace"),
                           (dict(bins=os.path.join(d, "nobins")), "plan.json")):
             a = argparse.Namespace(**{**vars(args), "out": os.path.join(d, "bad"), **bad})
             try:
