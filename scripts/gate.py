@@ -9,7 +9,7 @@ suites kill, chosen from the kill matrices, and the check that keeps it honest.
       matrix; ties to the test that kills more), then every test whose mutants the others kill
       already is dropped, cheapest kept. A flaky kill never counts. Mutants no test kills (survivors,
       flaky, build errors) are listed, not covered. An incomplete matrix is refused.
-  gate.py check [--gate suites/mutation/gate.json]
+  gate.py check [--gate suites/mutation/gate.json] [--catalog HOST.json] [--kernel-catalog KERNEL.json]
       The gate against today's catalogs: a catalog mutant the gate neither covers nor lists as
       uncovered (a mutant added since the matrices were measured) is reported, exit 1.
   gate.py list cpu|gpu SUITE [--gate ...]
@@ -30,14 +30,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import atomic_file  # noqa: E402
+import mutate  # noqa: E402  (the catalogs are read, and checked, as the mutation tools read them)
 
 DEFAULT_GATE = os.path.join("suites", "mutation", "gate.json")
-CATALOGS = (os.path.join("suites", "mutation", "catalog.json"), os.path.join("suites", "mutation", "kernel_catalog.json"))
+HOST_CATALOG = os.path.join("suites", "mutation", "catalog.json")
+KERNEL_CATALOG = os.path.join("suites", "mutation", "kernel_catalog.json")
 MIN_COST = 0.05  # seconds: a test measured at 0 still costs its start
-
-
-class BadInput(Exception):
-    pass
+BadInput = mutate.BadInput
 
 
 def load_json(path, what):
@@ -146,10 +145,8 @@ def load_gate(path):
 def check(args):
     g = load_gate(args.gate)
     known = set(g["covers"]) | set(g["not_covered"])
-    ids = []
-    for c in args.catalog:
-        doc = load_json(os.path.join(args.root, c), "catalog")
-        ids += [m["id"] for m in (doc["mutants"] if isinstance(doc, dict) else doc)]
+    ids = [m["id"] for c in args.catalog for m in mutate.load_catalog(os.path.join(args.root, c))]
+    ids += [m["id"] for c in args.kernel_catalog for m in mutate.load_catalog(os.path.join(args.root, c), cuda=True)]
     unknown = sorted(set(ids) - known)
     gone = sorted(known - set(ids))
     for i in gone:
@@ -236,14 +233,20 @@ def selftest():
         expect(open(out).read() == before, "a refused selection changed the gate file")
         # check: a catalog mutant the gate does not know fails.
         os.makedirs(os.path.join(d, "cat"))
+        def catalog(*ids):
+            with open(os.path.join(d, "cat", "c.json"), "w") as f:
+                json.dump({"mutants": [{"id": i, "layer": "rules", "file": "r.h", "find": "a", "replace": "b", "why": "-",
+                                        "tests": []} for i in ids]}, f)
+            return argparse.Namespace(gate=out, root=d, catalog=[os.path.join("cat", "c.json")], kernel_catalog=[])
+        expect(check(catalog("m1", "m2", "m3", "new")) == 1, "check passed with a mutant the gate never measured")
+        expect(check(catalog("m1", "m2")) == 0, "check failed on a catalog the gate covers")
         with open(os.path.join(d, "cat", "c.json"), "w") as f:
-            json.dump({"mutants": [{"id": "m1"}, {"id": "m2"}, {"id": "m3"}, {"id": "new"}]}, f)
-        rc = check(argparse.Namespace(gate=out, root=d, catalog=[os.path.join("cat", "c.json")]))
-        expect(rc == 1, "check passed with a mutant the gate never measured")
-        with open(os.path.join(d, "cat", "c.json"), "w") as f:
-            json.dump({"mutants": [{"id": "m1"}, {"id": "m2"}]}, f)
-        rc = check(argparse.Namespace(gate=out, root=d, catalog=[os.path.join("cat", "c.json")]))
-        expect(rc == 0, "check failed on a catalog the gate covers")
+            f.write('{"mutants": [{"id": "m1"}]}')
+        try:
+            check(argparse.Namespace(gate=out, root=d, catalog=[os.path.join("cat", "c.json")], kernel_catalog=[]))
+            failures.append("check accepted a catalog entry without its fields")
+        except BadInput:
+            pass
     for f in failures:
         print("gate selftest: FAIL: " + f)
     print("gate selftest: %s" % ("ok" if not failures else "%d failure(s)" % len(failures)))
@@ -261,7 +264,9 @@ def main(argv):
     c = sub.add_parser("check")
     c.add_argument("--gate", default=os.path.join(ROOT, DEFAULT_GATE))
     c.add_argument("--root", default=ROOT)
-    c.add_argument("--catalog", action="append", default=None)
+    c.add_argument("--catalog", action="append", default=None, help="a host catalog (default: %s)" % HOST_CATALOG)
+    c.add_argument("--kernel-catalog", action="append", default=None,
+                   help="a kernel catalog (default: %s)" % KERNEL_CATALOG)
     lp = sub.add_parser("list")
     lp.add_argument("part", choices=("cpu", "gpu"))
     lp.add_argument("suite", nargs="?", default="")
@@ -271,7 +276,9 @@ def main(argv):
         if args.cmd == "select":
             return select(args)
         if args.cmd == "check":
-            args.catalog = args.catalog or list(CATALOGS)
+            if args.catalog is None and args.kernel_catalog is None:
+                args.catalog, args.kernel_catalog = [HOST_CATALOG], [KERNEL_CATALOG]
+            args.catalog, args.kernel_catalog = args.catalog or [], args.kernel_catalog or []
             return check(args)
         if args.part == "gpu" and not args.suite:
             raise BadInput("list gpu needs the suite (a GPU test binary's name)")
