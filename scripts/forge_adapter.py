@@ -557,7 +557,7 @@ def run_cutlass_hopper(env, case):
     if case.kind != "adamw" or case.weight_dtype != "bf16" or case.state_dtype != "bf16":
         raise Unsupported("the CUDA opt-only kernel takes bf16 G, W, m, v only (optimizer_only_adamw.cu:135-142)")
     from fused_grad_optimizer.hopper_kernel_h200 import fused_grad_adamw_hopper
-    ensure_built(env, "cutlass_hopper", *(lambda k=k: cutlass_module(env, k) for k in PATH_BUILDS["cutlass_hopper"]))
+    ensure_cutlass_built(env)
 
     def call(dy, x, w, m, v, g, **h):
         fused_grad_adamw_hopper(dy, x, w, m, v, tile="256x128", **h)
@@ -616,6 +616,11 @@ def build_path(env, out_dir):
         print("forge_adapter: %s: %s" % (key, dst), flush=True)
 
 
+def ensure_cutlass_built(env):
+    """The release's extensions this path needs (PATH_BUILDS), built or loaded once per process."""
+    ensure_built(env, env.path, *(lambda k=k: cutlass_module(env, k) for k in PATH_BUILDS[env.path]))
+
+
 def bf16_only(case, what):
     if case.kind == "order_probe":
         raise Unsupported("m is bf16 here, so the stored m cannot hold the fp32 G")
@@ -626,7 +631,7 @@ def bf16_only(case, what):
 def run_hopper_streamk(env, case):
     bf16_only(case, "the stream-K GEMM + CUDA opt-only path")
     from fused_grad_optimizer.hopper_streamk_h200 import fused_grad_adamw_hopper_streamk
-    ensure_built(env, "hopper_streamk", *(lambda k=k: cutlass_module(env, k) for k in PATH_BUILDS["hopper_streamk"]))
+    ensure_cutlass_built(env)
 
     def call(dy, x, w, m, v, g, **h):
         fused_grad_adamw_hopper_streamk(dy, x, w, m, v, tile="256x128", **h)
@@ -637,7 +642,7 @@ def run_hopper_streamk(env, case):
 def run_evt2x(env, case):
     bf16_only(case, "the CUTLASS 2.x EVT kernel")
     from fused_grad_optimizer.cutlass2x_evt_h200 import fused_grad_adamw_evt2x
-    ensure_built(env, "evt2x", lambda: cutlass_module(env, "evt2x"))
+    ensure_cutlass_built(env)
 
     def call(dy, x, w, m, v, g, **h):
         fused_grad_adamw_evt2x(dy, x, w, m, v, tile="128x128", **h)
@@ -645,15 +650,22 @@ def run_evt2x(env, case):
     return rec.datasets(), rec.detail(env.spec["kernel"])
 
 
-def run_evt_sm90(env, case):
-    """The Sm90 EVT module's entry, called as the release's wrapper calls it when FUSED_GRAD_EVT_TRUE=1
-    (bias corrections from the step in Python doubles), but with no silent fallback."""
-    bf16_only(case, "the Sm90 EVT kernel")
-    ensure_built(env, "evt_sm90", lambda: cutlass_module(env, "evt_sm90"))
+def evt_sm90_step(env):
+    """One step of the path's Sm90 EVT entry on (dy, x, w, m, v) in place, called as the release's
+    wrapper calls it when FUSED_GRAD_EVT_TRUE=1 (bias corrections from the step in Python doubles),
+    but with no silent fallback to GEMM + opt-only."""
+    ensure_cutlass_built(env)
     fn = getattr(cutlass_module(env, "evt_sm90"), env.spec["entry"])
+    return lambda dy, x, w, m, v, lr, beta1, beta2, eps, weight_decay, step: fn(
+        dy, x, w, m, v, lr, beta1, beta2, eps, weight_decay, 1.0 - beta1 ** step, 1.0 - beta2 ** step)
 
-    def call(dy, x, w, m, v, g, lr, beta1, beta2, eps, weight_decay, step):
-        fn(dy, x, w, m, v, lr, beta1, beta2, eps, weight_decay, 1.0 - beta1 ** step, 1.0 - beta2 ** step)
+
+def run_evt_sm90(env, case):
+    bf16_only(case, "the Sm90 EVT kernel")
+    step = evt_sm90_step(env)
+
+    def call(dy, x, w, m, v, g, **h):
+        step(dy, x, w, m, v, **h)
     rec = run_adamw_steps(env, case, call)
     return rec.datasets(), rec.detail(env.spec["kernel"])
 

@@ -52,8 +52,8 @@ def main():
         atomic_file.check_output(args.out, [], True)
         env = fa.Env(args)
         tc = release_test_module(args.forge_src)
-        call = one_step_call(env, args.path)
-    except (fa.BadInput, atomic_file.BadInput, ImportError) as e:
+        call = fa.evt_sm90_step(env)  # --path is one of the Sm90 EVT paths (argparse choices)
+    except (fa.BadInput, atomic_file.BadInput, ImportError, RuntimeError) as e:  # RuntimeError: its JIT build failed
         print("forge_release_tolerance: %s" % e, file=sys.stderr)
         return 2
     torch = env.torch
@@ -95,15 +95,6 @@ def main():
             json.dump(doc, f, indent=1)
     atomic_file.replace_from_temp(args.out, work, prefix=".tolerance.", replace=True)
     return 0
-
-
-def one_step_call(env, path):
-    """One step of PATH on (go, x, w, m, v) in place, the entry the adapter calls for that path."""
-    if path.startswith("evt_sm90"):
-        fn = getattr(fa.cutlass_module(env, "evt_sm90"), fa.PATHS[path]["entry"])
-        return lambda go, x, w, m, v, lr, beta1, beta2, eps, weight_decay, step: fn(
-            go, x, w, m, v, lr, beta1, beta2, eps, weight_decay, 1.0 - beta1 ** step, 1.0 - beta2 ** step)
-    raise fa.BadInput("--path %s: only the Sm90 EVT paths are wired here" % path)
 
 
 if __name__ == "__main__":
