@@ -28,8 +28,7 @@ KillMatrix read_kill_matrix_json(const std::string& path) {
   auto strings = [&](const nlohmann::json& o, const char* key, const std::string& where) {
     std::vector<std::string> v;
     if (!o.contains(key)) return v;
-    if (!o[key].is_array()) throw std::invalid_argument(who + ": " + where + "\"" + key + "\" is not a list");
-    for (const auto& e : o[key]) {
+    for (const auto& e : json_list(o[key], who, where + key, 0)) {
       if (!e.is_string()) throw std::invalid_argument(who + ": " + where + "\"" + key + "\" holds a non-string");
       v.push_back(e.get<std::string>());
       if (const std::string p = text_problem(v.back()); !p.empty())
