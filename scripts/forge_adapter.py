@@ -628,26 +628,23 @@ def bf16_only(case, what):
         raise Unsupported("%s takes bf16 W, m and v only (its TORCH_CHECKs)" % what)
 
 
-def run_hopper_streamk(env, case):
-    bf16_only(case, "the stream-K GEMM + CUDA opt-only path")
-    from fused_grad_optimizer.hopper_streamk_h200 import fused_grad_adamw_hopper_streamk
+def run_release_wrapper(env, case, what, fn, tile):
+    """A CUTLASS path through the release's own Python wrapper fn(dy, x, w, m, v, tile=..., **hyper)."""
+    bf16_only(case, what)
     ensure_cutlass_built(env)
-
-    def call(dy, x, w, m, v, g, **h):
-        fused_grad_adamw_hopper_streamk(dy, x, w, m, v, tile="256x128", **h)
-    rec = run_adamw_steps(env, case, call)
+    rec = run_adamw_steps(env, case, lambda dy, x, w, m, v, g, **h: fn(dy, x, w, m, v, tile=tile, **h))
     return rec.datasets(), rec.detail(env.spec["kernel"])
+
+
+def run_hopper_streamk(env, case):
+    from fused_grad_optimizer.hopper_streamk_h200 import fused_grad_adamw_hopper_streamk
+    return run_release_wrapper(env, case, "the stream-K GEMM + CUDA opt-only path", fused_grad_adamw_hopper_streamk,
+                               "256x128")
 
 
 def run_evt2x(env, case):
-    bf16_only(case, "the CUTLASS 2.x EVT kernel")
     from fused_grad_optimizer.cutlass2x_evt_h200 import fused_grad_adamw_evt2x
-    ensure_cutlass_built(env)
-
-    def call(dy, x, w, m, v, g, **h):
-        fused_grad_adamw_evt2x(dy, x, w, m, v, tile="128x128", **h)
-    rec = run_adamw_steps(env, case, call)
-    return rec.datasets(), rec.detail(env.spec["kernel"])
+    return run_release_wrapper(env, case, "the CUTLASS 2.x EVT kernel", fused_grad_adamw_evt2x, "128x128")
 
 
 def evt_sm90_step(env):
