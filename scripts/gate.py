@@ -12,14 +12,16 @@ suites kill, chosen from the kill matrices, and the check that keeps it honest.
   gate.py check [--gate suites/mutation/gate.json] [--catalog HOST.json] [--kernel-catalog KERNEL.json]
       The gate against today's catalogs: a catalog mutant the gate neither covers nor lists as
       uncovered (a mutant added since the matrices were measured) is reported, exit 1.
-  gate.py list cpu|gpu SUITE [--gate ...]
-      One line: the CTest regex of the CPU part, or the --gtest_filter of the GPU suite SUITE
-      (scripts/gate.sh runs them).
+  gate.py list cpu|gpu|racecheck SUITE [--gate ...]
+      One line: the CTest regex of the CPU part, the --gtest_filter of the GPU suite SUITE, or
+      SUITE's cases to run under compute-sanitizer racecheck, ':' between (scripts/gate.sh runs them).
   gate.py --selftest
 
 Exit: 0 ok; 1 check found a mutant the gate does not know; 2 bad usage or input (nothing written).
 """
 import argparse
+import contextlib
+import io
 import json
 import os
 import re
@@ -35,6 +37,7 @@ import mutate  # noqa: E402  (the catalogs are read, and checked, as the mutatio
 DEFAULT_GATE = os.path.join("suites", "mutation", "gate.json")
 HOST_CATALOG = os.path.join("suites", "mutation", "catalog.json")
 KERNEL_CATALOG = os.path.join("suites", "mutation", "kernel_catalog.json")
+RACECHECK = "racecheck:"  # a GPU case run under compute-sanitizer racecheck (scripts/mutate_gpu.py)
 MIN_COST = 0.05  # seconds: a test measured at 0 still costs its start
 BadInput = mutate.BadInput
 
@@ -165,8 +168,10 @@ def list_part(args):
     if args.part == "cpu":
         tests = g["cpu"]["tests"]
         print("^(" + "|".join(re.escape(t) for t in tests) + ")$" if tests else "")
-    else:
-        print(":".join(g["gpu"]["suites"].get(args.suite, [])))
+    else:  # gpu: the --gtest_filter; racecheck: the cases run under compute-sanitizer racecheck
+        cases = g["gpu"]["suites"].get(args.suite, [])
+        race = [c[len(RACECHECK):] for c in cases if c.startswith(RACECHECK)]
+        print(":".join(race if args.part == "racecheck" else [c for c in cases if not c.startswith(RACECHECK)]))
     return 0
 
 
@@ -207,6 +212,17 @@ def selftest():
         # wide kills m1..m3 at 5 s; dear is needed for m4 and kills everything, so wide and cheap go.
         expect(g["cpu"]["tests"] == ["dear"], "the redundant cheaper tests were not dropped: %s" % g["cpu"]["tests"])
         expect(g["gpu"]["suites"] == {"bin_a": ["S.case2"]}, "GPU cover wrong: %s" % g["gpu"]["suites"])
+        # A racecheck case the cover needs is listed apart from the --gtest_filter.
+        race = matrix("scripts/mutate_gpu.py", {"S.case1": 2, "racecheck:S.case1": 30}, [
+            ("r1", "killed", {"racecheck:S.case1": "killed"}), ("r2", "killed", {"S.case1": "killed"})])
+        select(argparse.Namespace(matrix=[write("race.json", race)], out=out + ".race"))
+        listed = {}
+        for part in ("gpu", "racecheck"):
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                list_part(argparse.Namespace(gate=out + ".race", part=part, suite="bin_a"))
+            listed[part] = buf.getvalue().strip()
+        expect(listed == {"gpu": "S.case1", "racecheck": "S.case1"}, "racecheck cases not listed apart: %s" % listed)
         expect(g["not_covered"] == {"m5": "survived"}, "survivor not listed: %s" % g["not_covered"])
         cpu2 = matrix("scripts/mutate.py", {"cheap": 1, "wide": 5, "dear": 100}, [
             ("m1", "killed", {"cheap": "killed", "dear": "killed"}),
@@ -268,7 +284,7 @@ def main(argv):
     c.add_argument("--kernel-catalog", action="append", default=None,
                    help="a kernel catalog (default: %s)" % KERNEL_CATALOG)
     lp = sub.add_parser("list")
-    lp.add_argument("part", choices=("cpu", "gpu"))
+    lp.add_argument("part", choices=("cpu", "gpu", "racecheck"))
     lp.add_argument("suite", nargs="?", default="")
     lp.add_argument("--gate", default=os.path.join(ROOT, DEFAULT_GATE))
     args = ap.parse_args(argv)

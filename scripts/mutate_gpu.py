@@ -17,6 +17,10 @@ edits of CUDA code. Two steps, because this machine builds and the GPU runner ru
                     case a row of the kill matrix: killed (failed or crashed in every rep),
                     survived, flaky, skipped. Writes --out/kill_matrix.json in mutate.py's format
                     (layer "kernel").
+  merge (here)      BASE.json PART.json --out DIR: a run of some mutants (--only, say with
+                    --racecheck) over the same build (plan.json's revision and catalog) replaces
+                    those mutants' rows of a complete matrix; each replaced row records the run it
+                    came from (measured_in); the summary is recomputed.
 
 Exit status: 0 every non-equivalent mutant killed in all reps (run) or built (build); 1 one
 survived, was flaky or did not build; 2 bad usage or input (bad catalog, a snippet not found
@@ -255,10 +259,10 @@ def gtest_cases(output, timed_out, rc):
     return cases
 
 
-def run_command(cmd, timeout):
+def run_command(cmd, timeout, env=None):
     """(output, exit status, timed out, seconds) of cmd, its process group killed at the timeout."""
     start = time.time()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     timed_out = False
     try:
         raw, _ = proc.communicate(timeout=max(timeout, 60))
@@ -277,10 +281,12 @@ def run_binary(binary, gfilter, timeout):
 def run_racecheck(binary, case, timeout):
     """One case under `compute-sanitizer --tool racecheck` (FH_COMPUTE_SANITIZER names another):
     pass when the case passes and no hazard is reported; fail with the first hazard line, or the
-    case's own failure."""
+    case's own failure. FH_SMOKE_NO_CUBLAS=1: the sanitizer smoke leaves cuBLAS's kernels out (not
+    ours to judge; scripts/gate.sh runs racecheck cases the same way)."""
     sanitizer = os.environ.get("FH_COMPUTE_SANITIZER", "compute-sanitizer")
     out, rc, timed_out, secs = run_command([sanitizer, "--tool", "racecheck", "--racecheck-report", "hazard",
-                                            "--error-exitcode", str(RACE_EXIT), binary, "--gtest_filter=" + case], timeout)
+                                            "--error-exitcode", str(RACE_EXIT), binary, "--gtest_filter=" + case], timeout,
+                                           env=dict(os.environ, FH_SMOKE_NO_CUBLAS="1"))
     got = gtest_cases(out, timed_out, rc).get(case)
     if got is None:
         return {"result": "fail", "message": "racecheck: the case did not run (exit %d): %s" % (rc, out.strip()[-300:]),
@@ -439,6 +445,50 @@ def cmd_run(args):
     return 1 if s["survivors"] + s["flaky"] + s["build_errors"] else 0
 
 
+def cmd_merge(args):
+    """BASE with PART's mutants in place of its own rows (the same build: revision, catalog, family)."""
+    def load(path):
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            raise BadInput("merge: %s: not a readable kill matrix (%s)" % (path, e))
+        if not isinstance(doc, dict) or doc.get("tool") != "scripts/mutate_gpu.py" or doc.get("complete") is not True:
+            raise BadInput("merge: %s: not a complete kill matrix of scripts/mutate_gpu.py" % path)
+        return doc
+    base, part = load(args.base), load(args.part)
+    for key in ("revision", "catalog", "family"):
+        if base.get(key) != part.get(key):
+            raise BadInput("merge: %s differs (%r in %s, %r in %s): not the same build"
+                           % (key, base.get(key), args.base, part.get(key), args.part))
+    rows = {m["id"]: m for m in part["mutants"]}
+    unknown = sorted(set(rows) - {m["id"] for m in base["mutants"]})
+    if unknown or not rows:
+        raise BadInput("merge: %s: %s" % (args.part, "mutants not in the base matrix: " + ", ".join(unknown)
+                                          if unknown else "no mutants"))
+    source = {"device": part.get("device", ""), "reps": part.get("reps"), "tests": part.get("tests", []),
+              "matrix": os.path.basename(args.part)}
+    merged = []
+    for m in base["mutants"]:
+        if m["id"] in rows:
+            m = dict(rows[m["id"]], measured_in=source)
+        merged.append(m)
+    ids = [m["id"] for m in merged]
+    doc = dict(base, mutants=merged, summary=mutate.summarize(merged, ids))
+    # The part's cases the base never ran (a racecheck case, say) join the baseline with its times.
+    btests = dict(base.get("baseline", {}).get("tests", {}))
+    for c, r in part.get("baseline", {}).get("tests", {}).items():
+        btests.setdefault(c, r)
+    doc["baseline"] = dict(base.get("baseline", {}), tests=btests)
+    doc["merged_runs"] = base.get("merged_runs", []) + [dict(source, mutants=sorted(rows))]
+    os.makedirs(args.out, exist_ok=True)
+    path = mutate.write_matrix(os.path.abspath(args.out), doc)
+    mutate.print_summary(doc["summary"], merged)
+    print("kill matrix: %s" % path)
+    s = doc["summary"]
+    return 1 if s["survivors"] + s["flaky"] + s["build_errors"] else 0
+
+
 def selftest():
     """The GoogleTest parsing and the verdicts on made-up runs (no GPU, no build): a pass, a
     failure with its message, a crash inside a case, a timeout, a skip."""
@@ -544,6 +594,36 @@ def selftest_run():
         killed = next((m for m in km["mutants"] if m["id"] == "m_killed"), {})
         if killed.get("killed_by") != ["A.first"] or killed.get("tests", {}).get("A.first", {}).get("kills") != 3:
             problems.append("run: m_killed %r" % {k: killed.get(k) for k in ("killed_by", "tests")})
+        # merge: a later --only run replaces its mutants' rows (here m_race, shown surviving in a base
+        # that lacked its racecheck case); another build's matrix or an unknown mutant is refused.
+        part_dir, merged_dir = os.path.join(d, "part"), os.path.join(d, "merged")
+        cmd_run(argparse.Namespace(**{**vars(args), "out": part_dir, "only": "m_race"}))
+        km["mutants"] = [dict(m, status="survived", killed_by=[]) if m["id"] == "m_race" else m for m in km["mutants"]]
+        km["baseline"]["tests"].pop("racecheck:A.second")
+        base_path = os.path.join(d, "base.json")
+        with open(base_path, "w") as f:
+            json.dump(km, f)
+        part_path = os.path.join(part_dir, "kill_matrix.json")
+        margs = argparse.Namespace(base=base_path, part=part_path, out=merged_dir)
+        rc = cmd_merge(margs)
+        with open(os.path.join(merged_dir, "kill_matrix.json")) as f:
+            mm = json.load(f)
+        row = next(m for m in mm["mutants"] if m["id"] == "m_race")
+        if "racecheck:A.second" not in mm["baseline"]["tests"]:
+            problems.append("merge: the part's racecheck case has no baseline time in the merged matrix")
+        if rc != 1 or row["status"] != "killed" or "measured_in" not in row or mm["summary"]["survivors"] != ["m_survives"]:
+            problems.append("merge: exit %d, m_race %s, survivors %r" % (rc, row["status"], mm["summary"]["survivors"]))
+        with open(part_path) as f:
+            other = json.load(f)
+        for change, want in ((dict(revision="other"), "revision"), (dict(mutants=[dict(row, id="nosuch")]), "nosuch")):
+            with open(os.path.join(d, "bad_part.json"), "w") as f:
+                json.dump({**other, **change}, f)
+            try:
+                cmd_merge(argparse.Namespace(base=base_path, part=os.path.join(d, "bad_part.json"), out=merged_dir))
+                problems.append("merge %r: accepted" % sorted(change))
+            except BadInput as e:
+                if want not in str(e):
+                    problems.append("merge %r: refused without naming %s: %s" % (sorted(change), want, e))
         # Bad input is refused before anything runs (exit 2 in main): each names what is wrong.
         for bad, want in ((dict(reps=0), "--reps"), (dict(parallel=0), "--parallel"),
                           (dict(only="m_killed,nosuch"), "nosuch"), (dict(cases="A.nosuch"), "A.nosuch"),
@@ -587,6 +667,10 @@ def main(argv):
     r.add_argument("--device", help="the GPU's name, recorded in the matrix")
     r.add_argument("--racecheck", help="cases every mutant also runs under compute-sanitizer racecheck, comma separated "
                                        "(a mutant's entry can name racecheck:CASE itself)")
+    g = sub.add_parser("merge", help="a run of some mutants replaces their rows of a complete matrix")
+    g.add_argument("base", help="the complete kill matrix")
+    g.add_argument("part", help="the later run's kill matrix (the same build)")
+    g.add_argument("--out", required=True, help="folder for the merged kill_matrix.json")
     args = ap.parse_args(argv)
     try:
         if args.selftest:
@@ -603,6 +687,8 @@ def main(argv):
             return cmd_build(args)
         if args.cmd == "run":
             return cmd_run(args)
+        if args.cmd == "merge":
+            return cmd_merge(args)
         ap.print_usage(sys.stderr)
         return 2
     except BadInput as e:
