@@ -159,6 +159,10 @@ std::vector<NamedRuleConfig> rule_hyper_sets(RuleId id) {
       out.push_back(cfg<RMSprop>("momentum0.9", h, id));
       h = {}; h.centered = true; h.momentum = 0.5; h.weight_decay = 0.01; h.maximize = true;
       out.push_back(cfg<RMSprop>("centered_momentum_wd_maximize", h, id));
+      // L2 with maximize a second time, plain: with one such configuration an order defect between
+      // the two was seen once (mutation catalog: rmsprop_l2_before_maximize).
+      h = {}; h.weight_decay = 0.01; h.maximize = true;
+      out.push_back(cfg<RMSprop>("wd0.01_maximize", h, id));
       break;
     }
     case RuleId::adagrad: {
@@ -184,6 +188,10 @@ std::vector<NamedRuleConfig> rule_hyper_sets(RuleId id) {
       out.push_back(cfg<SGDMomentum>("defaults", h, id));
       h.dampening = 0.1;
       out.push_back(cfg<SGDMomentum>("dampening0.1", h, id));
+      // A second dampening (the first step's buffer is undampened; mutation catalog:
+      // sgdm_dampening_first_step was seen by dampening0.1 alone).
+      h.dampening = 0.5; h.weight_decay = 0.01;
+      out.push_back(cfg<SGDMomentum>("dampening0.5_wd0.01", h, id));
       h = {}; h.nesterov = true;
       out.push_back(cfg<SGDMomentum>("nesterov", h, id));
       h = {}; h.weight_decay = 0.01; h.maximize = true; h.momentum = 0.5;
