@@ -381,14 +381,12 @@ def build_env(tree):
     return env
 
 
-def configure(tree, build, env, cache=("-DFH_DEVICE_SASS=OFF", "-DFH_GPU_RULE_FAMILY=adamw")):
+def configure(tree, build, env, cache=("-DFH_DEVICE_SASS=OFF",)):
     # Every run, also over an existing build: a re-run is seconds, and it re-globs the suites, so a
     # test file new since the last run is a CTest test before the tests are listed.
     t = time.time()
     # By default PTX-only device code (as CI builds it): no CPU test runs a kernel, and ptxas is two
-    # thirds of the CUDA build (scripts/mutate_gpu.py passes its own cache settings). One rule family's
-    # kernels only: a rule header's mutant otherwise recompiles all eight families through nvcc (200 to
-    # 700 s a mutant here) for device code no CPU test can launch.
+    # thirds of the CUDA build (scripts/mutate_gpu.py passes its own cache settings).
     cmd = ["cmake", "-S", tree, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release"] + list(cache)
     if shutil.which("ccache"):
         cmd += ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache", "-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"]
@@ -746,6 +744,45 @@ def write_matrix(out_dir, doc):
 
     atomic_file.replace_from_temp(final, work, prefix=".kill_matrix.", replace=True)
     return final
+
+
+def merge_matrices(base_path, part_path, out_dir, tool, same):
+    """A complete kill matrix (base) with a later run's mutants (part, e.g. --only after a test was
+    strengthened, or with a racecheck case) in place of its own rows; each replaced row records the
+    run it came from (measured_in); the part's baseline cases the base lacks join with their times;
+    the summary is recomputed. The keys in `same` must agree. Writes OUT_DIR/kill_matrix.json."""
+    def load(path):
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            raise BadInput("merge: %s: not a readable kill matrix (%s)" % (path, e))
+        if not isinstance(doc, dict) or doc.get("tool") != tool or doc.get("complete") is not True:
+            raise BadInput("merge: %s: not a complete kill matrix of %s" % (path, tool))
+        return doc
+    base, part = load(base_path), load(part_path)
+    for key in same:
+        if base.get(key) != part.get(key):
+            raise BadInput("merge: %s differs (%r in %s, %r in %s)" % (key, base.get(key), base_path, part.get(key), part_path))
+    rows = {m["id"]: m for m in part["mutants"]}
+    unknown = sorted(set(rows) - {m["id"] for m in base["mutants"]})
+    if unknown or not rows:
+        raise BadInput("merge: %s: %s" % (part_path, "mutants not in the base matrix: " + ", ".join(unknown)
+                                          if unknown else "no mutants"))
+    source = {k: part[k] for k in ("device", "revision", "tree", "reps", "tests") if k in part}
+    source["matrix"] = os.path.basename(os.path.dirname(os.path.abspath(part_path))) + "/" + os.path.basename(part_path)
+    merged = [dict(rows[m["id"]], measured_in=source) if m["id"] in rows else m for m in base["mutants"]]
+    doc = dict(base, mutants=merged, summary=summarize(merged, [m["id"] for m in merged]))
+    btests = dict(base.get("baseline", {}).get("tests", {}))
+    for c, r in part.get("baseline", {}).get("tests", {}).items():
+        btests.setdefault(c, r)
+    doc["baseline"] = dict(base.get("baseline", {}), tests=btests)
+    doc["merged_runs"] = base.get("merged_runs", []) + [dict(source, mutants=sorted(rows))]
+    os.makedirs(out_dir, exist_ok=True)
+    path = write_matrix(os.path.abspath(out_dir), doc)
+    print_summary(doc["summary"], merged)
+    print("kill matrix: %s" % path)
+    return doc
 
 
 def run(args):
@@ -1173,6 +1210,9 @@ def main(argv):
                     help="keep the mutants OUT/kill_matrix.json already measured with the same settings, run the rest")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="build and test jobs (default: the cores)")
     ap.add_argument("--root", default=DEFAULT_ROOT, help=argparse.SUPPRESS)
+    ap.add_argument("--merge", nargs=2, metavar=("BASE", "PART"),
+                    help="write --out/kill_matrix.json: the complete matrix BASE with the mutants a later run PART "
+                         "measured (the same catalog) in place of its rows; nothing built")
     ap.add_argument("--list", action="store_true", help="print the catalog and exit")
     ap.add_argument("--check-catalog", action="store_true",
                     help="check the catalog against the tree (every snippet exactly once), build nothing")
@@ -1188,6 +1228,11 @@ def main(argv):
     try:
         if args.selftest:
             return selftest(args)
+        if args.merge:
+            if not args.out:
+                raise BadInput("--merge needs --out")
+            s = merge_matrices(args.merge[0], args.merge[1], args.out, "scripts/mutate.py", ("catalog",))["summary"]
+            return 1 if s["survivors"] + s["flaky"] + s["build_errors"] else 0
         return run(args)
     except BadInput as e:
         log(str(e))

@@ -446,45 +446,8 @@ def cmd_run(args):
 
 
 def cmd_merge(args):
-    """BASE with PART's mutants in place of its own rows (the same build: revision, catalog, family)."""
-    def load(path):
-        try:
-            with open(path) as f:
-                doc = json.load(f)
-        except (OSError, ValueError) as e:
-            raise BadInput("merge: %s: not a readable kill matrix (%s)" % (path, e))
-        if not isinstance(doc, dict) or doc.get("tool") != "scripts/mutate_gpu.py" or doc.get("complete") is not True:
-            raise BadInput("merge: %s: not a complete kill matrix of scripts/mutate_gpu.py" % path)
-        return doc
-    base, part = load(args.base), load(args.part)
-    for key in ("revision", "catalog", "family"):
-        if base.get(key) != part.get(key):
-            raise BadInput("merge: %s differs (%r in %s, %r in %s): not the same build"
-                           % (key, base.get(key), args.base, part.get(key), args.part))
-    rows = {m["id"]: m for m in part["mutants"]}
-    unknown = sorted(set(rows) - {m["id"] for m in base["mutants"]})
-    if unknown or not rows:
-        raise BadInput("merge: %s: %s" % (args.part, "mutants not in the base matrix: " + ", ".join(unknown)
-                                          if unknown else "no mutants"))
-    source = {"device": part.get("device", ""), "reps": part.get("reps"), "tests": part.get("tests", []),
-              "matrix": os.path.basename(args.part)}
-    merged = []
-    for m in base["mutants"]:
-        if m["id"] in rows:
-            m = dict(rows[m["id"]], measured_in=source)
-        merged.append(m)
-    ids = [m["id"] for m in merged]
-    doc = dict(base, mutants=merged, summary=mutate.summarize(merged, ids))
-    # The part's cases the base never ran (a racecheck case, say) join the baseline with its times.
-    btests = dict(base.get("baseline", {}).get("tests", {}))
-    for c, r in part.get("baseline", {}).get("tests", {}).items():
-        btests.setdefault(c, r)
-    doc["baseline"] = dict(base.get("baseline", {}), tests=btests)
-    doc["merged_runs"] = base.get("merged_runs", []) + [dict(source, mutants=sorted(rows))]
-    os.makedirs(args.out, exist_ok=True)
-    path = mutate.write_matrix(os.path.abspath(args.out), doc)
-    mutate.print_summary(doc["summary"], merged)
-    print("kill matrix: %s" % path)
+    """BASE with PART's mutants in place of its own rows: the same build (revision, catalog, family)."""
+    doc = mutate.merge_matrices(args.base, args.part, args.out, "scripts/mutate_gpu.py", ("revision", "catalog", "family"))
     s = doc["summary"]
     return 1 if s["survivors"] + s["flaky"] + s["build_errors"] else 0
 
