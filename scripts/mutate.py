@@ -381,12 +381,13 @@ def build_env(tree):
     return env
 
 
-def configure(tree, build, env, cache=("-DFH_DEVICE_SASS=OFF",)):
+def configure(tree, build, env, cache=("-DFH_DEVICE_SASS=OFF", "-DFH_GPU_RULE_FAMILY=")):
     # Every run, also over an existing build: a re-run is seconds, and it re-globs the suites, so a
     # test file new since the last run is a CTest test before the tests are listed.
     t = time.time()
     # By default PTX-only device code (as CI builds it): no CPU test runs a kernel, and ptxas is two
-    # thirds of the CUDA build (scripts/mutate_gpu.py passes its own cache settings).
+    # thirds of the CUDA build (scripts/mutate_gpu.py passes its own cache settings); every rule family,
+    # as CI builds it, also in a scratch build the kernel tool configured before.
     cmd = ["cmake", "-S", tree, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release"] + list(cache)
     if shutil.which("ccache"):
         cmd += ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache", "-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"]
