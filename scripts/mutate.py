@@ -747,11 +747,13 @@ def write_matrix(out_dir, doc):
     return final
 
 
-def merge_matrices(base_path, part_path, out_dir, tool, same):
+def merge_matrices(base_path, part_path, out_dir, tool, same, catalog=()):
     """A complete kill matrix (base) with a later run's mutants (part, e.g. --only after a test was
     strengthened, or with a racecheck case) in place of its own rows; each replaced row records the
     run it came from (measured_in); the part's baseline cases the base lacks join with their times;
-    the summary is recomputed. The keys in `same` must agree. Writes OUT_DIR/kill_matrix.json."""
+    the summary is recomputed. The keys in `same` must agree. A row whose edit is still the catalog's
+    takes the catalog's equivalence argument (or loses one the catalog dropped), as --resume does.
+    Writes OUT_DIR/kill_matrix.json."""
     def load(path):
         try:
             with open(path) as f:
@@ -772,7 +774,14 @@ def merge_matrices(base_path, part_path, out_dir, tool, same):
                                           if unknown else "no mutants"))
     source = {k: part[k] for k in ("device", "revision", "tree", "reps", "tests") if k in part}
     source["matrix"] = os.path.basename(os.path.dirname(os.path.abspath(part_path))) + "/" + os.path.basename(part_path)
-    merged = [dict(rows[m["id"]], measured_in=source) if m["id"] in rows else m for m in base["mutants"]]
+    merged = [dict(rows[m["id"]], measured_in=source) if m["id"] in rows else dict(m) for m in base["mutants"]]
+    entries = {m["id"]: m for m in catalog}
+    for r in merged:
+        c = entries.get(r["id"])
+        if c is not None and edit_key(c) == r.get("edit"):
+            r.pop("equivalent", None)
+            if c.get("equivalent"):
+                r["equivalent"] = c["equivalent"]
     doc = dict(base, mutants=merged, summary=summarize(merged, [m["id"] for m in merged]))
     btests = dict(base.get("baseline", {}).get("tests", {}))
     for c, r in part.get("baseline", {}).get("tests", {}).items():
@@ -1232,7 +1241,9 @@ def main(argv):
         if args.merge:
             if not args.out:
                 raise BadInput("--merge needs --out")
-            s = merge_matrices(args.merge[0], args.merge[1], args.out, "scripts/mutate.py", ("catalog",))["summary"]
+            s = merge_matrices(args.merge[0], args.merge[1], args.out, "scripts/mutate.py", ("catalog",),
+                               load_catalog(args.catalog if os.path.isabs(args.catalog)
+                                            else os.path.join(os.path.abspath(args.root), args.catalog)))["summary"]
             return 1 if s["survivors"] + s["flaky"] + s["build_errors"] else 0
         return run(args)
     except BadInput as e:

@@ -447,7 +447,8 @@ def cmd_run(args):
 
 def cmd_merge(args):
     """BASE with PART's mutants in place of its own rows: the same build (revision, catalog, family)."""
-    doc = mutate.merge_matrices(args.base, args.part, args.out, "scripts/mutate_gpu.py", ("revision", "catalog", "family"))
+    doc = mutate.merge_matrices(args.base, args.part, args.out, "scripts/mutate_gpu.py", ("revision", "catalog", "family"),
+                                load_kernel_catalog(os.path.join(os.path.abspath(args.root), args.catalog)))
     s = doc["summary"]
     return 1 if s["survivors"] + s["flaky"] + s["build_errors"] else 0
 
@@ -526,6 +527,7 @@ def selftest_run():
             f.write(FAKE_SANITIZER)
         os.chmod(sanitizer, 0o755)
         os.environ["FH_COMPUTE_SANITIZER"] = sanitizer
+        catalog = []
         for mid, kill in (("baseline", ""), ("m_killed", "1"), ("m_survives", ""), ("m_race", "")):
             os.makedirs(os.path.join(bins, "bin", mid))
             path = os.path.join(bins, "bin", mid, "test_fake")
@@ -533,9 +535,11 @@ def selftest_run():
                 f.write(FAKE_SUITE % {"kill": kill, "nb": NOT_BUILT})
             os.chmod(path, 0o755)
             if mid != "baseline":
-                mutants.append({"id": mid, "layer": "kernel", "file": "kernels/gpu/x.cuh", "why": "-", "edit": mid,
-                                "expected_tests": ["racecheck:A.second"] if mid == "m_race" else [],
-                                "build": {"ok": True}})
+                entry = {"id": mid, "layer": "kernel", "file": "kernels/gpu/x.cuh", "find": "a", "replace": mid,
+                         "why": "-", "tests": ["racecheck:A.second"] if mid == "m_race" else []}
+                catalog.append(entry)
+                mutants.append({"id": mid, "layer": "kernel", "file": "kernels/gpu/x.cuh", "why": "-",
+                                "edit": mutate.edit_key(entry), "expected_tests": entry["tests"], "build": {"ok": True}})
         with open(os.path.join(bins, "plan.json"), "w") as f:
             json.dump({"catalog": "-", "revision": "-", "family": "adamw", "targets": ["test_fake"],
                        "mutants": mutants}, f)
@@ -558,7 +562,11 @@ def selftest_run():
         if killed.get("killed_by") != ["A.first"] or killed.get("tests", {}).get("A.first", {}).get("kills") != 3:
             problems.append("run: m_killed %r" % {k: killed.get(k) for k in ("killed_by", "tests")})
         # merge: a later --only run replaces its mutants' rows (here m_race, shown surviving in a base
-        # that lacked its racecheck case); another build's matrix or an unknown mutant is refused.
+        # that lacked its racecheck case); another build's matrix or an unknown mutant is refused; a
+        # mutant the catalog has since argued equivalent (m_survives) takes the argument.
+        catalog[1]["equivalent"] = "argued since the run"
+        with open(os.path.join(d, "kcat.json"), "w") as f:
+            json.dump({"mutants": catalog}, f)
         part_dir, merged_dir = os.path.join(d, "part"), os.path.join(d, "merged")
         cmd_run(argparse.Namespace(**{**vars(args), "out": part_dir, "only": "m_race"}))
         km["mutants"] = [dict(m, status="survived", killed_by=[]) if m["id"] == "m_race" else m for m in km["mutants"]]
@@ -567,22 +575,23 @@ def selftest_run():
         with open(base_path, "w") as f:
             json.dump(km, f)
         part_path = os.path.join(part_dir, "kill_matrix.json")
-        margs = argparse.Namespace(base=base_path, part=part_path, out=merged_dir)
+        margs = argparse.Namespace(base=base_path, part=part_path, out=merged_dir, root=d, catalog="kcat.json")
         rc = cmd_merge(margs)
         with open(os.path.join(merged_dir, "kill_matrix.json")) as f:
             mm = json.load(f)
         row = next(m for m in mm["mutants"] if m["id"] == "m_race")
         if "racecheck:A.second" not in mm["baseline"]["tests"]:
             problems.append("merge: the part's racecheck case has no baseline time in the merged matrix")
-        if rc != 1 or row["status"] != "killed" or "measured_in" not in row or mm["summary"]["survivors"] != ["m_survives"]:
-            problems.append("merge: exit %d, m_race %s, survivors %r" % (rc, row["status"], mm["summary"]["survivors"]))
+        if rc != 0 or row["status"] != "killed" or "measured_in" not in row or mm["summary"]["survivors"]:
+            problems.append("merge: exit %d, m_race %s, survivors %r (m_survives argued equivalent)"
+                            % (rc, row["status"], mm["summary"]["survivors"]))
         with open(part_path) as f:
             other = json.load(f)
         for change, want in ((dict(revision="other"), "revision"), (dict(mutants=[dict(row, id="nosuch")]), "nosuch")):
             with open(os.path.join(d, "bad_part.json"), "w") as f:
                 json.dump({**other, **change}, f)
             try:
-                cmd_merge(argparse.Namespace(base=base_path, part=os.path.join(d, "bad_part.json"), out=merged_dir))
+                cmd_merge(argparse.Namespace(**{**vars(margs), "part": os.path.join(d, "bad_part.json")}))
                 problems.append("merge %r: accepted" % sorted(change))
             except BadInput as e:
                 if want not in str(e):
