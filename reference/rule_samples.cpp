@@ -181,6 +181,10 @@ std::vector<NamedRuleConfig> rule_hyper_sets(RuleId id) {
       out.push_back(cfg<SGD>("lr0.1_wd0.01", h, id));
       h = {}; h.maximize = true;
       out.push_back(cfg<SGD>("maximize", h, id));
+      // Weight decay a second time (mutation catalog: sgd_l2_from_gradient was seen by
+      // lr0.1_wd0.01 alone), with maximize, whose negation comes before the L2 term.
+      h.weight_decay = 0.1;
+      out.push_back(cfg<SGD>("wd0.1_maximize", h, id));
       break;
     }
     case RuleId::sgd_momentum: {
