@@ -18,9 +18,10 @@ edits of CUDA code. Two steps, because this machine builds and the GPU runner ru
                     survived, flaky, skipped. Writes --out/kill_matrix.json in mutate.py's format
                     (layer "kernel").
   merge (here)      BASE.json PART.json --out DIR: a run of some mutants (--only, say with
-                    --racecheck) over the same build (plan.json's revision and catalog) replaces
-                    those mutants' rows of a complete matrix; each replaced row records the run it
-                    came from (measured_in); the summary is recomputed.
+                    --racecheck, or after a check was strengthened) with the same catalog and rule
+                    families replaces those mutants' rows of a complete matrix; each replaced row
+                    records the run it came from (measured_in: device, revision); the summary is
+                    recomputed.
 
 Exit status: 0 every non-equivalent mutant killed in all reps (run) or built (build); 1 one
 survived, was flaky or did not build; 2 bad usage or input (bad catalog, a snippet not found
@@ -446,8 +447,9 @@ def cmd_run(args):
 
 
 def cmd_merge(args):
-    """BASE with PART's mutants in place of its own rows: the same build (revision, catalog, family)."""
-    doc = mutate.merge_matrices(args.base, args.part, args.out, "scripts/mutate_gpu.py", ("revision", "catalog", "family"),
+    """BASE with PART's mutants in place of its own rows: the same catalog and rule families; the part
+    may come from a later revision (a check strengthened since), which its rows record (measured_in)."""
+    doc = mutate.merge_matrices(args.base, args.part, args.out, "scripts/mutate_gpu.py", ("catalog", "family"),
                                 load_kernel_catalog(os.path.join(os.path.abspath(args.root), args.catalog)))
     s = doc["summary"]
     return 1 if s["survivors"] + s["flaky"] + s["build_errors"] else 0
@@ -587,7 +589,7 @@ def selftest_run():
                             % (rc, row["status"], mm["summary"]["survivors"]))
         with open(part_path) as f:
             other = json.load(f)
-        for change, want in ((dict(revision="other"), "revision"), (dict(mutants=[dict(row, id="nosuch")]), "nosuch")):
+        for change, want in ((dict(family="adamw;sgd"), "family"), (dict(mutants=[dict(row, id="nosuch")]), "nosuch")):
             with open(os.path.join(d, "bad_part.json"), "w") as f:
                 json.dump({**other, **change}, f)
             try:
