@@ -762,6 +762,9 @@ def merge_matrices(base_path, part_path, out_dir, tool, same, catalog=()):
             raise BadInput("merge: %s: not a readable kill matrix (%s)" % (path, e))
         if not isinstance(doc, dict) or doc.get("tool") != tool or doc.get("complete") is not True:
             raise BadInput("merge: %s: not a complete kill matrix of %s" % (path, tool))
+        rows = doc.get("mutants")
+        if not isinstance(rows, list) or not all(isinstance(m, dict) and isinstance(m.get("id"), str) for m in rows):
+            raise BadInput("merge: %s: \"mutants\" must be a list of rows, each with its id" % path)
         return doc
     base, part = load(base_path), load(part_path)
     for key in same:
