@@ -557,12 +557,7 @@ def run_cutlass_hopper(env, case):
     if case.kind != "adamw" or case.weight_dtype != "bf16" or case.state_dtype != "bf16":
         raise Unsupported("the CUDA opt-only kernel takes bf16 G, W, m, v only (optimizer_only_adamw.cu:135-142)")
     from fused_grad_optimizer.hopper_kernel_h200 import fused_grad_adamw_hopper
-    ensure_cutlass_built(env)
-
-    def call(dy, x, w, m, v, g, **h):
-        fused_grad_adamw_hopper(dy, x, w, m, v, tile="256x128", **h)
-    rec = run_adamw_steps(env, case, call)
-    return rec.datasets(), rec.detail(env.spec["kernel"])
+    return run_release_wrapper(env, case, "the CUDA opt-only kernel", fused_grad_adamw_hopper, "256x128")
 
 
 # The release's CUTLASS extensions: (module, its loader, the module global that caches the

@@ -33,11 +33,11 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import atomic_file  # noqa: E402
 import mutate  # noqa: E402  (the catalogs are read, and checked, as the mutation tools read them)
+from mutate_gpu import RACECHECK, case_of  # noqa: E402  (a GPU case run under compute-sanitizer racecheck)
 
 DEFAULT_GATE = os.path.join("suites", "mutation", "gate.json")
 HOST_CATALOG = os.path.join("suites", "mutation", "catalog.json")
 KERNEL_CATALOG = os.path.join("suites", "mutation", "kernel_catalog.json")
-RACECHECK = "racecheck:"  # a GPU case run under compute-sanitizer racecheck (scripts/mutate_gpu.py)
 MIN_COST = 0.05  # seconds: a test measured at 0 still costs its start
 BadInput = mutate.BadInput
 
@@ -172,7 +172,7 @@ def list_part(args):
         print("^(" + "|".join(re.escape(t) for t in tests) + ")$" if tests else "")
     else:  # gpu: the --gtest_filter; racecheck: the cases run under compute-sanitizer racecheck
         cases = g["gpu"]["suites"].get(args.suite, [])
-        race = [c[len(RACECHECK):] for c in cases if c.startswith(RACECHECK)]
+        race = [case_of(c) for c in cases if c.startswith(RACECHECK)]
         print(":".join(race if args.part == "racecheck" else [c for c in cases if not c.startswith(RACECHECK)]))
     return 0
 
@@ -301,8 +301,8 @@ def main(argv):
                 args.catalog, args.kernel_catalog = [HOST_CATALOG], [KERNEL_CATALOG]
             args.catalog, args.kernel_catalog = args.catalog or [], args.kernel_catalog or []
             return check(args)
-        if args.part == "gpu" and not args.suite:
-            raise BadInput("list gpu needs the suite (a GPU test binary's name)")
+        if args.part in ("gpu", "racecheck") and not args.suite:
+            raise BadInput("list %s needs the suite (a GPU test binary's name)" % args.part)
         return list_part(args)
     except BadInput as e:
         print("gate: %s" % e, file=sys.stderr)

@@ -643,7 +643,7 @@ def main(argv):
                                        "(a mutant's entry can name racecheck:CASE itself)")
     g = sub.add_parser("merge", help="a run of some mutants replaces their rows of a complete matrix")
     g.add_argument("base", help="the complete kill matrix")
-    g.add_argument("part", help="the later run's kill matrix (the same build)")
+    g.add_argument("part", help="the later run's kill matrix (the same catalog and rule families)")
     g.add_argument("--out", required=True, help="folder for the merged kill_matrix.json")
     args = ap.parse_args(argv)
     try:
