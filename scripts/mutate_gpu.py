@@ -589,7 +589,8 @@ def selftest_run():
                             % (rc, row["status"], mm["summary"]["survivors"]))
         with open(part_path) as f:
             other = json.load(f)
-        for change, want in ((dict(family="adamw;sgd"), "family"), (dict(mutants=[dict(row, id="nosuch")]), "nosuch")):
+        for change, want in ((dict(family="adamw;sgd"), "family"), (dict(mutants=[dict(row, id="nosuch")]), "nosuch"),
+                             (dict(complete=False), "complete"), (dict(mutants=[1]), "mutants")):
             with open(os.path.join(d, "bad_part.json"), "w") as f:
                 json.dump({**other, **change}, f)
             try:
