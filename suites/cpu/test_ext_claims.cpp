@@ -340,6 +340,23 @@ TEST(ext_int8, NumpyCodesAreWithinHalfAStepAndACorruptedCodeFails) {
     EXPECT_EQ(count(verdicts(judge(fh::claim_ext_int8, {one}), "ext_int8", "codes_within_half_step"), fh::Verdict::fail), 1)
         << "one m code one step " << (dir < 0 ? "down" : "up");
   }
+  // Planted: the same one-step error on a code of a hundred steps or more, where a slack relative to
+  // |x| (1e-2 |x| would be over a step there) hides it; the judge's slack is fp32 rounding only.
+  for (int dir : {-1, 1}) {
+    bool found = false;
+    const std::string big = mutated_copy(numpy_results("fused"), dir < 0 ? "int8_big_down.h5" : "int8_big_up.h5",
+                                         "int8_32x128_t20", "m_q", [dir, &found](Tensor& t) {
+                                           for (size_t i = 0; i < t.bytes.size() && !found; ++i) {
+                                             const int q = int8_t(t.bytes[i]);
+                                             if (std::abs(q) <= 100 || std::abs(q) >= 127) continue;
+                                             t.bytes[i] = uint8_t(int8_t(q + dir));
+                                             found = true;
+                                           }
+                                         });
+    ASSERT_TRUE(found) << "no m code between 101 and 126 steps in the numpy file";
+    EXPECT_EQ(count(verdicts(judge(fh::claim_ext_int8, {big}), "ext_int8", "codes_within_half_step"), fh::Verdict::fail), 1)
+        << "one m code of over 100 steps one step " << (dir < 0 ? "down" : "up");
+  }
   const std::string scale = mutated_copy(numpy_results("fused"), "int8_scale.h5", "int8_32x128_t20", "v_scale", [](Tensor& t) {
     uint32_t u;
     std::memcpy(&u, t.bytes.data() + 8, 4);
