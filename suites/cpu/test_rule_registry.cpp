@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -115,6 +116,27 @@ TEST_P(rule_registry, HasHyperparameterSetsToBeJudgedUnder) {
     EXPECT_EQ(s.config.id, r.id) << r.name << "/" << s.name << ": a set of another rule";
     EXPECT_TRUE(names.insert(s.name).second) << r.name << "/" << s.name << ": named twice";
   }
+  // A set says which flags it turns: a flag named in the set's name (its first word) is one it flips
+  // from the default, and it flips no other (a set whose flag silently falls back to the default judges nothing new;
+  // mutation --changed found wd0.01_maximize's maximize could be dropped unseen).
+  fh::visit_rule(r.id, [&](auto rule) {
+    using Hyper = typename decltype(rule)::Hyper;
+    Hyper defaults;
+    std::map<std::string, bool> default_flag;
+    for (const fh::HyperField& f : fh::hyper_fields(defaults))
+      if (f.flag) default_flag[f.name] = *f.flag;
+    for (const fh::NamedRuleConfig& s : sets) {
+      Hyper h = fh::hyper_of<decltype(rule)>(s.config);
+      for (const fh::HyperField& f : fh::hyper_fields(h)) {
+        if (!f.flag) continue;
+        const std::string word = std::string(f.name).substr(0, std::string(f.name).find('_'));  // "decoupled"
+        const bool named = s.name.find(word) != std::string::npos;
+        EXPECT_EQ(named, *f.flag != default_flag[f.name])
+            << r.name << "/" << s.name << ": flag " << f.name << " is " << *f.flag << ", the name "
+            << (named ? "says it is flipped" : "does not say so");
+      }
+    }
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryListedRule, rule_registry, ::testing::ValuesIn(listed_rules()),
