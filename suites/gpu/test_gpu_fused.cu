@@ -344,10 +344,21 @@ TEST(GpuFused, SplitKernelEqualsOrderMatchedAndTwin) {
 
 // A few configurations on one ragged shape, every kernel of the set once: small enough for
 // compute-sanitizer (scripts/gpu_runner.sh with FH_SANITIZE=1 runs memcheck, racecheck and
-// initcheck on this test and the linear_backward one).
+// initcheck on this test and the linear_backward one; the kernel mutants' skipped barriers are
+// racecheck's to find, suites/mutation/kernel_catalog.json). The 128 x 128 setting runs three
+// times: the block-tile kernels, then the cooperative kernel, then its form with G through L2
+// (both forced from T = 1; rows of 200 bf16 are 16-byte aligned, as their TMA loads need).
 TEST(GpuFused, SanitizerSmoke) {
   FH_REQUIRE_GPU();
   const Shape s{200, 200, 37};
+  const FusedSchedule defaults = fused_schedule();
+  FusedSchedule coop = defaults, coop_l2g = defaults;
+  coop.coop_min_tokens = coop.coop_min_tokens_int8 = 1;
+  coop.coop_split_max = 1;
+  coop.coop_l2g_min_tokens = coop.coop_l2g_min_tokens_light = coop.coop_l2g_min_tokens_int8 = 0;
+  coop_l2g = coop;
+  coop_l2g.coop_l2g_min_tokens = coop_l2g.coop_l2g_min_tokens_light = coop_l2g.coop_l2g_min_tokens_int8 = 1;
+  coop_l2g.coop_l2g_light_min_tiles = 1;
   StepData d(s, 31337);
   // FH_SMOKE_NO_CUBLAS=1 leaves cuBLAS out (gpu_runner.sh sets it for initcheck only): cuBLAS's
   // Hopper kernels store G through the TMA engine, whose writes initcheck does not track, so every
@@ -362,10 +373,17 @@ TEST(GpuFused, SanitizerSmoke) {
       {RuleId::adamw, StateFormat::fp32, WeightStore::fp32_master},
       {RuleId::adamw, StateFormat::int8, WeightStore::bf16_sr},
       {RuleId::lion, StateFormat::bf16, WeightStore::bf16_rne}};
+  struct Pass { const char* name; const FusedSchedule* schedule; TileShape tile; };
+  const Pass passes[] = {{"block 128", &defaults, {128, 128}}, {"block 64", &defaults, {64, 64}},
+                         {"coop", &coop, {128, 128}}, {"coop G via L2", &coop_l2g, {128, 128}}};
   for (const auto& [r, sf, ws] : configs)
-    for (TileShape tile : {TileShape{128, 128}, TileShape{64, 64}}) {
+    for (const Pass& pass : passes) {
       if (!gpu_rule_built(r)) continue;
+      set_fused_schedule(*pass.schedule);
+      const TileShape tile = pass.tile;
       const HostParam hp0 = make_param(r, sf, ws, s, 12);
+      const std::string kernel = fused_kernel_for(d.prob, tile, sf, hp0.rule);
+      if (pass.schedule != &defaults) EXPECT_EQ(kernel.rfind("coop", 0), 0u) << pass.name << " ran " << kernel;
       HostParam a = hp0, b = hp0;
       DeviceParam fused(hp0), om(hp0), cub(hp0);
       DeviceBuffer<float> g(size_t(s.out * s.in)), gc(size_t(s.out * s.in));
@@ -381,8 +399,10 @@ TEST(GpuFused, SanitizerSmoke) {
       const ParamEvidence x = test::compare_params(a, b);
       compared += x.values;
       differing += x.differing;
-      EXPECT_EQ(x.differing, 0) << config_name(r, sf, ws) << " tile " << tile.rows << ", first " << x.first_diff;
+      EXPECT_EQ(x.differing, 0) << config_name(r, sf, ws) << " " << pass.name << " (" << kernel << "), first "
+                                << x.first_diff;
     }
+  set_fused_schedule(defaults);
   std::printf("[fused] sanitizer smoke: %lld values, %lld differ\n", (long long)compared, (long long)differing);
 }
 
