@@ -117,8 +117,8 @@ TEST_P(rule_registry, HasHyperparameterSetsToBeJudgedUnder) {
     EXPECT_TRUE(names.insert(s.name).second) << r.name << "/" << s.name << ": named twice";
   }
   // A set says which flags it turns: a flag named in the set's name (its first word) is one it flips
-  // from the default, and it flips no other (a set whose flag silently falls back to the default judges nothing new;
-  // mutation --changed found wd0.01_maximize's maximize could be dropped unseen).
+  // from the default, and it flips no other. A set whose flag silently falls back to the default
+  // judges nothing new (mutate.py --changed found wd0.01_maximize's maximize could be dropped unseen).
   fh::visit_rule(r.id, [&](auto rule) {
     using Hyper = typename decltype(rule)::Hyper;
     Hyper defaults;
