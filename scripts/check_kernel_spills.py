@@ -2,7 +2,7 @@
 """ptxas's register spills in the production fused kernels, against the recorded ceiling per kernel.
 
 Compiles suites/cpu/ptxas_spill_probe.cu (AdamW's fused kernels for fp32, bf16 and INT8 state: the
-cooperative kernel, its G-through-L2 form (fp32 state) and both block-per-tile tiles) for sm_90a with the project's device flags and
+cooperative kernel, its G-through-L2 and interleaved forms and both block-per-tile tiles) for sm_90a with the project's device flags and
 -Xptxas -v, and fails when a kernel spills more bytes than CEILING allows. Why: a spill changes no
 bit, so no bitwise suite sees it, but one in the cooperative kernel's 40-register producer slowed
 every fused step by 5-10% on the runner (kernels/gpu/NOTES.md v39). Lower a ceiling when a kernel
@@ -24,6 +24,7 @@ import tempfile
 CEILING = {
     ("coop", "fp32"): 0, ("coop", "bf16"): 0, ("coop", "int8"): 0,
     ("coop_l2g", "fp32"): 0, ("coop_l2g", "bf16"): 0, ("coop_l2g", "int8"): 0,
+    ("coop_ilv", "fp32"): 0, ("coop_ilv", "bf16"): 0,
     ("coop_split", "fp32"): 0, ("coop_split", "bf16"): 0, ("coop_split", "int8"): 0,
     # The split in waves (v44): no setmaxnreg (its epilogue warps share warpgroup 0 with the
     # producer), so all roles compile at 168 registers; a few values outside the mainloop spill.
@@ -41,6 +42,7 @@ FLAGS = ["-gencode=arch=compute_90a,code=sm_90a", "--fmad=false", "-Xcompiler=-f
 def kernel_key(name):
     kind = ("coop" if "fused_wgrad_coop_kernel" in name else
             "coop_l2g" if "fused_wgrad_coop_l2g_kernel" in name else
+            "coop_ilv" if "fused_wgrad_coop_ilv_kernel" in name else
             "coop_split" if "fused_wgrad_coop_split_kernel" in name else
             "coop_split_waves" if "fused_wgrad_coop_split_waves_kernel" in name else
             "block128" if "WgradTileCfgILi128ELi128E" in name else
@@ -98,7 +100,7 @@ def main():
         # touch no other kernel but the G-through-L2 form and the split (168 registers a warp: it spills there or
         # not with the rest of that kernel's pressure, kernels/gpu/NOTES.md v41).
         want = [("coop", f) for f in ("bf16", "fp32", "int8")]
-        if all(k in over for k in want) and all(k[0] in ("coop", "coop_l2g", "coop_split", "coop_split_waves") for k in over):
+        if all(k in over for k in want) and all(k[0] in ("coop", "coop_l2g", "coop_ilv", "coop_split", "coop_split_waves") for k in over):
             print("check_kernel_spills --plant: the planted producer spill was caught in %s" % over)
             return 0
         print("check_kernel_spills --plant: expected %s (and at most G-through-L2 and split kernels) over the ceiling, "

@@ -18,7 +18,8 @@ for bad in FH_FUSED_COOP_MIN_TOKENS=abc FH_FUSED_COOP_MIN_TOKENS=-1 FH_FUSED_COO
            FH_FUSED_COOP_L2G_EPILOGUE_ROWS_16K=136 FH_FUSED_COOP_L2G_MIN_TOKENS_INT8=-1 \
            FH_FUSED_COOP_SPLIT_MAX=0 FH_FUSED_COOP_SPLIT_MAX=17 FH_FUSED_COOP_SPLIT_MIN_TOKENS=-1 \
            FH_FUSED_COOP_SPLIT_OVERHEAD_CHUNKS=-1 FH_FUSED_COOP_SPLIT_GAIN_PCT=100 \
-           FH_FUSED_COOP_SPLIT_UNIT_CHUNKS=-2 FH_FUSED_COOP_SPLIT_MIN_SLICE_TOKENS=-1; do
+           FH_FUSED_COOP_SPLIT_UNIT_CHUNKS=-2 FH_FUSED_COOP_SPLIT_MIN_SLICE_TOKENS=-1 \
+           FH_FUSED_COOP_ILV_MIN_TOKENS=-1 FH_FUSED_COOP_ILV_MIN_TOKENS=2k; do
   name="${bad%%=*}"
   out="$(env "$bad" "$BIN" --allow-no-gpu 2>&1)"
   rc=$?
@@ -42,6 +43,7 @@ for bad in FH_FUSED_COOP_MIN_TOKENS=abc FH_FUSED_COOP_MIN_TOKENS=-1 FH_FUSED_COO
   [ "$bad" = FH_FUSED_COOP_SPLIT_GAIN_PCT=100 ] && want="coop_split_gain_pct must"
   [ "$bad" = FH_FUSED_COOP_SPLIT_UNIT_CHUNKS=-2 ] && want="coop_split_unit_chunks must"
   [ "$bad" = FH_FUSED_COOP_SPLIT_MIN_SLICE_TOKENS=-1 ] && want="coop_split_min_slice_tokens must"
+  [ "$bad" = FH_FUSED_COOP_ILV_MIN_TOKENS=-1 ] && want="coop_ilv_min_tokens must"
   if [ $rc -ne 2 ]; then echo "FAIL: $bad: exit $rc, not 2 ($out)"; fails=$((fails + 1))
   elif ! grep -q "$want" <<< "$out"; then echo "FAIL: $bad: the message does not name $want: $out"; fails=$((fails + 1))
   else echo "ok: $bad refused: $(head -1 <<< "$out")"; fi
@@ -52,7 +54,7 @@ for good in FH_FUSED_COOP_MIN_TOKENS=0 FH_FUSED_COOP_STAGGER_US=20 FH_FUSED_COOP
             FH_FUSED_COOP_L2G_LIGHT_MIN_TILES=1 FH_FUSED_COOP_L2G_EPILOGUE_WARPS=2 \
             FH_FUSED_COOP_L2G_EPILOGUE_ROWS=8 FH_FUSED_COOP_L2G_EPILOGUE_ROWS_16K=128 \
             FH_FUSED_COOP_L2G_MIN_TOKENS_INT8=0 FH_FUSED_COOP_SPLIT_MAX=1 FH_FUSED_COOP_SPLIT_GAIN_PCT=0 \
-            FH_FUSED_COOP_SPLIT_UNIT_CHUNKS=-1; do
+            FH_FUSED_COOP_SPLIT_UNIT_CHUNKS=-1 FH_FUSED_COOP_ILV_MIN_TOKENS=2048; do
   if env "$good" FH_FUSED_COOP_STAGGER_GROUPS=4 "$BIN" --allow-no-gpu --benchmark_filter=NONE > /dev/null 2>&1; then echo "ok: $good accepted"
   else echo "FAIL: $good was refused"; fails=$((fails + 1)); fi
 done

@@ -711,6 +711,7 @@ void launch_fused_cfg(const WgradTileArgs& a, const typename Rule::Scalars& s, c
 
 // The warp-specialized kernels (they use the epilogue and launch helpers above).
 #include "kernels/gpu/fused_wgrad_coop.cuh"
+#include "kernels/gpu/fused_wgrad_coop_ilv.cuh"
 #include "kernels/gpu/fused_wgrad_coop_l2g.cuh"
 #include "kernels/gpu/fused_wgrad_coop_split.cuh"
 
@@ -739,6 +740,13 @@ inline bool coop_l2g_chosen(const WgradTileArgs& a, StateFormat sf, int declared
   return from > 0 && a.T >= from && coop_chosen(a, sf);
 }
 
+// Where the cooperative kernel is chosen with fp32 or bf16 state, its interleaved form from
+// FusedSchedule::coop_ilv_min_tokens on (0: never).
+inline bool coop_ilv_chosen(const WgradTileArgs& a, StateFormat sf) {
+  const int64_t from = fused_schedule().coop_ilv_min_tokens;
+  return sf != StateFormat::int8 && from > 0 && a.T >= from && coop_chosen(a, sf);
+}
+
 // fused_token_splits for the 128 x 128 setting (gpu_api.h).
 inline int coop_splits_for(const WgradTileArgs& a) {
   const FusedSchedule fs = fused_schedule();
@@ -754,6 +762,8 @@ void launch_fused_tile(const WgradTileArgs& a, const typename Rule::Scalars& s, 
   if (tile.rows == 128 && tile.cols == 128) {
     if (const int splits = coop_splits_for(a); splits > 1)
       return launch_fused_coop_split<Rule, SF, WS>(a, s, pv, splits, stream);
+    if constexpr (SF != StateFormat::int8)
+      if (coop_ilv_chosen(a, SF)) return launch_fused_coop_ilv<Rule, SF, WS>(a, s, pv, stream);
     if constexpr (coop_l2g_builds(Rule::kStateSlots)) {
       int kept = 0;  // the state arrays this view's epilogue moves (load_quad: the present slots)
       for (int k = 0; k < Rule::kStateSlots; ++k) kept += pv.state[k].present();

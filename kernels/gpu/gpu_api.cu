@@ -80,6 +80,9 @@ void set_fused_schedule(const FusedSchedule& s) {
   if (s.coop_split_min_slice_tokens < 0)
     throw std::invalid_argument("set_fused_schedule: coop_split_min_slice_tokens must be >= 0 (got " +
                                 std::to_string(s.coop_split_min_slice_tokens) + ")");
+  if (s.coop_ilv_min_tokens < 0)
+    throw std::invalid_argument("set_fused_schedule: coop_ilv_min_tokens must be >= 0 (0: never; got " +
+                                std::to_string(s.coop_ilv_min_tokens) + ")");
   std::lock_guard<std::mutex> lock(g_schedule_mutex);
   g_schedule = s;
 }

@@ -163,6 +163,9 @@ void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateForm
 //     costing this many chunks more in the model, with slices of at least that many tokens (the
 //     epilogue warps' pace); -1: one wave only, the default (the waves measured 0-24% slower than
 //     not splitting, kernels/gpu/NOTES.md v44; kCoopSplitUnitChunks = 4 is the model's cost when on).
+//   coop_ilv_min_tokens: where the cooperative kernel runs with fp32 or bf16 state, from this many
+//     tokens on its consumers update each tile during the next tile's mainloop, a 32nd of it at a
+//     time (fused_wgrad_coop_ilv.cuh), ahead of the G-through-L2 form; 0: never (the default).
 // Process-wide. forge-bench reads FH_FUSED_STAGGER_US, FH_FUSED_STAGGER_STRIDE,
 // FH_FUSED_COOP_MIN_TOKENS, FH_FUSED_COOP_MIN_TOKENS_INT8, FH_FUSED_COOP_STAGGER_US,
 // FH_FUSED_COOP_STAGGER_GROUPS, FH_FUSED_COOP_GROUP_ROWS, FH_FUSED_COOP_L2G_MIN_TOKENS,
@@ -170,7 +173,7 @@ void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateForm
 // FH_FUSED_COOP_L2G_EPILOGUE_WARPS, FH_FUSED_COOP_L2G_EPILOGUE_ROWS,
 // FH_FUSED_COOP_L2G_EPILOGUE_ROWS_16K, FH_FUSED_COOP_L2G_MIN_TOKENS_INT8, FH_FUSED_COOP_SPLIT_MAX,
 // FH_FUSED_COOP_SPLIT_MIN_TOKENS, FH_FUSED_COOP_SPLIT_OVERHEAD_CHUNKS, FH_FUSED_COOP_SPLIT_GAIN_PCT,
-// FH_FUSED_COOP_SPLIT_UNIT_CHUNKS and FH_FUSED_COOP_SPLIT_MIN_SLICE_TOKENS.
+// FH_FUSED_COOP_SPLIT_UNIT_CHUNKS, FH_FUSED_COOP_SPLIT_MIN_SLICE_TOKENS and FH_FUSED_COOP_ILV_MIN_TOKENS.
 constexpr int64_t kCoopMinTokens = 2048;
 constexpr int64_t kCoopMinTokensInt8 = 8192;
 constexpr int kCoopStaggerUs = 0;
@@ -192,6 +195,7 @@ constexpr int kCoopSplitGainPct = 10;
 constexpr int kCoopSplitUnitChunks = 4;          // the waves' model when they are on
 constexpr int kCoopSplitDefaultUnitChunks = -1;  // off: measured slower than not splitting (NOTES.md v44)
 constexpr int64_t kCoopSplitMinSliceTokens = 4096;
+constexpr int64_t kCoopIlvMinTokens = 0;  // off until measured (kernels/gpu/NOTES.md v46)
 struct FusedSchedule {
   int stagger_us = -1;
   int stagger_stride = 0;
@@ -213,6 +217,7 @@ struct FusedSchedule {
   int coop_split_gain_pct = kCoopSplitGainPct;
   int coop_split_unit_chunks = kCoopSplitDefaultUnitChunks;
   int64_t coop_split_min_slice_tokens = kCoopSplitMinSliceTokens;
+  int64_t coop_ilv_min_tokens = kCoopIlvMinTokens;
 };
 // Throws std::invalid_argument on a value out of range (stagger_us -1 .. 10^6, stride >= 0,
 // coop_min_tokens and coop_min_tokens_int8 >= 0, coop_stagger_us >= 0, coop_stagger_groups
@@ -221,7 +226,7 @@ struct FusedSchedule {
 // coop_l2g_epilogue_warps 2 or 3, coop_l2g_epilogue_rows and coop_l2g_epilogue_rows_16k multiples
 // of 8 in 8 .. 128, coop_l2g_min_tokens_int8 >= 0, coop_split_max 1 .. kCoopSplitMax,
 // coop_split_min_tokens >= 0, coop_split_overhead_chunks 0 .. 1024, coop_split_gain_pct 0 .. 99,
-// coop_split_unit_chunks -1 .. 1024, coop_split_min_slice_tokens >= 0).
+// coop_split_unit_chunks -1 .. 1024, coop_split_min_slice_tokens >= 0, coop_ilv_min_tokens >= 0).
 void set_fused_schedule(const FusedSchedule& s);
 FusedSchedule fused_schedule();
 // The stagger an auto schedule uses: 10 us where the epilogue is DRAM bound (fp32 state: 24 or
@@ -229,7 +234,8 @@ FusedSchedule fused_schedule();
 int auto_stagger_us(StateFormat sf);
 // The kernel fused_wgrad_update runs for this problem, tile setting and state format under the
 // current schedule:
-// "coop_split_128x256", "coop_split_waves_128x256", "coop_l2g_128x256", "coop_128x256", "block_per_tile" (all for the 128 x 128
+// "coop_split_128x256", "coop_split_waves_128x256", "coop_ilv_128x256", "coop_l2g_128x256", "coop_128x256",
+// "block_per_tile" (all for the 128 x 128
 // setting) or "mma_sync_64x64".
 // rule: its hyperparameters say which state slots it keeps (their storage is what the epilogue moves).
 const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat sf, const RuleConfig& rule);

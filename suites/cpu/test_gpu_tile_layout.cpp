@@ -782,6 +782,7 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   refused([](S& s) { s.coop_l2g_min_tokens_light = -1; }, "coop_l2g_min_tokens_light -1");
   refused([](S& s) { s.coop_l2g_light_min_tiles = 0; }, "coop_l2g_light_min_tiles 0");
   refused([](S& s) { s.coop_l2g_min_tokens_int8 = -1; }, "coop_l2g_min_tokens_int8 -1");
+  refused([](S& s) { s.coop_ilv_min_tokens = -1; }, "coop_ilv_min_tokens -1");
   for (int rows : {0, 4, 12, 136}) {
     refused([&](S& s) { s.coop_l2g_epilogue_rows = rows; }, std::to_string(rows) + " epilogue rows");
     refused([&](S& s) { s.coop_l2g_epilogue_rows_16k = rows; },
@@ -822,6 +823,7 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   EXPECT_EQ(before.coop_l2g_epilogue_rows, kCoopL2gEpilogueRows);
   EXPECT_EQ(before.coop_l2g_epilogue_rows_16k, kCoopL2gEpilogueRows16k);
   EXPECT_EQ(before.coop_l2g_min_tokens_int8, kCoopL2gMinTokensInt8);
+  EXPECT_EQ(before.coop_ilv_min_tokens, 0) << "the interleaved form is opt-in until the runner measures it";
   // The G-through-L2 form: built for rules that declare state; heavy epilogues (fp32 state, two or
   // more slots kept) anywhere, lighter ones where the rule keeps every slot it declares, on layers of
   // enough tiles, INT8 state by its own threshold (measured, kernels/gpu/NOTES.md v41, v42).
@@ -865,6 +867,7 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   mine.coop_split_gain_pct = 0;
   mine.coop_split_unit_chunks = 7;
   mine.coop_split_min_slice_tokens = 0;
+  mine.coop_ilv_min_tokens = 4096;
   mine.coop_stagger_us = 500000;  // the last of three groups 10^6 us late: the limit itself
   mine.coop_stagger_groups = 3;
   set_fused_schedule(mine);
@@ -887,6 +890,7 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   EXPECT_EQ(fused_schedule().coop_split_gain_pct, 0);
   EXPECT_EQ(fused_schedule().coop_split_unit_chunks, 7);
   EXPECT_EQ(fused_schedule().coop_split_min_slice_tokens, 0);
+  EXPECT_EQ(fused_schedule().coop_ilv_min_tokens, 4096);
   set_fused_schedule(before);
   EXPECT_EQ(auto_stagger_us(StateFormat::fp32), 10);
   EXPECT_EQ(auto_stagger_us(StateFormat::bf16), 0);

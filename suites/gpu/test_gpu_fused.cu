@@ -166,14 +166,19 @@ TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
   coop.coop_split_max = 1;  // the kernel split over tokens has its own test (SplitKernel...)
   set_fused_schedule(coop);
   const Shape ragged_shape{304, 520, 2100};
+  const char* const kForm[] = {"coop kernel", "coop kernel (G through L2)", "coop kernel (interleaved epilogue)"};
   // Twice: the cooperative kernel, then with its G tiles through L2 wherever that form serves
   // (coop_l2g_class, any layer size: rules that keep state; SGD and RMSprop's default stay on the
   // cooperative kernel), INT8 tiles split at row 56 between the epilogue warps (runs that cross
   // into the right half) and the consumers. 2040 x 4000: 256 tiles, ragged in both directions, so
   // blocks with one and two tiles, and ragged tiles among the epilogue warps' (the first 124).
-  for (bool l2g : {false, true}) {
+  // Then a third time with the epilogue interleaved into the next tile's mainloop (fp32 and bf16
+  // state; INT8 stays on the cooperative kernel): at T = 2100 about one pass a chunk.
+  for (int form : {0, 1, 2}) {
+    const bool l2g = form == 1, ilv = form == 2;
     coop.coop_l2g_min_tokens = coop.coop_l2g_min_tokens_light = coop.coop_l2g_min_tokens_int8 =
         l2g ? kCoopMinTokens : 0;
+    coop.coop_ilv_min_tokens = ilv ? kCoopMinTokens : 0;
     coop.coop_l2g_light_min_tiles = 1;
     coop.coop_l2g_epilogue_rows = coop.coop_l2g_epilogue_rows_16k = 56;
     set_fused_schedule(coop);
@@ -187,20 +192,21 @@ TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
             ++configs;
             const HostParam hp = make_param(r, sf, ws, s, uint64_t(1000 + configs));
             EXPECT_STREQ(fused_kernel_for(steps[0].prob, TileShape{128, 128}, sf, hp.rule),
-                         l2g && coop_l2g_class(sf, rule_declared_slots(hp.rule), rule_kept_slots(hp.rule), 1, 1) !=
-                                        CoopL2gClass::none
+                         ilv && sf != StateFormat::int8 ? "coop_ilv_128x256"
+                         : l2g && coop_l2g_class(sf, rule_declared_slots(hp.rule), rule_kept_slots(hp.rule), 1, 1) !=
+                                      CoopL2gClass::none
                              ? "coop_l2g_128x256"
                              : "coop_128x256");
             const ParamEvidence e = fused_vs_order_matched(steps, hp, sf, ws);
             compared += e.values;
             differing += e.differing;
-            EXPECT_EQ(e.differing, 0) << (l2g ? "coop (G through L2)" : "coop") << " fused vs order-matched, "
+            EXPECT_EQ(e.differing, 0) << kForm[form] << " fused vs order-matched, "
                                       << config_name(r, sf, ws) << " " << s.out << "x" << s.in << " T=" << s.T
                                       << ", first " << e.first_diff;
           }
     }
-    std::printf("[fused] coop kernel%s: %lld configs x 2 steps, fused vs order-matched: %lld values, %lld differ\n",
-                l2g ? " (G through L2)" : "", (long long)configs, (long long)compared, (long long)differing);
+    std::printf("[fused] %s: %lld configs x 2 steps, fused vs order-matched: %lld values, %lld differ\n",
+                kForm[form], (long long)configs, (long long)compared, (long long)differing);
   }
   set_fused_schedule(defaults);
 }
@@ -345,9 +351,10 @@ TEST(GpuFused, SplitKernelEqualsOrderMatchedAndTwin) {
 // A few configurations on one ragged shape, every kernel of the set once: small enough for
 // compute-sanitizer (scripts/gpu_runner.sh with FH_SANITIZE=1 runs memcheck, racecheck and
 // initcheck on this test and the linear_backward one; the kernel mutants' skipped barriers are
-// racecheck's to find, suites/mutation/kernel_catalog.json). The 128 x 128 setting runs three
-// times: the block-tile kernels, then the cooperative kernel, then its form with G through L2
-// (both forced from T = 1; rows of 200 bf16 are 16-byte aligned, as their TMA loads need).
+// racecheck's to find, suites/mutation/kernel_catalog.json). The 128 x 128 setting runs four
+// times: the block-tile kernels, then the cooperative kernel, its form with G through L2 and its
+// interleaved form (each forced from T = 1; rows of 200 bf16 are 16-byte aligned, as their TMA
+// loads need).
 TEST(GpuFused, SanitizerSmoke) {
   FH_REQUIRE_GPU();
   const Shape s{200, 200, 37};
@@ -359,6 +366,8 @@ TEST(GpuFused, SanitizerSmoke) {
   coop_l2g = coop;
   coop_l2g.coop_l2g_min_tokens = coop_l2g.coop_l2g_min_tokens_light = coop_l2g.coop_l2g_min_tokens_int8 = 1;
   coop_l2g.coop_l2g_light_min_tiles = 1;
+  FusedSchedule coop_ilv = coop;
+  coop_ilv.coop_ilv_min_tokens = 1;
   StepData d(s, 31337);
   // FH_SMOKE_NO_CUBLAS=1 leaves cuBLAS out (gpu_runner.sh sets it for initcheck only): cuBLAS's
   // Hopper kernels store G through the TMA engine, whose writes initcheck does not track, so every
@@ -375,7 +384,8 @@ TEST(GpuFused, SanitizerSmoke) {
       {RuleId::lion, StateFormat::bf16, WeightStore::bf16_rne}};
   struct Pass { const char* name; const FusedSchedule* schedule; TileShape tile; };
   const Pass passes[] = {{"block 128", &defaults, {128, 128}}, {"block 64", &defaults, {64, 64}},
-                         {"coop", &coop, {128, 128}}, {"coop G via L2", &coop_l2g, {128, 128}}};
+                         {"coop", &coop, {128, 128}}, {"coop G via L2", &coop_l2g, {128, 128}},
+                         {"coop interleaved", &coop_ilv, {128, 128}}};
   for (const auto& [r, sf, ws] : configs)
     for (const Pass& pass : passes) {
       if (!gpu_rule_built(r)) continue;
@@ -579,11 +589,14 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
   // default eight.
   // With its G tiles through L2 in the default and the three-row order, by three and by two
   // epilogue warps, INT8 tiles whole on the epilogue warps or split at row 24.
-  for (auto [us, groups, rows, l2g, warps, erows] :
-       {std::tuple{0, 1, kCoopGroupRows, 0, 3, 128}, std::tuple{10, 2, kCoopGroupRows, 0, 3, 128},
-        std::tuple{4, 4, kCoopGroupRows, 0, 3, 128}, std::tuple{0, 1, 1, 0, 3, 128}, std::tuple{0, 1, 3, 0, 3, 128},
-        std::tuple{0, 1, kCoopGroupRows, 64, 3, 128}, std::tuple{0, 1, 3, 64, 3, 24},
-        std::tuple{0, 1, kCoopGroupRows, 64, 2, 24}}) {
+  // With the epilogue interleaved into the next tile's mainloop (fp32 and bf16 state) in the
+  // default and the three-row order.
+  for (auto [us, groups, rows, l2g, warps, erows, ilv] :
+       {std::tuple{0, 1, kCoopGroupRows, 0, 3, 128, 0}, std::tuple{10, 2, kCoopGroupRows, 0, 3, 128, 0},
+        std::tuple{4, 4, kCoopGroupRows, 0, 3, 128, 0}, std::tuple{0, 1, 1, 0, 3, 128, 0},
+        std::tuple{0, 1, 3, 0, 3, 128, 0}, std::tuple{0, 1, kCoopGroupRows, 64, 3, 128, 0},
+        std::tuple{0, 1, 3, 64, 3, 24, 0}, std::tuple{0, 1, kCoopGroupRows, 64, 2, 24, 0},
+        std::tuple{0, 1, kCoopGroupRows, 0, 3, 128, 64}, std::tuple{0, 1, 3, 0, 3, 128, 64}}) {
     FusedSchedule coop = defaults;
     coop.coop_min_tokens = coop.coop_min_tokens_int8 = 64;
     coop.coop_stagger_us = us;
@@ -593,6 +606,7 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
     coop.coop_l2g_epilogue_warps = warps;
     coop.coop_l2g_epilogue_rows = coop.coop_l2g_epilogue_rows_16k = erows;
     coop.coop_l2g_light_min_tiles = 1;
+    coop.coop_ilv_min_tokens = ilv;
     variants.push_back(coop);
   }
   int64_t compared = 0, differing = 0, runs = 0;
@@ -626,8 +640,8 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
                                   << " us x " << v.coop_stagger_groups << " groups, tile groups of "
                                   << v.coop_group_rows << " rows, G through L2 from T = " << v.coop_l2g_min_tokens
                                   << " by " << v.coop_l2g_epilogue_warps << " warps on "
-                                  << v.coop_l2g_epilogue_rows << " rows"
-                                  << ": "
+                                  << v.coop_l2g_epilogue_rows << " rows, interleaved from T = "
+                                  << v.coop_ilv_min_tokens << ": "
                                   << config_name(RuleId::adamw, sf, ws) << " " << s.out << "x" << s.in
                                   << ", first " << e.first_diff;
       }
