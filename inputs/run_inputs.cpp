@@ -46,13 +46,15 @@ RunInputs read_run_inputs(const RunInputPaths& paths) {
                                       {"--external-model", &paths.external_model},
                                       {"--model-step", &paths.model_step},
                                       {"--external-timing", &paths.external_timing},
-                                      {"--kill-matrix", &paths.kill_matrix}})
+                                      {"--kill-matrix", &paths.kill_matrix},
+                                      {"--convergence-run", &paths.convergence_run}})
     refuse_repeated(option, *files);
   RunInputs in;
   for (const auto& f : paths.external_model) in.model_runs.push_back(read_model_bench_json(f));
   for (const auto& f : paths.model_step) in.model_steps.push_back(read_model_step_json(f));
   for (const auto& f : paths.external_timing) in.timings.push_back({f, read_benchmark_json(f), read_benchmark_errors(f)});
   for (const auto& f : paths.kill_matrix) in.kill_matrices.push_back(read_kill_matrix_json(f));
+  for (const auto& f : paths.convergence_run) in.convergence_runs.push_back(read_convergence_run_json(f));
   refuse_remeasured(in.kill_matrices);
   if (!paths.bench_json.empty()) {
     try {

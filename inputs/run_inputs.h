@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "inputs/benchmark_json.h"
+#include "inputs/convergence_run_json.h"
 #include "inputs/external_bench.h"
 #include "inputs/external_io.h"
 #include "inputs/kill_matrix_json.h"
@@ -23,6 +24,7 @@ struct RunInputPaths {
   std::vector<std::string> external_timing;   // --external-timing: Google Benchmark JSON
   std::string bench_json;                     // --bench-json: forge-bench's Google Benchmark JSON
   std::vector<std::string> kill_matrix;       // --kill-matrix: scripts/mutate.py / mutate_gpu.py JSON
+  std::vector<std::string> convergence_run;   // --convergence-run: forge-model-step --train / torch_train_reference.py
 };
 
 // The external producer's files: the cases file and the results that answer it, each held open
@@ -46,6 +48,7 @@ struct RunInputs {
   std::vector<TimingFile> timings;            // one per --external-timing, in order
   std::vector<BenchmarkData> benchmarks;      // --bench-json; empty when not given
   std::vector<KillMatrix> kill_matrices;      // one per --kill-matrix, in order
+  std::vector<ConvergenceRun> convergence_runs;  // one per --convergence-run, in order
 };
 
 // Reads and validates every file `paths` names; one file given twice to the same option (by any

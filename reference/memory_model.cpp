@@ -13,10 +13,12 @@ ModelShape model_shape(const std::string& name) {
   } else if (name == "qwen3_14b") {  // Qwen/Qwen3-14B config.json
     s.hidden = 5120, s.intermediate = 17408, s.heads = 40, s.kv_heads = 8, s.head_dim = 128, s.vocab = 151936, s.layers = 40;
     s.qk_norm = true;
+  } else if (name == "llama_30m") {  // the convergence runs' model (issue 33): Llama-shaped, ~29M parameters
+    s.hidden = 512, s.intermediate = 1536, s.heads = 8, s.kv_heads = 4, s.head_dim = 64, s.vocab = 4096, s.layers = 8;
   } else if (name == "tiny") {
     s.hidden = 128, s.intermediate = 256, s.heads = 8, s.kv_heads = 8, s.head_dim = 16, s.vocab = 512, s.layers = 2;
   } else {
-    throw std::invalid_argument("model_shape: unknown family '" + name + "' (llama31_8b, qwen3_14b, tiny)");
+    throw std::invalid_argument("model_shape: unknown family '" + name + "' (llama31_8b, qwen3_14b, llama_30m, tiny)");
   }
   return s;
 }

@@ -21,7 +21,7 @@ struct ModelShape {
   bool tied = false;     // the LM head is the embedding
   bool qk_norm = false;  // per-head RMSNorm on q and k (Qwen3)
 };
-// llama31_8b, qwen3_14b, tiny (CI); std::invalid_argument for another name.
+// llama31_8b, qwen3_14b, llama_30m (the convergence runs), tiny (CI); std::invalid_argument for another name.
 ModelShape model_shape(const std::string& name);
 
 enum class ParamKind : uint8_t { linear, embedding, norm, tied_embedding };

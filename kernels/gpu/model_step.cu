@@ -57,6 +57,7 @@ struct ModelStep::Impl {
   std::vector<Held> held_;
   int slot_ = 0;
   bool first_linear_ = true;
+  bool skip_pending_ = false;  // the planted skip_one_update still waits for the first linear reached
 
   ~Impl() {
     pool.reset();  // frees every live allocation, then the pool
@@ -143,7 +144,10 @@ struct ModelStep::Impl {
   // One linear layer's backward: dx (+)= dY W, and its update (fused now, or G held for the step).
   void linear_bwd(Param& w, const bf16* x, const bf16* dy, float* dx, float dx_beta, bool fused) {
     const WgradProblem prob{x, dy, d().tokens, w.pv.rows, w.pv.cols};
-    if (fused) {
+    if (fused && skip_pending_) {  // planted: dX from the weight, and the update silently left out
+      skip_pending_ = false;
+      cublas_dgrad(h(), dy, w.pv.bf16, d().tokens, w.pv.rows, w.pv.cols, dx, stream, dx_beta);
+    } else if (fused) {
       LinearBackwardArgs a;
       a.problem = prob;
       a.rule = cfg.rule;
@@ -201,7 +205,12 @@ struct ModelStep::Impl {
     if (cfg.phase_marks) pool->phase(name);
   }
 
-  ModelStepStats run(int64_t step);
+  ModelStepStats run(int64_t step, bool train = true);
+  void release_acts(const BlockActs& s) {
+    for (void* p : {(void*)s.x_in, (void*)s.rstd1, (void*)s.h1, (void*)s.q, (void*)s.k, (void*)s.v, (void*)s.p,
+                    (void*)s.a, (void*)s.x_mid, (void*)s.rstd2, (void*)s.h2, (void*)s.gate, (void*)s.up, (void*)s.m})
+      pool->release(p);
+  }
   void block_fwd(const BlockIdx& b, BlockActs& s);
   void block_bwd(const BlockIdx& b, BlockActs& s, float* dx);
 };
@@ -312,9 +321,7 @@ void ModelStep::Impl::block_bwd(const BlockIdx& b, BlockActs& s, float* dx) {
   pool->release(dv);
   norm_bwd(b.g1, s.x_in, s.rstd1, dh1, dx);
   pool->release(dh1);
-  for (void* p : {(void*)s.x_in, (void*)s.rstd1, (void*)s.h1, (void*)s.q, (void*)s.k, (void*)s.v, (void*)s.p,
-                  (void*)s.a, (void*)s.x_mid, (void*)s.rstd2, (void*)s.h2, (void*)s.gate, (void*)s.up, (void*)s.m})
-    pool->release(p);
+  release_acts(s);
 }
 
 ModelStep::ModelStep(const ModelStepConfig& cfg) : impl_(std::make_unique<Impl>()) {
@@ -324,6 +331,9 @@ ModelStep::ModelStep(const ModelStepConfig& cfg) : impl_(std::make_unique<Impl>(
   if (d.hidden < 1 || d.intermediate < 1 || d.heads < 1 || d.kv_heads < 1 || d.head_dim < 1 || d.vocab < 2 ||
       d.layers < 0 || d.tokens < 1 || d.heads % d.kv_heads != 0) {
     throw std::invalid_argument("ModelStep: dimensions must be >= 1, vocab >= 2 and heads a multiple of kv_heads");
+  }
+  if (cfg.defects.skip_one_update && cfg.update != ModelUpdate::fused) {
+    throw std::invalid_argument("ModelStep: skip_one_update plants a defect in a fused model only");
   }
   if (cfg.defects.naive_tied_fusion && !(d.tied && cfg.update == ModelUpdate::fused)) {
     throw std::invalid_argument("ModelStep: naive_tied_fusion plants a defect in a tied, fused model only");
@@ -374,9 +384,31 @@ ModelStepStats ModelStep::step(int64_t step) {
   return impl_->run(step);
 }
 
-ModelStepStats ModelStep::Impl::run(int64_t step) {
+void ModelStep::set_batch(const std::vector<int32_t>& tokens, const std::vector<int32_t>& labels) {
+  Impl& m = *impl_;
+  const int64_t T = m.d().tokens, V = m.d().vocab;
+  if (int64_t(tokens.size()) != T || int64_t(labels.size()) != T)
+    throw std::invalid_argument("ModelStep::set_batch: " + std::to_string(tokens.size()) + " tokens and " +
+                                std::to_string(labels.size()) + " labels for a step of " + std::to_string(T));
+  for (const std::vector<int32_t>* ids : {&tokens, &labels})
+    for (int32_t id : *ids)
+      if (id < 0 || id >= V)
+        throw std::invalid_argument("ModelStep::set_batch: token id " + std::to_string(id) + " outside [0, " +
+                                    std::to_string(V) + ")");
+  cuda_check(cudaMemcpyAsync(m.tokens, tokens.data(), size_t(T) * 4, cudaMemcpyHostToDevice, m.stream), "set_batch");
+  cuda_check(cudaMemcpyAsync(m.labels, labels.data(), size_t(T) * 4, cudaMemcpyHostToDevice, m.stream), "set_batch");
+  cuda_check(cudaStreamSynchronize(m.stream), "set_batch");  // the host vectors may go
+}
+
+float ModelStep::eval_loss() {
+  // step_ is not used by the forward pass; 1 only satisfies run's bookkeeping.
+  return impl_->run(1, false).loss;
+}
+
+ModelStepStats ModelStep::Impl::run(int64_t step, bool train) {
   const int64_t T = d().tokens, H = d().hidden, V = d().vocab, L = d().layers;
   ModelStepStats st;
+  skip_pending_ = train && cfg.defects.skip_one_update;
   pool->clear_timeline();
   pool->reset_tag_peaks();
   pool->phase("start");
@@ -415,6 +447,20 @@ ModelStepStats ModelStep::Impl::run(int64_t step) {
   check_launch("ModelStep: cross entropy");
   pool->release(logits);
   mark("forward");
+  if (!train) {  // evaluation: the loss, and every activation given back
+    for (void* p : {(void*)dlogits, (void*)hf, (void*)rstdf, (void*)x}) pool->release(p);
+    for (const BlockActs& a : acts) release_acts(a);
+    std::vector<float> lh(static_cast<size_t>(T));
+    cuda_check(cudaMemcpyAsync(lh.data(), loss, size_t(T) * 4, cudaMemcpyDeviceToHost, stream), "ModelStep: eval loss");
+    cuda_check(cudaStreamSynchronize(stream), "ModelStep: eval loss");
+    cuda_check(cudaEventDestroy(ev0), "ModelStep: event");
+    cuda_check(cudaEventDestroy(ev1), "ModelStep: event");
+    pool->release(loss);
+    double sum = 0.0;
+    for (float v : lh) sum += v;
+    st.loss = float(sum / double(T));
+    return st;
+  }
 
   // Backward: the head, then the blocks from the last, then the embedding.
   float* dhf = pool->alloc_n<float>(Tag::workspace, T * H);

@@ -41,6 +41,7 @@ struct ModelDefects {
   bool materialize_one_layer = false;  // fused: the first linear reached in backward keeps its whole G
   bool naive_tied_fusion = false;      // tied: the LM head's use of the shared weight updated in place (fused)
   bool dx_after_update = false;        // fused: every linear reads its weight after its update for dX
+  bool skip_one_update = false;        // fused: the first linear reached in backward gets its dX, no update
 };
 
 struct ModelStepConfig {
@@ -81,6 +82,13 @@ class ModelStep {
   ModelStep& operator=(const ModelStep&) = delete;
 
   ModelStepStats step(int64_t step);  // step counts from 1
+  // Training on data (issue 33's convergence runs): the tokens and next-token labels that the
+  // following steps and evaluations use, dims.tokens of each, every id in [0, vocab)
+  // (std::invalid_argument otherwise). Until the first call: the seeded random tokens.
+  void set_batch(const std::vector<int32_t>& tokens, const std::vector<int32_t>& labels);
+  // The mean cross-entropy of the current batch under the current weights: the forward pass alone,
+  // no weight or state changes.
+  float eval_loss();
   // Phase marks and dX digests for the next steps (digests only where the config asked for them:
   // their buffer is allocated at construction).
   void set_marks(bool phase_marks, bool digests);

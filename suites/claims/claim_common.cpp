@@ -46,7 +46,8 @@ std::string case_name(RuleId r, StateFormat f) {
 RunInputPaths input_paths_of(const VerifyConfig& cfg) {
   return {.external_cases = cfg.external_cases, .external_results = cfg.external_results,
           .external_model = cfg.external_model, .model_step = cfg.model_step,
-          .external_timing = cfg.external_timing, .bench_json = {}, .kill_matrix = cfg.kill_matrix};
+          .external_timing = cfg.external_timing, .bench_json = {}, .kill_matrix = cfg.kill_matrix,
+          .convergence_run = cfg.convergence_run};
 }
 
 const RunInputs& claim_inputs(const VerifyConfig& cfg) {
@@ -54,7 +55,8 @@ const RunInputs& claim_inputs(const VerifyConfig& cfg) {
     throw std::invalid_argument("planted defect: FH_PLANT_INPUT_ACCESS_THROW=1 (a claim's input access failed)");
   if (cfg.inputs) return *cfg.inputs;
   if (!cfg.external_cases.empty() || !cfg.external_results.empty() || !cfg.external_model.empty() ||
-      !cfg.model_step.empty() || !cfg.external_timing.empty() || !cfg.kill_matrix.empty())
+      !cfg.model_step.empty() || !cfg.external_timing.empty() || !cfg.kill_matrix.empty() ||
+      !cfg.convergence_run.empty())
     throw std::logic_error("claim_inputs: the configuration names input files that were not parsed (set VerifyConfig::inputs)");
   static const RunInputs none;
   return none;

@@ -36,6 +36,8 @@ struct VerifyConfig {
   std::vector<std::string> model_step;
   // Kill matrices of scripts/mutate.py and scripts/mutate_gpu.py: mutation_kill_matrix; empty: not run.
   std::vector<std::string> kill_matrix;
+  // Convergence runs (forge-model-step --train, scripts/torch_train_reference.py): convergence_parity; empty: not run.
+  std::vector<std::string> convergence_run;
   // The files above, parsed and validated by forge-verify before any claim starts (owned by the
   // run). Claims reach them through claim_inputs(), never through the paths.
   const RunInputs* inputs = nullptr;

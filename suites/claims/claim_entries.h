@@ -48,6 +48,7 @@ FH_CLAIM(ext_layer_speed);
 FH_CLAIM(speed_decomposition);
 FH_CLAIM(gpu_order_guard);
 FH_CLAIM(mutation_kill_matrix);
+FH_CLAIM(convergence_parity);
 #undef FH_CLAIM
 #undef FH_VARIANT_CLAIM
 

@@ -337,6 +337,19 @@ std::vector<ClaimInfo> make_registry() {
                {"scripts/mutate.py and scripts/mutate_gpu.py (--kill-matrix)", "suites/mutation/*catalog.json"},
                {"suites/claims/mutation_kill_matrix"}, {"kill_units", "per_layer", "mutants"}, 0, kNeedsNothing,
                claim_mutation_kill_matrix}, kInputKillMatrices),
+      reading(with_findings(
+          {"convergence_parity", "§3.2 and Appendix F: FORGE's loss matches the standard optimizer's within 0.001 nats",
+           "training runs on real text: fused == standard bit for bit at every step; fused against torch bf16 within the "
+           "seed spread and 0.001 nats; that tolerance against the bf16-fp32 floor; INT8 state against bf16 state",
+           {"kernels/gpu/model_step (forge-model-step --train)", "scripts/torch_train_reference.py",
+            "scripts/prepare_corpus.py (dict-gcide, the project's BPE)"},
+           {"suites/claims/convergence_parity (digests, seed spread, tolerance)"},
+           {"train_loss", "eval_loss", "eval_steps", "nonfinite_losses", "final_eval_gap", "final_eval_loss", "seeds",
+            "mean_and_spread", "gap_and_spread", "floor_nats", "gap_nats"},
+           0, kNeedsNothing, claim_convergence_parity},
+          {"within_seed_spread_of_torch_bf16", "within_0p001_nats_of_torch_bf16", "paper_tolerance_above_precision_floor",
+           "int8_within_0p01_nats_of_bf16"}),
+          kInputConvergenceRuns),
 
   };
 }
@@ -373,7 +386,8 @@ const ClaimInfo* find_claim(const std::string& id) {
 uint32_t inputs_given(const RunInputPaths& paths) {
   return (paths.external_results.empty() ? 0 : kInputExternal) | (paths.external_model.empty() ? 0 : kInputModelRuns) |
          (paths.model_step.empty() ? 0 : kInputModelSteps) | (paths.external_timing.empty() ? 0 : kInputTimings) |
-         (paths.kill_matrix.empty() ? 0 : kInputKillMatrices);
+         (paths.kill_matrix.empty() ? 0 : kInputKillMatrices) |
+         (paths.convergence_run.empty() ? 0 : kInputConvergenceRuns);
 }
 
 std::string unmet_need(const ClaimNeeds& needs, const MachineCaps& caps) {

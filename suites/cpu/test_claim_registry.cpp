@@ -122,6 +122,7 @@ TEST(claim_registry, RowsDeclareTheInputsTheirCodeReads) {
   EXPECT_EQ(judging(fh::kInputModelSteps), (std::vector<std::string>{"model_step_figures"}));
   EXPECT_EQ(judging(fh::kInputTimings), (std::vector<std::string>{"ext_layer_speed", "speed_decomposition"}));
   EXPECT_EQ(judging(fh::kInputKillMatrices), (std::vector<std::string>{"mutation_kill_matrix"}));
+  EXPECT_EQ(judging(fh::kInputConvergenceRuns), (std::vector<std::string>{"convergence_parity"}));
   fh::RunInputPaths paths;
   EXPECT_EQ(fh::inputs_given(paths), 0u);
   paths.external_timing = {"t.json"};

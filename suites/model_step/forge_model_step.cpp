@@ -6,10 +6,14 @@
 // median_ms, ...), so forge-verify --external-model reads both side by side.
 //
 // Usage:
-//   forge-model-step --model llama31_8b|qwen3_14b|tiny [--layers N] [--tokens 512] [--tied]
+//   forge-model-step --model llama31_8b|qwen3_14b|llama_30m|tiny [--layers N] [--tokens 512] [--tied]
 //                    [--update fused|standard|standard_cublas] [--state bf16|fp32|int8]
 //                    [--store bf16_rne|bf16_sr|fp32_master] [--steps 8] [--warmup 3] --out F.json [--force]
 //   forge-model-step ... --capacity MAX --out F.json   the most layers (0..MAX) whose step fits
+//   forge-model-step --model llama_30m --train DIR [--seed S] [--lr 6e-4] [--steps 1000] [--eval-every 50]
+//                    [--eval-batches 8] [--plant skip_one_update] ... --out F.json
+//     a convergence run (issue 33) on DIR's tokens (scripts/prepare_corpus.py): each step's loss and a
+//     digest of every weight and state after it, the held-out loss every --eval-every steps
 // --out follows forge-verify's report path policy (reports/report.h), checked before any GPU work.
 // Exit: 0 measured, 1 the step failed (the JSON says how; out of memory included), 2 bad arguments
 // or a refused --out, 3 internal error (the JSON could not be written after the measurement),
@@ -27,6 +31,7 @@
 #include "kernels/gpu/model_step.h"
 #include "reference/memory_model.h"
 #include "reports/report.h"
+#include "suites/model_step/token_data.h"
 
 namespace {
 
@@ -41,13 +46,22 @@ struct Args {
   int64_t layers = -1, tokens = 512, capacity = -1;
   int steps = 8, warmup = 3;  // warm-up as scripts/forge_model_bench.py
   bool tied = false, force = false;
+  // --train: the convergence run.
+  std::string train_dir, plant;
+  uint64_t seed = 0x18ull;
+  double lr = 6e-4;
+  int64_t eval_every = 50, eval_batches = 8;
+  bool steps_given = false;
 };
 
 const char kUsage[] =
-    "usage: forge-model-step --model llama31_8b|qwen3_14b|tiny [--layers N] [--tokens T] [--tied]\n"
+    "usage: forge-model-step --model llama31_8b|qwen3_14b|llama_30m|tiny [--layers N] [--tokens T] [--tied]\n"
     "         [--update fused|standard|standard_cublas] [--state bf16|fp32|int8]\n"
     "         [--store bf16_rne|bf16_sr|fp32_master] [--steps N] [--warmup W] [--capacity MAX]\n"
+    "         [--train DIR [--seed S] [--lr LR] [--eval-every K] [--eval-batches B] [--plant skip_one_update]]\n"
     "         --out F.json [--force]\n"
+    "--train DIR: a convergence run on DIR/train.u16 and DIR/heldout.u16 (scripts/prepare_corpus.py), --steps\n"
+    "steps (default 1000) of AdamW at --lr from the weights of --seed, the held-out loss every K steps.\n"
     "--out: absent or a regular file (never a directory, device or symbolic link), replaced only with\n"
     "--force; written to F.json.tmp.<pid> and renamed. Checked before any GPU work.\n"
     "Exit: 0 measured, 1 the step failed (the JSON says how), 2 bad arguments or a refused --out,\n"
@@ -83,7 +97,18 @@ Args parse(int argc, char** argv) {
     else if (f == "--store") a.store = val();
     else if (f == "--layers") a.layers = parse_int(f, val(), 0, 1000);
     else if (f == "--tokens") a.tokens = parse_int(f, val(), 1, 1 << 16);
-    else if (f == "--steps") a.steps = int(parse_int(f, val(), 1, 1000));
+    else if (f == "--steps") a.steps = int(parse_int(f, val(), 1, 100000)), a.steps_given = true;
+    else if (f == "--train") a.train_dir = val();
+    else if (f == "--seed") a.seed = uint64_t(parse_int(f, val(), 0, int64_t(1) << 62));
+    else if (f == "--eval-every") a.eval_every = parse_int(f, val(), 1, 100000);
+    else if (f == "--eval-batches") a.eval_batches = parse_int(f, val(), 1, 1024);
+    else if (f == "--plant") a.plant = val();
+    else if (f == "--lr") {
+      const char* v = val();
+      char* end = nullptr;
+      a.lr = std::strtod(v, &end);
+      if (!*v || *end || !(a.lr > 0.0) || a.lr > 1.0) usage("--lr needs a number in (0, 1]");
+    }
     else if (f == "--warmup") a.warmup = int(parse_int(f, val(), 0, 100));
     else if (f == "--capacity") a.capacity = parse_int(f, val(), 1, 1000);
     else if (f == "--tied") a.tied = true;
@@ -91,6 +116,11 @@ Args parse(int argc, char** argv) {
     else usage("unknown argument " + f);
   }
   if (a.model.empty() || a.out.empty()) usage("--model and --out are required");
+  if (!a.plant.empty() && a.plant != "skip_one_update") usage("--plant: skip_one_update (the only planted defect here)");
+  if (!a.plant.empty() && (a.train_dir.empty() || a.update != "fused")) usage("--plant needs --train and --update fused");
+  if (a.steps > 1000 && a.train_dir.empty()) usage("--steps above 1000 only with --train");
+  if (!a.train_dir.empty() && a.capacity > 0) usage("--train and --capacity are two modes: one at a time");
+  if (!a.train_dir.empty() && !a.steps_given) a.steps = 1000;
   return a;
 }
 
@@ -143,6 +173,80 @@ json memory_model_json(const fh::ModelShape& shape, const ModelStepConfig& cfg, 
           {"params", fh::param_count(ps)}};
 }
 
+std::vector<double> finite_or_nan(const std::vector<double>& v, int& nonfinite) {
+  std::vector<double> out;
+  for (double x : v) {
+    out.push_back(std::isfinite(x) ? x : NAN);
+    nonfinite += !std::isfinite(x);
+  }
+  return out;
+}
+json nullable(const std::vector<double>& v) {
+  json out = json::array();
+  for (double x : v) out.push_back(std::isfinite(x) ? json(x) : json(nullptr));
+  return out;
+}
+
+// The convergence run (--train): a.steps steps on the training windows of a.seed, each step's loss
+// and the digest of every weight and state after it (fused == standard bit for bit shows as equal
+// digests at every step), and the mean held-out loss over a.eval_batches windows at step 0, every
+// a.eval_every steps and at the end. Throws on bad data (the caller records the failure).
+void train_run(const Args& a, const ModelStepConfig& cfg, json& doc) {
+  const int64_t T = cfg.dims.tokens, V = cfg.dims.vocab;
+  const std::vector<int32_t> train = fh::train::load_tokens(a.train_dir + "/train.u16", V, T + 1);
+  const std::vector<int32_t> held = fh::train::load_tokens(a.train_dir + "/heldout.u16", V, T + 1);
+  std::ifstream corpus(a.train_dir + "/corpus.json");
+  if (corpus) {
+    const json c = json::parse(corpus, nullptr, false);
+    if (c.is_object() && c.contains("files")) doc["corpus"] = c["files"];
+  }
+  ModelStep m(cfg);
+  m.set_marks(false, false);
+  doc["params"] = m.param_count();
+  doc["fused_params"] = m.fused_param_count();
+  doc["data"] = {{"dir", a.train_dir}, {"train_tokens", train.size()}, {"heldout_tokens", held.size()}};
+  std::vector<int32_t> tok, lab;
+  auto eval = [&]() {
+    double sum = 0.0;
+    for (int64_t i = 0; i < a.eval_batches; ++i) {
+      fh::train::window(held, fh::train::heldout_offset(i, a.eval_batches, int64_t(held.size()), T), T, tok, lab);
+      m.set_batch(tok, lab);
+      sum += double(m.eval_loss());
+    }
+    return sum / double(a.eval_batches);
+  };
+  auto digest = [&]() {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (uint64_t d : m.weight_digests()) h = (h ^ d) * 0x100000001b3ull;
+    for (uint64_t d : m.state_digests()) h = (h ^ d) * 0x100000001b3ull;
+    return hex(h);
+  };
+  std::vector<double> losses, eval_losses;
+  std::vector<int64_t> eval_steps;
+  json digests = json::array();
+  eval_steps.push_back(0);
+  eval_losses.push_back(eval());
+  for (int64_t s = 1; s <= a.steps; ++s) {
+    fh::train::window(train, fh::train::train_offset(a.seed, s, int64_t(train.size()), T), T, tok, lab);
+    m.set_batch(tok, lab);
+    losses.push_back(double(m.step(s).loss));
+    digests.push_back(digest());
+    if (s % a.eval_every == 0 || s == a.steps) {
+      eval_steps.push_back(s);
+      eval_losses.push_back(eval());
+      std::cerr << "forge-model-step: step " << s << " train " << losses.back() << " held-out " << eval_losses.back() << "\n";
+    }
+  }
+  int nonfinite = 0;
+  finite_or_nan(losses, nonfinite);
+  finite_or_nan(eval_losses, nonfinite);
+  doc["train_loss"] = nullable(losses);
+  doc["eval_steps"] = eval_steps;
+  doc["eval_loss"] = nullable(eval_losses);
+  doc["step_digests"] = digests;
+  doc["nonfinite_losses"] = nonfinite;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -161,7 +265,9 @@ int main(int argc, char** argv) {
               a.tokens, a.tied};
   // torch's settings in scripts/forge_model_bench.py: AdamW lr 1e-4, betas (0.9, 0.999), eps 1e-8,
   // weight decay 0.01.
-  std::get<fh::AdamW::Hyper>(cfg.rule.hyper).lr = 1e-4;
+  std::get<fh::AdamW::Hyper>(cfg.rule.hyper).lr = a.train_dir.empty() ? 1e-4 : a.lr;
+  if (!a.train_dir.empty()) cfg.seed = a.seed;
+  cfg.defects.skip_one_update = a.plant == "skip_one_update";
   cfg.update = parse_update(a.update);
   cfg.state = parse_state(a.state);
   cfg.store = parse_store(a.store);
@@ -179,14 +285,26 @@ int main(int argc, char** argv) {
     return 4;
   }
   const std::string config = "harness_" + a.update + "_" + a.state + (a.store == "bf16_rne" ? "" : "_" + a.store) +
-                             (a.tied ? "_tied" : "");
+                             (a.tied ? "_tied" : "") + (a.plant.empty() ? "" : "_planted_" + a.plant);
   json doc = {{"config", config}, {"model", a.model}, {"status", "ok"}, {"batch", 1}, {"seq", a.tokens},
               {"steps", a.steps}, {"warmup_steps", a.warmup}, {"dtype", "bf16"}, {"device", dev.name},
               {"update", a.update}, {"state", a.state}, {"store", a.store}, {"layers", shape.layers},
-              {"tied", a.tied}, {"cublas", dev.cublas}, {"lr", 1e-4}, {"producer", "forge-model-step (kernels/gpu/model_step)"}};
+              {"tied", a.tied}, {"cublas", dev.cublas}, {"lr", a.train_dir.empty() ? 1e-4 : a.lr},
+              {"producer", "forge-model-step (kernels/gpu/model_step)"}};
+  if (!a.train_dir.empty()) {
+    doc["kind"] = "convergence_run";
+    doc["path"] = "harness";
+    doc["seed"] = a.seed;
+    doc["eval_every"] = a.eval_every;
+    doc["eval_batches"] = a.eval_batches;
+    doc["weight_decay"] = std::get<fh::AdamW::Hyper>(cfg.rule.hyper).weight_decay;
+    if (!a.plant.empty()) doc["planted"] = a.plant;
+  }
   int rc = 0;
   try {
-    if (a.capacity > 0) {
+    if (!a.train_dir.empty()) {
+      train_run(a, cfg, doc);
+    } else if (a.capacity > 0) {
       // Binary search for the most layers whose model builds and runs two steps in the pool.
       json attempts = json::array();
       const auto fits = [&](int64_t layers) {

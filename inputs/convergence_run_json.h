@@ -1,0 +1,35 @@
+// A convergence run (issue 33): one training run of the convergence parity study, as forge-model-step
+// --train (path "harness") or scripts/torch_train_reference.py (path "torch") writes it: each step's
+// training loss, the held-out loss at its evaluation steps and, from the harness, a digest of every
+// weight and state after each step. Read for the claim convergence_parity.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fh {
+
+struct ConvergenceRun {
+  std::string path;                 // the file
+  std::string producer_path;        // "harness" | "torch"
+  std::string config, model, status, error, device, planted;
+  std::string update, state, store;  // the harness's path (empty for torch)
+  std::string dtype;                 // torch's parameter type (empty for the harness)
+  int64_t seed = 0, steps = 0, seq = 0, eval_every = 0, eval_batches = 0;
+  double lr = 0, weight_decay = 0;
+  int64_t train_tokens = 0, heldout_tokens = 0;
+  std::vector<double> train_loss;    // one per step; NaN where the file says null (not finite)
+  std::vector<int64_t> eval_steps;   // ascending, from 0
+  std::vector<double> eval_loss;     // one per eval step; NaN where null
+  std::vector<std::string> step_digests;  // harness: one per step; torch: none
+  int64_t nonfinite_losses = 0;
+};
+
+// Throws std::invalid_argument naming the file and the field when the file is not a JSON object of
+// kind "convergence_run" with path harness or torch, a status other than ok / failed, or (status ok)
+// losses of another length than steps, eval steps not ascending from 0 or past steps, a harness run
+// without one digest per step, a loss that is neither a finite number nor null, or a string that
+// cannot reach the report (inputs/text_rules.h). A failed run needs only its error.
+ConvergenceRun read_convergence_run_json(const std::string& path);
+
+}  // namespace fh

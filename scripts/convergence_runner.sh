@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The convergence study (issue 33) on the GPU runner, in one call: the harness's fused and standard
+# paths (forge-model-step --train: bf16 state with fp32 master weights, INT8 state with fp32 master
+# weights, bf16 state with bf16_sr weights) and torch AdamW in bf16 and fp32
+# (scripts/torch_train_reference.py), --seeds seeds each, plus one planted skipped update, all on
+# the same corpus windows; FH_CONV_PARALLEL runs share the GPU at a time (the model is small). The
+# JSON files land in OUTDIR/runs.tar.xz; judge them here (no GPU needed):
+#   forge-verify --claim convergence_parity --convergence-run DIR/*.json --out REPORT.h5
+# Usage: scripts/convergence_runner.sh OUTDIR     (bundle/fh_gpu_bundle.tar.xz with forge-model-step;
+#        corpus/ from scripts/prepare_corpus.py, carried, or corpus.tar.xz beside it)
+# Env: FH_CONV_SEEDS ("1 2 3"), FH_CONV_STEPS (1000), FH_CONV_TOKENS (512), FH_CONV_LR (6e-4),
+#      FH_CONV_PARALLEL (4), FH_CONV_PARTS ("harness torch planted").
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+OUT="${1:?usage: convergence_runner.sh OUTDIR}"
+mkdir -p "$OUT/json" || exit 2
+OUT="$(cd "$OUT" && pwd)"
+SEEDS="${FH_CONV_SEEDS:-1 2 3}"
+STEPS="${FH_CONV_STEPS:-1000}"
+TOKENS="${FH_CONV_TOKENS:-512}"
+LR="${FH_CONV_LR:-6e-4}"
+PAR="${FH_CONV_PARALLEL:-4}"
+PARTS="${FH_CONV_PARTS:-harness torch planted}"
+LOG="$OUT/convergence_run.log"
+say() { echo "$*" | tee -a "$LOG"; }
+has() { [[ " $PARTS " == *" $1 "* ]]; }
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+DATA="$ROOT/corpus"
+if [ ! -s "$DATA/train.u16" ] && [ -f "$ROOT/corpus.tar.xz" ]; then
+  tar -C "$WORK" -xf "$ROOT/corpus.tar.xz" && DATA="$WORK/corpus"
+fi
+[ -s "$DATA/train.u16" ] && [ -s "$DATA/heldout.u16" ] || { say "MISSING: corpus (scripts/prepare_corpus.py corpus)"; exit 2; }
+tar -C "$WORK" -xf "$ROOT/bundle/fh_gpu_bundle.tar.xz" || { say "MISSING: bundle"; exit 2; }
+B="$WORK/fh_gpu_bundle"
+[ -x "$B/bin/forge-model-step" ] || { say "MISSING: forge-model-step in the bundle"; exit 2; }
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:$B/lib:${LD_LIBRARY_PATH:-}"
+say "== convergence run $(date -u +%FT%TZ), bundle $(grep git_revision "$B/MANIFEST" 2>/dev/null), corpus $(grep -o '"source_sha256": "[0-9a-f]*' "$DATA/corpus.json" | cut -c19-34)"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$LOG"
+jobs_file="$WORK/jobs"
+: > "$jobs_file"
+common="--steps $STEPS --tokens $TOKENS --lr $LR"
+for s in $SEEDS; do
+  if has harness; then
+    for u in fused standard; do
+      echo "$B/bin/forge-model-step --model llama_30m --train $DATA --seed $s --update $u --state bf16 --store fp32_master $common --force --out $OUT/json/h_${u}_bf16_master_s$s.json" >> "$jobs_file"
+      echo "$B/bin/forge-model-step --model llama_30m --train $DATA --seed $s --update $u --state int8 --store fp32_master $common --force --out $OUT/json/h_${u}_int8_master_s$s.json" >> "$jobs_file"
+      echo "$B/bin/forge-model-step --model llama_30m --train $DATA --seed $s --update $u --state bf16 --store bf16_sr $common --force --out $OUT/json/h_${u}_bf16_sr_s$s.json" >> "$jobs_file"
+    done
+  fi
+  if has torch; then
+    for dt in bf16 fp32; do
+      echo "python3 $ROOT/scripts/torch_train_reference.py --data $DATA --model llama_30m --dtype $dt --seed $s $common --out $OUT/json/t_${dt}_s$s.json" >> "$jobs_file"
+    done
+  fi
+done
+if has planted; then
+  s="${SEEDS%% *}"
+  echo "$B/bin/forge-model-step --model llama_30m --train $DATA --seed $s --update fused --state bf16 --store fp32_master $common --plant skip_one_update --force --out $OUT/json/h_fused_bf16_master_planted_s$s.json" >> "$jobs_file"
+fi
+say "-- $(wc -l < "$jobs_file") runs, $PAR at a time"
+t0=$SECONDS
+rc=0
+xargs -P "$PAR" -I CMD sh -c 'CMD >> "$0" 2>&1 || echo "run failed: CMD" >> "$0"' "$WORK/runs.log" < "$jobs_file"
+cat "$WORK/runs.log" >> "$LOG"
+grep -q "^run failed" "$WORK/runs.log" && rc=1
+say "-- runs done in $((SECONDS - t0)) s; $(grep -c '^run failed' "$WORK/runs.log") failed"
+tar -C "$OUT" -cJf "$OUT/runs.tar.xz" json && rm -rf "$OUT/json"
+exit $rc

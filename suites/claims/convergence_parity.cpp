@@ -1,0 +1,216 @@
+// convergence_parity (issue 33): the paper's convergence parity (§3.2, Appendix F: FORGE's loss
+// matches the standard optimizer's within 0.001 nats on average) judged on training runs of one
+// Llama-shaped model on real text (forge-model-step --train, scripts/torch_train_reference.py;
+// every run of a study on the same windows of the same corpus, suites/model_step/token_data.h).
+// Cases:
+//   - run.<config>.seed<S>: each run: it finished, and its setting is the study's (model, steps,
+//     tokens, learning rate, weight decay, evaluation, data) — a run of another setting is not
+//     compared with the others;
+//   - fused_vs_standard.<state>_<store>.seed<S>: the harness's fused run against its standard run
+//     (same state, store and seed): equal weight-and-state digests and equal losses at every step
+//     (a contract: the fused kernel is the order-matched path's bits). A run planted with a skipped
+//     update (forge-model-step --plant skip_one_update) must differ: planted_defect_seen;
+//   - seeds.<config>: the final held-out loss over the seeds (mean, spread);
+//   - parity.<config>: each harness configuration against torch AdamW in bf16 (findings): the mean
+//     final held-out losses within the larger seed spread of the two, and within 0.001 nats;
+//   - floor.torch_bf16_vs_fp32: torch in bf16 against torch in fp32 on the same data, the
+//     precision floor; the paper's 0.001 nats is at or above it or not (a finding: the referee's
+//     objection);
+//   - int8_vs_bf16.<config>: INT8 state against the same path with bf16 state, within 0.01 nats
+//     (the gap this harness states for INT8 state; a finding).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "suites/claims/claim_entries.h"
+#include "suites/claims/external_common.h"
+
+namespace fh {
+
+namespace {
+
+constexpr double kPaperNats = 0.001;  // §3.2: "within 0.001 nats on average"
+constexpr double kInt8Nats = 0.01;    // the INT8 state gap this harness states (issue 33)
+
+std::string setting_of(const ConvergenceRun& r) {
+  return r.model + ", " + std::to_string(r.steps) + " steps of " + std::to_string(r.seq) + " tokens, lr " +
+         std::to_string(r.lr) + ", weight decay " + std::to_string(r.weight_decay) + ", held-out loss every " +
+         std::to_string(r.eval_every) + " steps over " + std::to_string(r.eval_batches) + " windows, data " +
+         std::to_string(r.train_tokens) + " + " + std::to_string(r.heldout_tokens) + " tokens";
+}
+
+struct Group {
+  std::vector<const ConvergenceRun*> runs;  // one per seed, finished, of the study's setting
+  double mean = NAN, spread = NAN;          // final held-out loss over the seeds
+};
+
+double final_eval(const ConvergenceRun& r) { return r.eval_loss.empty() ? NAN : r.eval_loss.back(); }
+
+}  // namespace
+
+void claim_convergence_parity(const VerifyConfig& cfg, Report& report, const Progress& progress) {
+  const char* kClaim = "convergence_parity";
+  if (inputs_absent(cfg.convergence_run, report, kClaim,
+                    "no convergence runs: run forge-verify --convergence-run F.json (forge-model-step --train, "
+                    "scripts/torch_train_reference.py)"))
+    return;
+  const std::vector<ConvergenceRun>& runs = claim_inputs(cfg).convergence_runs;
+  const ConvergenceRun* study = nullptr;  // the first finished run sets the study's setting
+  for (const ConvergenceRun& r : runs)
+    if (r.status == "ok") {
+      study = &r;
+      break;
+    }
+  std::map<std::string, Group> groups;
+  for (const ConvergenceRun& r : runs) {
+    CaseRecord& cs = report.add_case(kClaim, "run." + r.config + ".seed" + std::to_string(r.seed));
+    cs.set_attr("file", r.path).set_attr("path", r.producer_path).set_attr("config", r.config)
+        .set_attr("device", r.device.empty() ? "unknown" : r.device).set_attr("planted", r.planted.empty() ? "none" : r.planted)
+        .set_attr("setting", setting_of(r));
+    cs.add_check(judge_true("ran", "failed", r.status == "ok", "the run did not finish: " + r.error));
+    if (r.status != "ok") continue;
+    cs.add_f64("train_loss", r.train_loss, "each step's training loss (NaN: not finite)");
+    cs.add_f64("eval_loss", r.eval_loss, "the mean held-out loss at each evaluation step (NaN: not finite)");
+    std::vector<double> at(r.eval_steps.begin(), r.eval_steps.end());
+    cs.add_f64("eval_steps", at, "the steps after which the held-out loss was taken (0: before training)");
+    cs.add_i64("nonfinite_losses", {r.nonfinite_losses}, "losses that were not finite");
+    const bool same = setting_of(r) == setting_of(*study);
+    cs.add_check(judge_true("setting_matches_the_study", "differs", same,
+                            "this run's setting is not the study's (" + setting_of(*study) + ", from " + study->path +
+                                "): it is compared with no other run"));
+    if (!same) continue;
+    Group& g = groups[r.config];
+    bool repeated = false;
+    for (const ConvergenceRun* o : g.runs) repeated |= o->seed == r.seed;
+    cs.add_check(judge_true("one_run_per_seed", "repeated", !repeated,
+                            "configuration " + r.config + " has two runs of seed " + std::to_string(r.seed)));
+    if (!repeated) g.runs.push_back(&r);
+  }
+
+  // Fused against standard: the same bits at every step.
+  for (auto& [config, g] : groups)
+    for (const ConvergenceRun* f : g.runs) {
+      if (f->producer_path != "harness" || f->update != "fused") continue;
+      const ConvergenceRun* s = nullptr;
+      for (const auto& [c2, g2] : groups)
+        for (const ConvergenceRun* o : g2.runs)
+          if (o->producer_path == "harness" && o->update == "standard" && o->state == f->state && o->store == f->store &&
+              o->seed == f->seed && o->planted.empty())
+            s = o;
+      CaseRecord& cs = report.add_case(kClaim, "fused_vs_standard." + f->state + "_" + f->store +
+                                                   (f->planted.empty() ? "" : "_planted_" + f->planted) + ".seed" +
+                                                   std::to_string(f->seed));
+      const std::string name = f->planted.empty() ? "bitwise_every_step" : "planted_defect_seen";
+      if (!s) {
+        cs.add_check(Check::not_run(name, "no standard run of state " + f->state + ", store " + f->store + ", seed " +
+                                              std::to_string(f->seed)));
+        continue;
+      }
+      cs.set_attr("fused_file", f->path).set_attr("standard_file", s->path);
+      int64_t differing = 0;
+      std::string first;
+      for (int64_t k = 0; k < f->steps; ++k) {
+        const bool loss_same = std::memcmp(&f->train_loss[size_t(k)], &s->train_loss[size_t(k)], sizeof(double)) == 0;
+        if (f->step_digests[size_t(k)] != s->step_digests[size_t(k)] || !loss_same) {
+          if (first.empty())
+            first = "step=" + std::to_string(k + 1) + (loss_same ? " (weights or state)" : " (loss)");
+          ++differing;
+        }
+      }
+      cs.add_f64("final_eval_gap", {final_eval(*f) - final_eval(*s)}, "fused minus standard final held-out loss, nats");
+      if (f->planted.empty()) {
+        cs.add_check(judge("bitwise_every_step", "differing_steps", double(differing), 0, PassIf::at_most,
+                           "the fused run leaves the standard run's bits at " + first)
+                         .bitwise(differing, 0, first));
+      } else {
+        cs.add_check(judge("planted_defect_seen", "differing_steps", double(differing), 1, PassIf::at_least,
+                           "the planted " + f->planted + " left every step's bits equal: the comparison cannot see it"));
+      }
+    }
+
+  // Seeds: the final held-out loss per configuration.
+  for (auto& [config, g] : groups) {
+    if (g.runs.empty()) continue;
+    CaseRecord& cs = report.add_case(kClaim, "seeds." + config);
+    std::vector<double> finals, seeds;
+    for (const ConvergenceRun* r : g.runs) finals.push_back(final_eval(*r)), seeds.push_back(double(r->seed));
+    double sum = 0;
+    for (double x : finals) sum += x;
+    g.mean = sum / double(finals.size());
+    g.spread = *std::max_element(finals.begin(), finals.end()) - *std::min_element(finals.begin(), finals.end());
+    cs.add_f64("final_eval_loss", finals, "each seed's final held-out loss, nats (seeds in dataset seeds)");
+    cs.add_f64("seeds", seeds, "the seeds");
+    cs.add_f64("mean_and_spread", {g.mean, g.spread}, "the seeds' mean final held-out loss and max - min, nats");
+    cs.add_check(finals.size() >= 3 ? judge("three_seeds", "seeds", double(finals.size()), 3, PassIf::at_least)
+                                    : Check::not_run("three_seeds", "only " + std::to_string(finals.size()) +
+                                                                        " seed(s): the study asks for 3 to show a spread"));
+  }
+  auto find = [&](auto pred) -> const Group* {
+    for (const auto& [config, g] : groups)
+      if (!g.runs.empty() && pred(*g.runs.front())) return &g;
+    return nullptr;
+  };
+  const Group* torch_bf16 = find([](const ConvergenceRun& r) { return r.producer_path == "torch" && r.dtype == "bf16"; });
+  const Group* torch_fp32 = find([](const ConvergenceRun& r) { return r.producer_path == "torch" && r.dtype == "fp32"; });
+
+  // Each harness configuration against torch in bf16: the paper's parity.
+  for (const auto& [config, g] : groups) {
+    if (g.runs.empty() || g.runs.front()->producer_path != "harness" || !g.runs.front()->planted.empty()) continue;
+    CaseRecord& cs = report.add_case(kClaim, "parity." + config);
+    if (!torch_bf16) {
+      for (const char* n : {"within_seed_spread_of_torch_bf16", "within_0p001_nats_of_torch_bf16"})
+        cs.add_check(Check::not_run(n, "no torch bf16 run (scripts/torch_train_reference.py --dtype bf16)").as_finding());
+      continue;
+    }
+    const double gap = g.mean - torch_bf16->mean, spread = std::max(g.spread, torch_bf16->spread);
+    cs.add_f64("gap_and_spread", {gap, spread}, "mean final held-out loss minus torch bf16's, and the larger seed spread, nats");
+    if (g.runs.size() < 2 || torch_bf16->runs.size() < 2)
+      cs.add_check(Check::not_run("within_seed_spread_of_torch_bf16", "a spread needs two seeds on each side").as_finding());
+    else
+      cs.add_check(judge("within_seed_spread_of_torch_bf16", "abs_gap_nats", std::fabs(gap), spread, PassIf::at_most,
+                         "the gap to torch bf16 exceeds the seeds' spread")
+                       .as_finding());
+    cs.add_check(judge("within_0p001_nats_of_torch_bf16", "abs_gap_nats", std::fabs(gap), kPaperNats, PassIf::at_most,
+                       "the mean final held-out loss is more than 0.001 nats from torch bf16's")
+                     .as_finding());
+  }
+  // The floor: bf16 against fp32 training on the same data.
+  {
+    CaseRecord& cs = report.add_case(kClaim, "floor.torch_bf16_vs_fp32");
+    if (!torch_bf16 || !torch_fp32) {
+      cs.add_check(Check::not_run("paper_tolerance_above_precision_floor",
+                                  "needs torch runs in bf16 and fp32 (scripts/torch_train_reference.py --dtype)")
+                       .as_finding());
+    } else {
+      const double floor = std::fabs(torch_bf16->mean - torch_fp32->mean);
+      cs.add_f64("floor_nats", {floor}, "|torch bf16 - torch fp32| mean final held-out loss, nats");
+      cs.add_check(judge("paper_tolerance_above_precision_floor", "floor_nats", floor, kPaperNats, PassIf::at_most,
+                         "bf16 and fp32 training differ by more than the paper's 0.001 nats on this data: the "
+                         "tolerance lies below the precision floor, so it cannot be an algorithmic invariant")
+                       .as_finding());
+    }
+  }
+  // INT8 state against bf16 state on the same path.
+  for (const auto& [config, g] : groups) {
+    if (g.runs.empty()) continue;
+    const ConvergenceRun& r = *g.runs.front();
+    if (r.producer_path != "harness" || r.state != "int8" || !r.planted.empty()) continue;
+    const Group* b = find([&](const ConvergenceRun& o) {
+      return o.producer_path == "harness" && o.state == "bf16" && o.update == r.update && o.store == r.store && o.planted.empty();
+    });
+    CaseRecord& cs = report.add_case(kClaim, "int8_vs_bf16." + config);
+    if (!b) {
+      cs.add_check(Check::not_run("int8_within_0p01_nats_of_bf16", "no bf16-state run of update " + r.update +
+                                                                       ", store " + r.store).as_finding());
+      continue;
+    }
+    cs.add_f64("gap_nats", {g.mean - b->mean}, "INT8 minus bf16 state mean final held-out loss, nats");
+    cs.add_check(judge("int8_within_0p01_nats_of_bf16", "abs_gap_nats", std::fabs(g.mean - b->mean), kInt8Nats,
+                       PassIf::at_most, "INT8 state ends more than 0.01 nats from bf16 state")
+                     .as_finding());
+  }
+  progress.note(std::to_string(runs.size()) + " convergence runs, " + std::to_string(groups.size()) + " configurations");
+}
+
+}  // namespace fh
