@@ -49,6 +49,8 @@ ConvergenceRun read_convergence_run_json(const std::string& path) {
   r.state = text("state", r.producer_path == "harness");
   r.store = text("store", r.producer_path == "harness");
   r.dtype = text("dtype", r.producer_path == "torch");
+  r.init_from = text("init_from", false);
+  if (!r.init_from.empty()) r.init_seed = json_integer(field("init_seed"), who, "init_seed", 0, int64_t(1) << 62);
   r.seed = json_integer(field("seed"), who, "seed", 0, int64_t(1) << 62);
   r.steps = json_integer(field("steps"), who, "steps", 1, 1000000);
   r.seq = json_integer(field("seq"), who, "seq", 1, 1 << 20);
@@ -93,6 +95,10 @@ ConvergenceRun read_convergence_run_json(const std::string& path) {
     }
   }
   r.nonfinite_losses = json_integer(field("nonfinite_losses"), who, "nonfinite_losses", 0, kMaxJsonCount);
+  if (doc.contains("int8_v_total")) {
+    r.int8_v_total = json_integer(field("int8_v_total"), who, "int8_v_total", 0, kMaxJsonCount);
+    r.int8_v_zero = json_integer(field("int8_v_zero"), who, "int8_v_zero", 0, r.int8_v_total);
+  }
   int64_t counted = 0;
   for (double x : r.train_loss) counted += !std::isfinite(x);
   for (double x : r.eval_loss) counted += !std::isfinite(x);

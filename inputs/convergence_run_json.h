@@ -15,6 +15,8 @@ struct ConvergenceRun {
   std::string config, model, status, error, device, planted;
   std::string update, state, store;  // the harness's path (empty for torch)
   std::string dtype;                 // torch's parameter type (empty for the harness)
+  std::string init_from;             // torch started from the harness's dumped weights (--init-from); else empty
+  int64_t init_seed = -1;            // ... of this harness seed
   int64_t seed = 0, steps = 0, seq = 0, eval_every = 0, eval_batches = 0;
   double lr = 0, weight_decay = 0;
   int64_t train_tokens = 0, heldout_tokens = 0;
@@ -23,6 +25,7 @@ struct ConvergenceRun {
   std::vector<double> eval_loss;     // one per eval step; NaN where null
   std::vector<std::string> step_digests;  // harness: one per step; torch: none
   int64_t nonfinite_losses = 0;
+  int64_t int8_v_zero = -1, int8_v_total = -1;  // INT8 state: second moments decoding to zero at the end; -1: not given
 };
 
 // Throws std::invalid_argument naming the file and the field when the file is not a JSON object of

@@ -54,7 +54,8 @@ ModelBenchResult model_bench_fields(const nlohmann::json& doc, const std::string
   r.model = str("model", true);
   if (r.model == "llama31_8b") r.model = "llama8b";
   if (r.model == "qwen3_14b") r.model = "qwen14b";
-  one_of(r.model, {"llama8b", "qwen14b", "tiny"}, who, "model");
+  one_of(r.model, {"llama8b", "qwen14b", "qwen3_0p6b", "qwen3_1p7b", "qwen3_4b", "qwen3_8b", "gpt2_124m", "tiny"}, who,
+         "model");
   r.status = str("status", true);
   if (r.status != "ok" && r.status != "failed")
     throw std::invalid_argument(who + ": status must be ok or failed, got '" + r.status + "'");

@@ -13,12 +13,28 @@ ModelShape model_shape(const std::string& name) {
   } else if (name == "qwen3_14b") {  // Qwen/Qwen3-14B config.json
     s.hidden = 5120, s.intermediate = 17408, s.heads = 40, s.kv_heads = 8, s.head_dim = 128, s.vocab = 151936, s.layers = 40;
     s.qk_norm = true;
+  } else if (name == "qwen3_0p6b") {  // Qwen/Qwen3-0.6B config.json (tied embeddings)
+    s.hidden = 1024, s.intermediate = 3072, s.heads = 16, s.kv_heads = 8, s.head_dim = 128, s.vocab = 151936, s.layers = 28;
+    s.qk_norm = true, s.tied = true;
+  } else if (name == "qwen3_1p7b") {  // Qwen/Qwen3-1.7B (tied)
+    s.hidden = 2048, s.intermediate = 6144, s.heads = 16, s.kv_heads = 8, s.head_dim = 128, s.vocab = 151936, s.layers = 28;
+    s.qk_norm = true, s.tied = true;
+  } else if (name == "qwen3_4b") {  // Qwen/Qwen3-4B (tied)
+    s.hidden = 2560, s.intermediate = 9728, s.heads = 32, s.kv_heads = 8, s.head_dim = 128, s.vocab = 151936, s.layers = 36;
+    s.qk_norm = true, s.tied = true;
+  } else if (name == "qwen3_8b") {  // Qwen/Qwen3-8B
+    s.hidden = 4096, s.intermediate = 12288, s.heads = 32, s.kv_heads = 8, s.head_dim = 128, s.vocab = 151936, s.layers = 36;
+    s.qk_norm = true;
+  } else if (name == "gpt2_124m") {  // GPT-2 124M on the Llama architecture: a gated MLP of 2048 holds GPT-2's 2 x 768 x 3072 (tied)
+    s.hidden = 768, s.intermediate = 2048, s.heads = 12, s.kv_heads = 12, s.head_dim = 64, s.vocab = 50257, s.layers = 12;
+    s.tied = true;
   } else if (name == "llama_30m") {  // the convergence runs' model (issue 33): Llama-shaped, ~29M parameters
     s.hidden = 512, s.intermediate = 1536, s.heads = 8, s.kv_heads = 4, s.head_dim = 64, s.vocab = 4096, s.layers = 8;
   } else if (name == "tiny") {
     s.hidden = 128, s.intermediate = 256, s.heads = 8, s.kv_heads = 8, s.head_dim = 16, s.vocab = 512, s.layers = 2;
   } else {
-    throw std::invalid_argument("model_shape: unknown family '" + name + "' (llama31_8b, qwen3_14b, llama_30m, tiny)");
+    throw std::invalid_argument("model_shape: unknown family '" + name + "' (llama31_8b, qwen3_14b, qwen3_0p6b, qwen3_1p7b, "
+                                "qwen3_4b, qwen3_8b, gpt2_124m, llama_30m, tiny)");
   }
   return s;
 }

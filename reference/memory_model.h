@@ -21,7 +21,9 @@ struct ModelShape {
   bool tied = false;     // the LM head is the embedding
   bool qk_norm = false;  // per-head RMSNorm on q and k (Qwen3)
 };
-// llama31_8b, qwen3_14b, llama_30m (the convergence runs), tiny (CI); std::invalid_argument for another name.
+// llama31_8b, qwen3_14b, the Qwen3 family (qwen3_0p6b, qwen3_1p7b, qwen3_4b, qwen3_8b: `tied` as their
+// config.json), gpt2_124m (GPT-2's sizes, Llama-shaped), llama_30m (the convergence runs), tiny (CI);
+// std::invalid_argument for another name.
 ModelShape model_shape(const std::string& name);
 
 enum class ParamKind : uint8_t { linear, embedding, norm, tied_embedding };

@@ -2,7 +2,8 @@
 # The convergence study (issue 33) on the GPU runner, in one call: the harness's fused and standard
 # paths (forge-model-step --train: bf16 state with fp32 master weights, INT8 state with fp32 master
 # weights, bf16 state with bf16_sr weights) and torch AdamW in bf16 and fp32
-# (scripts/torch_train_reference.py), --seeds seeds each, plus one planted skipped update, all on
+# (scripts/torch_train_reference.py), the seeds of FH_CONV_SEEDS each, torch fp32 again from each
+# seed's harness weights (--dump-init / --init-from), plus one planted skipped update, all on
 # the same corpus windows; FH_CONV_PARALLEL runs share the GPU at a time (the model is small). The
 # JSON files land in OUTDIR/runs.tar.xz; judge them here (no GPU needed):
 #   forge-verify --claim convergence_parity --convergence-run DIR/*.json --out REPORT.h5
@@ -43,7 +44,9 @@ common="--steps $STEPS --tokens $TOKENS --lr $LR"
 for s in $SEEDS; do
   if has harness; then
     for u in fused standard; do
-      echo "$B/bin/forge-model-step --model llama_30m --train $DATA --seed $s --update $u --state bf16 --store fp32_master $common --force --out $OUT/json/h_${u}_bf16_master_s$s.json" >> "$jobs_file"
+      dump=""
+      [ "$u" = fused ] && dump="--dump-init $WORK/w_s$s.bin"
+      echo "$B/bin/forge-model-step --model llama_30m --train $DATA --seed $s --update $u --state bf16 --store fp32_master $common $dump --force --out $OUT/json/h_${u}_bf16_master_s$s.json" >> "$jobs_file"
       echo "$B/bin/forge-model-step --model llama_30m --train $DATA --seed $s --update $u --state int8 --store fp32_master $common --force --out $OUT/json/h_${u}_int8_master_s$s.json" >> "$jobs_file"
       echo "$B/bin/forge-model-step --model llama_30m --train $DATA --seed $s --update $u --state bf16 --store bf16_sr $common --force --out $OUT/json/h_${u}_bf16_sr_s$s.json" >> "$jobs_file"
     done
@@ -64,6 +67,16 @@ rc=0
 xargs -P "$PAR" -I CMD sh -c 'CMD >> "$0" 2>&1 || echo "run failed: CMD" >> "$0"' "$WORK/runs.log" < "$jobs_file"
 cat "$WORK/runs.log" >> "$LOG"
 grep -q "^run failed" "$WORK/runs.log" && rc=1
+# Then torch in fp32 from each seed's harness weights: the same first loss (same_start).
+if has harness && has torch; then
+  : > "$jobs_file"
+  for s in $SEEDS; do
+    [ -s "$WORK/w_s$s.bin" ] && echo "python3 $ROOT/scripts/torch_train_reference.py --data $DATA --model llama_30m --dtype fp32 --seed $s $common --init-from $WORK/w_s$s.bin --out $OUT/json/t_fp32_from_harness_s$s.json" >> "$jobs_file"
+  done
+  xargs -P "$PAR" -I CMD sh -c 'CMD >> "$0" 2>&1 || echo "run failed: CMD" >> "$0"' "$WORK/runs2.log" < "$jobs_file"
+  cat "$WORK/runs2.log" >> "$LOG" && cat "$WORK/runs2.log" >> "$WORK/runs.log"
+  grep -q "^run failed" "$WORK/runs.log" && rc=1
+fi
 say "-- runs done in $((SECONDS - t0)) s; $(grep -c '^run failed' "$WORK/runs.log") failed"
 tar -C "$OUT" -cJf "$OUT/runs.tar.xz" json && rm -rf "$OUT/json"
 exit $rc

@@ -6,7 +6,7 @@ table (README:54-62; survey §7) under stated switches.
 
 Usage:
   forge_model_bench.py --config torch_fused|torch_hooks|forge|forge_tma_ws|forge_int8
-                       --model llama8b|qwen14b|tiny [--layers N] [--steps 20] [--forge-src DIR] --out OUT.json
+                       --model llama8b|qwen14b|qwen3_0p6b|qwen3_1p7b|qwen3_4b|qwen3_8b|gpt2_124m|tiny [--layers N] [--steps 20] [--forge-src DIR] --out OUT.json
   forge_model_bench.py --strict FILE.json   (rewrite an older file's bare NaN as null, in place)
 
   torch_fused   torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
@@ -48,6 +48,18 @@ MODELS = {
     # Qwen3-14B's sizes on the Llama architecture (no qk-norm: 2 x 128 weights a layer, left out)
     "qwen14b": dict(hidden_size=5120, intermediate_size=17408, num_hidden_layers=40,
                     num_attention_heads=40, num_key_value_heads=8, head_dim=128, vocab_size=151936),
+    # The Qwen3 family (config.json; tied embeddings up to 4B) and GPT-2 124M's sizes, all on the
+    # Llama architecture as above (issue 33's family table); the harness's forge-model-step names.
+    "qwen3_0p6b": dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,
+                       num_key_value_heads=8, head_dim=128, vocab_size=151936, tie_word_embeddings=True),
+    "qwen3_1p7b": dict(hidden_size=2048, intermediate_size=6144, num_hidden_layers=28, num_attention_heads=16,
+                       num_key_value_heads=8, head_dim=128, vocab_size=151936, tie_word_embeddings=True),
+    "qwen3_4b": dict(hidden_size=2560, intermediate_size=9728, num_hidden_layers=36, num_attention_heads=32,
+                     num_key_value_heads=8, head_dim=128, vocab_size=151936, tie_word_embeddings=True),
+    "qwen3_8b": dict(hidden_size=4096, intermediate_size=12288, num_hidden_layers=36, num_attention_heads=32,
+                     num_key_value_heads=8, head_dim=128, vocab_size=151936),
+    "gpt2_124m": dict(hidden_size=768, intermediate_size=2048, num_hidden_layers=12, num_attention_heads=12,
+                      num_key_value_heads=12, vocab_size=50257, tie_word_embeddings=True),
     # a quick smoke test of the same code
     "tiny": dict(hidden_size=256, intermediate_size=1024, num_hidden_layers=2,
                  num_attention_heads=4, num_key_value_heads=2, vocab_size=32000),
@@ -62,7 +74,7 @@ def err_text(e, limit=2000):
 def build_model(torch, name, layers=None):
     """LlamaForCausalLM with random weights, allocated on the GPU in bf16 from the start."""
     from transformers import LlamaConfig, LlamaForCausalLM
-    kw = dict(MODELS[name], max_position_embeddings=SEQ, tie_word_embeddings=False)
+    kw = dict(dict(tie_word_embeddings=False), **MODELS[name], max_position_embeddings=SEQ)
     if layers is not None:
         kw["num_hidden_layers"] = layers
     try:

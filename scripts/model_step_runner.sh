@@ -6,7 +6,8 @@
 # path; then forge-verify judges them all (model_step_figures, ext_model_*) and the timeline PNG
 # is drawn. Everything lands in OUTDIR; results.tar.gz packs the JSON files.
 # Usage: scripts/model_step_runner.sh OUTDIR     (bundle/fh_gpu_bundle.tar.xz built by gpu_bundle.sh)
-# Env: FH_MS_PARTS (default "suite llama torch capacity verify"), FH_MS_STEPS (20), FH_TORCH_STEPS (20),
+# Env: FH_MS_PARTS (default "suite llama torch capacity verify"; "family" adds the Qwen3 family and GPT-2
+#      124M, FH_MS_FAMILY the models), FH_MS_STEPS (20), FH_TORCH_STEPS (20),
 #      FH_MS_CAPACITY (the most Qwen3-14B layers tried, 96).
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -66,6 +67,17 @@ if has capacity; then
   say "-- forge_model_bench torch_fused qwen14b (40 layers)"
   timed python3 "$ROOT/scripts/forge_model_bench.py" --config torch_fused --model qwen14b --steps 4 \
     --out "$OUT/json/torch_fused_qwen14b.json" >> "$LOG" 2>&1 || rc=1
+fi
+# The family (issue 33; part "family", not in the default parts): the Qwen3 models and GPT-2 124M's sizes,
+# fused and standard with bf16 state beside torch fused AdamW on each, the same sequence and steps.
+if has family; then
+  for m in ${FH_MS_FAMILY:-qwen3_0p6b qwen3_1p7b qwen3_4b qwen3_8b gpt2_124m}; do
+    step harness_fused_bf16_$m --model "$m" --update fused --state bf16 --steps "$STEPS"
+    step harness_standard_bf16_$m --model "$m" --update standard --state bf16 --steps "$STEPS"
+    say "-- forge_model_bench torch_fused $m"
+    timed python3 "$ROOT/scripts/forge_model_bench.py" --config torch_fused --model "$m" --steps "$TSTEPS" \
+      --out "$OUT/json/torch_fused_$m.json" >> "$LOG" 2>&1 || rc=1
+  done
 fi
 if has verify; then
   ms=() ext=()

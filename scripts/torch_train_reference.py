@@ -10,13 +10,16 @@ distribution as the harness, not the same draws: runs are compared across seeds)
 harness's hyperparameters (betas 0.9 / 0.999, eps 1e-8, weight decay 0.01), fused on CUDA.
 --dtype bf16: weights, gradients and moments bf16 (torch's bf16 training, the paper's baseline);
 fp32: all fp32 with TF32 off (the precision floor's other end).
-Windows: token_data.h's splitmix64 offsets (train_offset / heldout_offset), so step s of a seed
-reads the harness's batch. Output: the JSON forge-model-step --train writes (kind convergence_run,
+--init-from W.bin (forge-model-step --train --dump-init): start from the harness's own initial bf16
+weights instead (the config gets "_from_harness"): with --dtype fp32 the independent fp32 reference
+the claim compares the harness's first loss with.
+Windows: token_data.h's (train_offset: the run seed's stream "convergence_parity/train_windows" through
+scripts/seed_stream.py; heldout_offset), so step s of a seed reads the harness's batch. Output: the JSON forge-model-step --train writes (kind convergence_run,
 path torch), without step digests.
 
 Usage: torch_train_reference.py --data DIR --out F.json [--model llama_30m|tiny] [--dtype bf16|fp32]
        [--seed S] [--steps 1000] [--tokens 512] [--lr 6e-4] [--eval-every 50] [--eval-batches 8]
-       [--device cuda|cpu]
+       [--device cuda|cpu] [--init-from W.bin]
 Exit 0 trained, 1 the run failed (the JSON says how), 2 bad usage or input.
 """
 import argparse
@@ -27,22 +30,17 @@ import struct
 import sys
 import time
 
-MASK64 = (1 << 64) - 1
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from seed_stream import stream_seed  # noqa: E402
+
 SHAPES = {  # reference/memory_model.cpp model_shape
     "llama_30m": dict(hidden=512, intermediate=1536, heads=8, kv_heads=4, head_dim=64, vocab=4096, layers=8),
     "tiny": dict(hidden=128, intermediate=256, heads=8, kv_heads=8, head_dim=16, vocab=512, layers=2),
 }
 
 
-def splitmix64(x):
-    z = (x + 0x9E3779B97F4A7C15) & MASK64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
-    return z ^ (z >> 31)
-
-
-def train_offset(seed, step, n, T):
-    return splitmix64(((seed * 0x100000001B3) & MASK64) ^ step) % (n - T)
+def train_offset(run_seed, step, n, T):
+    return stream_seed(run_seed, "convergence_parity/train_windows", step) % (n - T)
 
 
 def heldout_offset(i, batches, n, T):
@@ -89,6 +87,35 @@ def build(torch, shape, dtype, device, seed):
     return p
 
 
+def read_init(path, shape):
+    """forge-model-step --dump-init's file: a JSON line, then little-endian bf16 bits."""
+    with open(path, "rb") as f:
+        head = json.loads(f.readline().decode("utf-8"))
+        data = f.read()
+    if not isinstance(head, dict) or head.get("kind") != "fh_model_weights" or not isinstance(head.get("params"), list):
+        raise ValueError("%s: not an fh_model_weights file" % path)
+    out = {}
+    for e in head["params"]:
+        n = e["rows"] * e["cols"]
+        if e["offset"] < 0 or 2 * (e["offset"] + n) > len(data):
+            raise ValueError("%s: parameter %s runs past the data" % (path, e["name"]))
+        out[e["name"]] = (e["rows"], e["cols"], data[2 * e["offset"]: 2 * (e["offset"] + n)])
+    return head, out
+
+
+def load_init(torch, p, init, device, dtype):
+    """The parameters of build() set to the dumped bf16 values; names and shapes must match."""
+    if set(init) != set(p):
+        raise ValueError("the dumped parameters are not this model's: %s" % sorted(set(init) ^ set(p))[:4])
+    with torch.no_grad():
+        for name, t in p.items():
+            rows, cols, raw = init[name]
+            v = torch.frombuffer(bytearray(raw), dtype=torch.int16).view(torch.bfloat16)
+            if v.numel() != t.numel():
+                raise ValueError("parameter %s: %d values dumped for %d" % (name, v.numel(), t.numel()))
+            t.copy_(v.reshape(t.shape).to(device=device, dtype=dtype))
+
+
 def forward(torch, p, shape, tokens, labels):
     F = torch.nn.functional
     H, nh, kvh, hd, L = (shape[k] for k in ("hidden", "heads", "kv_heads", "head_dim", "layers"))
@@ -130,6 +157,7 @@ def main():
     ap.add_argument("--eval-every", type=int, default=50)
     ap.add_argument("--eval-batches", type=int, default=8)
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--init-from", default="")
     a = ap.parse_args()
     if a.steps < 1 or a.tokens < 1 or a.eval_every < 1 or a.eval_batches < 1 or not 0 < a.lr <= 1 or a.seed < 0:
         print("torch_train_reference.py: --steps, --tokens, --eval-every, --eval-batches >= 1, --lr in (0, 1], "
@@ -145,21 +173,34 @@ def main():
     except (OSError, ValueError) as e:
         print("torch_train_reference.py: %s" % e, file=sys.stderr)
         return 2
+    init = None
+    if a.init_from:
+        try:
+            init_head, init = read_init(a.init_from, shape)
+        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+            print("torch_train_reference.py: --init-from: %s" % e, file=sys.stderr)
+            return 2
     import torch  # only now: a bad command line is refused without it
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
-    doc = {"kind": "convergence_run", "path": "torch", "config": "torch_adamw_" + a.dtype, "model": a.model,
+    doc = {"kind": "convergence_run", "path": "torch",
+           "config": "torch_adamw_" + a.dtype + ("_from_harness" if init else ""), "model": a.model,
            "seed": a.seed, "lr": a.lr, "weight_decay": 0.01, "steps": a.steps, "seq": a.tokens, "batch": 1,
            "eval_every": a.eval_every, "eval_batches": a.eval_batches, "dtype": a.dtype, "torch": torch.__version__,
            "data": {"dir": a.data, "train_tokens": len(train), "heldout_tokens": len(held)}, "status": "ok",
            "producer": "scripts/torch_train_reference.py"}
+    if init:
+        doc["init_from"] = a.init_from
+        doc["init_seed"] = init_head.get("seed")
     rc = 0
     try:
         dev = torch.device(a.device)
         doc["device"] = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
         p = build(torch, shape, dtype, dev, a.seed)
+        if init:
+            load_init(torch, p, init, dev, dtype)
         doc["params"] = sum(t.numel() for t in p.values())
         opt = torch.optim.AdamW(list(p.values()), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
                                 **({"fused": True} if dev.type == "cuda" else {}))

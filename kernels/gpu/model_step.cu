@@ -583,6 +583,35 @@ std::vector<uint64_t> ModelStep::weight_digests() const {
   return out;
 }
 
+std::vector<uint16_t> ModelStep::weight_bits(size_t i) const {
+  if (i >= impl_->params.size()) throw std::invalid_argument("ModelStep::weight_bits: no parameter " + std::to_string(i));
+  const DeviceParamView& pv = impl_->params[i].pv;
+  std::vector<uint16_t> out(size_t(pv.rows * pv.cols));
+  cuda_check(cudaStreamSynchronize(impl_->stream), "ModelStep::weight_bits");
+  cuda_check(cudaMemcpy(out.data(), pv.bf16, out.size() * 2, cudaMemcpyDeviceToHost), "ModelStep::weight_bits");
+  return out;
+}
+
+std::pair<int64_t, int64_t> ModelStep::int8_zero_states(int slot) const {
+  if (impl_->cfg.state != StateFormat::int8 || slot < 0 || slot >= kMaxStates) return {0, 0};
+  cuda_check(cudaStreamSynchronize(impl_->stream), "ModelStep::int8_zero_states");
+  int64_t zeros = 0, total = 0;
+  for (const Param& p : impl_->params) {
+    const StateView& sv = p.pv.state[slot];
+    if (!sv.i8 || !sv.absmax) continue;
+    const int64_t rows = p.pv.rows, cols = p.pv.cols, bpr = p.pv.blocks_per_row();
+    std::vector<uint8_t> q(size_t(rows * cols));
+    std::vector<float> amax(size_t(rows * bpr));
+    cuda_check(cudaMemcpy(q.data(), sv.i8, q.size(), cudaMemcpyDeviceToHost), "ModelStep::int8_zero_states");
+    cuda_check(cudaMemcpy(amax.data(), sv.absmax, amax.size() * 4, cudaMemcpyDeviceToHost), "ModelStep::int8_zero_states");
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        zeros += q[size_t(r * cols + c)] == 0 || amax[size_t(r * bpr + c / kInt8Block)] == 0.0f;
+    total += rows * cols;
+  }
+  return {zeros, total};
+}
+
 std::vector<uint64_t> ModelStep::state_digests() const {
   std::vector<uint64_t> out;
   const int bytes_per = impl_->cfg.state == StateFormat::fp32 ? 4 : impl_->cfg.state == StateFormat::bf16 ? 2 : 1;

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/gpu/gpu_api.h"
@@ -100,6 +101,11 @@ class ModelStep {
   // one of its state (every slot, INT8 scales included). Equal digests: equal bits (up to a 2^-64
   // collision); different digests: some element differs.
   std::vector<uint64_t> weight_digests() const;
+  // Parameter i's bf16 weights (the copy the forward pass reads), their bits, row-major.
+  std::vector<uint16_t> weight_bits(size_t i) const;
+  // INT8 state only: of every parameter's state slot `slot` elements, how many decode to zero (code 0,
+  // or a block whose absmax is 0), and how many there are; {0, 0} for another state format.
+  std::pair<int64_t, int64_t> int8_zero_states(int slot) const;
   std::vector<uint64_t> state_digests() const;
   // The bytes the step holds at its start: weights and state (the pool's current use).
   int64_t resident_bytes() const;

@@ -29,6 +29,17 @@ TEST(eq6_memory_model, ParameterListsAndTermsAreTheFamilies) {
   tied.tied = true;
   EXPECT_THROW(fh::check_single_consumer(fh::model_params(tied)[0]), std::invalid_argument);
   EXPECT_THROW(fh::model_shape("gpt5"), std::invalid_argument);
+  // The family (issue 33) against the published totals (Qwen3's model cards: 0.6B, 1.7B, 4.0B, 8.2B,
+  // 14.8B; GPT-2: 124M), within 3% (the step has no qk-norm weights; GPT-2's learned positions and
+  // biases are not in the Llama architecture); the tie as their config.json says.
+  for (auto [name, published, tied] : {std::tuple{"qwen3_0p6b", 0.596e9, true}, std::tuple{"qwen3_1p7b", 1.72e9, true},
+                                       std::tuple{"qwen3_4b", 4.02e9, true}, std::tuple{"qwen3_8b", 8.19e9, false},
+                                       std::tuple{"qwen3_14b", 14.77e9, false}, std::tuple{"gpt2_124m", 124.4e6, true}}) {
+    const fh::ModelShape m = fh::model_shape(name);
+    EXPECT_EQ(m.tied, tied) << name;
+    const double n = double(fh::param_count(fh::model_params(m)));
+    EXPECT_NEAR(n / published, 1.0, 0.03) << name << ": " << n << " parameters";
+  }
   fh::MemoryLedger led;
   led.alloc("gradients", 10);
   led.alloc("gradients", 5);

@@ -6,7 +6,7 @@
 // median_ms, ...), so forge-verify --external-model reads both side by side.
 //
 // Usage:
-//   forge-model-step --model llama31_8b|qwen3_14b|llama_30m|tiny [--layers N] [--tokens 512] [--tied]
+//   forge-model-step --model llama31_8b|qwen3_14b|qwen3_0p6b|qwen3_1p7b|qwen3_4b|qwen3_8b|gpt2_124m|llama_30m|tiny [--layers N] [--tokens 512] [--tied]
 //                    [--update fused|standard|standard_cublas] [--state bf16|fp32|int8]
 //                    [--store bf16_rne|bf16_sr|fp32_master] [--steps 8] [--warmup 3] --out F.json [--force]
 //   forge-model-step ... --capacity MAX --out F.json   the most layers (0..MAX) whose step fits
@@ -47,7 +47,7 @@ struct Args {
   int steps = 8, warmup = 3;  // warm-up as scripts/forge_model_bench.py
   bool tied = false, force = false;
   // --train: the convergence run.
-  std::string train_dir, plant;
+  std::string train_dir, plant, dump_init;
   uint64_t seed = 0x18ull;
   double lr = 6e-4;
   int64_t eval_every = 50, eval_batches = 8;
@@ -55,13 +55,15 @@ struct Args {
 };
 
 const char kUsage[] =
-    "usage: forge-model-step --model llama31_8b|qwen3_14b|llama_30m|tiny [--layers N] [--tokens T] [--tied]\n"
+    "usage: forge-model-step --model llama31_8b|qwen3_14b|qwen3_0p6b|qwen3_1p7b|qwen3_4b|qwen3_8b|gpt2_124m|llama_30m|tiny [--layers N] [--tokens T] [--tied]\n"
     "         [--update fused|standard|standard_cublas] [--state bf16|fp32|int8]\n"
     "         [--store bf16_rne|bf16_sr|fp32_master] [--steps N] [--warmup W] [--capacity MAX]\n"
-    "         [--train DIR [--seed S] [--lr LR] [--eval-every K] [--eval-batches B] [--plant skip_one_update]]\n"
+    "         [--train DIR [--seed S] [--lr LR] [--eval-every K] [--eval-batches B] [--plant skip_one_update]\n"
+    "          [--dump-init W.bin]]\n"
     "         --out F.json [--force]\n"
     "--train DIR: a convergence run on DIR/train.u16 and DIR/heldout.u16 (scripts/prepare_corpus.py), --steps\n"
-    "steps (default 1000) of AdamW at --lr from the weights of --seed, the held-out loss every K steps.\n"
+    "steps (default 1000) of AdamW at --lr from the weights of --seed, the held-out loss every K steps;\n"
+    "--dump-init: the initial bf16 weights, for scripts/torch_train_reference.py --init-from (same path policy).\n"
     "--out: absent or a regular file (never a directory, device or symbolic link), replaced only with\n"
     "--force; written to F.json.tmp.<pid> and renamed. Checked before any GPU work.\n"
     "Exit: 0 measured, 1 the step failed (the JSON says how), 2 bad arguments or a refused --out,\n"
@@ -103,6 +105,7 @@ Args parse(int argc, char** argv) {
     else if (f == "--eval-every") a.eval_every = parse_int(f, val(), 1, 100000);
     else if (f == "--eval-batches") a.eval_batches = parse_int(f, val(), 1, 1024);
     else if (f == "--plant") a.plant = val();
+    else if (f == "--dump-init") a.dump_init = val();
     else if (f == "--lr") {
       const char* v = val();
       char* end = nullptr;
@@ -120,6 +123,7 @@ Args parse(int argc, char** argv) {
   if (!a.plant.empty() && (a.train_dir.empty() || a.update != "fused")) usage("--plant needs --train and --update fused");
   if (a.steps > 1000 && a.train_dir.empty()) usage("--steps above 1000 only with --train");
   if (!a.train_dir.empty() && a.capacity > 0) usage("--train and --capacity are two modes: one at a time");
+  if (!a.dump_init.empty() && a.train_dir.empty()) usage("--dump-init needs --train");
   if (!a.train_dir.empty() && !a.steps_given) a.steps = 1000;
   return a;
 }
@@ -202,6 +206,21 @@ void train_run(const Args& a, const ModelStepConfig& cfg, json& doc) {
   }
   ModelStep m(cfg);
   m.set_marks(false, false);
+  if (!a.dump_init.empty()) {
+    // One JSON line naming each parameter's shape and offset (in bf16 values), then the bf16 bits,
+    // little-endian, in that order.
+    json head = {{"kind", "fh_model_weights"}, {"model", a.model}, {"seed", a.seed}, {"params", json::array()}};
+    std::string bits;
+    int64_t offset = 0;
+    for (size_t i = 0; i < m.params().size(); ++i) {
+      const auto& p = m.params()[i];
+      head["params"].push_back({{"name", p.name}, {"rows", p.rows}, {"cols", p.cols}, {"offset", offset}});
+      for (uint16_t b : m.weight_bits(i)) bits.push_back(char(b & 0xff)), bits.push_back(char(b >> 8));
+      offset += p.rows * p.cols;
+    }
+    fh::write_text_file(a.dump_init, head.dump() + "\n" + bits, fh::WriteOptions{.replace_existing = a.force});
+    doc["dumped_init"] = a.dump_init;
+  }
   doc["params"] = m.param_count();
   doc["fused_params"] = m.fused_param_count();
   doc["data"] = {{"dir", a.train_dir}, {"train_tokens", train.size()}, {"heldout_tokens", held.size()}};
@@ -240,6 +259,13 @@ void train_run(const Args& a, const ModelStepConfig& cfg, json& doc) {
   int nonfinite = 0;
   finite_or_nan(losses, nonfinite);
   finite_or_nan(eval_losses, nonfinite);
+  if (cfg.state == fh::StateFormat::int8) {
+    // The INT8 gap's first suspect: second moments that decode to zero (AdamW's slot 1), whose
+    // update is then m / eps.
+    const auto [zeros, total] = m.int8_zero_states(1);
+    doc["int8_v_zero"] = zeros;
+    doc["int8_v_total"] = total;
+  }
   doc["train_loss"] = nullable(losses);
   doc["eval_steps"] = eval_steps;
   doc["eval_loss"] = nullable(eval_losses);
@@ -258,11 +284,11 @@ int main(int argc, char** argv) {
     usage(e.what());
   }
   if (a.layers >= 0) shape.layers = a.layers;
-  shape.tied = a.tied;
+  shape.tied = shape.tied || a.tied;  // the family's own tie (Qwen3 up to 4B, GPT-2), or --tied
   shape.qk_norm = false;  // not modelled by the step (kernels/gpu/model_step.h)
   ModelStepConfig cfg;
   cfg.dims = {shape.hidden, shape.intermediate, shape.heads, shape.kv_heads, shape.head_dim, shape.vocab, shape.layers,
-              a.tokens, a.tied};
+              a.tokens, shape.tied};
   // torch's settings in scripts/forge_model_bench.py: AdamW lr 1e-4, betas (0.9, 0.999), eps 1e-8,
   // weight decay 0.01.
   std::get<fh::AdamW::Hyper>(cfg.rule.hyper).lr = a.train_dir.empty() ? 1e-4 : a.lr;
@@ -279,17 +305,24 @@ int main(int argc, char** argv) {
   } catch (const fh::ReportPathError& e) {
     usage(std::string("--out: ") + e.what());
   }
+  if (!a.dump_init.empty()) {
+    try {
+      fh::check_output_path("forge-model-step", a.dump_init, write_options);
+    } catch (const fh::ReportPathError& e) {
+      usage(std::string("--dump-init: ") + e.what());
+    }
+  }
   const fh::DeviceInfo& dev = fh::query_device_info();
   if (!dev.available) {
     std::cerr << "forge-model-step: no GPU: " << dev.reason << "\n";
     return 4;
   }
   const std::string config = "harness_" + a.update + "_" + a.state + (a.store == "bf16_rne" ? "" : "_" + a.store) +
-                             (a.tied ? "_tied" : "") + (a.plant.empty() ? "" : "_planted_" + a.plant);
+                             (shape.tied ? "_tied" : "") + (a.plant.empty() ? "" : "_planted_" + a.plant);
   json doc = {{"config", config}, {"model", a.model}, {"status", "ok"}, {"batch", 1}, {"seq", a.tokens},
               {"steps", a.steps}, {"warmup_steps", a.warmup}, {"dtype", "bf16"}, {"device", dev.name},
               {"update", a.update}, {"state", a.state}, {"store", a.store}, {"layers", shape.layers},
-              {"tied", a.tied}, {"cublas", dev.cublas}, {"lr", a.train_dir.empty() ? 1e-4 : a.lr},
+              {"tied", shape.tied}, {"cublas", dev.cublas}, {"lr", a.train_dir.empty() ? 1e-4 : a.lr},
               {"producer", "forge-model-step (kernels/gpu/model_step)"}};
   if (!a.train_dir.empty()) {
     doc["kind"] = "convergence_run";
@@ -348,7 +381,7 @@ int main(int argc, char** argv) {
       doc["fused_params"] = m.fused_param_count();
       doc["resident_bytes"] = m.resident_bytes();
       // A tied embedding / LM head keeps its whole fp32 gradient from the head's backward to the step.
-      if (a.tied) doc["tied_gradient_bytes"] = shape.vocab * shape.hidden * 4;
+      if (shape.tied) doc["tied_gradient_bytes"] = shape.vocab * shape.hidden * 4;
       std::vector<double> step_ms, losses;
       int64_t peak = 0, outside = 0, reserved_peak = 0;
       json tag_peaks = json::object();

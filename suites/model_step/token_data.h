@@ -1,8 +1,10 @@
 // The convergence runs' data (issue 33): the token files scripts/prepare_corpus.py writes, and the
 // windows a run reads: step s (from 1) trains on the T tokens from train_offset(seed, s, n, T) with
 // the next T as labels; evaluation i of B reads the held-out window from heldout_offset(i, B, n, T).
-// scripts/torch_train_reference.py reads the same windows (its splitmix64 and offsets are these),
-// so every path of a seed sees the same batches in the same order.
+// The training windows are the run seed's stream "convergence_parity/train_windows", draw `step`
+// (kernels/common/seed_stream.h); scripts/torch_train_reference.py draws the same stream through the
+// Python twin (scripts/seed_stream.py), so every path of a seed sees the same batches in the same
+// order (scripts/check_seed_streams.py lets exactly these two sites share the stream).
 #pragma once
 #include <cstdint>
 #include <fstream>
@@ -10,18 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/seed_stream.h"
+
 namespace fh::train {
 
-// SplitMix64's output for state x (Steele et al.; splitmix64(0) = 0xe220a8397b1dcdaf).
-constexpr uint64_t splitmix64(uint64_t x) {
-  uint64_t z = x + 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 // Step `step`'s window start in n tokens (n > T): o in [0, n - T - 1], tokens o .. o + T - 1, labels o + 1 .. o + T.
-constexpr int64_t train_offset(uint64_t seed, int64_t step, int64_t n, int64_t T) {
-  return int64_t(splitmix64(seed * 0x100000001b3ull ^ uint64_t(step)) % uint64_t(n - T));
+constexpr int64_t train_offset(uint64_t run_seed, int64_t step, int64_t n, int64_t T) {
+  return int64_t(stream_seed(run_seed, "convergence_parity/train_windows", uint64_t(step)) % uint64_t(n - T));
 }
 // Held-out window i of `batches`, evenly spaced over n tokens.
 constexpr int64_t heldout_offset(int64_t i, int64_t batches, int64_t n, int64_t T) {
