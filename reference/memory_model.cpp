@@ -13,6 +13,11 @@ ModelShape model_shape(const std::string& name) {
   } else if (name == "qwen3_14b") {  // Qwen/Qwen3-14B config.json
     s.hidden = 5120, s.intermediate = 17408, s.heads = 40, s.kv_heads = 8, s.head_dim = 128, s.vocab = 151936, s.layers = 40;
     s.qk_norm = true;
+  } else if (name == "llama31_70b") {  // meta-llama/Llama-3.1-70B config.json
+    s.hidden = 8192, s.intermediate = 28672, s.heads = 64, s.kv_heads = 8, s.head_dim = 128, s.vocab = 128256, s.layers = 80;
+  } else if (name == "llama31_405b") {  // meta-llama/Llama-3.1-405B config.json
+    s.hidden = 16384, s.intermediate = 53248, s.heads = 128, s.kv_heads = 8, s.head_dim = 128, s.vocab = 128256,
+    s.layers = 126;
   } else if (name == "qwen3_0p6b") {  // Qwen/Qwen3-0.6B config.json (tied embeddings)
     s.hidden = 1024, s.intermediate = 3072, s.heads = 16, s.kv_heads = 8, s.head_dim = 128, s.vocab = 151936, s.layers = 28;
     s.qk_norm = true, s.tied = true;
@@ -33,7 +38,7 @@ ModelShape model_shape(const std::string& name) {
   } else if (name == "tiny") {
     s.hidden = 128, s.intermediate = 256, s.heads = 8, s.kv_heads = 8, s.head_dim = 16, s.vocab = 512, s.layers = 2;
   } else {
-    throw std::invalid_argument("model_shape: unknown family '" + name + "' (llama31_8b, qwen3_14b, qwen3_0p6b, qwen3_1p7b, "
+    throw std::invalid_argument("model_shape: unknown family '" + name + "' (llama31_8b, llama31_70b, llama31_405b, qwen3_14b, qwen3_0p6b, qwen3_1p7b, "
                                 "qwen3_4b, qwen3_8b, gpt2_124m, llama_30m, tiny)");
   }
   return s;
@@ -124,6 +129,19 @@ MemoryEstimate step_memory(const std::vector<ParamShape>& ps, const StepLayout& 
   }
   e.terms.push_back({"activations", "sum |a_l| (the step's own)", activation_bytes});
   return e;
+}
+
+int64_t step_activation_bytes(const ModelShape& s, int64_t batch, int64_t tokens) {
+  const int64_t t = batch * tokens, H = s.hidden, I = s.intermediate, QD = s.heads * s.head_dim,
+                KD = s.kv_heads * s.head_dim;
+  // Per block (model_step.cu block_fwd): x_in and x_mid fp32; the norms' rstd fp32 and outputs bf16;
+  // q, k, v, the attention output a bf16; the softmax P bf16 [heads, T, T] per sequence; gate and up
+  // fp32; m bf16.
+  const int64_t block = 2 * t * H * 4 + 2 * t * 4 + 2 * t * H * 2 + 2 * t * QD * 2 + 2 * t * KD * 2 +
+                        batch * s.heads * tokens * tokens * 2 + 2 * t * I * 4 + t * I * 2;
+  // After the blocks: the last block's output (fp32), the final norm's output (bf16) and rstd, the
+  // logits' gradient dlogits (bf16 [T, V]).
+  return s.layers * block + t * H * 4 + t * H * 2 + t * 4 + t * s.vocab * 2;
 }
 
 void check_single_consumer(const ParamShape& p) {

@@ -21,7 +21,7 @@ struct ModelShape {
   bool tied = false;     // the LM head is the embedding
   bool qk_norm = false;  // per-head RMSNorm on q and k (Qwen3)
 };
-// llama31_8b, qwen3_14b, the Qwen3 family (qwen3_0p6b, qwen3_1p7b, qwen3_4b, qwen3_8b: `tied` as their
+// llama31_8b, llama31_70b, llama31_405b, qwen3_14b, the Qwen3 family (qwen3_0p6b, qwen3_1p7b, qwen3_4b, qwen3_8b: `tied` as their
 // config.json), gpt2_124m (GPT-2's sizes, Llama-shaped), llama_30m (the convergence runs), tiny (CI);
 // std::invalid_argument for another name.
 ModelShape model_shape(const std::string& name);
@@ -65,6 +65,12 @@ int64_t state_bytes(const ParamShape& p, const StepLayout& l);
 // Eq. 6 (fused = true: gradients only for the non-fusable parameters, plus the tile workspace) or
 // the standard path (every gradient materialized). activation_bytes: what the step holds.
 MemoryEstimate step_memory(const std::vector<ParamShape>& ps, const StepLayout& l, bool fused, int64_t activation_bytes);
+
+// The activations the model step (kernels/gpu/model_step.cu, batch 1 there) holds at the end of its
+// forward pass, for `batch` sequences of `tokens` (each sequence's causal softmax [heads, T, T]):
+// what step_memory's activation term is at that peak (exact at Llama-3.1-8B, T = 512: 4,170,582,016
+// bytes, the measured tag peak, docs/model_step/README.md).
+int64_t step_activation_bytes(const ModelShape& s, int64_t batch, int64_t tokens);
 
 // Refuses a fused in-place update of a parameter that is not single-consumer with a GEMM gradient
 // (Remark 1): std::invalid_argument naming it and the fallback (materialized gradient, standard step).

@@ -49,6 +49,7 @@ FH_CLAIM(speed_decomposition);
 FH_CLAIM(gpu_order_guard);
 FH_CLAIM(mutation_kill_matrix);
 FH_CLAIM(convergence_parity);
+FH_CLAIM(memory_scaling);
 #undef FH_CLAIM
 #undef FH_VARIANT_CLAIM
 

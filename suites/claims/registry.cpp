@@ -353,6 +353,18 @@ std::vector<ClaimInfo> make_registry() {
           {"within_seed_spread_of_torch_bf16", "within_0p001_nats_of_torch_bf16", "paper_tolerance_above_precision_floor",
            "int8_within_0p01_nats_of_bf16"}),
           kInputConvergenceRuns),
+      reading(with_findings(
+          {"memory_scaling", "The review's reading of the memory saving: largest at small batch and short sequence; fit at 70B and beyond",
+           "the memory model (Eq. 6 or the standard step, the step's own activations) over sequence, batch and 1-8 H200s; "
+           "validated against a measured step when one is given",
+           {"reference/memory_model (step_memory, step_activation_bytes)", "kernels/gpu/model_step (--model-step, beside)"},
+           {"suites/claims/memory_scaling (tolerance, monotonicity)"},
+           {"predicted_peak_bytes", "measured_peak_bytes", "tokens", "batches", "saving_fraction", "params",
+            "per_gpu_bytes_fused", "per_gpu_bytes_standard", "capacity_layers", "llama70b_shaped_layers",
+            "llama70b_shaped_params"},
+           0, kNeedsNothing, claim_memory_scaling},
+          {"saving_largest_at_short_sequence", "saving_largest_at_small_batch", "forge_fits_more_parameters_on_every_gpu_count"}),
+          0, kInputModelSteps),
 
   };
 }

@@ -29,6 +29,9 @@ TEST(eq6_memory_model, ParameterListsAndTermsAreTheFamilies) {
   tied.tied = true;
   EXPECT_THROW(fh::check_single_consumer(fh::model_params(tied)[0]), std::invalid_argument);
   EXPECT_THROW(fh::model_shape("gpt5"), std::invalid_argument);
+  // The activation model against the 8B step's measured activation peak (docs/model_step/README.md).
+  EXPECT_EQ(fh::step_activation_bytes(fh::model_shape("llama31_8b"), 1, 512), 4170582016LL);
+  EXPECT_EQ(fh::param_count(fh::model_params(fh::model_shape("llama31_70b"))), 70553706496LL);
   // The family (issue 33) against the published totals (Qwen3's model cards: 0.6B, 1.7B, 4.0B, 8.2B,
   // 14.8B; GPT-2: 124M), within 3% (the step has no qk-norm weights; GPT-2's learned positions and
   // biases are not in the Llama architecture); the tie as their config.json says.

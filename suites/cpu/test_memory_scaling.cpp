@@ -1,0 +1,90 @@
+// memory_scaling (suites/claims/memory_scaling.cpp): the memory model carried past one GPU, validated
+// against the runner's own measurements committed in docs/model_step/json (the Llama-3.1-8B fused
+// step's pool peak, the Qwen3-14B capacities per path). Planted: a measured peak 5% off and a
+// capacity two layers off fail their contracts.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "inputs/run_inputs.h"
+#include "reference/memory_model.h"
+#include "suites/claims/claim_entries.h"
+#include "suites/cpu/claim_test_util.h"
+
+namespace {
+
+using fh::test::verdict;
+
+const std::string kJson = std::string(FH_SOURCE_DIR) + "/docs/model_step/json/";
+
+fh::ReportData judge(const std::vector<std::string>& steps) {
+  fh::VerifyConfig cfg;
+  cfg.model_step = steps;
+  const fh::RunInputs inputs = fh::read_run_inputs(fh::input_paths_of(cfg));
+  cfg.inputs = &inputs;
+  fh::Report report(fh::Meta::unknown());
+  fh::claim_memory_scaling(cfg, report, fh::Progress{true});
+  return report.snapshot();
+}
+
+std::vector<double> data(const fh::ReportData& r, const std::string& case_name, const std::string& name) {
+  for (const auto& cl : r.claims)
+    for (const auto& cs : cl.cases)
+      if (cs.name == case_name)
+        for (const auto& d : cs.datasets)
+          if (d.name == name) return d.f64;
+  ADD_FAILURE() << "no dataset " << name << " in " << case_name;
+  return {};
+}
+
+// A copy of a committed measurement with one text replaced (the planted defect).
+std::string planted(const std::string& file, const std::string& from, const std::string& to) {
+  std::ifstream in(kJson + file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string t = ss.str();
+  const size_t at = t.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) t.replace(at, from.size(), to);
+  return fh::test::write_scratch("fh_memory_scaling_", "planted_" + file, t);
+}
+
+TEST(memory_scaling, ValidatedAgainstTheRunnersMeasurements) {
+  const auto r = judge({kJson + "harness_fused_bf16.json", kJson + "capacity_fused_bf16.json",
+                        kJson + "capacity_standard_bf16.json"});
+  EXPECT_EQ(verdict(r, "validation.llama31_8b.L32", "prediction_within_3pct"), fh::Verdict::pass);
+  EXPECT_EQ(verdict(r, "capacity.fused", "capacity_within_one_layer"), fh::Verdict::pass);
+  EXPECT_EQ(verdict(r, "capacity.standard", "capacity_within_one_layer"), fh::Verdict::pass);
+  EXPECT_EQ(data(r, "capacity.fused", "capacity_layers"), (std::vector<double>{65, 65}));
+  EXPECT_EQ(data(r, "capacity.standard", "capacity_layers"), (std::vector<double>{40, 40}));
+  // The saving is the gradients the standard step holds over the larger of them and the activations:
+  // largest at the shortest sequence and the smallest batch, gone once the activations dominate.
+  EXPECT_EQ(verdict(r, "saving_vs_sequence.llama31_8b", "saving_largest_at_short_sequence"), fh::Verdict::pass);
+  EXPECT_EQ(verdict(r, "saving_vs_batch.llama31_8b", "saving_largest_at_small_batch"), fh::Verdict::pass);
+  const auto s = data(r, "saving_vs_sequence.llama31_8b", "saving_fraction");
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_GT(s[0], 0.2);
+  EXPECT_LT(std::abs(s[3]), 0.001);
+  // 70B-shaped layers on 1, 2, 4 H200s: FORGE fits more; on 8 the activations of 166 layers outgrow the
+  // sharded gradients and both fit the same (the finding refuted, as the model says).
+  for (int n : {1, 2, 4}) {
+    const auto p = data(r, "fit.gpus" + std::to_string(n), "llama70b_shaped_params");
+    ASSERT_EQ(p.size(), 2u);
+    EXPECT_GT(p[0], p[1]) << n << " GPUs";
+  }
+  EXPECT_EQ(verdict(r, "fit.summary", "forge_fits_more_parameters_on_every_gpu_count"), fh::Verdict::fail);
+}
+
+TEST(memory_scaling, PlantedMeasurementsFailAndNoneIsNotRun) {
+  const auto off = judge({planted("harness_fused_bf16.json", "\"peak_bytes\": 52648380168", "\"peak_bytes\": 55280799176"),
+                          planted("capacity_fused_bf16.json", "\"max_layers_fit\": 65", "\"max_layers_fit\": 63")});
+  EXPECT_EQ(verdict(off, "validation.llama31_8b.L32", "prediction_within_3pct"), fh::Verdict::fail);
+  EXPECT_EQ(verdict(off, "capacity.fused", "capacity_within_one_layer"), fh::Verdict::fail);
+  const auto none = judge({});
+  EXPECT_EQ(verdict(none, "validation.llama31_8b", "prediction_within_3pct"), fh::Verdict::not_run);
+}
+
+}  // namespace
