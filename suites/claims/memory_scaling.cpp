@@ -17,7 +17,7 @@
 //     step fits N H200s (140 GiB each), and the largest model of a ladder (Qwen3 0.6B to
 //     Llama-3.1-405B) that fits, weights, gradients and state sharded evenly over the N (as FSDP or
 //     ZeRO-3 would, communication buffers not counted), each GPU holding the activations of one
-//     512-token sequence; a finding: FORGE fits more parameters on every N.
+//     512-token sequence; a finding per N: FORGE fits more of those layers than the standard step.
 // The standard step here is a standard optimizer's: bf16 gradients for every parameter (torch's).
 #include <algorithm>
 #include <cmath>
@@ -134,7 +134,6 @@ void claim_memory_scaling(const VerifyConfig& cfg, Report& report, const Progres
   }
 
   // The largest model that fits N H200s, per path.
-  bool more_everywhere = true;
   for (const int gpus : {1, 2, 4, 8}) {
     CaseRecord& cs = report.add_case(kClaim, "fit.gpus" + std::to_string(gpus));
     cs.set_attr("assumes", "weights, gradients and state sharded over the GPUs (FSDP / ZeRO-3), communication buffers "
@@ -166,14 +165,13 @@ void claim_memory_scaling(const VerifyConfig& cfg, Report& report, const Progres
     }
     cs.add_f64("llama70b_shaped_layers", layers, "FORGE, then the standard step: the most 70B-shaped layers that fit");
     cs.add_f64("llama70b_shaped_params", fitted, "FORGE, then the standard step: their parameters");
-    more_everywhere &= fitted[0] > fitted[1];
+    cs.add_check(judge("forge_fits_more_parameters", "ratio", fitted[0] / fitted[1], 1.0, PassIf::above,
+                       "FORGE fits no more 70B-shaped layers than the standard step here (the activations, not the "
+                       "gradients, set both peaks)")
+                     .as_finding());
     progress.note(std::to_string(gpus) + " H200: FORGE " + (best[0] < 0 ? "none" : kLadder[best[0]]) + ", standard " +
                   (best[1] < 0 ? "none" : kLadder[best[1]]));
   }
-  CaseRecord& cs = report.add_case(kClaim, "fit.summary");
-  cs.add_check(judge_true("forge_fits_more_parameters_on_every_gpu_count", "not_more_somewhere", more_everywhere,
-                          "on some of 1, 2, 4 and 8 H200s FORGE fits no more 70B-shaped layers than the standard step")
-                   .as_finding());
 }
 
 }  // namespace fh

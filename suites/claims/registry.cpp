@@ -363,7 +363,7 @@ std::vector<ClaimInfo> make_registry() {
             "per_gpu_bytes_fused", "per_gpu_bytes_standard", "capacity_layers", "llama70b_shaped_layers",
             "llama70b_shaped_params"},
            0, kNeedsNothing, claim_memory_scaling},
-          {"saving_largest_at_short_sequence", "saving_largest_at_small_batch", "forge_fits_more_parameters_on_every_gpu_count"}),
+          {"saving_largest_at_short_sequence", "saving_largest_at_small_batch", "forge_fits_more_parameters"}),
           0, kInputModelSteps),
 
   };
