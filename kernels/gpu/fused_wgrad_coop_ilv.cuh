@@ -20,20 +20,15 @@
 // Per output element the chain is the cooperative kernel's and each element's update the same
 // function of the same values (update_element's pieces); the GPU fused suite compares the bits.
 #pragma once
+#include "kernels/gpu/coop_ilv_pacing.h"
 #include "kernels/gpu/fused_wgrad_coop_l2g.cuh"  // the scratch, L2gLastTile, coop_update_piece
 
 namespace fh::gpu {
 
 // The interleaved epilogue's geometry: both consumers' 256 threads over a parked 128 x 256 G tile
 // in global memory (rows of 256 floats), pass j of thread t the quad epilogue_quad<L2gLastTile>(t, j):
-// four rows of 64 quads a pass, 32 passes a tile.
-constexpr int kIlvPasses = L2gLastTile::kQuadPasses;
-static_assert(kIlvPasses == 32, "one quad a consumer thread a pass");
-// The passes of the previous tile done once chunk c of nchunks has been reached: spread evenly,
-// all of them by the last chunk.
-__device__ __forceinline__ int ilv_passes_by(int64_t c, int64_t nchunks) {
-  return int((c + 1) * kIlvPasses / nchunks);
-}
+// four rows of 64 quads a pass, 32 passes a tile, paced by ilv_passes_by (coop_ilv_pacing.h).
+static_assert(kIlvPasses == L2gLastTile::kQuadPasses, "one quad a consumer thread a pass");
 
 // One pass's inputs, loaded a pass ahead: the quad's weights and state and its four G values.
 struct IlvQuad {

@@ -16,6 +16,7 @@
 
 #include "kernels/common/bf16.h"
 #include "kernels/common/splitmix64.h"
+#include "kernels/gpu/coop_ilv_pacing.h"
 #include "kernels/gpu/gpu_api.h"
 #include "kernels/gpu/wgrad_tile_layout.h"
 #include "kernels/twin/mma_model.h"
@@ -897,4 +898,33 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
 }
 
 }  // namespace
+// The interleaved epilogue's geometry: both consumers' 256 threads over a 128 x 256 tile.
+struct IlvWholeTile {
+  static constexpr int TC = 256, kThreads = 256;
+};
+
+// The interleaved epilogue (fused_wgrad_coop_ilv.cuh): at every tile length from 1 to 5000 chunks the
+// passes done never go back, every chunk does at most ceil(32 / chunks) + 1 of them, and all 32 are
+// done by the last chunk; the 256 consumer threads' 32 passes cover the 128 x 256 tile's quads once.
+TEST(CoopIlv, PacingFinishesEveryPassByTheLastChunk) {
+  for (int64_t n = 1; n <= 5000; ++n) {
+    int done = 0;
+    for (int64_t c = 0; c < n; ++c) {
+      const int upto = ilv_passes_by(c, n);
+      ASSERT_GE(upto, done) << "chunk " << c << " of " << n << " goes back";
+      ASSERT_LE(upto - done, (kIlvPasses + n - 1) / n + 1) << "chunk " << c << " of " << n;
+      done = upto;
+    }
+    ASSERT_EQ(done, kIlvPasses) << n << " chunks leave passes undone";
+  }
+  std::vector<int> seen(128 * 256, 0);
+  for (int t = 0; t < 256; ++t)
+    for (int j = 0; j < kIlvPasses; ++j) {
+      const FragCoord q = epilogue_quad<IlvWholeTile>(t, j);
+      ASSERT_TRUE(q.row >= 0 && q.row < 128 && q.col >= 0 && q.col + 3 < 256 && q.col % 4 == 0);
+      for (int b = 0; b < 4; ++b) ++seen[size_t(q.row * 256 + q.col + b)];
+    }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), 128 * 256);
+}
+
 }  // namespace fh::gpu
