@@ -177,14 +177,10 @@ json memory_model_json(const fh::ModelShape& shape, const ModelStepConfig& cfg, 
           {"params", fh::param_count(ps)}};
 }
 
-std::vector<double> finite_or_nan(const std::vector<double>& v, int& nonfinite) {
-  std::vector<double> out;
-  for (double x : v) {
-    out.push_back(std::isfinite(x) ? x : NAN);
-    nonfinite += !std::isfinite(x);
-  }
-  return out;
+int count_nonfinite(const std::vector<double>& v) {
+  return int(std::count_if(v.begin(), v.end(), [](double x) { return !std::isfinite(x); }));
 }
+// Losses as JSON, a non-finite one as null (JSON has no NaN).
 json nullable(const std::vector<double>& v) {
   json out = json::array();
   for (double x : v) out.push_back(std::isfinite(x) ? json(x) : json(nullptr));
@@ -256,9 +252,7 @@ void train_run(const Args& a, const ModelStepConfig& cfg, json& doc) {
       std::cerr << "forge-model-step: step " << s << " train " << losses.back() << " held-out " << eval_losses.back() << "\n";
     }
   }
-  int nonfinite = 0;
-  finite_or_nan(losses, nonfinite);
-  finite_or_nan(eval_losses, nonfinite);
+  const int nonfinite = count_nonfinite(losses) + count_nonfinite(eval_losses);
   if (cfg.state == fh::StateFormat::int8) {
     // The INT8 gap's first suspect: second moments that decode to zero (AdamW's slot 1), whose
     // update is then m / eps.
