@@ -148,67 +148,75 @@ TEST(gpu_fused_vs_twin, FusedEqualsOrderMatchedAndTwinOnRaggedShapes) {
               (long long)compared_om, (long long)diff_om, (long long)compared_twin, (long long)diff_twin);
 }
 
-// The cooperative 128 x 256 kernel, which fused_wgrad_update runs from T = coop_min_tokens on
-// (coop_min_tokens_int8 for INT8 state; both set here to kCoopMinTokens): every rule, state format and weight
-// store, two steps (the second from non-zero state), fused == order-matched (G materialized, then
-// the rule kernel) bit for bit. 304 x 520 at T = 2100 (rows of 304 and 520 bf16 are 16-byte
-// aligned, as TMA needs): ragged rows (the last tile 48 of 128 high), columns (8 of 256 wide) and
-// last chunk. 2048 x 2304 at
-// T = kCoopMinTokens: 144 tiles, more than the SMs of an H100 or H200 (132), so some blocks run
-// two and the G tile overwrites the ring between them. (That these checks can fail is shown by the
-// kernel mutants, suites/mutation/kernel_catalog.json.)
-TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
-  FH_REQUIRE_GPU();
+namespace {
+// The cooperative kernel's forms, each against order-matched for every rule, state format and store.
+enum class CoopForm { coop, l2g, ilv };
+void coop_form_vs_order_matched(CoopForm form) {
   const FusedSchedule defaults = fused_schedule();
   FusedSchedule coop = defaults;
   coop.coop_min_tokens = kCoopMinTokens;
   coop.coop_min_tokens_int8 = kCoopMinTokens;
   coop.coop_split_max = 1;  // the kernel split over tokens has its own test (SplitKernel...)
+  const bool l2g = form == CoopForm::l2g, ilv = form == CoopForm::ilv;
+  const char* name = ilv ? "coop kernel (interleaved epilogue)" : l2g ? "coop kernel (G through L2)" : "coop kernel";
+  coop.coop_l2g_min_tokens = coop.coop_l2g_min_tokens_light = coop.coop_l2g_min_tokens_int8 = l2g ? kCoopMinTokens : 0;
+  coop.coop_ilv_min_tokens = ilv ? kCoopMinTokens : 0;
+  coop.coop_l2g_light_min_tiles = 1;
+  coop.coop_l2g_epilogue_rows = coop.coop_l2g_epilogue_rows_16k = 56;
   set_fused_schedule(coop);
-  const Shape ragged_shape{304, 520, 2100};
-  const char* const kForm[] = {"coop kernel", "coop kernel (G through L2)", "coop kernel (interleaved epilogue)"};
-  // Twice: the cooperative kernel, then with its G tiles through L2 wherever that form serves
-  // (coop_l2g_class, any layer size: rules that keep state; SGD and RMSprop's default stay on the
-  // cooperative kernel), INT8 tiles split at row 56 between the epilogue warps (runs that cross
-  // into the right half) and the consumers. 2040 x 4000: 256 tiles, ragged in both directions, so
-  // blocks with one and two tiles, and ragged tiles among the epilogue warps' (the first 124).
-  // Then a third time with the epilogue interleaved into the next tile's mainloop (fp32 and bf16
-  // state; INT8 stays on the cooperative kernel): at T = 2100 about one pass a chunk.
-  for (int form : {0, 1, 2}) {
-    const bool l2g = form == 1, ilv = form == 2;
-    coop.coop_l2g_min_tokens = coop.coop_l2g_min_tokens_light = coop.coop_l2g_min_tokens_int8 =
-        l2g ? kCoopMinTokens : 0;
-    coop.coop_ilv_min_tokens = ilv ? kCoopMinTokens : 0;
-    coop.coop_l2g_light_min_tiles = 1;
-    coop.coop_l2g_epilogue_rows = coop.coop_l2g_epilogue_rows_16k = 56;
-    set_fused_schedule(coop);
-    int64_t compared = 0, differing = 0, configs = 0;
-    for (const Shape& s : {ragged_shape, Shape{2040, 4000, kCoopMinTokens}}) {
-      std::vector<StepData> steps;
-      for (int st = 1; st <= 2; ++st) steps.emplace_back(s, uint64_t(s.out * 7919 + s.T + st));
-      for (RuleId r : built_rules())
-        for (StateFormat sf : {StateFormat::fp32, StateFormat::bf16, StateFormat::int8})
-          for (WeightStore ws : kStores) {
-            ++configs;
-            const HostParam hp = make_param(r, sf, ws, s, uint64_t(1000 + configs));
-            EXPECT_STREQ(fused_kernel_for(steps[0].prob, TileShape{128, 128}, sf, hp.rule),
-                         ilv && sf != StateFormat::int8 ? "coop_ilv_128x256"
-                         : l2g && coop_l2g_class(sf, rule_declared_slots(hp.rule), rule_kept_slots(hp.rule), 1, 1) !=
-                                      CoopL2gClass::none
-                             ? "coop_l2g_128x256"
-                             : "coop_128x256");
-            const ParamEvidence e = fused_vs_order_matched(steps, hp, sf, ws);
-            compared += e.values;
-            differing += e.differing;
-            EXPECT_EQ(e.differing, 0) << kForm[form] << " fused vs order-matched, "
-                                      << config_name(r, sf, ws) << " " << s.out << "x" << s.in << " T=" << s.T
-                                      << ", first " << e.first_diff;
-          }
-    }
-    std::printf("[fused] %s: %lld configs x 2 steps, fused vs order-matched: %lld values, %lld differ\n",
-                kForm[form], (long long)configs, (long long)compared, (long long)differing);
+  int64_t compared = 0, differing = 0, configs = 0;
+  for (const Shape& s : {Shape{304, 520, 2100}, Shape{2040, 4000, kCoopMinTokens}}) {
+    std::vector<StepData> steps;
+    for (int st = 1; st <= 2; ++st) steps.emplace_back(s, uint64_t(s.out * 7919 + s.T + st));
+    for (RuleId r : built_rules())
+      for (StateFormat sf : {StateFormat::fp32, StateFormat::bf16, StateFormat::int8})
+        for (WeightStore ws : kStores) {
+          ++configs;
+          const HostParam hp = make_param(r, sf, ws, s, uint64_t(1000 + configs));
+          EXPECT_STREQ(fused_kernel_for(steps[0].prob, TileShape{128, 128}, sf, hp.rule),
+                       ilv && sf != StateFormat::int8 ? "coop_ilv_128x256"
+                       : l2g && coop_l2g_class(sf, rule_declared_slots(hp.rule), rule_kept_slots(hp.rule), 1, 1) !=
+                                    CoopL2gClass::none
+                           ? "coop_l2g_128x256"
+                           : "coop_128x256");
+          const ParamEvidence e = fused_vs_order_matched(steps, hp, sf, ws);
+          compared += e.values;
+          differing += e.differing;
+          EXPECT_EQ(e.differing, 0) << name << " fused vs order-matched, " << config_name(r, sf, ws) << " " << s.out
+                                    << "x" << s.in << " T=" << s.T << ", first " << e.first_diff;
+        }
   }
+  std::printf("[fused] %s: %lld configs x 2 steps, fused vs order-matched: %lld values, %lld differ\n", name,
+              (long long)configs, (long long)compared, (long long)differing);
   set_fused_schedule(defaults);
+}
+}  // namespace
+
+// The cooperative 128 x 256 kernel, which fused_wgrad_update runs from T = coop_min_tokens on
+// (coop_min_tokens_int8 for INT8 state; both set here to kCoopMinTokens): every rule, state format and weight
+// store, two steps (the second from non-zero state), fused == order-matched (G materialized, then
+// the rule kernel) bit for bit. 304 x 520 at T = 2100 (rows of 304 and 520 bf16 are 16-byte
+// aligned, as TMA needs): ragged rows (the last tile 48 of 128 high), columns (8 of 256 wide) and
+// last chunk. 2040 x 4000 at T = kCoopMinTokens: 256 tiles, more than the SMs of an H100 or H200
+// (132), ragged in both directions, so blocks with one and two tiles. Twice: the cooperative
+// kernel, then with its G tiles through L2 wherever that form serves (coop_l2g_class, any layer
+// size: rules that keep state; SGD and RMSprop's default stay on the cooperative kernel), INT8 tiles
+// split at row 56 between the epilogue warps (runs that cross into the right half) and the
+// consumers, and ragged tiles among the epilogue warps' (the first 124). (That these checks can
+// fail is shown by the kernel mutants, suites/mutation/kernel_catalog.json.)
+TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
+  FH_REQUIRE_GPU();
+  coop_form_vs_order_matched(CoopForm::coop);
+  coop_form_vs_order_matched(CoopForm::l2g);
+}
+
+// The same for the form with the epilogue interleaved into the next tile's mainloop (v46, opt-in:
+// coop_ilv_min_tokens), fp32 and bf16 state (INT8 stays on the cooperative kernel): at T = 2100
+// about one pass a chunk. A test of its own so that the mutation gate's cases keep their measured
+// time (suites/mutation/gate.json).
+TEST(GpuFused, CoopIlvKernelEqualsOrderMatchedForEveryRule) {
+  FH_REQUIRE_GPU();
+  coop_form_vs_order_matched(CoopForm::ilv);
 }
 
 // The kernel split over tokens (fused_wgrad_coop_split.cuh): the S slices' partials summed in
@@ -589,14 +597,11 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
   // default eight.
   // With its G tiles through L2 in the default and the three-row order, by three and by two
   // epilogue warps, INT8 tiles whole on the epilogue warps or split at row 24.
-  // With the epilogue interleaved into the next tile's mainloop (fp32 and bf16 state) in the
-  // default and the three-row order.
-  for (auto [us, groups, rows, l2g, warps, erows, ilv] :
-       {std::tuple{0, 1, kCoopGroupRows, 0, 3, 128, 0}, std::tuple{10, 2, kCoopGroupRows, 0, 3, 128, 0},
-        std::tuple{4, 4, kCoopGroupRows, 0, 3, 128, 0}, std::tuple{0, 1, 1, 0, 3, 128, 0},
-        std::tuple{0, 1, 3, 0, 3, 128, 0}, std::tuple{0, 1, kCoopGroupRows, 64, 3, 128, 0},
-        std::tuple{0, 1, 3, 64, 3, 24, 0}, std::tuple{0, 1, kCoopGroupRows, 64, 2, 24, 0},
-        std::tuple{0, 1, kCoopGroupRows, 0, 3, 128, 64}, std::tuple{0, 1, 3, 0, 3, 128, 64}}) {
+  for (auto [us, groups, rows, l2g, warps, erows] :
+       {std::tuple{0, 1, kCoopGroupRows, 0, 3, 128}, std::tuple{10, 2, kCoopGroupRows, 0, 3, 128},
+        std::tuple{4, 4, kCoopGroupRows, 0, 3, 128}, std::tuple{0, 1, 1, 0, 3, 128}, std::tuple{0, 1, 3, 0, 3, 128},
+        std::tuple{0, 1, kCoopGroupRows, 64, 3, 128}, std::tuple{0, 1, 3, 64, 3, 24},
+        std::tuple{0, 1, kCoopGroupRows, 64, 2, 24}}) {
     FusedSchedule coop = defaults;
     coop.coop_min_tokens = coop.coop_min_tokens_int8 = 64;
     coop.coop_stagger_us = us;
@@ -606,7 +611,6 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
     coop.coop_l2g_epilogue_warps = warps;
     coop.coop_l2g_epilogue_rows = coop.coop_l2g_epilogue_rows_16k = erows;
     coop.coop_l2g_light_min_tiles = 1;
-    coop.coop_ilv_min_tokens = ilv;
     variants.push_back(coop);
   }
   int64_t compared = 0, differing = 0, runs = 0;
@@ -640,8 +644,8 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
                                   << " us x " << v.coop_stagger_groups << " groups, tile groups of "
                                   << v.coop_group_rows << " rows, G through L2 from T = " << v.coop_l2g_min_tokens
                                   << " by " << v.coop_l2g_epilogue_warps << " warps on "
-                                  << v.coop_l2g_epilogue_rows << " rows, interleaved from T = "
-                                  << v.coop_ilv_min_tokens << ": "
+                                  << v.coop_l2g_epilogue_rows << " rows"
+                                  << ": "
                                   << config_name(RuleId::adamw, sf, ws) << " " << s.out << "x" << s.in
                                   << ", first " << e.first_diff;
       }
