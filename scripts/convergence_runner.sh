@@ -10,7 +10,10 @@
 # Usage: scripts/convergence_runner.sh OUTDIR     (bundle/fh_gpu_bundle.tar.xz with forge-model-step;
 #        corpus/ from scripts/prepare_corpus.py, carried, or corpus.tar.xz beside it)
 # Env: FH_CONV_SEEDS ("1 2 3"), FH_CONV_STEPS (1000), FH_CONV_TOKENS (512), FH_CONV_LR (6e-4),
-#      FH_CONV_PARALLEL (4), FH_CONV_PARTS ("harness torch planted").
+#      FH_CONV_PARALLEL (4), FH_CONV_PARTS ("harness torch planted"), FH_CONV_DATA (the corpus folder);
+#      for the script's own test (scripts/test_convergence_runner.sh): FH_CONV_BIN (a folder with
+#      forge-model-step instead of the bundle's) and FH_CONV_PYTHON (python3).
+# Exit: 0 every run finished, 1 a run failed (its line in the log), 2 a missing bundle or corpus.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="${1:?usage: convergence_runner.sh OUTDIR}"
@@ -27,17 +30,22 @@ say() { echo "$*" | tee -a "$LOG"; }
 has() { [[ " $PARTS " == *" $1 "* ]]; }
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-DATA="$ROOT/corpus"
+DATA="${FH_CONV_DATA:-$ROOT/corpus}"
+PY="${FH_CONV_PYTHON:-python3}"
 if [ ! -s "$DATA/train.u16" ] && [ -f "$ROOT/corpus.tar.xz" ]; then
   tar -C "$WORK" -xf "$ROOT/corpus.tar.xz" && DATA="$WORK/corpus"
 fi
 [ -s "$DATA/train.u16" ] && [ -s "$DATA/heldout.u16" ] || { say "MISSING: corpus (scripts/prepare_corpus.py corpus)"; exit 2; }
-tar -C "$WORK" -xf "$ROOT/bundle/fh_gpu_bundle.tar.xz" || { say "MISSING: bundle"; exit 2; }
-B="$WORK/fh_gpu_bundle"
+if [ -n "${FH_CONV_BIN:-}" ]; then
+  B="$WORK/given" && mkdir -p "$B" && ln -s "$(cd "$FH_CONV_BIN" && pwd)" "$B/bin"
+else
+  tar -C "$WORK" -xf "$ROOT/bundle/fh_gpu_bundle.tar.xz" || { say "MISSING: bundle"; exit 2; }
+  B="$WORK/fh_gpu_bundle"
+fi
 [ -x "$B/bin/forge-model-step" ] || { say "MISSING: forge-model-step in the bundle"; exit 2; }
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:$B/lib:${LD_LIBRARY_PATH:-}"
 say "== convergence run $(date -u +%FT%TZ), bundle $(grep git_revision "$B/MANIFEST" 2>/dev/null), corpus $(grep -o '"source_sha256": "[0-9a-f]*' "$DATA/corpus.json" | cut -c19-34)"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$LOG"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee -a "$LOG"
 jobs_file="$WORK/jobs"
 : > "$jobs_file"
 common="--steps $STEPS --tokens $TOKENS --lr $LR"
@@ -53,7 +61,7 @@ for s in $SEEDS; do
   fi
   if has torch; then
     for dt in bf16 fp32; do
-      echo "python3 $ROOT/scripts/torch_train_reference.py --data $DATA --model llama_30m --dtype $dt --seed $s $common --out $OUT/json/t_${dt}_s$s.json" >> "$jobs_file"
+      echo "$PY $ROOT/scripts/torch_train_reference.py --data $DATA --model llama_30m --dtype $dt --seed $s $common --out $OUT/json/t_${dt}_s$s.json" >> "$jobs_file"
     done
   fi
 done
@@ -71,7 +79,7 @@ grep -q "^run failed" "$WORK/runs.log" && rc=1
 if has harness && has torch; then
   : > "$jobs_file"
   for s in $SEEDS; do
-    [ -s "$WORK/w_s$s.bin" ] && echo "python3 $ROOT/scripts/torch_train_reference.py --data $DATA --model llama_30m --dtype fp32 --seed $s $common --init-from $WORK/w_s$s.bin --out $OUT/json/t_fp32_from_harness_s$s.json" >> "$jobs_file"
+    [ -s "$WORK/w_s$s.bin" ] && echo "$PY $ROOT/scripts/torch_train_reference.py --data $DATA --model llama_30m --dtype fp32 --seed $s $common --init-from $WORK/w_s$s.bin --out $OUT/json/t_fp32_from_harness_s$s.json" >> "$jobs_file"
   done
   xargs -P "$PAR" -I CMD sh -c 'CMD >> "$0" 2>&1 || echo "run failed: CMD" >> "$0"' "$WORK/runs2.log" < "$jobs_file"
   cat "$WORK/runs2.log" >> "$LOG" && cat "$WORK/runs2.log" >> "$WORK/runs.log"
