@@ -72,18 +72,22 @@ fi
 say "-- $(wc -l < "$jobs_file") runs, $PAR at a time"
 t0=$SECONDS
 rc=0
-xargs -P "$PAR" -I CMD sh -c 'CMD >> "$0" 2>&1 || echo "run failed: CMD" >> "$0"' "$WORK/runs.log" < "$jobs_file"
-cat "$WORK/runs.log" >> "$LOG"
-grep -q "^run failed" "$WORK/runs.log" && rc=1
+# The job list's commands, PAR at a time, their output (and "run failed: ..." lines) into runs.log.
+run_jobs() {
+  : > "$WORK/batch.log"
+  xargs -P "$PAR" -I CMD sh -c 'CMD >> "$0" 2>&1 || echo "run failed: CMD" >> "$0"' "$WORK/batch.log" < "$jobs_file"
+  cat "$WORK/batch.log" >> "$LOG" && cat "$WORK/batch.log" >> "$WORK/runs.log"
+  grep -q "^run failed" "$WORK/runs.log" && rc=1
+}
+: > "$WORK/runs.log"
+run_jobs
 # Then torch in fp32 from each seed's harness weights: the same first loss (same_start).
 if has harness && has torch; then
   : > "$jobs_file"
   for s in $SEEDS; do
     [ -s "$WORK/w_s$s.bin" ] && echo "$PY $ROOT/scripts/torch_train_reference.py --data $DATA --model llama_30m --dtype fp32 --seed $s $common --init-from $WORK/w_s$s.bin --out $OUT/json/t_fp32_from_harness_s$s.json" >> "$jobs_file"
   done
-  xargs -P "$PAR" -I CMD sh -c 'CMD >> "$0" 2>&1 || echo "run failed: CMD" >> "$0"' "$WORK/runs2.log" < "$jobs_file"
-  cat "$WORK/runs2.log" >> "$LOG" && cat "$WORK/runs2.log" >> "$WORK/runs.log"
-  grep -q "^run failed" "$WORK/runs.log" && rc=1
+  run_jobs
 fi
 say "-- runs done in $((SECONDS - t0)) s; $(grep -c '^run failed' "$WORK/runs.log") failed"
 tar -C "$OUT" -cJf "$OUT/runs.tar.xz" json && rm -rf "$OUT/json"

@@ -206,6 +206,17 @@ struct ModelStep::Impl {
   }
 
   ModelStepStats run(int64_t step, bool train = true);
+  // The mean of the T per-token losses at `loss` (device), which it then gives back to the pool.
+  float mean_loss(float* loss) {
+    const int64_t T = d().tokens;
+    std::vector<float> lh(static_cast<size_t>(T));
+    cuda_check(cudaMemcpyAsync(lh.data(), loss, size_t(T) * 4, cudaMemcpyDeviceToHost, stream), "ModelStep: loss");
+    cuda_check(cudaStreamSynchronize(stream), "ModelStep: loss");
+    pool->release(loss);
+    double s = 0.0;
+    for (float v : lh) s += v;
+    return float(s / double(T));
+  }
   void release_acts(const BlockActs& s) {
     for (void* p : {(void*)s.x_in, (void*)s.rstd1, (void*)s.h1, (void*)s.q, (void*)s.k, (void*)s.v, (void*)s.p,
                     (void*)s.a, (void*)s.x_mid, (void*)s.rstd2, (void*)s.h2, (void*)s.gate, (void*)s.up, (void*)s.m})
@@ -450,15 +461,9 @@ ModelStepStats ModelStep::Impl::run(int64_t step, bool train) {
   if (!train) {  // evaluation: the loss, and every activation given back
     for (void* p : {(void*)dlogits, (void*)hf, (void*)rstdf, (void*)x}) pool->release(p);
     for (const BlockActs& a : acts) release_acts(a);
-    std::vector<float> lh(static_cast<size_t>(T));
-    cuda_check(cudaMemcpyAsync(lh.data(), loss, size_t(T) * 4, cudaMemcpyDeviceToHost, stream), "ModelStep: eval loss");
-    cuda_check(cudaStreamSynchronize(stream), "ModelStep: eval loss");
     cuda_check(cudaEventDestroy(ev0), "ModelStep: event");
     cuda_check(cudaEventDestroy(ev1), "ModelStep: event");
-    pool->release(loss);
-    double sum = 0.0;
-    for (float v : lh) sum += v;
-    st.loss = float(sum / double(T));
+    st.loss = mean_loss(loss);
     return st;
   }
 
@@ -517,12 +522,7 @@ ModelStepStats ModelStep::Impl::run(int64_t step, bool train) {
   cudaEventDestroy(ev0);
   cudaEventDestroy(ev1);
   st.ms = ms;
-  std::vector<float> lh(static_cast<size_t>(T));
-  cuda_check(cudaMemcpy(lh.data(), loss, size_t(T) * 4, cudaMemcpyDeviceToHost), "ModelStep: loss");
-  pool->release(loss);
-  double s = 0.0;
-  for (float v : lh) s += v;
-  st.loss = float(s / double(T));
+  st.loss = mean_loss(loss);
   if (digest_on) {
     st.dx_digests.resize(size_t(slot_));
     cuda_check(cudaMemcpy(st.dx_digests.data(), digests, size_t(slot_) * 8, cudaMemcpyDeviceToHost), "ModelStep: digests");

@@ -95,16 +95,21 @@ void claim_convergence_parity(const VerifyConfig& cfg, Report& report, const Pro
     if (!repeated) g.runs.push_back(&r);
   }
 
+  // The first run of the study that `pred` accepts (null: none).
+  auto find_run = [&](auto pred) -> const ConvergenceRun* {
+    for (const auto& [config, g] : groups)
+      for (const ConvergenceRun* o : g.runs)
+        if (pred(*o)) return o;
+    return nullptr;
+  };
   // Fused against standard: the same bits at every step.
   for (auto& [config, g] : groups)
     for (const ConvergenceRun* f : g.runs) {
       if (f->producer_path != "harness" || f->update != "fused") continue;
-      const ConvergenceRun* s = nullptr;
-      for (const auto& [c2, g2] : groups)
-        for (const ConvergenceRun* o : g2.runs)
-          if (o->producer_path == "harness" && o->update == "standard" && o->state == f->state && o->store == f->store &&
-              o->seed == f->seed && o->planted.empty())
-            s = o;
+      const ConvergenceRun* s = find_run([&](const ConvergenceRun& o) {
+        return o.producer_path == "harness" && o.update == "standard" && o.state == f->state && o.store == f->store &&
+               o.seed == f->seed && o.planted.empty();
+      });
       CaseRecord& cs = report.add_case(kClaim, "fused_vs_standard." + f->state + "_" + f->store +
                                                    (f->planted.empty() ? "" : "_planted_" + f->planted) + ".seed" +
                                                    std::to_string(f->seed));
@@ -169,10 +174,9 @@ void claim_convergence_parity(const VerifyConfig& cfg, Report& report, const Pro
     for (const ConvergenceRun* t : g.runs) {
       if (t->init_from.empty()) continue;
       CaseRecord& cs = report.add_case(kClaim, "same_start." + config + ".seed" + std::to_string(t->init_seed));
-      const ConvergenceRun* h = nullptr;
-      for (const auto& [c2, g2] : groups)
-        for (const ConvergenceRun* o : g2.runs)
-          if (o->producer_path == "harness" && o->seed == t->init_seed && o->planted.empty()) h = o;
+      const ConvergenceRun* h = find_run([&](const ConvergenceRun& o) {
+        return o.producer_path == "harness" && o.seed == t->init_seed && o.planted.empty();
+      });
       if (!h) {
         cs.add_check(Check::not_run("first_loss_within_0p01_nats", "no harness run of seed " + std::to_string(t->init_seed)));
         continue;

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "reports/report.h"
 
@@ -45,6 +46,17 @@ inline fh::Verdict verdict(const fh::ReportData& r, const std::string& case_name
           if (ck.name == check) return ck.verdict;
   ADD_FAILURE() << "no check " << check << " in case " << case_name;
   return fh::Verdict::error;
+}
+
+// The f64 values of dataset `name` in case `case_name`; a test failure (and {}) when absent.
+inline std::vector<double> dataset(const fh::ReportData& r, const std::string& case_name, const std::string& name) {
+  for (const auto& cl : r.claims)
+    for (const auto& cs : cl.cases)
+      if (cs.name == case_name)
+        for (const auto& d : cs.datasets)
+          if (d.name == name) return d.f64;
+  ADD_FAILURE() << "no dataset " << name << " in case " << case_name;
+  return {};
 }
 
 }  // namespace fh::test

@@ -121,13 +121,8 @@ std::string bench_json(const std::string& name, const std::map<std::string, doub
 }
 
 double dataset_value(const fh::ReportData& r, const std::string& cs, const std::string& name, size_t i) {
-  for (const auto& cl : r.claims)
-    for (const auto& c : cl.cases)
-      if (c.name == cs)
-        for (const auto& d : c.datasets)
-          if (d.name == name) return d.f64.at(i);
-  ADD_FAILURE() << "no dataset " << name << " in case " << cs;
-  return 0;
+  const std::vector<double> v = fh::test::dataset(r, cs, name);  // a test failure when absent
+  return v.empty() ? 0 : v.at(i);
 }
 
 TEST(speed_decomposition, PartsSumToTheGapAndNoiseFails) {

@@ -30,15 +30,7 @@ fh::ReportData judge(const std::vector<std::string>& steps) {
   return report.snapshot();
 }
 
-std::vector<double> data(const fh::ReportData& r, const std::string& case_name, const std::string& name) {
-  for (const auto& cl : r.claims)
-    for (const auto& cs : cl.cases)
-      if (cs.name == case_name)
-        for (const auto& d : cs.datasets)
-          if (d.name == name) return d.f64;
-  ADD_FAILURE() << "no dataset " << name << " in " << case_name;
-  return {};
-}
+using fh::test::dataset;
 
 std::string attr(const fh::ReportData& r, const std::string& case_name, const std::string& key) {
   for (const auto& cl : r.claims)
@@ -69,7 +61,7 @@ TEST(memory_scaling, ValidatedAgainstTheRunnersMeasurements) {
   // The prediction itself: 2P + 4P + the activations + the tile workspace (Llama-3.1-8B, fp32 G held
   // only for the embedding and norms, which the activations outweigh), and only the one plain fused
   // step is validated (not the capacity runs).
-  EXPECT_EQ(data(r, "validation.llama31_8b.L32", "predicted_peak_bytes"),
+  EXPECT_EQ(dataset(r, "validation.llama31_8b.L32", "predicted_peak_bytes"),
             (std::vector<double>{6.0 * 8030261248.0 + 4170582016.0 + 128.0 * 128 * 4 * 132}));
   int validations = 0;
   for (const auto& cl : r.claims)
@@ -77,13 +69,13 @@ TEST(memory_scaling, ValidatedAgainstTheRunnersMeasurements) {
   EXPECT_EQ(validations, 1);
   EXPECT_EQ(verdict(r, "capacity.fused", "capacity_within_one_layer"), fh::Verdict::pass);
   EXPECT_EQ(verdict(r, "capacity.standard", "capacity_within_one_layer"), fh::Verdict::pass);
-  EXPECT_EQ(data(r, "capacity.fused", "capacity_layers"), (std::vector<double>{65, 65}));
-  EXPECT_EQ(data(r, "capacity.standard", "capacity_layers"), (std::vector<double>{40, 40}));
+  EXPECT_EQ(dataset(r, "capacity.fused", "capacity_layers"), (std::vector<double>{65, 65}));
+  EXPECT_EQ(dataset(r, "capacity.standard", "capacity_layers"), (std::vector<double>{40, 40}));
   // The saving is the gradients the standard step holds over the larger of them and the activations:
   // largest at the shortest sequence and the smallest batch, gone once the activations dominate.
   EXPECT_EQ(verdict(r, "saving_vs_sequence.llama31_8b", "saving_largest_at_short_sequence"), fh::Verdict::pass);
   EXPECT_EQ(verdict(r, "saving_vs_batch.llama31_8b", "saving_largest_at_small_batch"), fh::Verdict::pass);
-  const auto s = data(r, "saving_vs_sequence.llama31_8b", "saving_fraction");
+  const auto s = dataset(r, "saving_vs_sequence.llama31_8b", "saving_fraction");
   ASSERT_EQ(s.size(), 4u);
   EXPECT_GT(s[0], 0.2);
   EXPECT_LT(std::abs(s[3]), 0.001);
@@ -92,10 +84,10 @@ TEST(memory_scaling, ValidatedAgainstTheRunnersMeasurements) {
   const std::vector<std::vector<double>> layers = {{25, 19}, {51, 41}, {95, 85}, {166, 166}};
   for (int i = 0; i < 4; ++i) {
     const std::string c = "fit.gpus" + std::to_string(1 << i);
-    EXPECT_EQ(data(r, c, "llama70b_shaped_layers"), layers[size_t(i)]) << c;
+    EXPECT_EQ(dataset(r, c, "llama70b_shaped_layers"), layers[size_t(i)]) << c;
     EXPECT_EQ(verdict(r, c, "forge_fits_more_parameters"), i < 3 ? fh::Verdict::pass : fh::Verdict::fail) << c;
-    EXPECT_EQ(data(r, c, "per_gpu_bytes_fused").size(), 7u) << c;
-    EXPECT_EQ(data(r, c, "per_gpu_bytes_standard").size(), 7u) << c;
+    EXPECT_EQ(dataset(r, c, "per_gpu_bytes_fused").size(), 7u) << c;
+    EXPECT_EQ(dataset(r, c, "per_gpu_bytes_standard").size(), 7u) << c;
   }
   // The ladder's whole models: Qwen3-14B on 1 and 2 H200s for both, Llama-3.1-70B on 4 and 8.
   for (const char* path : {"largest_fused", "largest_standard"}) {

@@ -403,14 +403,8 @@ int main(int argc, char** argv) {
         doc["step_ms"] = step_ms;
         doc["peak_bytes"] = peak;
       }
-      json ls = json::array();
-      int nonfinite = 0;
-      for (double l : losses) {
-        if (std::isfinite(l)) ls.push_back(l);
-        else { ls.push_back(nullptr); ++nonfinite; }
-      }
-      doc["losses"] = ls;
-      doc["nonfinite_losses"] = nonfinite;
+      doc["losses"] = nullable(losses);
+      doc["nonfinite_losses"] = count_nonfinite(losses);
       std::vector<double> timed(step_ms.begin() + std::min<size_t>(step_ms.size(), size_t(a.warmup)), step_ms.end());
       if (timed.empty()) timed = step_ms;
       std::sort(timed.begin(), timed.end());
