@@ -33,8 +33,8 @@ ConvergenceRun read_convergence_run_json(const std::string& path) {
   if (text("kind", true) != "convergence_run")
     throw std::invalid_argument(who + ": \"kind\" is '" + text("kind", true) + "', not convergence_run");
   r.producer_path = text("path", true);
-  if (r.producer_path != "harness" && r.producer_path != "torch")
-    throw std::invalid_argument(who + ": \"path\" is '" + r.producer_path + "' (known: harness, torch)");
+  if (r.producer_path != "harness" && r.producer_path != "torch" && r.producer_path != "forge_release")
+    throw std::invalid_argument(who + ": \"path\" is '" + r.producer_path + "' (known: harness, torch, forge_release)");
   r.config = text("config", true);
   if (const std::string p = name_problem(r.config); !p.empty()) throw std::invalid_argument(who + ": \"config\": " + p);
   r.model = text("model", true);
@@ -46,9 +46,9 @@ ConvergenceRun read_convergence_run_json(const std::string& path) {
   r.device = text("device", false);
   r.planted = text("planted", false);
   r.update = text("update", r.producer_path == "harness");
-  r.state = text("state", r.producer_path == "harness");
+  r.state = text("state", r.producer_path != "torch");
   r.store = text("store", r.producer_path == "harness");
-  r.dtype = text("dtype", r.producer_path == "torch");
+  r.dtype = text("dtype", r.producer_path != "harness");
   r.init_from = text("init_from", false);
   if (!r.init_from.empty()) r.init_seed = json_integer(field("init_seed"), who, "init_seed", 0, int64_t(1) << 62);
   r.seed = json_integer(field("seed"), who, "seed", 0, int64_t(1) << 62);

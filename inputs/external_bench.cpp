@@ -138,6 +138,20 @@ ModelStepRun read_model_step_json(const std::string& path) {
     r.layers = json_integer(need("layers"), who, "layers", 1, kMaxLayers);
     r.common.layers = r.layers;
     r.tied = doc.value("tied", false);
+    if (doc.contains("tp")) r.tp = json_integer(doc["tp"], who, "tp", 1, 64);
+    if (doc.contains("collective_bytes_modeled"))
+      r.collective_bytes_modeled = bytes(doc["collective_bytes_modeled"], "collective_bytes_modeled");
+    if (doc.contains("collective_bytes_allocated"))
+      r.collective_bytes_allocated = bytes(doc["collective_bytes_allocated"], "collective_bytes_allocated");
+    if (doc.contains("device_total_bytes")) r.device_total_bytes = bytes(doc["device_total_bytes"], "device_total_bytes");
+    if (doc.contains("device_used_at_start"))
+      r.device_used_at_start = bytes(doc["device_used_at_start"], "device_used_at_start");
+    if (doc.contains("capacity_batch_max_tried")) {
+      r.capacity_batch_max_tried = json_integer(doc["capacity_batch_max_tried"], who, "capacity_batch_max_tried", 1, 4096);
+      if (r.common.status == "ok")
+        r.max_batch_fit = json_integer(need("max_batch_fit"), who, "max_batch_fit", 0, r.capacity_batch_max_tried);
+      return r;
+    }
     if (doc.contains("capacity_max_tried")) {
       r.capacity_max_tried = json_integer(doc["capacity_max_tried"], who, "capacity_max_tried", 1, kMaxLayers);
       if (r.common.status == "ok")

@@ -48,6 +48,13 @@ struct ModelStepRun {
   std::vector<std::string> dx_digests, weight_digests, state_digests;
   int64_t max_layers_fit = -1, capacity_max_tried = -1;      // a --capacity run; -1 otherwise
   bool capacity() const { return capacity_max_tried >= 0; }
+  int64_t max_batch_fit = -1, capacity_batch_max_tried = -1; // a --capacity-batch run; -1 otherwise
+  bool capacity_batch() const { return capacity_batch_max_tried >= 0; }
+  // --tp: the tensor-parallel degree whose rank ran (1: the whole model), what it allocated outside
+  // the pool for the collectives (NCCL's stand-in; -1: not said), the model's bytes for them, and
+  // the GPU's total memory and the memory in use when the run began (-1: not said).
+  int64_t tp = 1, collective_bytes_modeled = 0, collective_bytes_allocated = -1;
+  int64_t device_total_bytes = -1, device_used_at_start = -1;
 };
 // Throws std::invalid_argument naming the file and the field when the file is not such a run
 // (a finished measurement needs peak_bytes, median_ms, tag_peaks and the memory model; a finished

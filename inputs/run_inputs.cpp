@@ -47,11 +47,21 @@ RunInputs read_run_inputs(const RunInputPaths& paths) {
                                       {"--model-step", &paths.model_step},
                                       {"--external-timing", &paths.external_timing},
                                       {"--kill-matrix", &paths.kill_matrix},
-                                      {"--convergence-run", &paths.convergence_run}})
+                                      {"--convergence-run", &paths.convergence_run},
+                                      {"--tp-rank-run", &paths.tp_rank_run}})
     refuse_repeated(option, *files);
   RunInputs in;
   for (const auto& f : paths.external_model) in.model_runs.push_back(read_model_bench_json(f));
-  for (const auto& f : paths.model_step) in.model_steps.push_back(read_model_step_json(f));
+  for (const auto& f : paths.model_step) {
+    // The whole model at batch 1 only: the claims reading --model-step judge that step.
+    ModelStepRun r = read_model_step_json(f);
+    if (r.tp != 1 || r.common.batch > 1 || r.capacity_batch())
+      throw std::invalid_argument("--model-step '" + f + "': a tensor-parallel rank or micro-batch run (tp " +
+                                  std::to_string(r.tp) + ", batch " + std::to_string(r.common.batch) +
+                                  "): give it with --tp-rank-run");
+    in.model_steps.push_back(std::move(r));
+  }
+  for (const auto& f : paths.tp_rank_run) in.tp_rank_runs.push_back(read_model_step_json(f));
   for (const auto& f : paths.external_timing) in.timings.push_back({f, read_benchmark_json(f), read_benchmark_errors(f)});
   for (const auto& f : paths.kill_matrix) in.kill_matrices.push_back(read_kill_matrix_json(f));
   for (const auto& f : paths.convergence_run) in.convergence_runs.push_back(read_convergence_run_json(f));

@@ -25,6 +25,7 @@ struct RunInputPaths {
   std::string bench_json;                     // --bench-json: forge-bench's Google Benchmark JSON
   std::vector<std::string> kill_matrix;       // --kill-matrix: scripts/mutate.py / mutate_gpu.py JSON
   std::vector<std::string> convergence_run;   // --convergence-run: forge-model-step --train / torch_train_reference.py
+  std::vector<std::string> tp_rank_run;       // --tp-rank-run: forge-model-step --tp / --batch / --capacity-batch
 };
 
 // The external producer's files: the cases file and the results that answer it, each held open
@@ -49,6 +50,7 @@ struct RunInputs {
   std::vector<BenchmarkData> benchmarks;      // --bench-json; empty when not given
   std::vector<KillMatrix> kill_matrices;      // one per --kill-matrix, in order
   std::vector<ConvergenceRun> convergence_runs;  // one per --convergence-run, in order
+  std::vector<ModelStepRun> tp_rank_runs;        // one per --tp-rank-run, in order
 };
 
 // Reads and validates every file `paths` names; one file given twice to the same option (by any

@@ -144,6 +144,36 @@ int64_t step_activation_bytes(const ModelShape& s, int64_t batch, int64_t tokens
   return s.layers * block + t * H * 4 + t * H * 2 + t * 4 + t * s.vocab * 2;
 }
 
+double step_peak_bytes(const ModelShape& m, bool fused, int64_t batch, int64_t tokens, int gpus, int grad_bytes) {
+  StepLayout l;  // bf16 weights and AdamW state
+  l.grad_bytes = grad_bytes;
+  const MemoryEstimate e = step_memory(model_params(m), l, fused, 0);
+  const double held = double(fused ? e.term("gradients_not_fusable") : e.term("gradients"));
+  const double act = double(step_activation_bytes(m, batch, tokens));
+  return double(e.term("weights") + e.term("state")) / gpus + std::max(act, held / gpus) + double(e.term("tile_workspace"));
+}
+
+ModelShape tp_rank_shape(const ModelShape& s, int tp) {
+  if (tp < 1 || s.heads % tp || s.kv_heads % tp || s.intermediate % tp)
+    throw std::invalid_argument("tp_rank_shape: " + s.name + " at tensor-parallel degree " + std::to_string(tp) +
+                                ": heads (" + std::to_string(s.heads) + "), KV heads (" + std::to_string(s.kv_heads) +
+                                ") and the intermediate size (" + std::to_string(s.intermediate) +
+                                ") must be multiples of it");
+  if (tp == 1) return s;
+  ModelShape r = s;
+  r.name = s.name + "_tp" + std::to_string(tp) + "_rank";
+  r.heads = s.heads / tp;
+  r.kv_heads = s.kv_heads / tp;
+  r.intermediate = s.intermediate / tp;
+  const int64_t unit = int64_t(128) * tp;
+  r.vocab = (s.vocab + unit - 1) / unit * unit / tp;
+  return r;
+}
+
+int64_t tp_collective_bytes(int tp, const CollectiveBuffers& c) {
+  return tp <= 1 ? 0 : int64_t(c.channels) * c.peers * c.buffer_bytes;
+}
+
 void check_single_consumer(const ParamShape& p) {
   if (p.fusable()) return;
   throw std::invalid_argument(p.name + " (" + param_kind_name(p.kind) +

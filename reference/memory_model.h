@@ -72,6 +72,33 @@ MemoryEstimate step_memory(const std::vector<ParamShape>& ps, const StepLayout& 
 // bytes, the measured tag peak, docs/model_step/README.md).
 int64_t step_activation_bytes(const ModelShape& s, int64_t batch, int64_t tokens);
 
+// One tensor-parallel rank's shard of s at degree tp, as Megatron-LM lays it out without sequence
+// parallelism: q, k, v, gate and up column-parallel (their output rows split: heads, KV heads and
+// the intermediate size over tp), o and down row-parallel (their input columns split), the
+// embedding and the LM head vocab-parallel (the vocabulary padded to a multiple of 128 * tp, as
+// Megatron's make-vocab-size-divisible-by 128 does, then split); the norms and the hidden-size
+// activations replicated on every rank. tp = 1: s itself. std::invalid_argument when tp < 1 or
+// heads or KV heads or the intermediate size is not a multiple of tp.
+ModelShape tp_rank_shape(const ModelShape& s, int tp);
+
+// The device memory one rank's tensor-parallel communicator holds outside any allocator pool: NCCL's
+// own buffers, which on one GPU cannot be measured (NCCL refuses two ranks on one device). Stated
+// model: `channels` ring channels, each with a receive buffer of `buffer_bytes` (NCCL_BUFFSIZE,
+// 4 MiB by default) from each of the ring's `peers` neighbours; 0 at tp = 1 (no communicator).
+struct CollectiveBuffers {
+  int channels = 16;
+  int peers = 2;
+  int64_t buffer_bytes = int64_t(4) << 20;
+};
+int64_t tp_collective_bytes(int tp, const CollectiveBuffers& c = {});
+
+// A step's peak on each of `gpus` GPUs (weights, state and gradients sharded evenly over them) where
+// the runner measures it (docs/model_step/README.md): weights and state, plus the larger of the
+// activations (held at the end of the forward pass) and the gradients held at the end of backward
+// (fused: the unfused ones; standard: all, grad_bytes each), plus the fused kernel's tile workspace.
+// bf16 weights and AdamW state in bf16.
+double step_peak_bytes(const ModelShape& m, bool fused, int64_t batch, int64_t tokens, int gpus = 1, int grad_bytes = 2);
+
 // Refuses a fused in-place update of a parameter that is not single-consumer with a GEMM gradient
 // (Remark 1): std::invalid_argument naming it and the fallback (materialized gradient, standard step).
 void check_single_consumer(const ParamShape& p);

@@ -3,17 +3,21 @@
 # paths (forge-model-step --train: bf16 state with fp32 master weights, INT8 state with fp32 master
 # weights, bf16 state with bf16_sr weights) and torch AdamW in bf16 and fp32
 # (scripts/torch_train_reference.py), the seeds of FH_CONV_SEEDS each, torch fp32 again from each
-# seed's harness weights (--dump-init / --init-from), plus one planted skipped update, all on
+# seed's harness weights (--dump-init / --init-from), the released FORGE package's default (bf16 state)
+# and INT8 paths (torch_train_reference.py --optimizer forge|forge_int8 on its source tree, carried in
+# external_release/forge or FH_CONV_FORGE_SRC), plus one planted skipped update, all on
 # the same corpus windows; FH_CONV_PARALLEL runs share the GPU at a time (the model is small). The
 # JSON files land in OUTDIR/runs.tar.xz; judge them here (no GPU needed):
 #   forge-verify --claim convergence_parity --convergence-run DIR/*.json --out REPORT.h5
 # Usage: scripts/convergence_runner.sh OUTDIR     (bundle/fh_gpu_bundle.tar.xz with forge-model-step;
 #        corpus/ from scripts/prepare_corpus.py, carried, or corpus.tar.xz beside it)
 # Env: FH_CONV_SEEDS ("1 2 3"), FH_CONV_STEPS (1000), FH_CONV_TOKENS (512), FH_CONV_LR (6e-4),
-#      FH_CONV_PARALLEL (4), FH_CONV_PARTS ("harness torch planted"), FH_CONV_DATA (the corpus folder);
+#      FH_CONV_PARALLEL (4), FH_CONV_PARTS ("harness torch release planted"), FH_CONV_DATA (the corpus folder),
+#      FH_CONV_FORGE_SRC (the release's tree, holding src/fused_grad_optimizer);
 #      for the script's own test (scripts/test_convergence_runner.sh): FH_CONV_BIN (a folder with
 #      forge-model-step instead of the bundle's) and FH_CONV_PYTHON (python3).
-# Exit: 0 every run finished, 1 a run failed (its line in the log), 2 a missing bundle or corpus.
+# Exit: 0 every run finished, 1 a run failed (its line in the log), 2 a missing bundle, corpus or
+# (part release) release tree.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="${1:?usage: convergence_runner.sh OUTDIR}"
@@ -24,7 +28,7 @@ STEPS="${FH_CONV_STEPS:-1000}"
 TOKENS="${FH_CONV_TOKENS:-512}"
 LR="${FH_CONV_LR:-6e-4}"
 PAR="${FH_CONV_PARALLEL:-4}"
-PARTS="${FH_CONV_PARTS:-harness torch planted}"
+PARTS="${FH_CONV_PARTS:-harness torch release planted}"
 LOG="$OUT/convergence_run.log"
 say() { echo "$*" | tee -a "$LOG"; }
 has() { [[ " $PARTS " == *" $1 "* ]]; }
@@ -36,6 +40,10 @@ if [ ! -s "$DATA/train.u16" ] && [ -f "$ROOT/corpus.tar.xz" ]; then
   tar -C "$WORK" -xf "$ROOT/corpus.tar.xz" && DATA="$WORK/corpus"
 fi
 [ -s "$DATA/train.u16" ] && [ -s "$DATA/heldout.u16" ] || { say "MISSING: corpus (scripts/prepare_corpus.py corpus)"; exit 2; }
+FORGE_SRC="${FH_CONV_FORGE_SRC:-$ROOT/external_release/forge}"
+if has release && [ ! -d "$FORGE_SRC/src/fused_grad_optimizer" ]; then
+  say "MISSING: the released package at $FORGE_SRC (src/fused_grad_optimizer)"; exit 2
+fi
 if [ -n "${FH_CONV_BIN:-}" ]; then
   B="$WORK/given" && mkdir -p "$B" && ln -s "$(cd "$FH_CONV_BIN" && pwd)" "$B/bin"
 else
@@ -62,6 +70,11 @@ for s in $SEEDS; do
   if has torch; then
     for dt in bf16 fp32; do
       echo "$PY $ROOT/scripts/torch_train_reference.py --data $DATA --model llama_30m --dtype $dt --seed $s $common --out $OUT/json/t_${dt}_s$s.json" >> "$jobs_file"
+    done
+  fi
+  if has release; then
+    for o in forge forge_int8; do
+      echo "$PY $ROOT/scripts/torch_train_reference.py --data $DATA --model llama_30m --dtype bf16 --seed $s $common --optimizer $o --forge-src $FORGE_SRC --out $OUT/json/r_${o}_s$s.json" >> "$jobs_file"
     done
   fi
 done

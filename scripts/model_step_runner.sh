@@ -7,7 +7,8 @@
 # is drawn. Everything lands in OUTDIR; results.tar.gz packs the JSON files.
 # Usage: scripts/model_step_runner.sh OUTDIR     (bundle/fh_gpu_bundle.tar.xz built by gpu_bundle.sh)
 # Env: FH_MS_PARTS (default "suite llama torch capacity verify"; "family" adds the Qwen3 family and GPT-2
-#      124M, FH_MS_FAMILY the models), FH_MS_STEPS (20), FH_TORCH_STEPS (20),
+#      124M, FH_MS_FAMILY the models; "tp" one tensor-parallel rank, FH_MS_TP the degrees,
+#      FH_MS_TP_MAXBATCH the largest micro-batch tried), FH_MS_STEPS (20), FH_TORCH_STEPS (20),
 #      FH_MS_CAPACITY (the most Qwen3-14B layers tried, 96).
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -77,6 +78,19 @@ if has family; then
     say "-- forge_model_bench torch_fused $m"
     timed python3 "$ROOT/scripts/forge_model_bench.py" --config torch_fused --model "$m" --steps "$TSTEPS" \
       --out "$OUT/json/torch_fused_$m.json" >> "$LOG" 2>&1 || rc=1
+  done
+fi
+# One tensor-parallel rank of the 8B step (issue 33; part "tp", not in the default parts): at TP 2, 4, 8,
+# fused and standard, micro-batch 1 and 4 measured, and the largest micro-batch that fits this GPU
+# (FH_MS_TP_MAXBATCH, 128). tp_*.json: judge with forge-verify --claim tp_microbatch --tp-rank-run F.json.
+if has tp; then
+  for t in ${FH_MS_TP:-2 4 8}; do
+    for u in fused standard; do
+      for b in 1 4; do
+        step tp${t}_${u}_b$b --model llama31_8b --update "$u" --state bf16 --tp "$t" --batch "$b" --steps 3 --warmup 1
+      done
+      step tp${t}_${u}_capacity --model llama31_8b --update "$u" --state bf16 --tp "$t" --capacity-batch "${FH_MS_TP_MAXBATCH:-128}"
+    done
   done
 fi
 if has verify; then

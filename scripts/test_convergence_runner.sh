@@ -2,16 +2,16 @@
 # CTest convergence_runner: scripts/convergence_runner.sh without a GPU, so that a runner call is not
 # lost to the script: fake producers (a forge-model-step and a python that write their --out, and the
 # weights of --dump-init) stand in; the runner must start every run of the study (3 seeds: 6 harness
-# configurations, torch bf16 and fp32, the planted skip, then torch fp32 from each seed's dumped
-# weights), pass each its own arguments, pack the JSON files and exit 0; a failing run makes it exit 1,
-# a missing corpus 2.
+# configurations, torch bf16 and fp32, the released package's two paths, the planted skip, then torch
+# fp32 from each seed's dumped weights), pass each its own arguments, pack the JSON files and exit 0; a
+# failing run makes it exit 1, a missing corpus or release tree 2.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 d="$(mktemp -d)"
 trap 'rm -rf "$d"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-mkdir -p "$d/bin" "$d/data"
+mkdir -p "$d/bin" "$d/data" "$d/forge/src/fused_grad_optimizer"
 printf 'xx' > "$d/data/train.u16" && printf 'xx' > "$d/data/heldout.u16" && echo '{}' > "$d/data/corpus.json"
 # The fakes: write {"args": "..."} to --out (and a file to --dump-init); FAKE_FAIL=1 makes the planted run fail.
 cat > "$d/bin/forge-model-step" <<'FAKE'
@@ -24,26 +24,28 @@ echo "{\"args\": \"$all\"}" > "$out"
 FAKE
 cat > "$d/bin/python" <<'FAKE'
 #!/usr/bin/env bash
-out="" init=""
+all="$*" out="" init=""
 while [ $# -gt 0 ]; do case "$1" in --out) out="$2"; shift ;; --init-from) init="$2"; shift ;; esac; shift; done
 [ -z "$init" ] || [ -s "$init" ] || exit 3  # torch from the harness's weights: they must be there
-echo '{}' > "$out"
+echo "{\"args\": \"$all\"}" > "$out"
 FAKE
 chmod +x "$d/bin/forge-model-step" "$d/bin/python"
 R="$ROOT/scripts/convergence_runner.sh"
+export FH_CONV_FORGE_SRC="$d/forge"
 FH_CONV_BIN="$d/bin" FH_CONV_PYTHON="$d/bin/python" FH_CONV_DATA="$d/data" FH_CONV_STEPS=7 bash "$R" "$d/out" > "$d/log" 2>&1
 rc=$?
 [ $rc -eq 0 ] || fail "the study: exit $rc ($(tail -3 "$d/log"))"
 tar -C "$d" -xJf "$d/out/runs.tar.xz" 2>/dev/null || fail "no runs.tar.xz"
 n=$(ls "$d/json" 2>/dev/null | wc -l)
-[ "$n" -eq 28 ] || fail "$n JSON files, not 28 (18 harness, 6 torch, 3 torch from the harness, 1 planted)"
-for f in h_fused_bf16_master_s1 h_standard_int8_master_s3 h_fused_bf16_sr_s2 t_bf16_s1 t_fp32_s3 \
+[ "$n" -eq 34 ] || fail "$n JSON files, not 34 (18 harness, 6 torch, 6 release, 3 torch from the harness, 1 planted)"
+for f in h_fused_bf16_master_s1 h_standard_int8_master_s3 h_fused_bf16_sr_s2 t_bf16_s1 t_fp32_s3 r_forge_s1 r_forge_int8_s3 \
          t_fp32_from_harness_s2 h_fused_bf16_master_planted_s1; do
   [ -s "$d/json/$f.json" ] || fail "no $f.json"
 done
 grep -q -- "--update standard --state int8 --store fp32_master --steps 7" "$d/json/h_standard_int8_master_s3.json" ||
   fail "a run without its own arguments: $(cat "$d/json/h_standard_int8_master_s3.json")"
 grep -q -- "--plant skip_one_update" "$d/json/h_fused_bf16_master_planted_s1.json" || fail "the planted run is not planted"
+grep -q -- "--optimizer forge_int8 --forge-src $d/forge" "$d/json/r_forge_int8_s3.json" || fail "the release's INT8 run: $(cat "$d/json/r_forge_int8_s3.json")"
 rm -rf "$d/out" "$d/json"
 FAKE_FAIL=1 FH_CONV_BIN="$d/bin" FH_CONV_PYTHON="$d/bin/python" FH_CONV_DATA="$d/data" bash "$R" "$d/out" > "$d/log" 2>&1
 rc=$?
@@ -52,5 +54,8 @@ grep -q "^run failed" "$d/out/convergence_run.log" || fail "the failing run is n
 FH_CONV_BIN="$d/bin" FH_CONV_DATA="$d/none" bash "$R" "$d/out2" > "$d/log" 2>&1
 rc=$?
 [ $rc -eq 2 ] || fail "no corpus: exit $rc, not 2"
+FH_CONV_BIN="$d/bin" FH_CONV_DATA="$d/data" FH_CONV_FORGE_SRC="$d/none" bash "$R" "$d/out3" > "$d/log" 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "no release tree: exit $rc, not 2"
 [ $fails -eq 0 ] && echo "test_convergence_runner: all checks passed"
 exit $((fails > 0))

@@ -13,13 +13,18 @@ fp32: all fp32 with TF32 off (the precision floor's other end).
 --init-from W.bin (forge-model-step --train --dump-init): start from the harness's own initial bf16
 weights instead (the config gets "_from_harness"): with --dtype fp32 the independent fp32 reference
 the claim compares the harness's first loss with.
+--optimizer forge|forge_int8 --forge-src DIR: the released FORGE package (`fused_grad_optimizer`, its
+source tree DIR holding src/; imported, never copied) trains the same model instead, as its README's
+recipe does: each linear weight (q, k, v, o, gate, up, down, the LM head) behind a FusedLinear (state in
+the weight's bf16, or state_mode "int8"), stepped inside backward by a FusedOptimizerManager; the
+embedding and the norms by torch.optim.AdamW (fused). Path "forge_release"; bf16 and CUDA only.
 Windows: token_data.h's (train_offset: the run seed's stream "convergence_parity/train_windows" through
 scripts/seed_stream.py; heldout_offset), so step s of a seed reads the harness's batch. Output: the JSON forge-model-step --train writes (kind convergence_run,
 path torch), without step digests.
 
 Usage: torch_train_reference.py --data DIR --out F.json [--model llama_30m|tiny] [--dtype bf16|fp32]
        [--seed S] [--steps 1000] [--tokens 512] [--lr 6e-4] [--eval-every 50] [--eval-batches 8]
-       [--device cuda|cpu] [--init-from W.bin]
+       [--device cuda|cpu] [--init-from W.bin] [--optimizer adamw|forge|forge_int8 --forge-src DIR]
 Exit 0 trained, 1 the run failed (the JSON says how), 2 bad usage or input.
 """
 import argparse
@@ -116,8 +121,18 @@ def load_init(torch, p, init, device, dtype):
             t.copy_(v.reshape(t.shape).to(device=device, dtype=dtype))
 
 
-def forward(torch, p, shape, tokens, labels):
+LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def linear_names(shape):
+    return ["layers.%d.%s" % (l, n) for l in range(shape["layers"]) for n in LINEARS] + ["lm_head"]
+
+
+def forward(torch, p, shape, tokens, labels, mm=None):
+    """The mean cross-entropy; mm(name, x): x times the named linear weight transposed (default:
+    the matrix product; the released package: its FusedLinear)."""
     F = torch.nn.functional
+    mm = mm or (lambda name, h: h @ p[name].t())
     H, nh, kvh, hd, L = (shape[k] for k in ("hidden", "heads", "kv_heads", "head_dim", "layers"))
     T = tokens.shape[0]
     dt = p["embed_tokens"].dtype
@@ -131,16 +146,16 @@ def forward(torch, p, shape, tokens, labels):
     for l in range(L):
         pre = "layers.%d." % l
         h = norm(x, p[pre + "input_layernorm"])
-        q = (h @ p[pre + "q_proj"].t()).view(T, nh, hd).transpose(0, 1)
-        k = (h @ p[pre + "k_proj"].t()).view(T, kvh, hd).transpose(0, 1).repeat_interleave(nh // kvh, dim=0)
-        v = (h @ p[pre + "v_proj"].t()).view(T, kvh, hd).transpose(0, 1).repeat_interleave(nh // kvh, dim=0)
+        q = mm(pre + "q_proj", h).view(T, nh, hd).transpose(0, 1)
+        k = mm(pre + "k_proj", h).view(T, kvh, hd).transpose(0, 1).repeat_interleave(nh // kvh, dim=0)
+        v = mm(pre + "v_proj", h).view(T, kvh, hd).transpose(0, 1).repeat_interleave(nh // kvh, dim=0)
         s = (q.float() @ k.float().transpose(1, 2)) / math.sqrt(hd)
         a = torch.softmax(s.masked_fill(~mask, float("-inf")), dim=-1).to(dt) @ v
-        x = x + (a.transpose(0, 1).reshape(T, nh * hd) @ p[pre + "o_proj"].t()).float()
+        x = x + mm(pre + "o_proj", a.transpose(0, 1).reshape(T, nh * hd)).float()
         h = norm(x, p[pre + "post_attention_layernorm"])
-        m = (F.silu((h @ p[pre + "gate_proj"].t()).float()) * (h @ p[pre + "up_proj"].t()).float()).to(dt)
-        x = x + (m @ p[pre + "down_proj"].t()).float()
-    logits = (norm(x, p["norm"]) @ p["lm_head"].t()).float()
+        m = (F.silu(mm(pre + "gate_proj", h).float()) * mm(pre + "up_proj", h).float()).to(dt)
+        x = x + mm(pre + "down_proj", m).float()
+    logits = mm("lm_head", norm(x, p["norm"])).float()
     return F.cross_entropy(logits, labels)
 
 
@@ -158,7 +173,15 @@ def main():
     ap.add_argument("--eval-batches", type=int, default=8)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--init-from", default="")
+    ap.add_argument("--optimizer", default="adamw", choices=["adamw", "forge", "forge_int8"])
+    ap.add_argument("--forge-src", default="")
     a = ap.parse_args()
+    release = a.optimizer != "adamw"
+    if release and (a.dtype != "bf16" or a.device != "cuda" or a.init_from or
+                    not os.path.isdir(os.path.join(a.forge_src, "src", "fused_grad_optimizer"))):
+        print("torch_train_reference.py: --optimizer %s needs --dtype bf16, --device cuda, no --init-from and "
+              "--forge-src DIR holding src/fused_grad_optimizer" % a.optimizer, file=sys.stderr)
+        return 2
     if a.steps < 1 or a.tokens < 1 or a.eval_every < 1 or a.eval_batches < 1 or not 0 < a.lr <= 1 or a.seed < 0:
         print("torch_train_reference.py: --steps, --tokens, --eval-every, --eval-batches >= 1, --lr in (0, 1], "
               "--seed >= 0", file=sys.stderr)
@@ -185,8 +208,10 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
-    doc = {"kind": "convergence_run", "path": "torch",
-           "config": "torch_adamw_" + a.dtype + ("_from_harness" if init else ""), "model": a.model,
+    config = "torch_adamw_" + a.dtype + ("_from_harness" if init else "")
+    if release:
+        config = "forge_release_" + ("int8" if a.optimizer == "forge_int8" else "bf16")
+    doc = {"kind": "convergence_run", "path": "forge_release" if release else "torch", "config": config, "model": a.model,
            "seed": a.seed, "lr": a.lr, "weight_decay": 0.01, "steps": a.steps, "seq": a.tokens, "batch": 1,
            "eval_every": a.eval_every, "eval_batches": a.eval_batches, "dtype": a.dtype, "torch": torch.__version__,
            "data": {"dir": a.data, "train_tokens": len(train), "heldout_tokens": len(held)}, "status": "ok",
@@ -202,7 +227,23 @@ def main():
         if init:
             load_init(torch, p, init, dev, dtype)
         doc["params"] = sum(t.numel() for t in p.values())
-        opt = torch.optim.AdamW(list(p.values()), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
+        mm, mods, manager, stepped = None, None, None, list(p.values())
+        if release:  # the README's recipe on this model's linear weights
+            sys.path.insert(0, os.path.join(os.path.abspath(a.forge_src), "src"))
+            from fused_grad_optimizer import FusedLinear, FusedOptimizerManager
+            mods = torch.nn.ModuleDict()
+            for name in linear_names(shape):
+                lin = FusedLinear(p[name].shape[1], p[name].shape[0], bias=False, optimizer_type="adamw",
+                                  state_mode="int8" if a.optimizer == "forge_int8" else None)
+                lin.weight = p[name]  # the module steps this very parameter
+                mods[name.replace(".", "_")] = lin
+            manager = FusedOptimizerManager(mods)
+            doc["state"] = "int8" if a.optimizer == "forge_int8" else "bf16"
+            doc["fused_linears"] = len(mods)
+            doc["forge_src"] = os.path.abspath(a.forge_src)
+            stepped = [t for n, t in p.items() if n not in set(linear_names(shape))]
+            mm = lambda name, h: mods[name.replace(".", "_")](h)  # noqa: E731
+        opt = torch.optim.AdamW(stepped, lr=a.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
                                 **({"fused": True} if dev.type == "cuda" else {}))
         T = a.tokens
 
@@ -211,14 +252,21 @@ def main():
             return t[:-1], t[1:]
 
         def evaluate():
+            if mods is not None:
+                mods.eval()  # FusedLinear's plain F.linear forward
             with torch.no_grad():
-                return sum(float(forward(torch, p, shape, *batch(held, heldout_offset(i, a.eval_batches, len(held), T))))
-                           for i in range(a.eval_batches)) / a.eval_batches
+                e = sum(float(forward(torch, p, shape, *batch(held, heldout_offset(i, a.eval_batches, len(held), T)), mm))
+                        for i in range(a.eval_batches)) / a.eval_batches
+            if mods is not None:
+                mods.train()
+            return e
 
         losses, eval_steps, eval_losses = [], [0], [evaluate()]
         t0 = time.time()
         for s in range(1, a.steps + 1):
-            loss = forward(torch, p, shape, *batch(train, train_offset(a.seed, s, len(train), T)))
+            if manager is not None:
+                manager.pre_step(lr=a.lr)  # betas, eps and weight decay at the package's defaults: ours
+            loss = forward(torch, p, shape, *batch(train, train_offset(a.seed, s, len(train), T)), mm)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()

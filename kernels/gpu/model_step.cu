@@ -67,6 +67,8 @@ struct ModelStep::Impl {
 
   cublasHandle_t h() const { return cublas->get(); }
   const ModelDims& d() const { return cfg.dims; }
+  // The micro-batch's token rows: batch sequences of `tokens` each, one after the other.
+  int64_t rows() const { return d().batch * d().tokens; }
 
   int add_param(const std::string& name, int64_t rows, int64_t cols, bool linear, float std, float value) {
     Param p;
@@ -110,7 +112,7 @@ struct ModelStep::Impl {
 
   // Y [T, out] = X [T, in] W^T (+ beta Y); Y fp32 or bf16.
   void linear_fwd(const bf16* x, const Param& w, void* y, cudaDataType yt, float beta) {
-    gemm(CUBLAS_OP_T, CUBLAS_OP_N, w.pv.rows, d().tokens, w.pv.cols, 1.0f, w.pv.bf16, w.pv.cols, 0, x, w.pv.cols, 0,
+    gemm(CUBLAS_OP_T, CUBLAS_OP_N, w.pv.rows, rows(), w.pv.cols, 1.0f, w.pv.bf16, w.pv.cols, 0, x, w.pv.cols, 0,
          beta, y, yt, w.pv.rows, 0, 1);
   }
 
@@ -143,10 +145,10 @@ struct ModelStep::Impl {
 
   // One linear layer's backward: dx (+)= dY W, and its update (fused now, or G held for the step).
   void linear_bwd(Param& w, const bf16* x, const bf16* dy, float* dx, float dx_beta, bool fused) {
-    const WgradProblem prob{x, dy, d().tokens, w.pv.rows, w.pv.cols};
+    const WgradProblem prob{x, dy, rows(), w.pv.rows, w.pv.cols};
     if (fused && skip_pending_) {  // planted: dX from the weight, and the update silently left out
       skip_pending_ = false;
-      cublas_dgrad(h(), dy, w.pv.bf16, d().tokens, w.pv.rows, w.pv.cols, dx, stream, dx_beta);
+      cublas_dgrad(h(), dy, w.pv.bf16, rows(), w.pv.rows, w.pv.cols, dx, stream, dx_beta);
     } else if (fused) {
       LinearBackwardArgs a;
       a.problem = prob;
@@ -161,18 +163,18 @@ struct ModelStep::Impl {
       a.planted_read_after_update = cfg.defects.dx_after_update;
       linear_backward(h(), a, stream);
     } else {
-      cublas_dgrad(h(), dy, w.pv.bf16, d().tokens, w.pv.rows, w.pv.cols, dx, stream, dx_beta);
+      cublas_dgrad(h(), dy, w.pv.bf16, rows(), w.pv.rows, w.pv.cols, dx, stream, dx_beta);
       float* g = pool->alloc_n<float>(Tag::gradients, w.pv.rows * w.pv.cols);
       if (cfg.update == ModelUpdate::standard_cublas) cublas_wgrad(h(), prob, g, stream);
       else wgrad_materialize(prob, g, TileShape{}, stream);
       held_.push_back({&w, g});
     }
-    digest_into(slot_++, dx, d().tokens * w.pv.cols * 4);
+    digest_into(slot_++, dx, rows() * w.pv.cols * 4);
   }
 
   // A norm weight's backward: dx += its input gradient; its gradient (over all tokens) held.
   void norm_bwd(int gi, const float* x, const float* rstd, const float* dh, float* dx) {
-    const int64_t T = d().tokens, H = d().hidden;
+    const int64_t T = rows(), H = d().hidden;
     Param& g = params[size_t(gi)];
     model::rmsnorm_bwd_dx_kernel<<<int(T), model::kThreads, 0, stream>>>(x, g.pv.bf16, rstd, dh, dx, H);
     float* dg = pool->alloc_n<float>(Tag::gradients_unfused, H);
@@ -183,7 +185,7 @@ struct ModelStep::Impl {
 
   // h = RMSNorm(x) g (bf16) and its rstd, both saved for backward.
   void norm_fwd(int gi, const float* x, bf16*& h, float*& rstd) {
-    const int64_t T = d().tokens, H = d().hidden;
+    const int64_t T = rows(), H = d().hidden;
     rstd = pool->alloc_n<float>(Tag::activations, T);
     h = pool->alloc_n<bf16>(Tag::activations, T * H);
     model::rmsnorm_fwd_kernel<<<int(T), model::kThreads, 0, stream>>>(x, params[size_t(gi)].pv.bf16, h, rstd, H);
@@ -193,7 +195,7 @@ struct ModelStep::Impl {
   // K and V expanded to the query heads (transients), so that every attention GEMM is one
   // strided-batched call over the heads.
   void expand_kv(const BlockActs& s, bf16*& kx, bf16*& vx) {
-    const int64_t T = d().tokens, nh = d().heads, kvh = d().kv_heads, hd = d().head_dim, QD = nh * hd;
+    const int64_t T = rows(), nh = d().heads, kvh = d().kv_heads, hd = d().head_dim, QD = nh * hd;
     kx = pool->alloc_n<bf16>(Tag::workspace, T * QD);
     vx = pool->alloc_n<bf16>(Tag::workspace, T * QD);
     model::expand_kv_kernel<<<grid_for(T * QD), model::kThreads, 0, stream>>>(s.k, kx, T, nh, kvh, hd);
@@ -208,7 +210,7 @@ struct ModelStep::Impl {
   ModelStepStats run(int64_t step, bool train = true);
   // The mean of the T per-token losses at `loss` (device), which it then gives back to the pool.
   float mean_loss(float* loss) {
-    const int64_t T = d().tokens;
+    const int64_t T = rows();
     std::vector<float> lh(static_cast<size_t>(T));
     cuda_check(cudaMemcpyAsync(lh.data(), loss, size_t(T) * 4, cudaMemcpyDeviceToHost, stream), "ModelStep: loss");
     cuda_check(cudaStreamSynchronize(stream), "ModelStep: loss");
@@ -227,7 +229,8 @@ struct ModelStep::Impl {
 };
 
 void ModelStep::Impl::block_fwd(const BlockIdx& b, BlockActs& s) {
-  const int64_t T = d().tokens, H = d().hidden, I = d().intermediate, nh = d().heads, kvh = d().kv_heads,
+  // T: the micro-batch's token rows; S: one sequence's tokens (attention is per sequence).
+  const int64_t T = rows(), S = d().tokens, H = d().hidden, I = d().intermediate, nh = d().heads, kvh = d().kv_heads,
                 hd = d().head_dim, QD = nh * hd, KD = kvh * hd;
   norm_fwd(b.g1, s.x_in, s.h1, s.rstd1);
   s.q = pool->alloc_n<bf16>(Tag::activations, T * QD);
@@ -236,20 +239,28 @@ void ModelStep::Impl::block_fwd(const BlockIdx& b, BlockActs& s) {
   linear_fwd(s.h1, params[b.q], s.q, CUDA_R_16BF, 0.0f);
   linear_fwd(s.h1, params[b.k], s.k, CUDA_R_16BF, 0.0f);
   linear_fwd(s.h1, params[b.v], s.v, CUDA_R_16BF, 0.0f);
-  // Attention, every head in one strided-batched call.
+  // Attention per sequence (q: its index, r0: its first row's offset), every head in one
+  // strided-batched call; the saved softmax is [batch, heads, S, S], the fp32 scores a transient of
+  // one sequence. At batch 1 the allocations come in the order of the single-sequence step.
   bf16 *kx = nullptr, *vx = nullptr;
   expand_kv(s, kx, vx);
-  float* sc = pool->alloc_n<float>(Tag::workspace, nh * T * T);
+  float* sc = pool->alloc_n<float>(Tag::workspace, nh * S * S);
   const float scale = 1.0f / std::sqrt(float(hd));
-  // S_h [i, j] = scale q_i . k_j: column-major S^T = K_h Q_h^T.
-  gemm(CUBLAS_OP_T, CUBLAS_OP_N, T, T, hd, scale, kx, QD, hd, s.q, QD, hd, 0.0f, sc, CUDA_R_32F, T, T * T, nh);
-  s.p = pool->alloc_n<bf16>(Tag::activations, nh * T * T);
-  model::causal_softmax_kernel<<<int(nh * T), model::kThreads, 0, stream>>>(sc, s.p, T);
-  check_launch("ModelStep: softmax");
+  s.p = pool->alloc_n<bf16>(Tag::activations, d().batch * nh * S * S);
+  for (int64_t q = 0; q < d().batch; ++q) {
+    const int64_t r0 = q * S * QD;
+    // S_h [i, j] = scale q_i . k_j: column-major S^T = K_h Q_h^T.
+    gemm(CUBLAS_OP_T, CUBLAS_OP_N, S, S, hd, scale, kx + r0, QD, hd, s.q + r0, QD, hd, 0.0f, sc, CUDA_R_32F, S, S * S, nh);
+    model::causal_softmax_kernel<<<int(nh * S), model::kThreads, 0, stream>>>(sc, s.p + q * nh * S * S, S);
+    check_launch("ModelStep: softmax");
+  }
   pool->release(sc);
-  // O_h = P_h V_h: column-major O^T = V_h^T P_h^T.
   s.a = pool->alloc_n<bf16>(Tag::activations, T * QD);
-  gemm(CUBLAS_OP_N, CUBLAS_OP_N, hd, T, T, 1.0f, vx, QD, hd, s.p, T, T * T, 0.0f, s.a, CUDA_R_16BF, QD, hd, nh);
+  for (int64_t q = 0; q < d().batch; ++q) {  // O_h = P_h V_h: column-major O^T = V_h^T P_h^T.
+    const int64_t r0 = q * S * QD;
+    gemm(CUBLAS_OP_N, CUBLAS_OP_N, hd, S, S, 1.0f, vx + r0, QD, hd, s.p + q * nh * S * S, S, S * S, 0.0f, s.a + r0,
+         CUDA_R_16BF, QD, hd, nh);
+  }
   pool->release(kx);
   pool->release(vx);
   s.x_mid = pool->alloc_n<float>(Tag::activations, T * H);
@@ -266,7 +277,7 @@ void ModelStep::Impl::block_fwd(const BlockIdx& b, BlockActs& s) {
 }
 
 void ModelStep::Impl::block_bwd(const BlockIdx& b, BlockActs& s, float* dx) {
-  const int64_t T = d().tokens, H = d().hidden, I = d().intermediate, nh = d().heads, kvh = d().kv_heads,
+  const int64_t T = rows(), S = d().tokens, H = d().hidden, I = d().intermediate, nh = d().heads, kvh = d().kv_heads,
                 hd = d().head_dim, QD = nh * hd, KD = kvh * hd;
   // MLP: x_out = x_mid + m Wd^T.
   bf16* dxb = pool->alloc_n<bf16>(Tag::workspace, T * H);
@@ -296,23 +307,35 @@ void ModelStep::Impl::block_bwd(const BlockIdx& b, BlockActs& s, float* dx) {
   bf16 *kx = nullptr, *vx = nullptr;
   expand_kv(s, kx, vx);
   const float scale = 1.0f / std::sqrt(float(hd));
-  // dP_h = dO_h V_h^T (the scores' form with K -> V, Q -> dO).
-  float* dp = pool->alloc_n<float>(Tag::workspace, nh * T * T);
-  gemm(CUBLAS_OP_T, CUBLAS_OP_N, T, T, hd, 1.0f, vx, QD, hd, dab, QD, hd, 0.0f, dp, CUDA_R_32F, T, T * T, nh);
-  // dV_h = P_h^T dO_h: column-major dV^T = dO_h^T P_h.
+  // Per sequence, as in the forward pass: dP a transient of one sequence, dS kept for the batch
+  // (one sequence's at batch 1, the single-sequence step's order).
+  const int64_t PS = nh * S * S;
+  float* dp = pool->alloc_n<float>(Tag::workspace, PS);
   float* dvx = pool->alloc_n<float>(Tag::workspace, T * QD);
-  gemm(CUBLAS_OP_N, CUBLAS_OP_T, hd, T, T, 1.0f, dab, QD, hd, s.p, T, T * T, 0.0f, dvx, CUDA_R_32F, QD, hd, nh);
-  bf16* ds = pool->alloc_n<bf16>(Tag::workspace, nh * T * T);
-  model::softmax_bwd_kernel<<<int(nh * T), model::kThreads, 0, stream>>>(s.p, dp, ds, T, scale);
-  check_launch("ModelStep: softmax bwd");
+  bf16* ds = pool->alloc_n<bf16>(Tag::workspace, d().batch * PS);
+  for (int64_t q = 0; q < d().batch; ++q) {
+    const int64_t r0 = q * S * QD;
+    // dP_h = dO_h V_h^T (the scores' form with K -> V, Q -> dO).
+    gemm(CUBLAS_OP_T, CUBLAS_OP_N, S, S, hd, 1.0f, vx + r0, QD, hd, dab + r0, QD, hd, 0.0f, dp, CUDA_R_32F, S, S * S, nh);
+    // dV_h = P_h^T dO_h: column-major dV^T = dO_h^T P_h.
+    gemm(CUBLAS_OP_N, CUBLAS_OP_T, hd, S, S, 1.0f, dab + r0, QD, hd, s.p + q * PS, S, S * S, 0.0f, dvx + r0, CUDA_R_32F,
+         QD, hd, nh);
+    model::softmax_bwd_kernel<<<int(nh * S), model::kThreads, 0, stream>>>(s.p + q * PS, dp, ds + q * PS, S, scale);
+    check_launch("ModelStep: softmax bwd");
+  }
   pool->release(dp);
   pool->release(dab);
-  // dQ_h = dS_h K_h: column-major dQ^T = K_h^T dS_h^T.
   bf16* dq = pool->alloc_n<bf16>(Tag::workspace, T * QD);
-  gemm(CUBLAS_OP_N, CUBLAS_OP_N, hd, T, T, 1.0f, kx, QD, hd, ds, T, T * T, 0.0f, dq, CUDA_R_16BF, QD, hd, nh);
-  // dK_h = dS_h^T Q_h: column-major dK^T = Q_h^T dS_h.
   float* dkx = pool->alloc_n<float>(Tag::workspace, T * QD);
-  gemm(CUBLAS_OP_N, CUBLAS_OP_T, hd, T, T, 1.0f, s.q, QD, hd, ds, T, T * T, 0.0f, dkx, CUDA_R_32F, QD, hd, nh);
+  for (int64_t q = 0; q < d().batch; ++q) {
+    const int64_t r0 = q * S * QD;
+    // dQ_h = dS_h K_h: column-major dQ^T = K_h^T dS_h^T.
+    gemm(CUBLAS_OP_N, CUBLAS_OP_N, hd, S, S, 1.0f, kx + r0, QD, hd, ds + q * PS, S, S * S, 0.0f, dq + r0, CUDA_R_16BF,
+         QD, hd, nh);
+    // dK_h = dS_h^T Q_h: column-major dK^T = Q_h^T dS_h.
+    gemm(CUBLAS_OP_N, CUBLAS_OP_T, hd, S, S, 1.0f, s.q + r0, QD, hd, ds + q * PS, S, S * S, 0.0f, dkx + r0, CUDA_R_32F,
+         QD, hd, nh);
+  }
   pool->release(ds);
   pool->release(kx);
   pool->release(vx);
@@ -340,8 +363,8 @@ ModelStep::ModelStep(const ModelStepConfig& cfg) : impl_(std::make_unique<Impl>(
   m.cfg = cfg;
   const ModelDims& d = cfg.dims;
   if (d.hidden < 1 || d.intermediate < 1 || d.heads < 1 || d.kv_heads < 1 || d.head_dim < 1 || d.vocab < 2 ||
-      d.layers < 0 || d.tokens < 1 || d.heads % d.kv_heads != 0) {
-    throw std::invalid_argument("ModelStep: dimensions must be >= 1, vocab >= 2 and heads a multiple of kv_heads");
+      d.layers < 0 || d.tokens < 1 || d.batch < 1 || d.heads % d.kv_heads != 0) {
+    throw std::invalid_argument("ModelStep: dimensions and batch must be >= 1, vocab >= 2 and heads a multiple of kv_heads");
   }
   if (cfg.defects.skip_one_update && cfg.update != ModelUpdate::fused) {
     throw std::invalid_argument("ModelStep: skip_one_update plants a defect in a fused model only");
@@ -377,10 +400,11 @@ ModelStep::ModelStep(const ModelStepConfig& cfg) : impl_(std::make_unique<Impl>(
     m.gf = m.add_param("norm", 1, d.hidden, false, 0.0f, 1.0f);
     m.head = d.tied ? m.emb : m.add_param("lm_head", d.vocab, d.hidden, true, std, 0.0f);
     m.n_linear = int(7 * d.layers + 1);
-    m.tokens = m.pool->alloc_n<int32_t>(Tag::workspace, d.tokens);
-    m.labels = m.pool->alloc_n<int32_t>(Tag::workspace, d.tokens);
-    model::random_tokens_kernel<<<grid_for(d.tokens), model::kThreads, 0, m.stream>>>(m.tokens, d.tokens, cfg.seed + 1, d.vocab);
-    model::random_tokens_kernel<<<grid_for(d.tokens), model::kThreads, 0, m.stream>>>(m.labels, d.tokens, cfg.seed + 2, d.vocab);
+    const int64_t n = m.rows();
+    m.tokens = m.pool->alloc_n<int32_t>(Tag::workspace, n);
+    m.labels = m.pool->alloc_n<int32_t>(Tag::workspace, n);
+    model::random_tokens_kernel<<<grid_for(n), model::kThreads, 0, m.stream>>>(m.tokens, n, cfg.seed + 1, d.vocab);
+    model::random_tokens_kernel<<<grid_for(n), model::kThreads, 0, m.stream>>>(m.labels, n, cfg.seed + 2, d.vocab);
     m.check_launch("ModelStep: tokens");
     if (cfg.digests) m.digests = m.pool->alloc_n<unsigned long long>(Tag::workspace, m.n_linear);
     m.digest_on = cfg.digests;
@@ -397,7 +421,7 @@ ModelStepStats ModelStep::step(int64_t step) {
 
 void ModelStep::set_batch(const std::vector<int32_t>& tokens, const std::vector<int32_t>& labels) {
   Impl& m = *impl_;
-  const int64_t T = m.d().tokens, V = m.d().vocab;
+  const int64_t T = m.rows(), V = m.d().vocab;
   if (int64_t(tokens.size()) != T || int64_t(labels.size()) != T)
     throw std::invalid_argument("ModelStep::set_batch: " + std::to_string(tokens.size()) + " tokens and " +
                                 std::to_string(labels.size()) + " labels for a step of " + std::to_string(T));
@@ -417,7 +441,7 @@ float ModelStep::eval_loss() {
 }
 
 ModelStepStats ModelStep::Impl::run(int64_t step, bool train) {
-  const int64_t T = d().tokens, H = d().hidden, V = d().vocab, L = d().layers;
+  const int64_t T = rows(), H = d().hidden, V = d().vocab, L = d().layers;
   ModelStepStats st;
   skip_pending_ = train && cfg.defects.skip_one_update;
   pool->clear_timeline();

@@ -1,7 +1,7 @@
 // A model-shaped training step in CUDA: token embedding, a stack of decoder blocks
 // (RMSNorm; q, k, v projections; causal softmax attention without rotary embedding, grouped KV
 // heads; o projection; RMSNorm; SiLU-gated MLP), a final RMSNorm, the LM head (tied to the
-// embedding or not) and the mean cross-entropy loss over T tokens (batch 1). Forward and backward on
+// embedding or not) and the mean cross-entropy loss over the micro-batch's tokens (batch sequences of T). Forward and backward on
 // cuBLAS (bf16 operands, fp32 accumulation) and small kernels of our own (kernels/gpu/model_kernels.cuh);
 // each linear weight's update either fused into its backward (linear_backward: dX from the weight
 // before the step, then the fused wgrad-plus-update kernel; Remark 1) or on the standard path (G
@@ -10,9 +10,10 @@
 // (fp32) on both paths and stepped at the end of backward.
 //
 // Every device allocation comes from one TaggedPool (kernels/gpu/tagged_pool.h). Attention scores
-// are materialized: per layer a transient fp32 [heads, T, T] (scores, then dP) and a saved bf16
-// softmax [heads, T, T]; at T = 512 and 32 heads that is 32 MiB transient and 16 MiB saved per layer.
-// Not modelled: qk-norm (Qwen3), rotary embeddings, dropout, batch > 1.
+// are materialized: per layer a transient fp32 [heads, T, T] of one sequence (scores, then dP) and a
+// saved bf16 softmax [batch, heads, T, T]; at T = 512 and 32 heads that is 32 MiB transient and 16 MiB
+// saved per layer and sequence.
+// Not modelled: qk-norm (Qwen3), rotary embeddings, dropout.
 // A producer: it reports digests and measurements; the judging is the suites'.
 #pragma once
 #include <cstdint>
@@ -28,7 +29,8 @@ namespace fh::gpu {
 
 struct ModelDims {
   int64_t hidden = 256, intermediate = 512, heads = 4, kv_heads = 2, head_dim = 64, vocab = 1024, layers = 2;
-  int64_t tokens = 128;
+  int64_t tokens = 128;  // one sequence's
+  int64_t batch = 1;     // sequences in the micro-batch (attention within each)
   bool tied = false;
 };
 
@@ -84,7 +86,8 @@ class ModelStep {
 
   ModelStepStats step(int64_t step);  // step counts from 1
   // Training on data (issue 33's convergence runs): the tokens and next-token labels that the
-  // following steps and evaluations use, dims.tokens of each, every id in [0, vocab)
+  // following steps and evaluations use, dims.batch * dims.tokens of each (the sequences one after
+  // the other), every id in [0, vocab)
   // (std::invalid_argument otherwise). Until the first call: the seeded random tokens.
   void set_batch(const std::vector<int32_t>& tokens, const std::vector<int32_t>& labels);
   // The mean cross-entropy of the current batch under the current weights: the forward pass alone,

@@ -47,7 +47,7 @@ RunInputPaths input_paths_of(const VerifyConfig& cfg) {
   return {.external_cases = cfg.external_cases, .external_results = cfg.external_results,
           .external_model = cfg.external_model, .model_step = cfg.model_step,
           .external_timing = cfg.external_timing, .bench_json = {}, .kill_matrix = cfg.kill_matrix,
-          .convergence_run = cfg.convergence_run};
+          .convergence_run = cfg.convergence_run, .tp_rank_run = cfg.tp_rank_run};
 }
 
 const RunInputs& claim_inputs(const VerifyConfig& cfg) {
@@ -56,7 +56,7 @@ const RunInputs& claim_inputs(const VerifyConfig& cfg) {
   if (cfg.inputs) return *cfg.inputs;
   if (!cfg.external_cases.empty() || !cfg.external_results.empty() || !cfg.external_model.empty() ||
       !cfg.model_step.empty() || !cfg.external_timing.empty() || !cfg.kill_matrix.empty() ||
-      !cfg.convergence_run.empty())
+      !cfg.convergence_run.empty() || !cfg.tp_rank_run.empty())
     throw std::logic_error("claim_inputs: the configuration names input files that were not parsed (set VerifyConfig::inputs)");
   static const RunInputs none;
   return none;

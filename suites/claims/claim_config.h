@@ -38,6 +38,7 @@ struct VerifyConfig {
   std::vector<std::string> kill_matrix;
   // Convergence runs (forge-model-step --train, scripts/torch_train_reference.py): convergence_parity; empty: not run.
   std::vector<std::string> convergence_run;
+  std::vector<std::string> tp_rank_run;
   // The files above, parsed and validated by forge-verify before any claim starts (owned by the
   // run). Claims reach them through claim_inputs(), never through the paths.
   const RunInputs* inputs = nullptr;

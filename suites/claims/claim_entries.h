@@ -50,6 +50,7 @@ FH_CLAIM(gpu_order_guard);
 FH_CLAIM(mutation_kill_matrix);
 FH_CLAIM(convergence_parity);
 FH_CLAIM(memory_scaling);
+FH_CLAIM(tp_microbatch);
 #undef FH_CLAIM
 #undef FH_VARIANT_CLAIM
 

@@ -37,28 +37,12 @@ constexpr int64_t kSeq = 512;
 const char* const kLadder[] = {"qwen3_0p6b", "qwen3_1p7b", "qwen3_4b", "llama31_8b", "qwen3_14b", "llama31_70b",
                                "llama31_405b"};
 
-StepLayout standard_layout() {
-  StepLayout l;  // bf16 weights and AdamW state
-  l.grad_bytes = 2;
-  return l;
-}
-
-// A step's peak on each of `gpus` GPUs, weights, state and gradients sharded over them.
-double step_peak(const ModelShape& m, bool fused, int64_t batch, int64_t tokens, int gpus = 1, int grad_bytes = 2) {
-  StepLayout l = standard_layout();
-  l.grad_bytes = grad_bytes;
-  const MemoryEstimate e = step_memory(model_params(m), l, fused, 0);
-  const double held = double(fused ? e.term("gradients_not_fusable") : e.term("gradients"));
-  const double act = double(step_activation_bytes(m, batch, tokens));
-  return double(e.term("weights") + e.term("state")) / gpus + std::max(act, held / gpus) + double(e.term("tile_workspace"));
-}
-
 // The most layers (0 .. 10000) of shape m whose step fits `bytes` per GPU; -1 when none does.
 int64_t max_layers(ModelShape m, bool fused, int gpus, double bytes, int grad_bytes = 2) {
   int64_t best = -1;
   for (int64_t L = 0; L <= 10000; ++L) {
     m.layers = L;
-    if (step_peak(m, fused, 1, kSeq, gpus, grad_bytes) > bytes) break;
+    if (step_peak_bytes(m, fused, 1, kSeq, gpus, grad_bytes) > bytes) break;
     best = L;
   }
   return best;
@@ -85,7 +69,7 @@ void claim_memory_scaling(const VerifyConfig& cfg, Report& report, const Progres
     CaseRecord& cs = report.add_case(kClaim, "validation." + shape_name + ".L" + std::to_string(r.layers));
     cs.set_attr("file", r.common.path);
     // The model step materializes fp32 gradients (forge-model-step's memory_model).
-    const double predicted = step_peak(m, true, 1, r.common.seq, 1, 4);
+    const double predicted = step_peak_bytes(m, true, 1, r.common.seq, 1, 4);
     cs.add_f64("predicted_peak_bytes", {predicted}, "Eq. 6's terms with the step's activation model, at the peak");
     cs.add_f64("measured_peak_bytes", {r.common.peak_bytes}, "the step's pool peak on the runner");
     const double off = std::fabs(predicted - r.common.peak_bytes) / r.common.peak_bytes;
@@ -120,7 +104,7 @@ void claim_memory_scaling(const VerifyConfig& cfg, Report& report, const Progres
       std::vector<double> xs, saving;
       for (const int64_t x : over_batch ? std::vector<int64_t>{1, 2, 4, 8, 16} : std::vector<int64_t>{128, 512, 2048, 8192}) {
         const int64_t batch = over_batch ? x : 1, tokens = over_batch ? kSeq : x;
-        saving.push_back(1.0 - step_peak(m, true, batch, tokens) / step_peak(m, false, batch, tokens));
+        saving.push_back(1.0 - step_peak_bytes(m, true, batch, tokens) / step_peak_bytes(m, false, batch, tokens));
         xs.push_back(double(x));
       }
       cs.add_f64(over_batch ? "batches" : "tokens", xs, over_batch ? "sequences of 512 tokens" : "one sequence of this length");
@@ -144,7 +128,7 @@ void claim_memory_scaling(const VerifyConfig& cfg, Report& report, const Progres
       const ModelShape m = model_shape(kLadder[i]);
       params.push_back(double(param_count(model_params(m))));
       for (const bool fused : {true, false}) {
-        const double per_gpu = step_peak(m, fused, 1, kSeq, gpus);
+        const double per_gpu = step_peak_bytes(m, fused, 1, kSeq, gpus);
         (fused ? per_gpu_fused : per_gpu_standard).push_back(per_gpu);
         if (per_gpu <= kH200Bytes) best[fused ? 0 : 1] = i;
       }

@@ -365,6 +365,20 @@ std::vector<ClaimInfo> make_registry() {
            0, kNeedsNothing, claim_memory_scaling},
           {"saving_largest_at_short_sequence", "saving_largest_at_small_batch", "forge_fits_more_parameters"}),
           0, kInputModelSteps),
+      reading(with_findings(
+          {"tp_microbatch", "Abstract and §4: in Megatron-LM, FORGE fits 8B training at four times the micro-batch "
+                            "a standard optimizer allows, with 20-55% per-rank memory savings",
+           "one tensor-parallel rank's shard of the Llama-3.1-8B step (TP 2, 4, 8): its measured peak and collectives "
+           "against the per-rank memory model, its measured micro-batch capacity, and the model's largest micro-batch "
+           "per H200 for FORGE and a standard optimizer",
+           {"reference/memory_model (tp_rank_shape, tp_collective_bytes, step_peak_bytes)",
+            "kernels/gpu/model_step (forge-model-step --tp, --tp-rank-run, beside)"},
+           {"suites/claims/tp_microbatch (tolerance, capacity)"},
+           {"predicted_peak_bytes", "measured_peak_bytes", "collective_bytes", "capacity_batch", "max_microbatch_fused",
+            "max_microbatch_standard", "microbatch_ratio", "per_rank_saving"},
+           0, kNeedsNothing, claim_tp_microbatch},
+          {"four_times_microbatch", "saving_20_to_55pct"}),
+          0, kInputTpRankRuns),
 
   };
 }
@@ -402,7 +416,7 @@ uint32_t inputs_given(const RunInputPaths& paths) {
   return (paths.external_results.empty() ? 0 : kInputExternal) | (paths.external_model.empty() ? 0 : kInputModelRuns) |
          (paths.model_step.empty() ? 0 : kInputModelSteps) | (paths.external_timing.empty() ? 0 : kInputTimings) |
          (paths.kill_matrix.empty() ? 0 : kInputKillMatrices) |
-         (paths.convergence_run.empty() ? 0 : kInputConvergenceRuns);
+         (paths.convergence_run.empty() ? 0 : kInputConvergenceRuns) | (paths.tp_rank_run.empty() ? 0 : kInputTpRankRuns);
 }
 
 std::string unmet_need(const ClaimNeeds& needs, const MachineCaps& caps) {

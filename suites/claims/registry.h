@@ -42,6 +42,7 @@ enum RunInput : uint32_t {
   kInputTimings = 1u << 3,      // RunInputs::timings: --external-timing
   kInputKillMatrices = 1u << 4, // RunInputs::kill_matrices: --kill-matrix
   kInputConvergenceRuns = 1u << 5,  // RunInputs::convergence_runs: --convergence-run
+  kInputTpRankRuns = 1u << 6,       // RunInputs::tp_rank_runs: --tp-rank-run
 };
 // The RunInput bits of the files `paths` names (--bench-json is forge-verify's own: none).
 uint32_t inputs_given(const RunInputPaths& paths);

@@ -322,6 +322,10 @@ const std::vector<OptionRow>& option_rows() {
          "a convergence run from forge-model-step --train or scripts/torch_train_reference.py (JSON; repeatable), "
          "judged by " + claims_judging(kInputConvergenceRuns) + ". Bad JSON is bad input (exit 2, no report)",
          "c.json", [](P& p, V v) { p.cfg.convergence_run.push_back(v); }},
+        {"--tp-rank-run", "PATH",
+         "a tensor-parallel rank's step or micro-batch capacity from forge-model-step --tp (JSON; repeatable), judged by " +
+             claims_judging(kInputTpRankRuns) + ". Bad JSON is bad input (exit 2, no report)",
+         "r.json", [](P& p, V v) { p.cfg.tp_rank_run.push_back(v); }},
         {"--require-gpu", "",
          "asserts a GPU is visible and every GPU claim this machine can run ran; else the run fails (exit 4). A claim "
          "not applicable here (it needs 2 GPUs, 1 visible) does not fail it. The GPU runner's entry point always "
@@ -398,7 +402,7 @@ VerifyConfig parse_args(int argc, char** argv, RunOptions& run_out) {
   for (const auto& [opt, files] : {std::pair<const char*, const std::vector<std::string>*>{"--external", &cfg.external_results},
                                    {"--external-model", &cfg.external_model}, {"--model-step", &cfg.model_step},
                                    {"--external-timing", &cfg.external_timing}, {"--kill-matrix", &cfg.kill_matrix},
-                                   {"--convergence-run", &cfg.convergence_run}})
+                                   {"--convergence-run", &cfg.convergence_run}, {"--tp-rank-run", &cfg.tp_rank_run}})
     for (const auto& f : *files) ins.emplace_back(opt, f);
   for (size_t i = 0; i < outs.size(); ++i) {
     if (outs[i].second.empty()) continue;

@@ -10,6 +10,12 @@
 //                    [--update fused|standard|standard_cublas] [--state bf16|fp32|int8]
 //                    [--store bf16_rne|bf16_sr|fp32_master] [--steps 8] [--warmup 3] --out F.json [--force]
 //   forge-model-step ... --capacity MAX --out F.json   the most layers (0..MAX) whose step fits
+//   forge-model-step ... [--batch B] [--tp N] [--capacity-batch MAX]
+//     a micro-batch of B sequences of --tokens each; one tensor-parallel rank of degree N
+//     (reference/memory_model.h tp_rank_shape: its shard of every weight and activation; its
+//     collectives are not run, one GPU having no peers, and the stand-in for NCCL's buffers,
+//     tp_collective_bytes, is allocated outside the pool as NCCL's own are); --capacity-batch: the
+//     largest micro-batch (0..MAX) whose step fits the GPU
 //   forge-model-step --model llama_30m --train DIR [--seed S] [--lr 6e-4] [--steps 1000] [--eval-every 50]
 //                    [--eval-batches 8] [--plant skip_one_update] ... --out F.json
 //     a convergence run (issue 33) on DIR's tokens (scripts/prepare_corpus.py): each step's loss and a
@@ -43,7 +49,7 @@ using json = nlohmann::json;
 
 struct Args {
   std::string model, out, update = "fused", state = "bf16", store = "bf16_rne";
-  int64_t layers = -1, tokens = 512, capacity = -1;
+  int64_t layers = -1, tokens = 512, capacity = -1, batch = 1, tp = 1, capacity_batch = -1;
   int steps = 8, warmup = 3;  // warm-up as scripts/forge_model_bench.py
   bool tied = false, force = false;
   // --train: the convergence run.
@@ -58,12 +64,15 @@ const char kUsage[] =
     "usage: forge-model-step --model llama31_8b|qwen3_14b|qwen3_0p6b|qwen3_1p7b|qwen3_4b|qwen3_8b|gpt2_124m|llama_30m|tiny [--layers N] [--tokens T] [--tied]\n"
     "         [--update fused|standard|standard_cublas] [--state bf16|fp32|int8]\n"
     "         [--store bf16_rne|bf16_sr|fp32_master] [--steps N] [--warmup W] [--capacity MAX]\n"
+    "         [--batch B] [--tp N] [--capacity-batch MAX]\n"
     "         [--train DIR [--seed S] [--lr LR] [--eval-every K] [--eval-batches B] [--plant skip_one_update]\n"
     "          [--dump-init W.bin]]\n"
     "         --out F.json [--force]\n"
     "--train DIR: a convergence run on DIR/train.u16 and DIR/heldout.u16 (scripts/prepare_corpus.py), --steps\n"
     "steps (default 1000) of AdamW at --lr from the weights of --seed, the held-out loss every K steps;\n"
     "--dump-init: the initial bf16 weights, for scripts/torch_train_reference.py --init-from (same path policy).\n"
+    "--tp N: one tensor-parallel rank's shard of the step (collectives not run; NCCL's buffers allocated\n"
+    "outside the pool); --capacity-batch MAX: the largest micro-batch of --tokens sequences that fits.\n"
     "--out: absent or a regular file (never a directory, device or symbolic link), replaced only with\n"
     "--force; written to F.json.tmp.<pid> and renamed. Checked before any GPU work.\n"
     "Exit: 0 measured, 1 the step failed (the JSON says how), 2 bad arguments or a refused --out,\n"
@@ -114,6 +123,9 @@ Args parse(int argc, char** argv) {
     }
     else if (f == "--warmup") a.warmup = int(parse_int(f, val(), 0, 100));
     else if (f == "--capacity") a.capacity = parse_int(f, val(), 1, 1000);
+    else if (f == "--batch") a.batch = parse_int(f, val(), 1, 4096);
+    else if (f == "--tp") a.tp = parse_int(f, val(), 1, 64);
+    else if (f == "--capacity-batch") a.capacity_batch = parse_int(f, val(), 1, 4096);
     else if (f == "--tied") a.tied = true;
     else if (f == "--force") a.force = true;
     else usage("unknown argument " + f);
@@ -123,6 +135,9 @@ Args parse(int argc, char** argv) {
   if (!a.plant.empty() && (a.train_dir.empty() || a.update != "fused")) usage("--plant needs --train and --update fused");
   if (a.steps > 1000 && a.train_dir.empty()) usage("--steps above 1000 only with --train");
   if (!a.train_dir.empty() && a.capacity > 0) usage("--train and --capacity are two modes: one at a time");
+  if (a.capacity > 0 && a.capacity_batch > 0) usage("--capacity and --capacity-batch: one at a time");
+  if (!a.train_dir.empty() && (a.batch != 1 || a.tp != 1 || a.capacity_batch > 0))
+    usage("--train runs one sequence on one whole model: no --batch, --tp or --capacity-batch");
   if (!a.dump_init.empty() && a.train_dir.empty()) usage("--dump-init needs --train");
   if (!a.train_dir.empty() && !a.steps_given) a.steps = 1000;
   return a;
@@ -186,6 +201,28 @@ json nullable(const std::vector<double>& v) {
   for (double x : v) out.push_back(std::isfinite(x) ? json(x) : json(nullptr));
   return out;
 }
+
+// What one tensor-parallel rank's communicator holds outside the pool (tp_collective_bytes): allocated
+// and touched for the life of the measurement, as NCCL's buffers would be; `allocated` is the device
+// memory it took, read from cudaMemGetInfo around the allocation.
+struct CollectiveStandIn {
+  void* p = nullptr;
+  int64_t allocated = 0;
+  explicit CollectiveStandIn(int64_t bytes) {
+    if (bytes <= 0) return;
+    size_t free0 = 0, free1 = 0, total = 0;
+    fh::gpu::cuda_check(cudaMemGetInfo(&free0, &total), "collectives: cudaMemGetInfo");
+    fh::gpu::cuda_check(cudaMalloc(&p, size_t(bytes)), "collectives: cudaMalloc");
+    fh::gpu::cuda_check(cudaMemset(p, 0, size_t(bytes)), "collectives: cudaMemset");
+    fh::gpu::cuda_check(cudaMemGetInfo(&free1, &total), "collectives: cudaMemGetInfo");
+    allocated = int64_t(free0) - int64_t(free1);
+  }
+  ~CollectiveStandIn() {
+    if (p) cudaFree(p);
+  }
+  CollectiveStandIn(const CollectiveStandIn&) = delete;
+  CollectiveStandIn& operator=(const CollectiveStandIn&) = delete;
+};
 
 // The convergence run (--train): a.steps steps on the training windows of a.seed, each step's loss
 // and the digest of every weight and state after it (fused == standard bit for bit shows as equal
@@ -280,9 +317,14 @@ int main(int argc, char** argv) {
   if (a.layers >= 0) shape.layers = a.layers;
   shape.tied = shape.tied || a.tied;  // the family's own tie (Qwen3 up to 4B, GPT-2), or --tied
   shape.qk_norm = false;  // not modelled by the step (kernels/gpu/model_step.h)
+  try {
+    shape = fh::tp_rank_shape(shape, int(a.tp));  // the rank's shard (tp 1: the whole model)
+  } catch (const std::invalid_argument& e) {
+    usage(std::string("--tp: ") + e.what());
+  }
   ModelStepConfig cfg;
   cfg.dims = {shape.hidden, shape.intermediate, shape.heads, shape.kv_heads, shape.head_dim, shape.vocab, shape.layers,
-              a.tokens, shape.tied};
+              a.tokens, a.batch, shape.tied};
   // torch's settings in scripts/forge_model_bench.py: AdamW lr 1e-4, betas (0.9, 0.999), eps 1e-8,
   // weight decay 0.01.
   std::get<fh::AdamW::Hyper>(cfg.rule.hyper).lr = a.train_dir.empty() ? 1e-4 : a.lr;
@@ -312,8 +354,9 @@ int main(int argc, char** argv) {
     return 4;
   }
   const std::string config = "harness_" + a.update + "_" + a.state + (a.store == "bf16_rne" ? "" : "_" + a.store) +
-                             (shape.tied ? "_tied" : "") + (a.plant.empty() ? "" : "_planted_" + a.plant);
-  json doc = {{"config", config}, {"model", a.model}, {"status", "ok"}, {"batch", 1}, {"seq", a.tokens},
+                             (shape.tied ? "_tied" : "") + (a.tp > 1 ? "_tp" + std::to_string(a.tp) : "") +
+                             (a.batch > 1 ? "_b" + std::to_string(a.batch) : "") + (a.plant.empty() ? "" : "_planted_" + a.plant);
+  json doc = {{"config", config}, {"model", a.model}, {"status", "ok"}, {"batch", a.batch}, {"seq", a.tokens},
               {"steps", a.steps}, {"warmup_steps", a.warmup}, {"dtype", "bf16"}, {"device", dev.name},
               {"update", a.update}, {"state", a.state}, {"store", a.store}, {"layers", shape.layers},
               {"tied", shape.tied}, {"cublas", dev.cublas}, {"lr", a.train_dir.empty() ? 1e-4 : a.lr},
@@ -327,18 +370,33 @@ int main(int argc, char** argv) {
     doc["weight_decay"] = std::get<fh::AdamW::Hyper>(cfg.rule.hyper).weight_decay;
     if (!a.plant.empty()) doc["planted"] = a.plant;
   }
+  const int64_t collective_bytes = fh::tp_collective_bytes(int(a.tp));
+  if (a.tp > 1) {
+    doc["tp"] = a.tp;
+    doc["rank_shape"] = {{"heads", shape.heads}, {"kv_heads", shape.kv_heads}, {"intermediate", shape.intermediate},
+                         {"vocab", shape.vocab}, {"hidden", shape.hidden}, {"layers", shape.layers}};
+    doc["collective_bytes_modeled"] = collective_bytes;
+  }
   int rc = 0;
   try {
+    size_t free_b = 0, total_b = 0;
+    fh::gpu::cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+    doc["device_total_bytes"] = int64_t(total_b);
+    doc["device_used_at_start"] = int64_t(total_b - free_b);  // the CUDA context and whatever else runs
+    const CollectiveStandIn collectives(collective_bytes);
+    if (a.tp > 1) doc["collective_bytes_allocated"] = collectives.allocated;
     if (!a.train_dir.empty()) {
       train_run(a, cfg, doc);
-    } else if (a.capacity > 0) {
-      // Binary search for the most layers whose model builds and runs two steps in the pool.
+    } else if (a.capacity > 0 || a.capacity_batch > 0) {
+      // Binary search for the most layers (--capacity) or the largest micro-batch (--capacity-batch)
+      // whose model builds and runs two steps in the pool.
+      const bool over_batch = a.capacity_batch > 0;
       json attempts = json::array();
-      const auto fits = [&](int64_t layers) {
+      const auto fits = [&](int64_t n) {
         ModelStepConfig c = cfg;
-        c.dims.layers = layers;
+        (over_batch ? c.dims.batch : c.dims.layers) = n;
         c.phase_marks = false;
-        json at = {{"layers", layers}};
+        json at = {{over_batch ? "batch" : "layers", n}};
         try {
           ModelStep m(c);
           m.step(1);
@@ -354,7 +412,8 @@ int main(int argc, char** argv) {
         attempts.push_back(at);
         return at["fits"].get<bool>();
       };
-      int64_t lo = 0, hi = a.capacity;  // invariant: lo fits (0 layers: embedding and head only, assumed), hi+1 unknown
+      // invariant: lo fits (0 layers: embedding and head only, assumed; batch 0: nothing), hi+1 unknown
+      int64_t lo = 0, hi = over_batch ? a.capacity_batch : a.capacity;
       if (fits(hi)) lo = hi;
       else {
         --hi;
@@ -364,10 +423,15 @@ int main(int argc, char** argv) {
           else hi = mid - 1;
         }
       }
-      doc["config"] = config + "_capacity";
-      doc["capacity_max_tried"] = a.capacity;
-      doc["max_layers_fit"] = lo;
+      doc["config"] = config + (over_batch ? "_capacity_batch" : "_capacity");
       doc["attempts"] = attempts;
+      if (over_batch) {
+        doc["capacity_batch_max_tried"] = a.capacity_batch;
+        doc["max_batch_fit"] = lo;
+      } else {
+        doc["capacity_max_tried"] = a.capacity;
+        doc["max_layers_fit"] = lo;
+      }
     } else {
       cfg.digests = true;
       ModelStep m(cfg);
