@@ -6,10 +6,13 @@
 //     the standard path's grow with P; a planted layer that keeps its whole G shows its bytes;
 //   - the tied embedding / LM head: naive fusion (two in-place updates) differs from the standard
 //     step; the fallback holds a P_tied-sized gradient, and the pool's peak shows it;
-//   - the pool: the same step gives the same peaks run to run, and the tags account for the pool.
+//   - the pool: the same step gives the same peaks run to run, and the tags account for the pool;
+//   - a micro-batch: its sequences attend within themselves, fused == standard bitwise.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include "kernels/gpu/model_step.h"
 #include "suites/gpu/gpu_suite_util.h"
@@ -192,6 +195,50 @@ TEST(GpuModelStep, PoolPeaksRepeatAndTagsAccountForThePool) {
     if (run == 0) first = peaks;
     else EXPECT_EQ(peaks, first) << "the same step must give the same timeline";
   }
+}
+
+// A micro-batch of two sequences: attention stays within each (the batch's mean loss is the mean of
+// the sequences' own, up to the GEMMs' row count changing cuBLAS's choice), fused == standard
+// bitwise, and the saved softmax grows by the sequence's [heads, T, T] (the activations' tag).
+TEST(GpuModelStep, MicroBatchSequencesAreIndependent) {
+  FH_REQUIRE_GPU();
+  ModelStepConfig cfg;
+  cfg.dims = small_dims();
+  const int64_t T = cfg.dims.tokens, V = cfg.dims.vocab;
+  const size_t n = static_cast<size_t>(T);
+  std::vector<int32_t> a(n), la(n), b(n), lb(n);
+  for (int64_t i = 0; i < T; ++i) {
+    a[size_t(i)] = int32_t((7 * i + 3) % V), la[size_t(i)] = int32_t((11 * i + 5) % V);
+    b[size_t(i)] = int32_t((13 * i + 1) % V), lb[size_t(i)] = int32_t((17 * i + 2) % V);
+  }
+  ModelStep one(cfg);
+  one.set_batch(a, la);
+  const double loss_a = one.eval_loss();
+  one.set_batch(b, lb);
+  const double loss_b = one.eval_loss();
+  cfg.dims.batch = 2;
+  ModelStep two(cfg);  // the same seed: the same weights
+  std::vector<int32_t> ab(a), lab(la);
+  ab.insert(ab.end(), b.begin(), b.end());
+  lab.insert(lab.end(), lb.begin(), lb.end());
+  two.set_batch(ab, lab);
+  const double loss_ab = two.eval_loss();
+  EXPECT_NEAR(loss_ab, 0.5 * (loss_a + loss_b), 1e-5 * loss_ab) << loss_a << " " << loss_b;
+  // A planted layout error (the second sequence attending over the first's keys) moves the loss:
+  // it is far beyond this bound, as the two sequences' losses differ by far more.
+  EXPECT_GT(std::abs(loss_a - loss_b), 1e-3);
+  EXPECT_THROW(two.set_batch(a, la), std::invalid_argument);  // one sequence for a batch of two
+  cfg.update = ModelUpdate::fused;
+  const RunResult fused = run_steps(cfg, 2);
+  cfg.update = ModelUpdate::standard;
+  const RunResult standard = run_steps(cfg, 2);
+  EXPECT_EQ(count_diff(fused.w, standard.w), 0);
+  EXPECT_EQ(count_diff(fused.st, standard.st), 0);
+  cfg.update = ModelUpdate::fused;
+  cfg.dims.batch = 1;
+  const RunResult single = run_steps(cfg, 1);
+  const int64_t p_seq = cfg.dims.heads * T * T * 2 * cfg.dims.layers;  // one sequence's saved softmax
+  EXPECT_GT(fused.stats[0].tag_peak[TaggedPool::activations] - single.stats[0].tag_peak[TaggedPool::activations], p_seq);
 }
 
 TEST(GpuModelStep, BadDimensionsAreRefused) {
