@@ -7,7 +7,7 @@
 # MPFR chains as a fallback for a runner that lacks one (gpu_runner.sh puts lib/ on LD_LIBRARY_PATH
 # only when ldd reports a library missing). cuBLAS is never bundled (nor linked: the binaries load it
 # when first called): the runner's own cuBLAS 13.1 in /usr/local/cuda is the one the suites describe.
-# Usage: scripts/gpu_bundle.sh            (build dir: $FH_BUILD_DIR or build/, jobs: $FH_JOBS, FH_BUNDLE_SUITES, FH_BUNDLE_VERIFY, FH_NO_BENCH=1 leaves forge-bench out, FH_BUNDLE_LIBS=0 the fallback libraries)
+# Usage: scripts/gpu_bundle.sh            (build dir: $FH_BUILD_DIR or build/, jobs: $FH_JOBS, FH_BUNDLE_SUITES, FH_BUNDLE_VERIFY, FH_BUNDLE_MODEL_STEP, FH_NO_BENCH=1 leaves forge-bench out, FH_BUNDLE_LIBS=0 the fallback libraries)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${FH_BUILD_DIR:-$ROOT/build}"
@@ -18,6 +18,10 @@ export PATH="/usr/local/cuda/bin:$PATH"
 case "${FH_BUNDLE_VERIFY:-0}" in
   0|1) ;;
   *) echo "gpu_bundle: FH_BUNDLE_VERIFY='$FH_BUNDLE_VERIFY' must be 0 or 1 (nothing built)" >&2; exit 2 ;;
+esac
+case "${FH_BUNDLE_MODEL_STEP:-0}" in
+  0|1) ;;
+  *) echo "gpu_bundle: FH_BUNDLE_MODEL_STEP='$FH_BUNDLE_MODEL_STEP' must be 0 or 1 (nothing built)" >&2; exit 2 ;;
 esac
 case "${FH_BUNDLE_LIBS:-1}" in
   0|1) ;;
@@ -54,11 +58,13 @@ done
 targets=("${gpu_suites[@]}" forge-verify forge-torch-compat forge-model-step)
 # FH_BUNDLE_SUITES: only these GPU suites and no forge-verify / torch-compat / model-step (a
 # kernel speed run's bundle, well under the carry limit now that every binary holds two kernels).
-# FH_BUNDLE_VERIFY=1 adds forge-verify back (a kernel call that also runs the GPU claims).
+# FH_BUNDLE_VERIFY=1 adds forge-verify back (a kernel call that also runs the GPU claims),
+# FH_BUNDLE_MODEL_STEP=1 forge-model-step (a call that also trains or measures the model step).
 if [ -n "${FH_BUNDLE_SUITES:-}" ]; then
   read -r -a gpu_suites <<< "$FH_BUNDLE_SUITES"
   targets=("${gpu_suites[@]}")
   [ "${FH_BUNDLE_VERIFY:-0}" = 1 ] && targets+=(forge-verify)
+  [ "${FH_BUNDLE_MODEL_STEP:-0}" = 1 ] && targets+=(forge-model-step)
 fi
 if [ -z "${FH_NO_BENCH:-}" ] && ninja -C "$BUILD" -t targets all 2>/dev/null | grep "^forge-bench:" >/dev/null; then
   targets+=(forge-bench)

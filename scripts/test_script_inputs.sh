@@ -10,7 +10,7 @@
 # seeds, and report a GPU claim asked for without --gpu as not run (exit 4), never "no failures";
 # nightly.sh must exit 2 with no arguments and on an FH_DIFF_* value that is not a number in range,
 # before it writes anything; gpu_bundle.sh must refuse a PTX-only build folder and a kernel mutants' build (exit 1) and an
-# FH_BUNDLE_VERIFY or FH_BUNDLE_LIBS other than 0 or 1 or an FH_BUNDLE_XZ_PRESET not one digit (exit 2, before any build); gpu_runner.sh
+# FH_BUNDLE_VERIFY, FH_BUNDLE_MODEL_STEP or FH_BUNDLE_LIBS other than 0 or 1 or an FH_BUNDLE_XZ_PRESET not one digit (exit 2, before any build); gpu_runner.sh
 # must refuse an FH_NCU_CONFIGS entry that is not a configuration name (exit 2, before any work).
 # Usage: scripts/test_script_inputs.sh   (FH_PYTHON: a python3 with h5py and matplotlib)
 set -u
@@ -288,17 +288,14 @@ if [ $rc -eq 1 ] && grep -q "FH_GPU_RULE_FAMILY (a kernel mutants' build" "$T/b.
   ok "gpu_bundle mutant build: exit 1"
 else fail "gpu_bundle mutant build: exit $rc, output: $(head -c 300 "$T/b.out")"; fi
 
-# FH_BUNDLE_VERIFY is 0 or 1, checked before any build ("yes" would have bundled no forge-verify).
-for bad in yes 2 ' 1'; do
-  FH_BUNDLE_VERIFY="$bad" FH_BUILD_DIR="$T/ptx_build" timeout 60 bash "$S/gpu_bundle.sh" > "$T/b.out" 2>&1; rc=$?
-  if [ $rc -eq 2 ] && grep -q "FH_BUNDLE_VERIFY='$bad'" "$T/b.out"; then ok "gpu_bundle FH_BUNDLE_VERIFY='$bad': exit 2"
-  else fail "gpu_bundle FH_BUNDLE_VERIFY='$bad': exit $rc, output: $(head -c 300 "$T/b.out")"; fi
-done
-# FH_BUNDLE_LIBS likewise ("no" would have kept the fallback libraries).
-for bad in no 2; do
-  FH_BUNDLE_LIBS="$bad" FH_BUILD_DIR="$T/ptx_build" timeout 60 bash "$S/gpu_bundle.sh" > "$T/b.out" 2>&1; rc=$?
-  if [ $rc -eq 2 ] && grep -q "FH_BUNDLE_LIBS='$bad'" "$T/b.out"; then ok "gpu_bundle FH_BUNDLE_LIBS='$bad': exit 2"
-  else fail "gpu_bundle FH_BUNDLE_LIBS='$bad': exit $rc, output: $(head -c 300 "$T/b.out")"; fi
+# FH_BUNDLE_VERIFY, FH_BUNDLE_MODEL_STEP and FH_BUNDLE_LIBS are 0 or 1, checked before any build ("yes"
+# would have bundled no forge-verify or forge-model-step, "no" kept the fallback libraries).
+for var in FH_BUNDLE_VERIFY FH_BUNDLE_MODEL_STEP FH_BUNDLE_LIBS; do
+  for bad in yes no 2 ' 1'; do
+    env "$var=$bad" FH_BUILD_DIR="$T/ptx_build" timeout 60 bash "$S/gpu_bundle.sh" > "$T/b.out" 2>&1; rc=$?
+    if [ $rc -eq 2 ] && grep -q "$var='$bad'" "$T/b.out"; then ok "gpu_bundle $var='$bad': exit 2"
+    else fail "gpu_bundle $var='$bad': exit $rc, output: $(head -c 300 "$T/b.out")"; fi
+  done
 done
 
 # FH_BUNDLE_XZ_PRESET is one digit ("-9e" would have reached xz as a preset it cannot parse, after the build).
