@@ -147,6 +147,10 @@ int64_t step_activation_bytes(const ModelShape& s, int64_t batch, int64_t tokens
 double step_peak_bytes(const ModelShape& m, bool fused, int64_t batch, int64_t tokens, int gpus, int grad_bytes) {
   StepLayout l;  // bf16 weights and AdamW state
   l.grad_bytes = grad_bytes;
+  return step_peak_bytes(m, l, fused, batch, tokens, gpus);
+}
+
+double step_peak_bytes(const ModelShape& m, const StepLayout& l, bool fused, int64_t batch, int64_t tokens, int gpus) {
   const MemoryEstimate e = step_memory(model_params(m), l, fused, 0);
   const double held = double(fused ? e.term("gradients_not_fusable") : e.term("gradients"));
   const double act = double(step_activation_bytes(m, batch, tokens));
