@@ -231,6 +231,84 @@ def fidelity_figures(report_path, figdir):
     return out
 
 
+def issue33_figures(report_path, meta, figdir):
+    """Issue 33's figures from the report, each drawn when its claim wrote data: the convergence
+    study's held-out loss per configuration (mean over seeds, band = the seeds' min-max) and one
+    tensor-parallel rank's largest micro-batch per degree (FORGE and the standard step)."""
+    import h5py
+    curves, tp = {}, {}
+    with h5py.File(report_path, "r") as f:
+        if "convergence_parity" in f:
+            for case, g in f["convergence_parity"].items():
+                m = re.match(r"^run\.(.+)\.seed\d+$", case)
+                if m and "data" in g and "eval_loss" in g["data"] and "eval_steps" in g["data"]:
+                    curves.setdefault(m.group(1), []).append((list(g["data"]["eval_steps"][()]),
+                                                              list(g["data"]["eval_loss"][()])))
+        if "tp_microbatch" in f:
+            for case, g in f["tp_microbatch"].items():
+                m = re.match(r"^h200\.tp(\d+)$", case)
+                if m and "data" in g:
+                    tp[int(m.group(1))] = (float(g["data"]["max_microbatch_fused"][0]),
+                                           float(g["data"]["max_microbatch_standard"][0]))
+    if not curves and not tp:
+        return []
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import render_fidelity
+    out = []
+    if curves:
+        # Left: the curves; right: each configuration's mean minus torch bf16's (the parity the
+        # paper states in nats), where torch bf16 ran on the same schedule.
+        fig, (ax, dx) = plt.subplots(1, 2, figsize=(13, 5.2))
+        ref = None
+        if "torch_adamw_bf16" in curves:
+            r0 = curves["torch_adamw_bf16"]
+            ref = (r0[0][0], np.nanmean(np.array([r[1] for r in r0 if r[0] == r0[0][0]], dtype=float), axis=0))
+        for config in sorted(curves):
+            runs = [r for r in curves[config] if r[0] == curves[config][0][0]]  # the seeds on one schedule
+            steps, loss = np.array(runs[0][0]), np.array([r[1] for r in runs], dtype=float)
+            line, = ax.plot(steps, np.nanmean(loss, axis=0), lw=1.2, label="%s (%d seeds)" % (config, len(runs)))
+            ax.fill_between(steps, np.nanmin(loss, axis=0), np.nanmax(loss, axis=0), color=line.get_color(), alpha=0.15)
+            if ref is not None and list(steps) == list(ref[0]):
+                dx.plot(steps, np.nanmean(loss, axis=0) - ref[1], lw=1.2, color=line.get_color())
+                dx.fill_between(steps, np.nanmin(loss, axis=0) - ref[1], np.nanmax(loss, axis=0) - ref[1],
+                                color=line.get_color(), alpha=0.15)
+        ax.set_xlabel("step")
+        ax.set_ylabel("held-out loss (nats)")
+        ax.set_title("convergence_parity: held-out loss, mean over seeds, band = min-max", fontsize=9)
+        ax.legend(fontsize=6, ncol=2)
+        dx.axhline(0.0, color="k", lw=0.8)
+        for y in (-0.001, 0.001):
+            dx.axhline(y, color="0.5", lw=0.8, ls="--")
+        dx.set_xlabel("step")
+        dx.set_ylabel("minus torch bf16's mean (nats); dashed: the paper's +-0.001")
+        dx.set_title("against torch AdamW in bf16" if ref is not None else "no torch bf16 run to compare with", fontsize=9)
+        fig.tight_layout(rect=(0, 0.03, 1, 1))
+        render_fidelity.stamp(fig, meta)
+        fig.savefig(os.path.join(figdir, "convergence_loss.png"), dpi=110)
+        plt.close(fig)
+        out.append("convergence_loss.png")
+    if tp:
+        degrees = sorted(tp)
+        x = np.arange(len(degrees))
+        fig, ax = plt.subplots(figsize=(6.5, 4))
+        ax.bar(x - 0.2, [tp[d][0] for d in degrees], 0.4, label="FORGE (fused)")
+        ax.bar(x + 0.2, [tp[d][1] for d in degrees], 0.4, label="standard")
+        ax.set_xticks(x)
+        ax.set_xticklabels(["TP %d" % d for d in degrees])
+        ax.set_ylabel("largest micro-batch (512-token sequences)")
+        ax.set_title("tp_microbatch: one Llama-3.1-8B rank per H200, Megatron-LM's layout (the memory model)", fontsize=8)
+        ax.legend(fontsize=7)
+        fig.tight_layout(rect=(0, 0.03, 1, 1))
+        render_fidelity.stamp(fig, meta)
+        fig.savefig(os.path.join(figdir, "tp_microbatch.png"), dpi=110)
+        plt.close(fig)
+        out.append("tp_microbatch.png")
+    return out
+
+
 def roofline(rows, meta, figdir):
     """Achieved FLOP/s against arithmetic intensity (FLOP/byte), with the H200's two ceilings."""
     pts = [r for r in rows if r.get("bytes_per_s") and r.get("flop_per_s")]
@@ -584,6 +662,10 @@ CAPTIONS = {
     "gradient_fidelity.png": "Gradient fidelity: G rounded to bf16 before the optimizer, against fp32 G.",
     "sr_tallies.png": "Stochastic rounding: class-table tallies and every binomial test against its threshold.",
     "roofline.png": "Benchmarks on a roofline against the H200's datasheet peaks.",
+    "convergence_loss.png": "Convergence parity: held-out loss per configuration (harness, torch, the released "
+                            "package), mean over seeds with the seeds' min-max band.",
+    "tp_microbatch.png": "One tensor-parallel rank of Llama-3.1-8B per H200: the largest micro-batch under FORGE and "
+                         "the standard step, per degree (the memory model, validated by the measured ranks).",
     "speedup_bars.png": "Per rule and state format, layer and T: cuBLAS's wgrad GEMM + the rule kernel over the "
                         "fused kernel (green: the fused kernel is faster; red: slower).",
 }
@@ -870,9 +952,9 @@ def main():
         figdir = os.path.join(tmp, "figures")
         os.makedirs(figdir)
         try:
-            figs = fidelity_figures(args.report, figdir)
+            figs = fidelity_figures(args.report, figdir) + issue33_figures(args.report, rep["meta"], figdir)
         except (KeyError, ValueError, TypeError, IndexError) as e:
-            raise BadInput("%s: its fidelity data do not have the expected shape: %r" % (args.report, e))
+            raise BadInput("%s: its fidelity or model data do not have the expected shape: %r" % (args.report, e))
         roof = roofline(bench["rows"], rep["meta"], figdir) if bench else None
         # The bars from the JSON's medians, else from the report's /benchmarks group.
         bars = speedup_bars(bench["rows"] if bench else

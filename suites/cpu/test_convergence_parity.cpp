@@ -57,6 +57,7 @@ std::string json_of(const RunSpec& r) {
            "\", \"step_digests\": " + digests + "]";
   else
     doc += ", \"dtype\": \"" + r.dtype + "\"";
+  if (r.path == "forge_release") doc += ", \"state\": \"" + r.state + "\"";
   if (!r.planted.empty()) doc += ", \"planted\": \"" + r.planted + "\"";
   if (!r.init_from.empty())
     doc += ", \"init_from\": \"" + r.init_from + "\", \"init_seed\": " + std::to_string(r.init_seed);
@@ -119,6 +120,28 @@ TEST(convergence_parity, HonestStudyPassesItsContractsAndGivesTheFindings) {
   EXPECT_EQ(verdict(close, "parity.harness_fused_bf16", "within_0p001_nats_of_torch_bf16"), fh::Verdict::pass);
   EXPECT_EQ(verdict(close, "floor.torch_bf16_vs_fp32", "paper_tolerance_above_precision_floor"), fh::Verdict::pass);
   EXPECT_EQ(verdict(close, "int8_vs_bf16.harness_fused_int8", "int8_within_0p01_nats_of_bf16"), fh::Verdict::pass);
+}
+
+// The released package's two paths (scripts/torch_train_reference.py --optimizer forge|forge_int8)
+// are judged as the harness's configurations are: parity with torch bf16, and INT8 against bf16 state
+// on the same path (never against the harness's bf16).
+TEST(convergence_parity, TheReleasedPackageIsJudgedOnItsOwnPath) {
+  std::vector<std::string> files = study(3.0015, 3.02, 3.05);
+  for (int seed = 1; seed <= 3; ++seed)
+    for (const char* state : {"bf16", "int8"}) {
+      RunSpec r;
+      r.path = "forge_release", r.config = std::string("forge_release_") + state, r.state = state, r.seed = seed;
+      r.update = r.store = "";
+      r.final_loss = (std::string(state) == "int8" ? 3.3 : 3.001) + 0.002 * seed;
+      files.push_back(file_of(r, "_release"));
+    }
+  const auto v = judge(files);
+  EXPECT_EQ(verdict(v, "parity.forge_release_bf16", "within_seed_spread_of_torch_bf16"), fh::Verdict::pass);
+  EXPECT_EQ(verdict(v, "parity.forge_release_int8", "within_seed_spread_of_torch_bf16"), fh::Verdict::fail);
+  EXPECT_EQ(verdict(v, "int8_vs_bf16.forge_release_int8", "int8_within_0p01_nats_of_bf16"), fh::Verdict::fail);
+  const auto gap = fh::test::dataset(v, "int8_vs_bf16.forge_release_int8", "gap_nats");
+  ASSERT_EQ(gap.size(), 1u);
+  EXPECT_NEAR(gap[0], 0.299, 1e-9);  // against the release's bf16 (3.003), not the harness's (3.004)
 }
 
 TEST(convergence_parity, AFusedRunOffItsStandardRunFailsTheContract) {
