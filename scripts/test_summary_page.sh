@@ -40,7 +40,7 @@ if [ -n "${FH_SUMMARY_REPORT:-}" ]; then
 else
   REPORT="$T/report.h5"
   FH_PLANT_THROWING_CLAIM=int8_codec_bound "$FV" --quiet --report "$REPORT" \
-    --claim stagnation,prop4_int8,gradient_fidelity,sr_statistics,stagnation_gpu,int8_codec_bound > "$T/fv.log" 2>&1
+    --claim stagnation,prop4_int8,gradient_fidelity,sr_statistics,stagnation_gpu,int8_codec_bound,tp_microbatch > "$T/fv.log" 2>&1
   [ -f "$REPORT" ] || { cat "$T/fv.log" >&2; echo "test_summary_page: forge-verify wrote no report" >&2; exit 2; }
 fi
 echo "report: $REPORT ($(( $(date +%s) - start )) s)"
@@ -89,6 +89,10 @@ if "$PY" "$RS" "$REPORT" -o "$T/page" --registry "$T/registry.json" --diff "$T/d
   grep -q 'planted: pass -&gt; fail' "$D" && ok "diff section lists the changes" || fail "no diff section"
   grep -q 'exact optimum of the eval loss\|Exact least-squares optimum' "$D" && ok "stagnation's exact optimum is reported" || fail "no exact optimum on the page"
   grep -q 'roofline.png' "$D" && ok "benchmark roofline" || fail "no roofline"
+  if [ -z "${FH_SUMMARY_REPORT:-}" ]; then  # our report holds tp_microbatch's per-H200 cases
+    grep -q 'tp_microbatch.png' "$D" && [ -s "$T/page/figures/tp_microbatch.png" ] && ok "one TP rank's micro-batch figure" \
+      || fail "no tp_microbatch figure (the report has tp_microbatch's h200.tp* cases)"
+  fi
   grep -q 'speedup_bars.png' "$D" && [ -s "$T/page/figures/speedup_bars.png" ] && ok "fused vs cuBLAS + rule bars" \
     || fail "no speedup bars (the sample has fused and cublas runs of adamw fp32 and bf16)"
   # Claims in the paper's order (the registry's), never alphabetical; a run without a
