@@ -131,17 +131,26 @@ MemoryEstimate step_memory(const std::vector<ParamShape>& ps, const StepLayout& 
   return e;
 }
 
-int64_t step_activation_bytes(const ModelShape& s, int64_t batch, int64_t tokens) {
+namespace {
+// One block's saved activations (model_step.cu block_fwd): x_in and x_mid fp32; the norms' rstd fp32
+// and outputs bf16; q, k, v, the attention output a bf16; the softmax P bf16 [heads, T, T] per
+// sequence; gate and up fp32; m bf16.
+int64_t block_activation_bytes(const ModelShape& s, int64_t batch, int64_t tokens) {
   const int64_t t = batch * tokens, H = s.hidden, I = s.intermediate, QD = s.heads * s.head_dim,
                 KD = s.kv_heads * s.head_dim;
-  // Per block (model_step.cu block_fwd): x_in and x_mid fp32; the norms' rstd fp32 and outputs bf16;
-  // q, k, v, the attention output a bf16; the softmax P bf16 [heads, T, T] per sequence; gate and up
-  // fp32; m bf16.
-  const int64_t block = 2 * t * H * 4 + 2 * t * 4 + 2 * t * H * 2 + 2 * t * QD * 2 + 2 * t * KD * 2 +
-                        batch * s.heads * tokens * tokens * 2 + 2 * t * I * 4 + t * I * 2;
-  // After the blocks: the last block's output (fp32), the final norm's output (bf16) and rstd, the
-  // logits' gradient dlogits (bf16 [T, V]).
-  return s.layers * block + t * H * 4 + t * H * 2 + t * 4 + t * s.vocab * 2;
+  return 2 * t * H * 4 + 2 * t * 4 + 2 * t * H * 2 + 2 * t * QD * 2 + 2 * t * KD * 2 +
+         batch * s.heads * tokens * tokens * 2 + 2 * t * I * 4 + t * I * 2;
+}
+// After the blocks: the last block's output (fp32), the final norm's output (bf16) and rstd, the
+// logits' gradient dlogits (bf16 [T, V]).
+int64_t tail_activation_bytes(const ModelShape& s, int64_t batch, int64_t tokens) {
+  const int64_t t = batch * tokens;
+  return t * s.hidden * 4 + t * s.hidden * 2 + t * 4 + t * s.vocab * 2;
+}
+}  // namespace
+
+int64_t step_activation_bytes(const ModelShape& s, int64_t batch, int64_t tokens) {
+  return s.layers * block_activation_bytes(s, batch, tokens) + tail_activation_bytes(s, batch, tokens);
 }
 
 double step_peak_bytes(const ModelShape& m, bool fused, int64_t batch, int64_t tokens, int gpus, int grad_bytes) {
@@ -151,10 +160,36 @@ double step_peak_bytes(const ModelShape& m, bool fused, int64_t batch, int64_t t
 }
 
 double step_peak_bytes(const ModelShape& m, const StepLayout& l, bool fused, int64_t batch, int64_t tokens, int gpus) {
-  const MemoryEstimate e = step_memory(model_params(m), l, fused, 0);
-  const double held = double(fused ? e.term("gradients_not_fusable") : e.term("gradients"));
-  const double act = double(step_activation_bytes(m, batch, tokens));
-  return double(e.term("weights") + e.term("state")) / gpus + std::max(act, held / gpus) + double(e.term("tile_workspace"));
+  const std::vector<ParamShape> ps = model_params(m);
+  const MemoryEstimate e = step_memory(ps, l, fused, 0);
+  // The gradient a parameter holds from its backward to the step: every one on the standard path, the
+  // unfused ones (embedding, norms, a tied weight) on the fused path; sharded over the GPUs.
+  auto held_of = [&](const std::string& prefix) {
+    double b = 0.0;
+    for (const ParamShape& p : ps)
+      if (p.name.rfind(prefix, 0) == 0 && (!fused || !p.fusable())) b += double(p.count() * l.grad_bytes) / gpus;
+    return b;
+  };
+  const int64_t t = batch * tokens;
+  const double block = double(block_activation_bytes(m, batch, tokens));
+  double act = double(step_activation_bytes(m, batch, tokens)), held = 0.0;
+  // The forward pass's end: the activations, the fp32 logits and the per-token losses (workspace).
+  double peak = act + double(t * m.vocab * 4 + t * 4);
+  // Backward, as model_step.cu walks it: the head's gradient (a tied weight's too) while dlogits lives,
+  // the final norm's; then each block's gradients beside its activations, which it then gives back;
+  // an untied embedding's gradient last.
+  held += held_of("lm_head") + (m.tied ? held_of("embed") : 0.0);
+  peak = std::max(peak, act + held);
+  held += held_of("final_norm");
+  act -= double(tail_activation_bytes(m, batch, tokens));
+  for (int64_t k = m.layers - 1; k >= 0; --k) {
+    held += held_of("layer" + std::to_string(k) + ".");
+    peak = std::max(peak, act + held);
+    act -= block;
+  }
+  if (!m.tied) held += held_of("embed");
+  peak = std::max(peak, act + held);
+  return double(e.term("weights") + e.term("state")) / gpus + peak + double(e.term("tile_workspace"));
 }
 
 ModelShape tp_rank_shape(const ModelShape& s, int tp) {

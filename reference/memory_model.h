@@ -92,10 +92,12 @@ struct CollectiveBuffers {
 };
 int64_t tp_collective_bytes(int tp, const CollectiveBuffers& c = {});
 
-// A step's peak on each of `gpus` GPUs (weights, state and gradients sharded evenly over them) where
-// the runner measures it (docs/model_step/README.md): weights and state, plus the larger of the
-// activations (held at the end of the forward pass) and the gradients held at the end of backward
-// (fused: the unfused ones; standard: all, l.grad_bytes each), plus the fused kernel's tile workspace.
+// A step's peak on each of `gpus` GPUs (weights, state and gradients sharded evenly over them), as the
+// model step walks it (kernels/gpu/model_step.cu): weights and state, plus the largest of the forward
+// pass's end (the activations, the fp32 logits and per-token losses) and each point of backward (the
+// activations not yet given back beside the gradients held so far: fused, the unfused ones; standard,
+// all, l.grad_bytes each), plus the fused kernel's tile workspace. A block's own transients are not
+// counted.
 double step_peak_bytes(const ModelShape& m, const StepLayout& l, bool fused, int64_t batch, int64_t tokens, int gpus = 1);
 // The same with bf16 weights and AdamW state in bf16, gradients of grad_bytes.
 double step_peak_bytes(const ModelShape& m, bool fused, int64_t batch, int64_t tokens, int gpus = 1, int grad_bytes = 2);

@@ -84,7 +84,10 @@ StepLayout run_layout(const ModelStepRun& r) {
 // in a persistent buffer through the forward pass (Megatron-LM's: every term at once).
 double rank_peak(const ModelShape& rank, const StepLayout& l, bool fused, int64_t batch, bool persistent_grads) {
   if (!persistent_grads) return step_peak_bytes(rank, l, fused, batch, kSeq);
-  return double(step_memory(model_params(rank), l, fused, step_activation_bytes(rank, batch, kSeq)).total());
+  // The forward pass's end with the whole gradient buffer beside it, the fp32 logits and losses too.
+  const int64_t t = batch * kSeq;
+  return double(step_memory(model_params(rank), l, fused, step_activation_bytes(rank, batch, kSeq)).total() +
+                t * rank.vocab * 4 + t * 4);
 }
 
 // The largest micro-batch (0 .. kMaxBatch) whose rank step fits `bytes`, the collectives' buffers beside it.

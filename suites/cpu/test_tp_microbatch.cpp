@@ -110,6 +110,30 @@ TEST(tp_microbatch, MeasuredRanksAgreeAndPlantedOnesFail) {
   EXPECT_EQ(verdict(planted, "rank.tp4.fused.b2", "collectives_accounted"), fh::Verdict::fail);
 }
 
+// The runner's own measurements (docs/model_step/tp_rank, an H100, 2026-12-07): every rank step
+// within 3% of the model and both TP-8 capacities exactly the model's.
+TEST(tp_microbatch, ValidatedAgainstTheRunnersRanks) {
+  const std::string dir = std::string(FH_SOURCE_DIR) + "/docs/model_step/tp_rank/";
+  std::vector<std::string> runs;
+  for (const char* tp : {"2", "4", "8"})
+    for (const char* u : {"fused", "standard"})
+      for (const char* b : {"1", "4"}) runs.push_back(dir + "tp" + tp + "_" + u + "_b" + b + ".json");
+  runs.push_back(dir + "tp8_fused_capacity.json");
+  runs.push_back(dir + "tp8_standard_capacity.json");
+  const auto r = judge(runs);
+  int judged = 0;
+  for (const auto& cl : r.claims)
+    for (const auto& cs : cl.cases)
+      for (const auto& ch : cs.checks)
+        if (ch.name == "peak_within_3pct" || ch.name == "capacity_within_one_microbatch" ||
+            ch.name == "collectives_accounted") {
+          EXPECT_EQ(ch.verdict, fh::Verdict::pass) << cs.name << " " << ch.name;
+          ++judged;
+        }
+  EXPECT_EQ(judged, 12 * 2 + 2);
+  EXPECT_EQ(dataset(r, "capacity.tp8.fused", "capacity_batch"), (std::vector<double>{61, 61}));
+}
+
 TEST(tp_microbatch, RankRunsStayOutOfModelStep) {
   fh::VerifyConfig cfg;
   cfg.model_step = {rank_run("misplaced.json", 1e9, 0)};
