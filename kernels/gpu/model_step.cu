@@ -577,19 +577,36 @@ int64_t ModelStep::resident_bytes() const {
   return impl_->pool->tag_in_use(TaggedPool::weights) + impl_->pool->tag_in_use(TaggedPool::state);
 }
 
-uint64_t device_digest(const void* p, int64_t bytes, cudaStream_t stream) {
-  if (bytes % 2) throw std::invalid_argument("device_digest: an even number of bytes");
-  if (!p || bytes == 0) return 0;
+namespace {
+// The digest of each buffer (an even number of bytes; a null or empty one: 0), all in one pass of
+// launches and one synchronization: a convergence run takes every weight's and state's digest after
+// each of its steps, and a synchronization per buffer made that the step's cost.
+std::vector<uint64_t> device_digests(const std::vector<std::pair<const void*, int64_t>>& bufs, cudaStream_t stream) {
+  for (const auto& [p, bytes] : bufs)
+    if (bytes % 2) throw std::invalid_argument("device_digest: an even number of bytes");
+  std::vector<uint64_t> out(bufs.size(), 0);
+  if (bufs.empty()) return out;
   unsigned long long* acc = nullptr;
-  cuda_check(cudaMallocAsync(reinterpret_cast<void**>(&acc), 8, stream), "device_digest: alloc");
-  cuda_check(cudaMemsetAsync(acc, 0, 8, stream), "device_digest: zero");
-  model::digest_kernel<<<grid_for(bytes / 2), model::kThreads, 0, stream>>>(static_cast<const uint16_t*>(p), bytes / 2, acc);
+  const size_t n = bufs.size();
+  cuda_check(cudaMallocAsync(reinterpret_cast<void**>(&acc), n * 8, stream), "device_digest: alloc");
+  cuda_check(cudaMemsetAsync(acc, 0, n * 8, stream), "device_digest: zero");
+  for (size_t i = 0; i < n; ++i) {
+    const auto& [p, bytes] = bufs[i];
+    if (!p || bytes == 0) continue;
+    model::digest_kernel<<<grid_for(bytes / 2), model::kThreads, 0, stream>>>(static_cast<const uint16_t*>(p), bytes / 2,
+                                                                              acc + i);
+  }
   cuda_check(cudaGetLastError(), "device_digest: launch");
-  unsigned long long h = 0;
-  cuda_check(cudaMemcpyAsync(&h, acc, 8, cudaMemcpyDeviceToHost, stream), "device_digest: copy");
+  static_assert(sizeof(uint64_t) == sizeof(unsigned long long));
+  cuda_check(cudaMemcpyAsync(out.data(), acc, n * 8, cudaMemcpyDeviceToHost, stream), "device_digest: copy");
   cuda_check(cudaFreeAsync(acc, stream), "device_digest: free");
   cuda_check(cudaStreamSynchronize(stream), "device_digest: sync");
-  return h;
+  return out;
+}
+}  // namespace
+
+uint64_t device_digest(const void* p, int64_t bytes, cudaStream_t stream) {
+  return device_digests({{p, bytes}}, stream)[0];
 }
 
 namespace {
@@ -597,13 +614,16 @@ uint64_t combine(uint64_t a, uint64_t b) { return a * 0x100000001b3ull ^ (b + 0x
 }  // namespace
 
 std::vector<uint64_t> ModelStep::weight_digests() const {
-  std::vector<uint64_t> out;
+  std::vector<std::pair<const void*, int64_t>> bufs;  // per parameter: its bf16 weights, its master (or none)
   for (const Param& p : impl_->params) {
     const int64_t n = p.pv.rows * p.pv.cols;
-    uint64_t h = device_digest(p.pv.bf16, n * 2, impl_->stream);
-    if (p.pv.master) h = combine(h, device_digest(p.pv.master, n * 4, impl_->stream));
-    out.push_back(h);
+    bufs.emplace_back(p.pv.bf16, n * 2);
+    bufs.emplace_back(p.pv.master, p.pv.master ? n * 4 : 0);
   }
+  const std::vector<uint64_t> d = device_digests(bufs, impl_->stream);
+  std::vector<uint64_t> out;
+  for (size_t i = 0; i < impl_->params.size(); ++i)
+    out.push_back(impl_->params[i].pv.master ? combine(d[2 * i], d[2 * i + 1]) : d[2 * i]);
   return out;
 }
 
@@ -637,25 +657,37 @@ std::pair<int64_t, int64_t> ModelStep::int8_zero_states(int slot) const {
 }
 
 std::vector<uint64_t> ModelStep::state_digests() const {
-  std::vector<uint64_t> out;
   const int bytes_per = impl_->cfg.state == StateFormat::fp32 ? 4 : impl_->cfg.state == StateFormat::bf16 ? 2 : 1;
-  for (const Param& p : impl_->params) {
-    const int64_t n = p.pv.rows * p.pv.cols;
-    uint64_t h = 0;
+  // Per parameter and state slot: the slot's storage (its even part) and its scales (or none), digested
+  // in one pass; then combined in the order the per-buffer digests always were.
+  std::vector<std::pair<const void*, int64_t>> bufs;
+  for (const Param& p : impl_->params)
     for (int k = 0; k < kMaxStates; ++k) {
       const StateView& sv = p.pv.state[k];
       const void* storage = state_storage(sv, impl_->cfg.state);
+      const int64_t b = storage ? p.pv.rows * p.pv.cols * bytes_per : 0;
+      bufs.emplace_back(storage, b - (b % 2));
+      bufs.emplace_back(storage ? sv.absmax : nullptr, storage && sv.absmax ? p.pv.rows * p.pv.blocks_per_row() * 4 : 0);
+    }
+  const std::vector<uint64_t> d = device_digests(bufs, impl_->stream);
+  std::vector<uint64_t> out;
+  size_t i = 0;
+  for (const Param& p : impl_->params) {
+    uint64_t h = 0;
+    for (int k = 0; k < kMaxStates; ++k, i += 2) {
+      const StateView& sv = p.pv.state[k];
+      const void* storage = state_storage(sv, impl_->cfg.state);
       if (!storage) continue;
+      h = combine(h, d[i]);
       // INT8 codes of an odd count: the last byte rides with the scales' digest below.
-      const int64_t b = n * bytes_per;
-      h = combine(h, device_digest(storage, b - (b % 2), impl_->stream));
+      const int64_t b = p.pv.rows * p.pv.cols * bytes_per;
       if (b % 2) {
         uint8_t last = 0;
         cuda_check(cudaMemcpy(&last, static_cast<const uint8_t*>(storage) + b - 1, 1, cudaMemcpyDeviceToHost),
                    "state_digests: last byte");
         h = combine(h, last);
       }
-      if (sv.absmax) h = combine(h, device_digest(sv.absmax, p.pv.rows * p.pv.blocks_per_row() * 4, impl_->stream));
+      if (sv.absmax) h = combine(h, d[i + 1]);
     }
     out.push_back(h);
   }
