@@ -99,6 +99,15 @@ ConvergenceRun read_convergence_run_json(const std::string& path) {
     r.int8_v_total = json_integer(field("int8_v_total"), who, "int8_v_total", 0, kMaxJsonCount);
     r.int8_v_zero = json_integer(field("int8_v_zero"), who, "int8_v_zero", 0, r.int8_v_total);
   }
+  if (doc.contains("grad_rel_err")) {
+    const nlohmann::json& g = field("grad_rel_err");
+    if (!g.is_object() || g.empty()) throw std::invalid_argument(who + ": \"grad_rel_err\" is not an object of parameters");
+    for (const auto& [name, v] : g.items()) {
+      if (const std::string p = text_problem(name); !p.empty())
+        throw std::invalid_argument(who + ": a \"grad_rel_err\" name: " + p);
+      r.grad_rel_err.emplace_back(name, json_number(v, who, "grad_rel_err", 0, 1e30));
+    }
+  }
   int64_t counted = 0;
   for (double x : r.train_loss) counted += !std::isfinite(x);
   for (double x : r.eval_loss) counted += !std::isfinite(x);

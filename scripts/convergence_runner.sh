@@ -60,7 +60,9 @@ common="--steps $STEPS --tokens $TOKENS --lr $LR"
 for s in $SEEDS; do
   if has harness; then
     for u in fused standard; do
-      dump=""
+      # The fused run dumps the initial weights, the standard run its first-step gradients (the same
+      # seed: the same weights and batch), for torch fp32's same start and gradient comparison below.
+      dump="--dump-grads $WORK/g_s$s.bin"
       [ "$u" = fused ] && dump="--dump-init $WORK/w_s$s.bin"
       echo "$B/bin/forge-model-step --model llama_30m --train $DATA --seed $s --update $u --state bf16 --store fp32_master $common $dump --force --out $OUT/json/h_${u}_bf16_master_s$s.json" >> "$jobs_file"
       echo "$B/bin/forge-model-step --model llama_30m --train $DATA --seed $s --update $u --state int8 --store fp32_master $common --force --out $OUT/json/h_${u}_int8_master_s$s.json" >> "$jobs_file"
@@ -98,7 +100,9 @@ run_jobs
 if has harness && has torch; then
   : > "$jobs_file"
   for s in $SEEDS; do
-    [ -s "$WORK/w_s$s.bin" ] && echo "$PY $ROOT/scripts/torch_train_reference.py --data $DATA --model llama_30m --dtype fp32 --seed $s $common --init-from $WORK/w_s$s.bin --out $OUT/json/t_fp32_from_harness_s$s.json" >> "$jobs_file"
+    grads=""
+    [ -s "$WORK/g_s$s.bin" ] && grads="--compare-grads $WORK/g_s$s.bin"
+    [ -s "$WORK/w_s$s.bin" ] && echo "$PY $ROOT/scripts/torch_train_reference.py --data $DATA --model llama_30m --dtype fp32 --seed $s $common --init-from $WORK/w_s$s.bin $grads --out $OUT/json/t_fp32_from_harness_s$s.json" >> "$jobs_file"
   done
   run_jobs
 fi

@@ -17,7 +17,7 @@ printf 'xx' > "$d/data/train.u16" && printf 'xx' > "$d/data/heldout.u16" && echo
 cat > "$d/bin/forge-model-step" <<'FAKE'
 #!/usr/bin/env bash
 all="$*" out="" dump=""
-while [ $# -gt 0 ]; do case "$1" in --out) out="$2"; shift ;; --dump-init) dump="$2"; shift ;; esac; shift; done
+while [ $# -gt 0 ]; do case "$1" in --out) out="$2"; shift ;; --dump-init|--dump-grads) dump="$2"; shift ;; esac; shift; done
 [ -n "$dump" ] && echo w > "$dump"
 [ "${FAKE_FAIL:-0}" = 1 ] && [[ "$out" == *planted* ]] && exit 1
 echo "{\"args\": \"$all\"}" > "$out"
@@ -45,6 +45,8 @@ done
 grep -q -- "--update standard --state int8 --store fp32_master --steps 7" "$d/json/h_standard_int8_master_s3.json" ||
   fail "a run without its own arguments: $(cat "$d/json/h_standard_int8_master_s3.json")"
 grep -q -- "--plant skip_one_update" "$d/json/h_fused_bf16_master_planted_s1.json" || fail "the planted run is not planted"
+grep -q -- "--dump-grads .*g_s2.bin" "$d/json/h_standard_bf16_master_s2.json" || fail "the standard run dumps no gradients"
+grep -q -- "--compare-grads .*g_s2.bin" "$d/json/t_fp32_from_harness_s2.json" || fail "torch fp32 from the harness compares no gradients"
 grep -q -- "--optimizer forge_int8 --forge-src $d/forge" "$d/json/r_forge_int8_s3.json" || fail "the release's INT8 run: $(cat "$d/json/r_forge_int8_s3.json")"
 rm -rf "$d/out" "$d/json"
 FAKE_FAIL=1 FH_CONV_BIN="$d/bin" FH_CONV_PYTHON="$d/bin/python" FH_CONV_DATA="$d/data" bash "$R" "$d/out" > "$d/log" 2>&1

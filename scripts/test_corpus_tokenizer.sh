@@ -73,6 +73,10 @@ python3 "$T" --data "$d/a" --out "$d" --model tiny > "$d/log" 2>&1; [ $? -eq 2 ]
 printf '{"kind": "fh_model_weights", "params": [{"name": "embed_tokens", "rows": 2, "cols": 2, "offset": 0}]}\n\x01\x00' > "$d/w.bin"
 python3 "$T" --data "$d/a" --out "$d/o.json" --model tiny --init-from "$d/w.bin" > "$d/log" 2>&1; [ $? -eq 2 ] || fail "torch reference: weights past their data not exit 2"
 python3 "$T" --data "$d/a" --out "$d/o.json" --model tiny --init-from "$d/a/corpus.json" > "$d/log" 2>&1; [ $? -eq 2 ] || fail "torch reference: --init-from not a weights file not exit 2"
+python3 "$T" --data "$d/a" --out "$d/o.json" --model tiny --compare-grads "$d/w.bin" > "$d/log" 2>&1; [ $? -eq 2 ] || fail "torch reference: --compare-grads without --init-from not exit 2"
+printf '{"kind": "fh_model_weights", "params": []}\n' > "$d/w0.bin"
+python3 "$T" --data "$d/a" --out "$d/o.json" --model tiny --dtype fp32 --init-from "$d/w0.bin" --compare-grads "$d/w.bin" > "$d/log" 2>&1; [ $? -eq 2 ] || fail "torch reference: --compare-grads not a gradients file not exit 2"
+python3 "$T" --data "$d/a" --out "$d/o.json" --model tiny --optimizer forge > "$d/log" 2>&1; [ $? -eq 2 ] || fail "torch reference: --optimizer forge without --forge-src not exit 2"
 [ -e "$d/o.json" ] && fail "torch reference wrote a file for bad input"
 [ $fails -eq 0 ] && echo "test_corpus_tokenizer: all checks passed"
 exit $((fails > 0))

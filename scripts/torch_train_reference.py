@@ -12,7 +12,9 @@ harness's hyperparameters (betas 0.9 / 0.999, eps 1e-8, weight decay 0.01), fuse
 fp32: all fp32 with TF32 off (the precision floor's other end).
 --init-from W.bin (forge-model-step --train --dump-init): start from the harness's own initial bf16
 weights instead (the config gets "_from_harness"): with --dtype fp32 the independent fp32 reference
-the claim compares the harness's first loss with.
+the claim compares the harness's first loss with; with --compare-grads G.bin (forge-model-step --train
+--update standard --dump-grads) also the harness's first-step gradients against this fp32 autograd's on
+the same batch: per parameter ||G_harness - G_torch|| / ||G_torch|| (grad_rel_err).
 --optimizer forge|forge_int8 --forge-src DIR: the released FORGE package (`fused_grad_optimizer`, its
 source tree DIR holding src/; imported, never copied) trains the same model instead, as its README's
 recipe does: each linear weight (q, k, v, o, gate, up, down, the LM head) behind a FusedLinear (state in
@@ -24,7 +26,8 @@ path torch), without step digests.
 
 Usage: torch_train_reference.py --data DIR --out F.json [--model llama_30m|tiny] [--dtype bf16|fp32]
        [--seed S] [--steps 1000] [--tokens 512] [--lr 6e-4] [--eval-every 50] [--eval-batches 8]
-       [--device cuda|cpu] [--init-from W.bin] [--optimizer adamw|forge|forge_int8 --forge-src DIR]
+       [--device cuda|cpu] [--init-from W.bin [--compare-grads G.bin]]
+       [--optimizer adamw|forge|forge_int8 --forge-src DIR]
 Exit 0 trained, 1 the run failed (the JSON says how), 2 bad usage or input.
 """
 import argparse
@@ -108,6 +111,37 @@ def read_init(path, shape):
     return head, out
 
 
+def read_grads(path):
+    """forge-model-step --dump-grads's file: a JSON line, then little-endian fp32 values."""
+    with open(path, "rb") as f:
+        head = json.loads(f.readline().decode("utf-8"))
+        data = f.read()
+    if not isinstance(head, dict) or head.get("kind") != "fh_model_grads" or not isinstance(head.get("params"), list):
+        raise ValueError("%s: not an fh_model_grads file" % path)
+    out = {}
+    for e in head["params"]:
+        n = e["rows"] * e["cols"]
+        if e["offset"] < 0 or 4 * (e["offset"] + n) > len(data):
+            raise ValueError("%s: parameter %s runs past the data" % (path, e["name"]))
+        out[e["name"]] = (e["rows"], e["cols"], data[4 * e["offset"]: 4 * (e["offset"] + n)])
+    return head, out
+
+
+def grad_errors(torch, p, harness):
+    """Per parameter: the Frobenius norm of the harness's gradient minus torch's over torch's."""
+    if set(harness) != set(p):
+        raise ValueError("the dumped gradients are not this model's: %s" % sorted(set(harness) ^ set(p))[:4])
+    out = {}
+    for name, t in p.items():
+        rows, cols, raw = harness[name]
+        g = torch.frombuffer(bytearray(raw), dtype=torch.float32).to(torch.float64)
+        ref = t.grad.detach().to("cpu", torch.float64).reshape(-1)
+        if g.numel() != ref.numel():
+            raise ValueError("parameter %s: %d gradient values dumped for %d" % (name, g.numel(), ref.numel()))
+        out[name] = float((g - ref).norm() / ref.norm()) if float(ref.norm()) > 0 else float((g - ref).norm())
+    return out
+
+
 def load_init(torch, p, init, device, dtype):
     """The parameters of build() set to the dumped bf16 values; names and shapes must match."""
     if set(init) != set(p):
@@ -173,6 +207,7 @@ def main():
     ap.add_argument("--eval-batches", type=int, default=8)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--init-from", default="")
+    ap.add_argument("--compare-grads", default="")
     ap.add_argument("--optimizer", default="adamw", choices=["adamw", "forge", "forge_int8"])
     ap.add_argument("--forge-src", default="")
     a = ap.parse_args()
@@ -196,12 +231,22 @@ def main():
     except (OSError, ValueError) as e:
         print("torch_train_reference.py: %s" % e, file=sys.stderr)
         return 2
+    if a.compare_grads and (not a.init_from or a.dtype != "fp32"):
+        print("torch_train_reference.py: --compare-grads needs --init-from and --dtype fp32", file=sys.stderr)
+        return 2
     init = None
     if a.init_from:
         try:
             init_head, init = read_init(a.init_from, shape)
         except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
             print("torch_train_reference.py: --init-from: %s" % e, file=sys.stderr)
+            return 2
+    grads = None
+    if a.compare_grads:
+        try:
+            grads = read_grads(a.compare_grads)[1]
+        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+            print("torch_train_reference.py: --compare-grads: %s" % e, file=sys.stderr)
             return 2
     import torch  # only now: a bad command line is refused without it
 
@@ -269,6 +314,11 @@ def main():
             loss = forward(torch, p, shape, *batch(train, train_offset(a.seed, s, len(train), T)), mm)
             opt.zero_grad(set_to_none=True)
             loss.backward()
+            if s == 1 and grads is not None:
+                err = grad_errors(torch, p, grads)
+                doc["grads_from"] = a.compare_grads
+                doc["grad_rel_err"] = err
+                doc["grad_rel_err_max"] = max(err.values())
             opt.step()
             losses.append(float(loss))
             if s % a.eval_every == 0 or s == a.steps:

@@ -58,6 +58,8 @@ struct ModelStep::Impl {
   int slot_ = 0;
   bool first_linear_ = true;
   bool skip_pending_ = false;  // the planted skip_one_update still waits for the first linear reached
+  bool capture_ = false;                    // capture_gradients
+  std::vector<std::vector<float>> grads_;   // the last step's gradients, in params order (capture on)
 
   ~Impl() {
     pool.reset();  // frees every live allocation, then the pool
@@ -533,6 +535,15 @@ ModelStepStats ModelStep::Impl::run(int64_t step, bool train) {
   pool->release(dx);
   mark("backward.embedding");
 
+  if (capture_) {  // before the step: every parameter's gradient, copied to the host
+    grads_.assign(params.size(), {});
+    for (const Held& hd : held_) {
+      std::vector<float>& g = grads_[size_t(hd.w - params.data())];
+      g.resize(size_t(hd.w->pv.rows * hd.w->pv.cols));
+      cuda_check(cudaMemcpyAsync(g.data(), hd.g, g.size() * 4, cudaMemcpyDeviceToHost, stream), "ModelStep: gradients");
+    }
+    cuda_check(cudaStreamSynchronize(stream), "ModelStep: gradients");
+  }
   // The standard step of every held gradient, in the order they were reached.
   for (const Held& hd : held_) {
     rule_apply_device(cfg.rule, cfg.state, cfg.store, hd.w->pv, step, hd.g, hd.w->pv.cols, stream);
@@ -568,6 +579,13 @@ int64_t ModelStep::fused_param_count() const {
   for (const auto& p : impl_->infos) n += p.fused ? p.rows * p.cols : 0;
   return n;
 }
+void ModelStep::capture_gradients(bool on) {
+  if (on && impl_->cfg.update == ModelUpdate::fused)
+    throw std::logic_error("ModelStep::capture_gradients: the fused path materializes no linear gradient");
+  impl_->capture_ = on;
+}
+const std::vector<std::vector<float>>& ModelStep::gradients() const { return impl_->grads_; }
+
 void ModelStep::set_marks(bool phase_marks, bool digests) {
   if (digests && !impl_->digests) throw std::invalid_argument("ModelStep::set_marks: built without digests");
   impl_->cfg.phase_marks = phase_marks;

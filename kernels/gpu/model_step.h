@@ -96,6 +96,11 @@ class ModelStep {
   // Phase marks and dX digests for the next steps (digests only where the config asked for them:
   // their buffer is allocated at construction).
   void set_marks(bool phase_marks, bool digests);
+  // The standard path (update standard or standard_cublas) only: the next steps keep a host copy of
+  // every parameter's materialized gradient (fp32, in params() order), read by gradients() (issue 33:
+  // the whole model's gradients against an independent reference). std::logic_error on the fused path.
+  void capture_gradients(bool on);
+  const std::vector<std::vector<float>>& gradients() const;  // the last step's; empty before one
 
   const std::vector<ModelParamInfo>& params() const;
   int64_t param_count() const;

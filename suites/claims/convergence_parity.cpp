@@ -24,7 +24,9 @@
 //   - same_start.<config>.seed<S>: torch in fp32 started from the harness's own initial weights
 //     (--init-from): the harness's first training loss (its bf16 forward) within 0.01 nats of this
 //     independent fp32 reference on the same batch (a contract; the model step's kernels beyond
-//     their own host references).
+//     their own host references); where torch compared gradients (--compare-grads: the harness's
+//     standard path's first-step gradients), every parameter's within 5% relative (Frobenius) of
+//     torch's fp32 autograd (a contract: a backward kernel both paths share cannot hide there).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -42,6 +44,11 @@ constexpr double kInt8Nats = 0.01;    // the INT8 state gap this harness states 
 // The harness's first loss against torch fp32 from the same weights: bf16 operands and activations
 // against fp32 throughout (at the llama_30m shape the difference is a few 1e-3 nats).
 constexpr double kFirstLossNats = 0.01;
+// The harness's gradients (bf16 operands and activations, fp32 accumulation) against torch's fp32
+// autograd on the same weights and batch: ||G_h - G_t|| / ||G_t|| per parameter. A stated bound,
+// several times the bf16 rounding of the activations (2^-8 relative) compounded over the layers; a
+// wrong backward kernel moves its parameters' gradients by O(1).
+constexpr double kGradRel = 0.05;
 
 std::string setting_of(const ConvergenceRun& r) {
   return r.model + ", " + std::to_string(r.steps) + " steps of " + std::to_string(r.seq) + " tokens, lr " +
@@ -189,6 +196,18 @@ void claim_convergence_parity(const VerifyConfig& cfg, Report& report, const Pro
       cs.add_f64("first_loss_gap", {gap}, "harness minus torch first training loss (same weights, same batch), nats");
       cs.add_check(judge("first_loss_within_0p01_nats", "abs_gap_nats", std::fabs(gap), kFirstLossNats, PassIf::at_most,
                          "the harness's forward pass is more than 0.01 nats from torch's on the same weights and batch"));
+      if (t->grad_rel_err.empty()) continue;
+      std::vector<double> errs;
+      std::pair<std::string, double> worst{"", -1.0};
+      for (const auto& [name, e] : t->grad_rel_err) {
+        errs.push_back(e);
+        if (e > worst.second) worst = {name, e};
+      }
+      cs.add_f64("grad_rel_err", errs, "per parameter (the torch file's order), ||G_harness - G_torch|| / ||G_torch|| at step 1");
+      cs.set_attr("grad_worst_parameter", worst.first);
+      cs.add_check(judge("gradients_within_5pct", "max_rel_err", worst.second, kGradRel, PassIf::at_most,
+                         "a parameter's gradient (" + worst.first + ") is more than 5% from torch fp32's on the same "
+                         "weights and batch"));
     }
 
   // Each harness or released-package configuration against torch in bf16: the paper's parity.

@@ -348,7 +348,7 @@ std::vector<ClaimInfo> make_registry() {
            {"suites/claims/convergence_parity (digests, seed spread, tolerance)"},
            {"train_loss", "eval_loss", "eval_steps", "nonfinite_losses", "final_eval_gap", "final_eval_loss", "seeds",
             "mean_and_spread", "gap_and_spread", "floor_nats", "gap_nats", "first_loss_gap",
-            "v_zero_fraction"},
+            "v_zero_fraction", "grad_rel_err"},
            0, kNeedsNothing, claim_convergence_parity},
           {"within_seed_spread_of_torch_bf16", "within_0p001_nats_of_torch_bf16", "paper_tolerance_above_precision_floor",
            "int8_within_0p01_nats_of_bf16"}),

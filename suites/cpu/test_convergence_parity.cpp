@@ -32,6 +32,7 @@ struct RunSpec {
   std::string init_from;  // torch from the harness's dumped weights of seed init_seed
   int init_seed = -1;
   double loss_shift = 0;  // added to every training loss
+  std::string grad_rel_err;  // torch --compare-grads: a JSON object of parameter errors, or empty
 };
 
 std::string json_of(const RunSpec& r) {
@@ -61,6 +62,7 @@ std::string json_of(const RunSpec& r) {
   if (!r.planted.empty()) doc += ", \"planted\": \"" + r.planted + "\"";
   if (!r.init_from.empty())
     doc += ", \"init_from\": \"" + r.init_from + "\", \"init_seed\": " + std::to_string(r.init_seed);
+  if (!r.grad_rel_err.empty()) doc += ", \"grad_rel_err\": " + r.grad_rel_err;
   return doc + "}";
 }
 
@@ -196,6 +198,26 @@ TEST(convergence_parity, TheFirstLossMatchesTorchFromTheSameWeights) {
   t.init_seed = 9;  // no harness run of that seed: not run
   v = judge(study(3.0005, 3.0008, 3.006, &t));
   EXPECT_EQ(verdict(v, "same_start.torch_adamw_fp32_from_harness.seed9", "first_loss_within_0p01_nats"), fh::Verdict::not_run);
+}
+
+// The harness's first-step gradients against torch fp32 autograd's (torch_train_reference.py
+// --compare-grads): 1-3% per parameter passes; a backward kernel both paths share gone wrong (here a
+// norm weight's gradient 30% off, as a wrong RMSNorm backward gives) fails, though fused == standard.
+TEST(convergence_parity, GradientsAgainstTorchFp32) {
+  RunSpec t;
+  t.path = "torch", t.dtype = "fp32", t.config = "torch_adamw_fp32_from_harness", t.seed = 2;
+  t.init_from = "w2.bin", t.init_seed = 2;
+  t.grad_rel_err = "{\"embed_tokens\": 0.01, \"layers.0.input_layernorm\": 0.03, \"lm_head\": 0.02}";
+  auto v = judge(study(3.0005, 3.0008, 3.006, &t));
+  const std::string c = "same_start.torch_adamw_fp32_from_harness.seed2";
+  EXPECT_EQ(verdict(v, c, "gradients_within_5pct"), fh::Verdict::pass);
+  EXPECT_EQ(fh::test::dataset(v, c, "grad_rel_err"), (std::vector<double>{0.01, 0.03, 0.02}));
+  t.grad_rel_err = "{\"embed_tokens\": 0.01, \"layers.0.input_layernorm\": 0.3, \"lm_head\": 0.02}";
+  v = judge(study(3.0005, 3.0008, 3.006, &t));
+  EXPECT_EQ(verdict(v, c, "gradients_within_5pct"), fh::Verdict::fail);
+  EXPECT_EQ(verdict(v, "fused_vs_standard.bf16_bf16_rne.seed2", "bitwise_every_step"), fh::Verdict::pass);
+  t.grad_rel_err = "[0.01]";  // not an object of parameters: refused at the door
+  EXPECT_THROW(judge(study(3.0005, 3.0008, 3.006, &t)), std::invalid_argument);
 }
 
 TEST(convergence_parity, BadFilesAreRefusedAtTheDoor) {

@@ -17,7 +17,7 @@
 //     tp_collective_bytes, is allocated outside the pool as NCCL's own are); --capacity-batch: the
 //     largest micro-batch (0..MAX) whose step fits the GPU
 //   forge-model-step --model llama_30m --train DIR [--seed S] [--lr 6e-4] [--steps 1000] [--eval-every 50]
-//                    [--eval-batches 8] [--plant skip_one_update] ... --out F.json
+//                    [--eval-batches 8] [--plant skip_one_update] [--dump-init W.bin] [--dump-grads G.bin] ... --out F.json
 //     a convergence run (issue 33) on DIR's tokens (scripts/prepare_corpus.py): each step's loss and a
 //     digest of every weight and state after it, the held-out loss every --eval-every steps
 // --out follows forge-verify's report path policy (reports/report.h), checked before any GPU work.
@@ -53,7 +53,7 @@ struct Args {
   int steps = 8, warmup = 3;  // warm-up as scripts/forge_model_bench.py
   bool tied = false, force = false;
   // --train: the convergence run.
-  std::string train_dir, plant, dump_init;
+  std::string train_dir, plant, dump_init, dump_grads;
   uint64_t seed = 0x18ull;
   double lr = 6e-4;
   int64_t eval_every = 50, eval_batches = 8;
@@ -66,11 +66,12 @@ const char kUsage[] =
     "         [--store bf16_rne|bf16_sr|fp32_master] [--steps N] [--warmup W] [--capacity MAX]\n"
     "         [--batch B] [--tp N] [--capacity-batch MAX]\n"
     "         [--train DIR [--seed S] [--lr LR] [--eval-every K] [--eval-batches B] [--plant skip_one_update]\n"
-    "          [--dump-init W.bin]]\n"
+    "          [--dump-init W.bin] [--dump-grads G.bin]]\n"
     "         --out F.json [--force]\n"
     "--train DIR: a convergence run on DIR/train.u16 and DIR/heldout.u16 (scripts/prepare_corpus.py), --steps\n"
     "steps (default 1000) of AdamW at --lr from the weights of --seed, the held-out loss every K steps;\n"
     "--dump-init: the initial bf16 weights, for scripts/torch_train_reference.py --init-from (same path policy).\n"
+    "--dump-grads: the standard path's first-step gradients (fp32), for torch_train_reference.py --compare-grads.\n"
     "--tp N: one tensor-parallel rank's shard of the step (collectives not run; NCCL's buffers allocated\n"
     "outside the pool); --capacity-batch MAX: the largest micro-batch of --tokens sequences that fits.\n"
     "--out: absent or a regular file (never a directory, device or symbolic link), replaced only with\n"
@@ -115,6 +116,7 @@ Args parse(int argc, char** argv) {
     else if (f == "--eval-batches") a.eval_batches = parse_int(f, val(), 1, 1024);
     else if (f == "--plant") a.plant = val();
     else if (f == "--dump-init") a.dump_init = val();
+    else if (f == "--dump-grads") a.dump_grads = val();
     else if (f == "--lr") {
       const char* v = val();
       char* end = nullptr;
@@ -139,6 +141,8 @@ Args parse(int argc, char** argv) {
   if (!a.train_dir.empty() && (a.batch != 1 || a.tp != 1 || a.capacity_batch > 0))
     usage("--train runs one sequence on one whole model: no --batch, --tp or --capacity-batch");
   if (!a.dump_init.empty() && a.train_dir.empty()) usage("--dump-init needs --train");
+  if (!a.dump_grads.empty() && (a.train_dir.empty() || a.update == "fused"))
+    usage("--dump-grads needs --train and the standard path (--update standard or standard_cublas)");
   if (!a.train_dir.empty() && !a.steps_given) a.steps = 1000;
   return a;
 }
@@ -276,12 +280,31 @@ void train_run(const Args& a, const ModelStepConfig& cfg, json& doc) {
   std::vector<double> losses, eval_losses;
   std::vector<int64_t> eval_steps;
   json digests = json::array();
+  if (!a.dump_grads.empty()) m.capture_gradients(true);
   eval_steps.push_back(0);
   eval_losses.push_back(eval());
   for (int64_t s = 1; s <= a.steps; ++s) {
     fh::train::window(train, fh::train::train_offset(a.seed, s, int64_t(train.size()), T), T, tok, lab);
     m.set_batch(tok, lab);
     losses.push_back(double(m.step(s).loss));
+    if (s == 1 && !a.dump_grads.empty()) {
+      // As --dump-init: a JSON line naming each parameter's shape and offset (in fp32 values), then the
+      // first step's gradients, fp32 little-endian, in that order.
+      json head = {{"kind", "fh_model_grads"}, {"model", a.model}, {"seed", a.seed}, {"step", 1}, {"params", json::array()}};
+      std::string bytes;
+      int64_t offset = 0;
+      for (size_t i = 0; i < m.params().size(); ++i) {
+        const auto& p = m.params()[i];
+        const std::vector<float>& g = m.gradients()[i];
+        if (int64_t(g.size()) != p.rows * p.cols) throw std::logic_error("--dump-grads: no gradient for " + p.name);
+        head["params"].push_back({{"name", p.name}, {"rows", p.rows}, {"cols", p.cols}, {"offset", offset}});
+        bytes.append(reinterpret_cast<const char*>(g.data()), g.size() * 4);  // x86-64: little-endian
+        offset += p.rows * p.cols;
+      }
+      fh::write_text_file(a.dump_grads, head.dump() + "\n" + bytes, fh::WriteOptions{.replace_existing = a.force});
+      doc["dumped_grads"] = a.dump_grads;
+      m.capture_gradients(false);
+    }
     digests.push_back(digest());
     if (s % a.eval_every == 0 || s == a.steps) {
       eval_steps.push_back(s);
@@ -341,11 +364,13 @@ int main(int argc, char** argv) {
   } catch (const fh::ReportPathError& e) {
     usage(std::string("--out: ") + e.what());
   }
-  if (!a.dump_init.empty()) {
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string*>{"--dump-init", &a.dump_init},
+                                    {"--dump-grads", &a.dump_grads}}) {
+    if (path->empty()) continue;
     try {
-      fh::check_output_path("forge-model-step", a.dump_init, write_options);
+      fh::check_output_path("forge-model-step", *path, write_options);
     } catch (const fh::ReportPathError& e) {
-      usage(std::string("--dump-init: ") + e.what());
+      usage(std::string(flag) + ": " + e.what());
     }
   }
   const fh::DeviceInfo& dev = fh::query_device_info();
