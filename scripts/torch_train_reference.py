@@ -95,36 +95,30 @@ def build(torch, shape, dtype, device, seed):
     return p
 
 
-def read_init(path, shape):
-    """forge-model-step --dump-init's file: a JSON line, then little-endian bf16 bits."""
+def read_dump(path, kind, value_bytes):
+    """forge-model-step's --dump-init (kind fh_model_weights, bf16 bits) and --dump-grads (fh_model_grads,
+    fp32) files: a JSON line naming each parameter's shape and offset, then the little-endian values.
+    Returns the head and, per parameter name, (rows, cols, its bytes)."""
     with open(path, "rb") as f:
         head = json.loads(f.readline().decode("utf-8"))
         data = f.read()
-    if not isinstance(head, dict) or head.get("kind") != "fh_model_weights" or not isinstance(head.get("params"), list):
-        raise ValueError("%s: not an fh_model_weights file" % path)
+    if not isinstance(head, dict) or head.get("kind") != kind or not isinstance(head.get("params"), list):
+        raise ValueError("%s: not an %s file" % (path, kind))
     out = {}
     for e in head["params"]:
         n = e["rows"] * e["cols"]
-        if e["offset"] < 0 or 2 * (e["offset"] + n) > len(data):
+        if e["offset"] < 0 or value_bytes * (e["offset"] + n) > len(data):
             raise ValueError("%s: parameter %s runs past the data" % (path, e["name"]))
-        out[e["name"]] = (e["rows"], e["cols"], data[2 * e["offset"]: 2 * (e["offset"] + n)])
+        out[e["name"]] = (e["rows"], e["cols"], data[value_bytes * e["offset"]: value_bytes * (e["offset"] + n)])
     return head, out
+
+
+def read_init(path, shape):
+    return read_dump(path, "fh_model_weights", 2)
 
 
 def read_grads(path):
-    """forge-model-step --dump-grads's file: a JSON line, then little-endian fp32 values."""
-    with open(path, "rb") as f:
-        head = json.loads(f.readline().decode("utf-8"))
-        data = f.read()
-    if not isinstance(head, dict) or head.get("kind") != "fh_model_grads" or not isinstance(head.get("params"), list):
-        raise ValueError("%s: not an fh_model_grads file" % path)
-    out = {}
-    for e in head["params"]:
-        n = e["rows"] * e["cols"]
-        if e["offset"] < 0 or 4 * (e["offset"] + n) > len(data):
-            raise ValueError("%s: parameter %s runs past the data" % (path, e["name"]))
-        out[e["name"]] = (e["rows"], e["cols"], data[4 * e["offset"]: 4 * (e["offset"] + n)])
-    return head, out
+    return read_dump(path, "fh_model_grads", 4)
 
 
 def grad_errors(torch, p, harness):
