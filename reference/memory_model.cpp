@@ -153,6 +153,11 @@ int64_t step_activation_bytes(const ModelShape& s, int64_t batch, int64_t tokens
   return s.layers * block_activation_bytes(s, batch, tokens) + tail_activation_bytes(s, batch, tokens);
 }
 
+int64_t forward_end_workspace_bytes(const ModelShape& s, int64_t batch, int64_t tokens) {
+  const int64_t t = batch * tokens;
+  return t * s.vocab * 4 + t * 4;
+}
+
 double step_peak_bytes(const ModelShape& m, bool fused, int64_t batch, int64_t tokens, int gpus, int grad_bytes) {
   StepLayout l;  // bf16 weights and AdamW state
   l.grad_bytes = grad_bytes;
@@ -170,11 +175,10 @@ double step_peak_bytes(const ModelShape& m, const StepLayout& l, bool fused, int
       if (p.name.rfind(prefix, 0) == 0 && (!fused || !p.fusable())) b += double(p.count() * l.grad_bytes) / gpus;
     return b;
   };
-  const int64_t t = batch * tokens;
   const double block = double(block_activation_bytes(m, batch, tokens));
   double act = double(step_activation_bytes(m, batch, tokens)), held = 0.0;
-  // The forward pass's end: the activations, the fp32 logits and the per-token losses (workspace).
-  double peak = act + double(t * m.vocab * 4 + t * 4);
+  // The forward pass's end: the activations, the fp32 logits and the per-token losses.
+  double peak = act + double(forward_end_workspace_bytes(m, batch, tokens));
   // Backward, as model_step.cu walks it: the head's gradient (a tied weight's too) while dlogits lives,
   // the final norm's; then each block's gradients beside its activations, which it then gives back;
   // an untied embedding's gradient last.

@@ -92,6 +92,10 @@ struct CollectiveBuffers {
 };
 int64_t tp_collective_bytes(int tp, const CollectiveBuffers& c = {});
 
+// What the model step holds beside its activations at the forward pass's end, outside them: the fp32
+// logits [T, V] and the per-token losses (workspace).
+int64_t forward_end_workspace_bytes(const ModelShape& s, int64_t batch, int64_t tokens);
+
 // A step's peak on each of `gpus` GPUs (weights, state and gradients sharded evenly over them), as the
 // model step walks it (kernels/gpu/model_step.cu): weights and state, plus the largest of the forward
 // pass's end (the activations, the fp32 logits and per-token losses) and each point of backward (the

@@ -2,6 +2,8 @@
 // (host twin, host two-phase step, GPU fused epilogue, GPU standalone rule kernel): it loads a
 // segment of weights and state, decodes, applies the rule, encodes, stores.
 #pragma once
+#include <string>
+
 #include "kernels/common/bf16.h"
 #include "kernels/common/philox.h"
 #include "kernels/formats/int8_block.h"
@@ -21,6 +23,17 @@ inline const char* weight_store_name(WeightStore w) {
   switch (w) { case WeightStore::fp32_master: return "fp32_master";
                case WeightStore::bf16_rne: return "bf16_rne"; case WeightStore::bf16_sr: return "bf16_sr"; }
   return "?";
+}
+// The names' inverses (host): false, `out` untouched, for a name that is none of them.
+inline bool state_format_from_name(const std::string& s, StateFormat& out) {
+  for (StateFormat f : {StateFormat::fp32, StateFormat::bf16, StateFormat::int8})
+    if (s == state_format_name(f)) return out = f, true;
+  return false;
+}
+inline bool weight_store_from_name(const std::string& s, WeightStore& out) {
+  for (WeightStore w : {WeightStore::fp32_master, WeightStore::bf16_rne, WeightStore::bf16_sr})
+    if (s == weight_store_name(w)) return out = w, true;
+  return false;
 }
 
 // One optimizer-state tensor [rows, cols] in its format: one typed pointer set, the one of the

@@ -246,22 +246,23 @@ void ModelStep::Impl::block_fwd(const BlockIdx& b, BlockActs& s) {
   // one sequence. At batch 1 the allocations come in the order of the single-sequence step.
   bf16 *kx = nullptr, *vx = nullptr;
   expand_kv(s, kx, vx);
-  float* sc = pool->alloc_n<float>(Tag::workspace, nh * S * S);
+  const int64_t PS = nh * S * S;  // one sequence's scores or softmax
+  float* sc = pool->alloc_n<float>(Tag::workspace, PS);
   const float scale = 1.0f / std::sqrt(float(hd));
-  s.p = pool->alloc_n<bf16>(Tag::activations, d().batch * nh * S * S);
+  s.p = pool->alloc_n<bf16>(Tag::activations, d().batch * PS);
   for (int64_t q = 0; q < d().batch; ++q) {
     const int64_t r0 = q * S * QD;
     // S_h [i, j] = scale q_i . k_j: column-major S^T = K_h Q_h^T.
     gemm(CUBLAS_OP_T, CUBLAS_OP_N, S, S, hd, scale, kx + r0, QD, hd, s.q + r0, QD, hd, 0.0f, sc, CUDA_R_32F, S, S * S, nh);
-    model::causal_softmax_kernel<<<int(nh * S), model::kThreads, 0, stream>>>(sc, s.p + q * nh * S * S, S);
+    model::causal_softmax_kernel<<<int(nh * S), model::kThreads, 0, stream>>>(sc, s.p + q * PS, S);
     check_launch("ModelStep: softmax");
   }
   pool->release(sc);
   s.a = pool->alloc_n<bf16>(Tag::activations, T * QD);
   for (int64_t q = 0; q < d().batch; ++q) {  // O_h = P_h V_h: column-major O^T = V_h^T P_h^T.
     const int64_t r0 = q * S * QD;
-    gemm(CUBLAS_OP_N, CUBLAS_OP_N, hd, S, S, 1.0f, vx + r0, QD, hd, s.p + q * nh * S * S, S, S * S, 0.0f, s.a + r0,
-         CUDA_R_16BF, QD, hd, nh);
+    gemm(CUBLAS_OP_N, CUBLAS_OP_N, hd, S, S, 1.0f, vx + r0, QD, hd, s.p + q * PS, S, S * S, 0.0f, s.a + r0, CUDA_R_16BF,
+         QD, hd, nh);
   }
   pool->release(kx);
   pool->release(vx);

@@ -70,12 +70,12 @@ StepLayout bf16_layout() {
   l.grad_bytes = 2;
   return l;
 }
-// A measured run's layout: its state and store, the fp32 gradients the model step holds.
+// A measured run's layout: its state and store (names the reader accepted), the fp32 gradients the
+// model step holds.
 StepLayout run_layout(const ModelStepRun& r) {
   StepLayout l;
-  l.state = r.state == "fp32" ? StateFormat::fp32 : r.state == "int8" ? StateFormat::int8 : StateFormat::bf16;
-  l.store = r.store == "fp32_master" ? WeightStore::fp32_master : r.store == "bf16_sr" ? WeightStore::bf16_sr
-                                                                                      : WeightStore::bf16_rne;
+  state_format_from_name(r.state, l.state);
+  weight_store_from_name(r.store, l.store);
   l.grad_bytes = 4;
   return l;
 }
@@ -85,9 +85,8 @@ StepLayout run_layout(const ModelStepRun& r) {
 double rank_peak(const ModelShape& rank, const StepLayout& l, bool fused, int64_t batch, bool persistent_grads) {
   if (!persistent_grads) return step_peak_bytes(rank, l, fused, batch, kSeq);
   // The forward pass's end with the whole gradient buffer beside it, the fp32 logits and losses too.
-  const int64_t t = batch * kSeq;
   return double(step_memory(model_params(rank), l, fused, step_activation_bytes(rank, batch, kSeq)).total() +
-                t * rank.vocab * 4 + t * 4);
+                forward_end_workspace_bytes(rank, batch, kSeq));
 }
 
 // The largest micro-batch (0 .. kMaxBatch) whose rank step fits `bytes`, the collectives' buffers beside it.

@@ -154,16 +154,14 @@ fh::gpu::ModelUpdate parse_update(const std::string& s) {
   usage("--update: fused, standard or standard_cublas");
 }
 fh::StateFormat parse_state(const std::string& s) {
-  if (s == "bf16") return fh::StateFormat::bf16;
-  if (s == "fp32") return fh::StateFormat::fp32;
-  if (s == "int8") return fh::StateFormat::int8;
-  usage("--state: bf16, fp32 or int8");
+  fh::StateFormat f;
+  if (!fh::state_format_from_name(s, f)) usage("--state: bf16, fp32 or int8");
+  return f;
 }
 fh::WeightStore parse_store(const std::string& s) {
-  if (s == "bf16_rne") return fh::WeightStore::bf16_rne;
-  if (s == "bf16_sr") return fh::WeightStore::bf16_sr;
-  if (s == "fp32_master") return fh::WeightStore::fp32_master;
-  usage("--store: bf16_rne, bf16_sr or fp32_master");
+  fh::WeightStore w;
+  if (!fh::weight_store_from_name(s, w)) usage("--store: bf16_rne, bf16_sr or fp32_master");
+  return w;
 }
 
 std::string hex(uint64_t v) {
@@ -228,6 +226,26 @@ struct CollectiveStandIn {
   CollectiveStandIn& operator=(const CollectiveStandIn&) = delete;
 };
 
+// A dump of one value per parameter element (--dump-init's bf16 weights, --dump-grads's fp32
+// gradients; scripts/torch_train_reference.py read_dump): a JSON line (`head`, with the model, the seed
+// and each parameter's shape and offset in values) and then each parameter's values, `values(i)`'s
+// little-endian bytes, in params() order.
+template <class Values>
+void write_param_dump(const Args& a, const std::string& path, json head, const ModelStep& m, Values values) {
+  head["model"] = a.model;
+  head["seed"] = a.seed;
+  head["params"] = json::array();
+  std::string bytes;
+  int64_t offset = 0;
+  for (size_t i = 0; i < m.params().size(); ++i) {
+    const auto& p = m.params()[i];
+    head["params"].push_back({{"name", p.name}, {"rows", p.rows}, {"cols", p.cols}, {"offset", offset}});
+    bytes += values(i);
+    offset += p.rows * p.cols;
+  }
+  fh::write_text_file(path, head.dump() + "\n" + bytes, fh::WriteOptions{.replace_existing = a.force});
+}
+
 // The convergence run (--train): a.steps steps on the training windows of a.seed, each step's loss
 // and the digest of every weight and state after it (fused == standard bit for bit shows as equal
 // digests at every step), and the mean held-out loss over a.eval_batches windows at step 0, every
@@ -244,18 +262,11 @@ void train_run(const Args& a, const ModelStepConfig& cfg, json& doc) {
   ModelStep m(cfg);
   m.set_marks(false, false);
   if (!a.dump_init.empty()) {
-    // One JSON line naming each parameter's shape and offset (in bf16 values), then the bf16 bits,
-    // little-endian, in that order.
-    json head = {{"kind", "fh_model_weights"}, {"model", a.model}, {"seed", a.seed}, {"params", json::array()}};
-    std::string bits;
-    int64_t offset = 0;
-    for (size_t i = 0; i < m.params().size(); ++i) {
-      const auto& p = m.params()[i];
-      head["params"].push_back({{"name", p.name}, {"rows", p.rows}, {"cols", p.cols}, {"offset", offset}});
+    write_param_dump(a, a.dump_init, {{"kind", "fh_model_weights"}}, m, [&](size_t i) {
+      std::string bits;
       for (uint16_t b : m.weight_bits(i)) bits.push_back(char(b & 0xff)), bits.push_back(char(b >> 8));
-      offset += p.rows * p.cols;
-    }
-    fh::write_text_file(a.dump_init, head.dump() + "\n" + bits, fh::WriteOptions{.replace_existing = a.force});
+      return bits;
+    });
     doc["dumped_init"] = a.dump_init;
   }
   doc["params"] = m.param_count();
@@ -287,21 +298,13 @@ void train_run(const Args& a, const ModelStepConfig& cfg, json& doc) {
     fh::train::window(train, fh::train::train_offset(a.seed, s, int64_t(train.size()), T), T, tok, lab);
     m.set_batch(tok, lab);
     losses.push_back(double(m.step(s).loss));
-    if (s == 1 && !a.dump_grads.empty()) {
-      // As --dump-init: a JSON line naming each parameter's shape and offset (in fp32 values), then the
-      // first step's gradients, fp32 little-endian, in that order.
-      json head = {{"kind", "fh_model_grads"}, {"model", a.model}, {"seed", a.seed}, {"step", 1}, {"params", json::array()}};
-      std::string bytes;
-      int64_t offset = 0;
-      for (size_t i = 0; i < m.params().size(); ++i) {
-        const auto& p = m.params()[i];
+    if (s == 1 && !a.dump_grads.empty()) {  // the first step's gradients, fp32 (x86-64: little-endian)
+      write_param_dump(a, a.dump_grads, {{"kind", "fh_model_grads"}, {"step", 1}}, m, [&](size_t i) {
         const std::vector<float>& g = m.gradients()[i];
-        if (int64_t(g.size()) != p.rows * p.cols) throw std::logic_error("--dump-grads: no gradient for " + p.name);
-        head["params"].push_back({{"name", p.name}, {"rows", p.rows}, {"cols", p.cols}, {"offset", offset}});
-        bytes.append(reinterpret_cast<const char*>(g.data()), g.size() * 4);  // x86-64: little-endian
-        offset += p.rows * p.cols;
-      }
-      fh::write_text_file(a.dump_grads, head.dump() + "\n" + bytes, fh::WriteOptions{.replace_existing = a.force});
+        if (int64_t(g.size()) != m.params()[i].rows * m.params()[i].cols)
+          throw std::logic_error("--dump-grads: no gradient for " + m.params()[i].name);
+        return std::string(reinterpret_cast<const char*>(g.data()), g.size() * 4);
+      });
       doc["dumped_grads"] = a.dump_grads;
       m.capture_gradients(false);
     }
