@@ -7,12 +7,16 @@
 # MPFR chains as a fallback for a runner that lacks one (gpu_runner.sh puts lib/ on LD_LIBRARY_PATH
 # only when ldd reports a library missing). cuBLAS is never bundled (nor linked: the binaries load it
 # when first called): the runner's own cuBLAS 13.1 in /usr/local/cuda is the one the suites describe.
-# Usage: scripts/gpu_bundle.sh            (build dir: $FH_BUILD_DIR or build/, jobs: $FH_JOBS, FH_BUNDLE_SUITES, FH_BUNDLE_VERIFY, FH_BUNDLE_MODEL_STEP, FH_NO_BENCH=1 leaves forge-bench out, FH_BUNDLE_LIBS=0 the fallback libraries)
+# Usage: scripts/gpu_bundle.sh            (build dir: $FH_BUILD_DIR or build/, jobs: $FH_JOBS, FH_BUNDLE_OUT, FH_BUNDLE_SUITES, FH_BUNDLE_VERIFY, FH_BUNDLE_MODEL_STEP, FH_NO_BENCH=1 leaves forge-bench out, FH_BUNDLE_LIBS=0 the fallback libraries)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${FH_BUILD_DIR:-$ROOT/build}"
 JOBS="${FH_JOBS:-$(nproc)}"
-OUTDIR="$ROOT/bundle"
+# FH_BUNDLE_OUT: the packed file (default bundle/fh_gpu_bundle.tar.xz; another name lets two bundles
+# for two calls be packed side by side).
+PACKED="${FH_BUNDLE_OUT:-$ROOT/bundle/fh_gpu_bundle.tar.xz}"
+case "$PACKED" in *.tar.xz) ;; *) echo "gpu_bundle: FH_BUNDLE_OUT='$PACKED' must end in .tar.xz (nothing built)" >&2; exit 2 ;; esac
+OUTDIR="$(dirname "$PACKED")"
 LIMIT_BYTES=$((60 * 1024 * 1024))
 export PATH="/usr/local/cuda/bin:$PATH"
 case "${FH_BUNDLE_VERIFY:-0}" in
@@ -66,7 +70,9 @@ if [ -n "${FH_BUNDLE_SUITES:-}" ]; then
   [ "${FH_BUNDLE_VERIFY:-0}" = 1 ] && targets+=(forge-verify)
   [ "${FH_BUNDLE_MODEL_STEP:-0}" = 1 ] && targets+=(forge-model-step)
 fi
-if [ -z "${FH_NO_BENCH:-}" ] && ninja -C "$BUILD" -t targets all 2>/dev/null | grep "^forge-bench:" >/dev/null; then
+if [ -n "${FH_NO_BENCH:-}" ]; then
+  echo "gpu_bundle: FH_NO_BENCH is set: bundle without benchmarks" >&2
+elif ninja -C "$BUILD" -t targets all 2>/dev/null | grep "^forge-bench:" >/dev/null; then
   targets+=(forge-bench)
 else
   echo "gpu_bundle: forge-bench is not configured (Google Benchmark not found): bundle without benchmarks" >&2
@@ -114,8 +120,7 @@ fi
 
 mkdir -p "$OUTDIR"
 command -v xz >/dev/null || { echo "gpu_bundle: xz is needed to pack the bundle (apt-get install xz-utils)" >&2; exit 1; }
-rm -f "$OUTDIR/fh_gpu_bundle.tar.gz" "$OUTDIR/fh_gpu_bundle.tar.xz"
-PACKED="$OUTDIR/fh_gpu_bundle.tar.xz"
+rm -f "$PACKED"
 # A dictionary larger than one binary (375 MB each since the fatbins are uncompressed, CMakeLists.txt)
 # lets xz pack the binaries' shared kernel set once; one thread (a second would cut the input into
 # blocks packed apart). FH_BUNDLE_XZ_PRESET: 6 packs test_gpu_fused + forge-bench to 33.6 MB in

@@ -10,7 +10,7 @@
 # seeds, and report a GPU claim asked for without --gpu as not run (exit 4), never "no failures";
 # nightly.sh must exit 2 with no arguments and on an FH_DIFF_* value that is not a number in range,
 # before it writes anything; gpu_bundle.sh must refuse a PTX-only build folder and a kernel mutants' build (exit 1) and an
-# FH_BUNDLE_VERIFY, FH_BUNDLE_MODEL_STEP or FH_BUNDLE_LIBS other than 0 or 1 or an FH_BUNDLE_XZ_PRESET not one digit (exit 2, before any build); gpu_runner.sh
+# FH_BUNDLE_VERIFY, FH_BUNDLE_MODEL_STEP or FH_BUNDLE_LIBS other than 0 or 1 or an FH_BUNDLE_XZ_PRESET not one digit or an FH_BUNDLE_OUT not *.tar.xz (exit 2, before any build); gpu_runner.sh
 # must refuse an FH_NCU_CONFIGS entry that is not a configuration name (exit 2, before any work).
 # Usage: scripts/test_script_inputs.sh   (FH_PYTHON: a python3 with h5py and matplotlib)
 set -u
@@ -304,6 +304,10 @@ for bad in 10 x -9e; do
   if [ $rc -eq 2 ] && grep -q "FH_BUNDLE_XZ_PRESET='$bad'" "$T/b.out"; then ok "gpu_bundle FH_BUNDLE_XZ_PRESET='$bad': exit 2"
   else fail "gpu_bundle FH_BUNDLE_XZ_PRESET='$bad': exit $rc, output: $(head -c 300 "$T/b.out")"; fi
 done
+# FH_BUNDLE_OUT names a .tar.xz (the runner scripts unpack it with tar -xf).
+FH_BUNDLE_OUT="$T/b.tgz" FH_BUILD_DIR="$T/ptx_build" timeout 60 bash "$S/gpu_bundle.sh" > "$T/b.out" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "FH_BUNDLE_OUT='$T/b.tgz'" "$T/b.out" && [ ! -e "$T/b.tgz" ]; then ok "gpu_bundle FH_BUNDLE_OUT=b.tgz: exit 2"
+else fail "gpu_bundle FH_BUNDLE_OUT=b.tgz: exit $rc, output: $(head -c 300 "$T/b.out")"; fi
 
 # ---- gpu_runner.sh: FH_NCU_CONFIGS names configurations, checked before the OUTDIR is made ----
 for bad in 'adamw.*' 'adamw_int8_fp32' 'adamw_fp16_fp32_master'; do

@@ -182,11 +182,17 @@ __device__ __forceinline__ void coop_load_tile(const WgradTileArgs& a, const Wgr
 
 // One consumer's mainloop over a tile: acc = +0, then one m64n256k16 per k16 step of the tile's
 // chunks seq .. seq + nchunks - 1 of the ring, each slot released once its instructions are done;
-// on_chunk(c) runs once chunk c has landed (the cooperative kernel's early epilogue prefetch).
-template <class OnChunk>
+// on_chunk(c) runs once chunk c has landed (the cooperative kernel's early epilogue prefetch);
+// after_issue(c) once chunk c's wgmma are issued, before chunk c - 1's are waited for (the
+// interleaved epilogue's work, v47: two chunks' instructions queued on the tensor cores beside it).
+struct NoIssueHook {
+  __device__ __forceinline__ void operator()(int64_t) const {}
+};
+template <class OnChunk, class AfterIssue = NoIssueHook>
 __device__ __forceinline__ void coop_multiply_tile(float (&acc)[32][4], const unsigned char* ring, uint64_t* full,
                                                    uint64_t* empty, int64_t seq, int64_t nchunks, int64_t T,
-                                                   int consumer, int lane, OnChunk&& on_chunk) {
+                                                   int consumer, int lane, OnChunk&& on_chunk,
+                                                   AfterIssue after_issue = {}) {
   using Cfg = CoopCfg;
   constexpr int S = Cfg::kStages;
 #pragma unroll
@@ -208,6 +214,7 @@ __device__ __forceinline__ void coop_multiply_tile(float (&acc)[32][4], const un
       if (ksteps == Cfg::kKSteps || ks < ksteps)  // the ragged last chunk: k-steps wholly past T are not issued
         wgmma_m64n256k16_ss(acc, tma_operand_desc(sA, ks, consumer), tma_operand_desc(sB, ks, 0));
     wgmma_commit();
+    after_issue(c);
     wgmma_wait<1>();  // chunk c - 1's instructions are done: its slot may be refilled
     wgmma_fence_operands<32>(acc);
     if (c > 0 && lane == 0) mbar_arrive(empty + int((n - 1) % S));

@@ -4,10 +4,11 @@
 // One persistent block per SM, the cooperative kernel's three warpgroups, ring and mainloop:
 //   - the producer (warpgroup 0, one thread, 40 registers) loads the chunks with TMA, from one tile
 //     straight into the next (nothing waits for G);
-//   - both consumers (232 registers) multiply tile k; at each of its chunks, before the chunk's
-//     wgmma are issued (the previous chunk's still run on the tensor cores), every consumer thread
-//     updates its share of tile k - 1's quads, paced so that the 32 passes of the tile (one quad a
-//     thread each) end with tile k's last chunk; then the consumers park tile k in the block's 128 KB
+//   - both consumers (232 registers) multiply tile k; at each of its chunks, right after the chunk's
+//     wgmma are issued (the previous chunk's may still run on the tensor cores), every consumer
+//     thread updates its share of tile k - 1's elements, paced element by element so that the 128
+//     of the tile (32 passes of one quad a thread) end with tile k's last chunk (v47; v46 ran a whole
+//     pass before the issue and measured slower); then the consumers park tile k in the block's 128 KB
 //     slice of a global scratch (g_scratch, in L2); the block's last tile they update after its
 //     mainloop, unhidden.
 // Each pass's weights, state and G are loaded into registers a pass ahead (and their lines into L2
@@ -16,7 +17,7 @@
 // 4096², fp32), and every block runs it in the same microseconds, so the whole state stream
 // (26 bytes a parameter) lands on DRAM at once between rounds; the G-through-L2 form's three
 // epilogue warps hide it only where a tile's mainloop outlasts their pace (T >= 16384). Here 256
-// threads spread it over the whole mainloop, about 1 / 32 of a tile a pass.
+// threads spread it over the whole mainloop, one element a thread a chunk at T = 8192.
 // Per output element the chain is the cooperative kernel's and each element's update the same
 // function of the same values (update_element's pieces); the GPU fused suite compares the bits.
 #pragma once
@@ -46,8 +47,8 @@ struct IlvEpilogue {
   int tid;
   int64_t o0 = 0, i0 = 0;
   bool whole = false;
-  int done = kIlvPasses;  // passes updated (kIlvPasses: no tile pending)
-  IlvQuad next;
+  int done = kIlvElements;  // elements updated (kIlvElements: no tile pending)
+  IlvQuad cur, next;  // the quad being updated; the next pass's inputs
 
   __device__ __forceinline__ FragCoord quad(int pass) const { return epilogue_quad<L2gLastTile>(tid, pass); }
   __device__ __forceinline__ int64_t index(FragCoord t) const { return (o0 + t.row) * pv.cols + (i0 + t.col); }
@@ -70,31 +71,51 @@ struct IlvEpilogue {
     whole = coop_tile_whole(pv, vec, o0, i0);
     done = 0;
     prefetch(1);
-    load(0);
+    load(0);  // into next: element 0 moves it to cur
   }
-  // Passes done .. upto - 1: each issues the next pass's loads (and the one after's prefetch)
-  // before it updates and stores its own quad.
+  // Element `B` of the current quad, alone (the fast division and square root; its IEEE redo
+  // from the quad's inputs, not yet overwritten: the element's update writes a copy).
+  template <int B>
+  __device__ __forceinline__ void update_one() {
+    ElementValues one[1] = {cur.e[B]};
+    const float g[1] = {cur.g[B]};
+    update_speculative<Rule, 1>(s, one, g, [&](ElementValues(&e)[1]) { e[0] = cur.e[B]; });
+    cur.e[B] = one[0];
+  }
+  // Elements done .. upto - 1 (element 4 j + b: element b of pass j's quad). A quad's first element
+  // takes its inputs from `next` and issues the next pass's loads (and the one after's prefetch);
+  // its last stores the quad. v47: one element at a time, so that the work after a chunk's wgmma
+  // issue is about one element's (v46's whole pass delayed the next issue).
   __device__ __forceinline__ void run_to(int upto) {
 #pragma unroll 1
     for (; done < upto; ++done) {
-      const FragCoord t = quad(done);
+      const int pass = done >> 2, b = done & 3;
+      const FragCoord t = quad(pass);
       const int64_t r = o0 + t.row, c = i0 + t.col, idx = index(t);
-      const int64_t gidx = global_element_index(pv, r, c);
       if (whole) {
-        IlvQuad x = next;
-        prefetch(done + 2);
-        load(done + 1);
-        update_speculative<Rule, 4>(s, x.e, x.g, [&](ElementValues(&e)[4]) { load_quad<Rule, SF, WS>(pv, idx, idx, e); });
-        store_quad<Rule, SF, WS>(pv, idx, idx, gidx, x.e);
-      } else if (r < pv.rows) {  // a ragged tile, element by element inside W (the quads' order)
+        if (b == 0) {
+          cur = next;
+          prefetch(pass + 2);
+          load(pass + 1);
+        }
+        switch (b) {  // constant indices: cur stays in registers
+          case 0: update_one<0>(); break;
+          case 1: update_one<1>(); break;
+          case 2: update_one<2>(); break;
+          default:
+            update_one<3>();
+            store_quad<Rule, SF, WS>(pv, idx, idx, global_element_index(pv, r, c), cur.e);
+        }
+      } else if (b == 0 && r < pv.rows) {  // a ragged tile, a quad at its first element, element by element inside W
+        const int64_t gidx = global_element_index(pv, r, c);
         const float4 g4 = __ldcg(reinterpret_cast<const float4*>(gG + t.row * L2gLastTile::kLdG + t.col));
         const float g[4] = {g4.x, g4.y, g4.z, g4.w};
 #pragma unroll
-        for (int b = 0; b < 4; ++b) {
-          if (c + b >= pv.cols) continue;
-          ElementValues e = load_element<SF, WS, Rule::kStateSlots>(pv, idx + b, idx + b);
-          Rule::update(s, e.p, g[b], e.st);
-          store_element<SF, WS, Rule::kStateSlots>(pv, idx + b, idx + b, gidx + b, e);
+        for (int e4 = 0; e4 < 4; ++e4) {
+          if (c + e4 >= pv.cols) continue;
+          ElementValues e = load_element<SF, WS, Rule::kStateSlots>(pv, idx + e4, idx + e4);
+          Rule::update(s, e.p, g[e4], e.st);
+          store_element<SF, WS, Rule::kStateSlots>(pv, idx + e4, idx + e4, gidx + e4, e);
         }
       }
     }
@@ -145,9 +166,10 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   float acc[32][4];
   int64_t seq = 0;  // the block-wide index of the tile's first chunk
   for (int64_t k = 0; k < my_tiles; ++k, seq += nchunks) {
-    // Tile k - 1's passes, paced over tile k's chunks (none pending for k = 0).
-    coop_multiply_tile(acc, ring, full, empty, seq, nchunks, a.T, consumer, lane,
-                       [&](int64_t c) { epi.run_to(ilv_passes_by(c, nchunks)); });
+    // Tile k - 1's elements, paced over tile k's chunks, each chunk's after its wgmma are issued
+    // (none pending for k = 0).
+    coop_multiply_tile(acc, ring, full, empty, seq, nchunks, a.T, consumer, lane, [](int64_t) {},
+                       [&](int64_t c) { epi.run_to(ilv_elements_by(c, nchunks)); });
     // Every consumer has read tile k - 1's G (all its passes ran by the last chunk) before any
     // overwrites it; bar.sync orders the consumers' global accesses.
     coop_consumers_barrier();

@@ -905,18 +905,20 @@ struct IlvWholeTile {
 
 // The interleaved epilogue (fused_wgrad_coop_ilv.cuh): at every tile length from 1 to 5000 chunks the
 // passes done never go back, every chunk does at most ceil(32 / chunks) + 1 of them, and all 32 are
-// done by the last chunk; the 256 consumer threads' 32 passes cover the 128 x 256 tile's quads once.
+// done by the last chunk (and the same for the 128 elements of v47's pacing); the 256 consumer threads' 32 passes cover the 128 x 256 tile's quads once.
+// The same for the elements (v47's pacing: 128 a thread a tile).
 TEST(CoopIlv, PacingFinishesEveryPassByTheLastChunk) {
-  for (int64_t n = 1; n <= 5000; ++n) {
-    int done = 0;
-    for (int64_t c = 0; c < n; ++c) {
-      const int upto = ilv_passes_by(c, n);
-      ASSERT_GE(upto, done) << "chunk " << c << " of " << n << " goes back";
-      ASSERT_LE(upto - done, (kIlvPasses + n - 1) / n + 1) << "chunk " << c << " of " << n;
-      done = upto;
+  for (const int total : {kIlvPasses, kIlvElements})
+    for (int64_t n = 1; n <= 5000; ++n) {
+      int done = 0;
+      for (int64_t c = 0; c < n; ++c) {
+        const int upto = total == kIlvPasses ? ilv_passes_by(c, n) : ilv_elements_by(c, n);
+        ASSERT_GE(upto, done) << "chunk " << c << " of " << n << " goes back";
+        ASSERT_LE(upto - done, (total + n - 1) / n + 1) << "chunk " << c << " of " << n;
+        done = upto;
+      }
+      ASSERT_EQ(done, total) << n << " chunks leave " << (total == kIlvPasses ? "passes" : "elements") << " undone";
     }
-    ASSERT_EQ(done, kIlvPasses) << n << " chunks leave passes undone";
-  }
   std::vector<int> seen(128 * 256, 0);
   for (int t = 0; t < 256; ++t)
     for (int j = 0; j < kIlvPasses; ++j) {
