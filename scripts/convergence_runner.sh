@@ -12,7 +12,7 @@
 # Usage: scripts/convergence_runner.sh OUTDIR     (bundle/fh_gpu_bundle.tar.xz with forge-model-step;
 #        corpus/ from scripts/prepare_corpus.py, carried, or corpus.tar.xz beside it)
 # Env: FH_CONV_SEEDS ("1 2 3"), FH_CONV_STEPS (1000), FH_CONV_TOKENS (512), FH_CONV_LR (6e-4),
-#      FH_CONV_PARALLEL (4), FH_CONV_PARTS ("harness torch release planted"), FH_CONV_DATA (the corpus folder),
+#      FH_CONV_PARALLEL (4; with FH_CONV_MPS=1 through MPS), FH_CONV_PARTS ("harness torch release planted"), FH_CONV_DATA (the corpus folder),
 #      FH_CONV_FORGE_SRC (the release's tree, holding src/fused_grad_optimizer);
 #      for the script's own test (scripts/test_convergence_runner.sh): FH_CONV_BIN (a folder with
 #      forge-model-step instead of the bundle's) and FH_CONV_PYTHON (python3).
@@ -52,6 +52,22 @@ else
 fi
 [ -x "$B/bin/forge-model-step" ] || { say "MISSING: forge-model-step in the bundle"; exit 2; }
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:$B/lib:${LD_LIBRARY_PATH:-}"
+# FH_CONV_MPS=1: runs side by side share the GPU through MPS instead of the driver's time slices.
+# Measured 2026-12-07 on an H100 (docs/model_step/README.md): one
+# harness run alone did 40 steps in under 4 s with its start; 10 runs at once time-sliced finished 2
+# torch runs in 470 s and no harness run; 9 at once through MPS (the daemon started) finished none in
+# 215 s. Neither way is known to work, so MPS stays opt-in; if the daemon does not start, the log says so.
+if [ "${FH_CONV_MPS:-0}" = 1 ] && [ "$PAR" -gt 1 ] && command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+  export CUDA_MPS_PIPE_DIRECTORY="$WORK/mps_pipe" CUDA_MPS_LOG_DIRECTORY="$WORK/mps_log"
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  if nvidia-cuda-mps-control -d; then
+    trap 'echo quit | nvidia-cuda-mps-control; rm -rf "$WORK"' EXIT
+    say "-- MPS daemon started"
+  else
+    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+    say "-- MPS did not start: the runs are time-sliced"
+  fi
+fi
 say "== convergence run $(date -u +%FT%TZ), bundle $(grep git_revision "$B/MANIFEST" 2>/dev/null), corpus $(grep -o '"source_sha256": "[0-9a-f]*' "$DATA/corpus.json" | cut -c19-34)"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee -a "$LOG"
 jobs_file="$WORK/jobs"
@@ -87,14 +103,18 @@ fi
 say "-- $(wc -l < "$jobs_file") runs, $PAR at a time"
 t0=$SECONDS
 rc=0
-# The job list's commands, PAR at a time, their output (and "run failed: ..." lines) into runs.log.
+# The job list's commands, PAR at a time: each run's output in OUTDIR/logs/NAME.log (NAME: its JSON's),
+# a line with its exit status and seconds in OUTDIR/runs_progress.txt as it ends (both kept if the
+# runner is cut off: the 2026-12-07 calls lost every unfinished run's output), "run failed: ..." lines
+# into the log.
+mkdir -p "$OUT/logs"
+: > "$OUT/runs_progress.txt"
+: > "$WORK/failed.txt"
 run_jobs() {
-  : > "$WORK/batch.log"
-  xargs -P "$PAR" -I CMD sh -c 'CMD >> "$0" 2>&1 || echo "run failed: CMD" >> "$0"' "$WORK/batch.log" < "$jobs_file"
-  cat "$WORK/batch.log" >> "$LOG" && cat "$WORK/batch.log" >> "$WORK/runs.log"
-  grep -q "^run failed" "$WORK/runs.log" && rc=1
+  xargs -P "$PAR" -I CMD sh -c 'n=$(echo "CMD" | sed -n "s|.* --out [^ ]*/\([^/ ]*\)\.json.*|\1|p"); s=$(date +%s)
+    if CMD > "$0/logs/$n.log" 2>&1; then r=0; else r=$?; echo "run failed: CMD" >> "$1"; fi
+    echo "[$(date -u +%T)] $n rc $r in $(( $(date +%s) - s )) s" >> "$0/runs_progress.txt"' "$OUT" "$WORK/failed.txt" < "$jobs_file"
 }
-: > "$WORK/runs.log"
 run_jobs
 # Then torch in fp32 from each seed's harness weights: the same first loss (same_start).
 if has harness && has torch; then
@@ -106,6 +126,8 @@ if has harness && has torch; then
   done
   run_jobs
 fi
-say "-- runs done in $((SECONDS - t0)) s; $(grep -c '^run failed' "$WORK/runs.log") failed"
+cat "$WORK/failed.txt" >> "$LOG"
+[ -s "$WORK/failed.txt" ] && rc=1
+say "-- runs done in $((SECONDS - t0)) s; $(grep -c '^run failed' "$WORK/failed.txt") failed"
 tar -C "$OUT" -cJf "$OUT/runs.tar.xz" json && rm -rf "$OUT/json"
 exit $rc

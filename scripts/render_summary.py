@@ -253,7 +253,7 @@ def issue33_figures(report_path, meta, figdir):
                                            float(g["data"]["max_microbatch_standard"][0]))
         if "model_step_figures" in f:
             for case, g in f["model_step_figures"].items():
-                m = re.match(r"^harness_(fused|standard)_bf16\.(qwen3_\w+|qwen14b|gpt2_124m)\.L\d+$", case)
+                m = re.match(r"^harness_(fused|standard)_bf16(?:_tied)?\.(qwen3_\w+|qwen14b|gpt2_124m)\.L\d+$", case)
                 d = g["data"] if "data" in g else {}
                 if m and all(k in d for k in ("peak_bytes", "median_ms")):
                     fam = family.setdefault(m.group(2), {})

@@ -48,11 +48,18 @@ grep -q -- "--plant skip_one_update" "$d/json/h_fused_bf16_master_planted_s1.jso
 grep -q -- "--dump-grads .*g_s2.bin" "$d/json/h_standard_bf16_master_s2.json" || fail "the standard run dumps no gradients"
 grep -q -- "--compare-grads .*g_s2.bin" "$d/json/t_fp32_from_harness_s2.json" || fail "torch fp32 from the harness compares no gradients"
 grep -q -- "--optimizer forge_int8 --forge-src $d/forge" "$d/json/r_forge_int8_s3.json" || fail "the release's INT8 run: $(cat "$d/json/r_forge_int8_s3.json")"
+# Each run's output in logs/NAME.log and its end in runs_progress.txt (kept when the runner is cut off).
+for f in "$d"/json/*.json; do
+  b="$(basename "$f" .json)"
+  [ -f "$d/out/logs/$b.log" ] || fail "no logs/$b.log"
+  grep -q "\] $b rc 0 in [0-9]* s$" "$d/out/runs_progress.txt" || fail "no progress line for $b"
+done
 rm -rf "$d/out" "$d/json"
 FAKE_FAIL=1 FH_CONV_BIN="$d/bin" FH_CONV_PYTHON="$d/bin/python" FH_CONV_DATA="$d/data" bash "$R" "$d/out" > "$d/log" 2>&1
 rc=$?
 [ $rc -eq 1 ] || fail "a failing run: exit $rc, not 1"
 grep -q "^run failed" "$d/out/convergence_run.log" || fail "the failing run is not named in the log"
+grep -q "h_fused_bf16_master_planted_s1 rc [1-9][0-9]* in" "$d/out/runs_progress.txt" || fail "the failing run's progress line has no failing status"
 FH_CONV_BIN="$d/bin" FH_CONV_DATA="$d/none" bash "$R" "$d/out2" > "$d/log" 2>&1
 rc=$?
 [ $rc -eq 2 ] || fail "no corpus: exit $rc, not 2"

@@ -160,5 +160,11 @@ mkdir "$T/badpage_user" && echo keep > "$T/badpage_user/notes.txt"
 "$PY" "$RS" "$REPORT" -o "$T/badpage_user" > /dev/null 2>&1
 [ $? = 2 ] && [ "$(cat "$T/badpage_user/notes.txt")" = keep ] && ok "a folder it did not write is refused" || fail "a user's folder was replaced"
 
+# The family's figure, from the committed family report (issue 33: docs/model_step/family): every model
+# that ran, the 14B (no path fits 80 GB) without bars.
+FR="$ROOT/docs/model_step/family/family_report.h5"
+"$PY" "$RS" "$FR" -o "$T/family" > "$T/family.log" 2>&1 && grep -q 'family.png' "$T/family/index.html" \
+  && [ -s "$T/family/figures/family.png" ] && ok "the family's figure" || fail "no family figure from $FR ($(tail -1 "$T/family.log"))"
+
 echo "test_summary_page: $fails failure(s), $(( $(date +%s) - start )) s"
 [ $fails = 0 ]
