@@ -53,10 +53,10 @@ fi
 [ -x "$B/bin/forge-model-step" ] || { say "MISSING: forge-model-step in the bundle"; exit 2; }
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:$B/lib:${LD_LIBRARY_PATH:-}"
 # FH_CONV_MPS=1: runs side by side share the GPU through MPS instead of the driver's time slices.
-# Measured 2026-12-07 on an H100 (docs/model_step/README.md): one
-# harness run alone did 40 steps in under 4 s with its start; 10 runs at once time-sliced finished 2
-# torch runs in 470 s and no harness run; 9 at once through MPS (the daemon started) finished none in
-# 215 s. Neither way is known to work, so MPS stays opt-in; if the daemon does not start, the log says so.
+# Measured 2026-12-07 on an H100 (docs/model_step/README.md): one harness run alone did 40 steps in
+# under 4 s with its start; 10 runs at once, time-sliced, finished 2 torch runs in 470 s and no harness
+# run; 9 at once through MPS (the daemon started) finished none in 215 s. Neither way is known to work,
+# so MPS stays opt-in; if the daemon does not start, the log says so.
 if [ "${FH_CONV_MPS:-0}" = 1 ] && [ "$PAR" -gt 1 ] && command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
   export CUDA_MPS_PIPE_DIRECTORY="$WORK/mps_pipe" CUDA_MPS_LOG_DIRECTORY="$WORK/mps_log"
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"

@@ -231,6 +231,17 @@ def fidelity_figures(report_path, figdir):
     return out
 
 
+def save_stamped(fig, meta, figdir, name):
+    """Lays the figure out, stamps it with the run's provenance, writes figdir/name and closes it."""
+    import matplotlib.pyplot as plt
+    import render_fidelity
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    render_fidelity.stamp(fig, meta)
+    fig.savefig(os.path.join(figdir, name), dpi=110)
+    plt.close(fig)
+    return name
+
+
 def issue33_figures(report_path, meta, figdir):
     """Issue 33's figures from the report, each drawn when its claim wrote data: the convergence
     study's held-out loss per configuration (mean over seeds, band = the seeds' min-max) and one
@@ -266,7 +277,6 @@ def issue33_figures(report_path, meta, figdir):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
-    import render_fidelity
     out = []
     if curves:
         # Left: the curves; right: each configuration's mean minus torch bf16's (the parity the
@@ -295,11 +305,7 @@ def issue33_figures(report_path, meta, figdir):
         dx.set_xlabel("step")
         dx.set_ylabel("minus torch bf16's mean (nats); dashed: the paper's +-0.001")
         dx.set_title("against torch AdamW in bf16" if ref is not None else "no torch bf16 run to compare with", fontsize=9)
-        fig.tight_layout(rect=(0, 0.03, 1, 1))
-        render_fidelity.stamp(fig, meta)
-        fig.savefig(os.path.join(figdir, "convergence_loss.png"), dpi=110)
-        plt.close(fig)
-        out.append("convergence_loss.png")
+        out.append(save_stamped(fig, meta, figdir, "convergence_loss.png"))
     if tp:
         degrees = sorted(tp)
         x = np.arange(len(degrees))
@@ -311,17 +317,13 @@ def issue33_figures(report_path, meta, figdir):
         ax.set_ylabel("largest micro-batch (512-token sequences)")
         ax.set_title("tp_microbatch: one Llama-3.1-8B rank per H200, Megatron-LM's layout (the memory model)", fontsize=8)
         ax.legend(fontsize=7)
-        fig.tight_layout(rect=(0, 0.03, 1, 1))
-        render_fidelity.stamp(fig, meta)
-        fig.savefig(os.path.join(figdir, "tp_microbatch.png"), dpi=110)
-        plt.close(fig)
-        out.append("tp_microbatch.png")
+        out.append(save_stamped(fig, meta, figdir, "tp_microbatch.png"))
     if family:
         order = ["gpt2_124m", "qwen3_0p6b", "qwen3_1p7b", "qwen3_4b", "qwen3_8b", "qwen14b"]
         models = sorted(family, key=lambda m: order.index(m) if m in order else len(order))
         x = np.arange(len(models))
         fig, (tx, px) = plt.subplots(1, 2, figsize=(13, 4.6))
-        for k, (path, off) in enumerate((("fused", -0.2), ("standard", 0.2))):
+        for path, off in (("fused", -0.2), ("standard", 0.2)):
             for ax, i in ((tx, 1), (px, 0)):
                 # Torch's over ours for time (a speedup), ours over torch's for the peak; no bar without torch.
                 v = [(family[m]["torch"][1] / family[m][path][1] if i == 1 else family[m][path][0] / family[m]["torch"][0])
@@ -338,11 +340,7 @@ def issue33_figures(report_path, meta, figdir):
             ax.set_xticks(x)
             ax.set_xticklabels(models, fontsize=7)
             ax.legend(fontsize=7)
-        fig.tight_layout(rect=(0, 0.03, 1, 1))
-        render_fidelity.stamp(fig, meta)
-        fig.savefig(os.path.join(figdir, "family.png"), dpi=110)
-        plt.close(fig)
-        out.append("family.png")
+        out.append(save_stamped(fig, meta, figdir, "family.png"))
     return out
 
 
