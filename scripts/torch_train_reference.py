@@ -113,14 +113,6 @@ def read_dump(path, kind, value_bytes):
     return head, out
 
 
-def read_init(path, shape):
-    return read_dump(path, "fh_model_weights", 2)
-
-
-def read_grads(path):
-    return read_dump(path, "fh_model_grads", 4)
-
-
 def grad_errors(torch, p, harness):
     """Per parameter: the Frobenius norm of the harness's gradient minus torch's over torch's."""
     if set(harness) != set(p):
@@ -231,14 +223,14 @@ def main():
     init = None
     if a.init_from:
         try:
-            init_head, init = read_init(a.init_from, shape)
+            init_head, init = read_dump(a.init_from, "fh_model_weights", 2)
         except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
             print("torch_train_reference.py: --init-from: %s" % e, file=sys.stderr)
             return 2
     grads = None
     if a.compare_grads:
         try:
-            grads = read_grads(a.compare_grads)[1]
+            grads = read_dump(a.compare_grads, "fh_model_grads", 4)[1]
         except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
             print("torch_train_reference.py: --compare-grads: %s" % e, file=sys.stderr)
             return 2
