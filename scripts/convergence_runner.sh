@@ -21,6 +21,9 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="${1:?usage: convergence_runner.sh OUTDIR}"
+# The switches, before anything is made.
+case "${FH_CONV_MPS:-0}" in 0|1) ;; *) echo "convergence_runner: FH_CONV_MPS='$FH_CONV_MPS' must be 0 or 1" >&2; exit 2 ;; esac
+case "${FH_CONV_PARALLEL:-4}" in ''|*[!0-9]*|0*) echo "convergence_runner: FH_CONV_PARALLEL='${FH_CONV_PARALLEL:-}' must be a positive integer" >&2; exit 2 ;; esac
 mkdir -p "$OUT/json" || exit 2
 OUT="$(cd "$OUT" && pwd)"
 SEEDS="${FH_CONV_SEEDS:-1 2 3}"

@@ -66,5 +66,12 @@ rc=$?
 FH_CONV_BIN="$d/bin" FH_CONV_DATA="$d/data" FH_CONV_FORGE_SRC="$d/none" bash "$R" "$d/out3" > "$d/log" 2>&1
 rc=$?
 [ $rc -eq 2 ] || fail "no release tree: exit $rc, not 2"
+# The switches are checked before anything is made (exit 2, the variable named, no OUTDIR).
+for bad in "FH_CONV_MPS=yes" "FH_CONV_PARALLEL=0" "FH_CONV_PARALLEL=x"; do
+  env "$bad" FH_CONV_BIN="$d/bin" FH_CONV_DATA="$d/data" bash "$R" "$d/out4" > "$d/log" 2>&1
+  rc=$?
+  { [ $rc -eq 2 ] && grep -q "${bad%%=*}='${bad#*=}'" "$d/log" && [ ! -e "$d/out4" ]; } ||
+    fail "$bad: exit $rc, not 2 with the variable named and nothing made ($(head -c 200 "$d/log"))"
+done
 [ $fails -eq 0 ] && echo "test_convergence_runner: all checks passed"
 exit $((fails > 0))
