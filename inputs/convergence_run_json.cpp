@@ -99,6 +99,43 @@ ConvergenceRun read_convergence_run_json(const std::string& path) {
     r.int8_v_total = json_integer(field("int8_v_total"), who, "int8_v_total", 0, kMaxJsonCount);
     r.int8_v_zero = json_integer(field("int8_v_zero"), who, "int8_v_zero", 0, r.int8_v_total);
   }
+  if (doc.contains("trace")) {
+    const nlohmann::json& t = field("trace");
+    if (!t.is_object()) throw std::invalid_argument(who + ": \"trace\" is not a JSON object");
+    auto list = [&](const char* key) -> const nlohmann::json& {
+      const std::string name = std::string("trace.") + key;
+      const nlohmann::json& l = json_list(t.contains(key) ? t[key] : none, who, name, 1);
+      if (l.size() > size_t(r.steps))
+        throw std::invalid_argument(who + ": \"" + name + "\" holds more values than the run has steps");
+      return l;
+    };
+    const nlohmann::json& upd = list("max_abs_update");
+    for (const auto& x : upd)
+      r.trace_max_update.push_back(x.is_null() ? std::numeric_limits<double>::quiet_NaN()
+                                               : json_number(x, who, "trace.max_abs_update", 0, 1e38));
+    for (const auto& x : list("max_update_param")) {
+      if (!x.is_string()) throw std::invalid_argument(who + ": \"trace.max_update_param\" holds a value that is not a string");
+      if (const std::string p = text_problem(x.get<std::string>()); !p.empty())
+        throw std::invalid_argument(who + ": \"trace.max_update_param\": " + p);
+      r.trace_update_param.push_back(x.get<std::string>());
+    }
+    const bool int8 = r.state == "int8" && r.int8_v_total >= 0;
+    if (int8 != (t.contains("v_zero") || t.contains("v_zero_m_nonzero")) || (int8 && !t.contains("v_zero")))
+      throw std::invalid_argument(who + ": \"trace\" holds v_zero lists " + (int8 ? "only in part" : "without INT8 state") +
+                                  " (they come with INT8 state and int8_v_total)");
+    if (int8) {
+      for (const auto& x : list("v_zero")) r.trace_v_zero.push_back(json_integer(x, who, "trace.v_zero", 0, r.int8_v_total));
+      for (const auto& x : list("v_zero_m_nonzero"))
+        r.trace_v_zero_m_nonzero.push_back(json_integer(x, who, "trace.v_zero_m_nonzero", 0, r.int8_v_total));
+    }
+    const size_t n = r.trace_max_update.size();
+    if (r.trace_update_param.size() != n || (int8 && (r.trace_v_zero.size() != n || r.trace_v_zero_m_nonzero.size() != n)))
+      throw std::invalid_argument(who + ": the \"trace\" lists are not one value per traced step each");
+    for (size_t i = 0; i < r.trace_v_zero.size(); ++i)
+      if (r.trace_v_zero_m_nonzero[i] > r.trace_v_zero[i])
+        throw std::invalid_argument(who + ": \"trace.v_zero_m_nonzero\" exceeds \"trace.v_zero\" at traced step " +
+                                    std::to_string(i + 1));
+  }
   if (doc.contains("grad_rel_err")) {
     const nlohmann::json& g = field("grad_rel_err");
     if (!g.is_object() || g.empty()) throw std::invalid_argument(who + ": \"grad_rel_err\" is not an object of parameters");

@@ -28,6 +28,12 @@ struct ConvergenceRun {
   std::vector<std::string> step_digests;  // harness: one per step; torch: none
   int64_t nonfinite_losses = 0;
   int64_t int8_v_zero = -1, int8_v_total = -1;  // INT8 state: second moments decoding to zero at the end; -1: not given
+  // forge-model-step --trace-steps N: per traced step (the first N), the largest change of a bf16
+  // weight (NaN: not finite) and its parameter; INT8 state also the second moments decoding to zero,
+  // and those beside a first moment that does not. All empty: no trace.
+  std::vector<double> trace_max_update;
+  std::vector<std::string> trace_update_param;
+  std::vector<int64_t> trace_v_zero, trace_v_zero_m_nonzero;
   // torch --compare-grads: per parameter, ||G_harness - G_torch|| / ||G_torch|| at step 1 (name, error).
   std::vector<std::pair<std::string, double>> grad_rel_err;
 };
@@ -37,7 +43,9 @@ struct ConvergenceRun {
 // losses of another length than steps, eval steps not ascending from 0 or past steps, a harness run
 // without one digest per step, a loss that is neither a finite number nor null, or a string that
 // cannot reach the report (inputs/text_rules.h), or a grad_rel_err that is not an object of
-// parameter names and numbers >= 0. A failed run needs only its error.
+// parameter names and numbers >= 0, or a trace whose lists are not one value per traced step (at
+// most steps; v_zero lists on INT8 state only, counts of at most the state's elements).
+// A failed run needs only its error.
 ConvergenceRun read_convergence_run_json(const std::string& path);
 
 }  // namespace fh

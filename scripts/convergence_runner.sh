@@ -12,7 +12,7 @@
 # Usage: scripts/convergence_runner.sh OUTDIR     (bundle/fh_gpu_bundle.tar.xz with forge-model-step;
 #        corpus/ from scripts/prepare_corpus.py, carried, or corpus.tar.xz beside it)
 # Env: FH_CONV_SEEDS ("1 2 3"), FH_CONV_STEPS (1000), FH_CONV_TOKENS (512), FH_CONV_LR (6e-4),
-#      FH_CONV_PARALLEL (4; with FH_CONV_MPS=1 through MPS), FH_CONV_PARTS ("harness torch release planted"), FH_CONV_DATA (the corpus folder),
+#      FH_CONV_PARALLEL (8, through MPS unless FH_CONV_MPS=0), FH_CONV_PARTS ("harness torch release planted"), FH_CONV_DATA (the corpus folder),
 #      FH_CONV_FORGE_SRC (the release's tree, holding src/fused_grad_optimizer);
 #      for the script's own test (scripts/test_convergence_runner.sh): FH_CONV_BIN (a folder with
 #      forge-model-step instead of the bundle's) and FH_CONV_PYTHON (python3).
@@ -22,15 +22,15 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="${1:?usage: convergence_runner.sh OUTDIR}"
 # The switches, before anything is made.
-case "${FH_CONV_MPS:-0}" in 0|1) ;; *) echo "convergence_runner: FH_CONV_MPS='$FH_CONV_MPS' must be 0 or 1" >&2; exit 2 ;; esac
-case "${FH_CONV_PARALLEL:-4}" in ''|*[!0-9]*|0*) echo "convergence_runner: FH_CONV_PARALLEL='${FH_CONV_PARALLEL:-}' must be a positive integer" >&2; exit 2 ;; esac
+case "${FH_CONV_MPS:-1}" in 0|1) ;; *) echo "convergence_runner: FH_CONV_MPS='$FH_CONV_MPS' must be 0 or 1" >&2; exit 2 ;; esac
+case "${FH_CONV_PARALLEL:-8}" in ''|*[!0-9]*|0*) echo "convergence_runner: FH_CONV_PARALLEL='${FH_CONV_PARALLEL:-}' must be a positive integer" >&2; exit 2 ;; esac
 mkdir -p "$OUT/json" || exit 2
 OUT="$(cd "$OUT" && pwd)"
 SEEDS="${FH_CONV_SEEDS:-1 2 3}"
 STEPS="${FH_CONV_STEPS:-1000}"
 TOKENS="${FH_CONV_TOKENS:-512}"
 LR="${FH_CONV_LR:-6e-4}"
-PAR="${FH_CONV_PARALLEL:-4}"
+PAR="${FH_CONV_PARALLEL:-8}"
 PARTS="${FH_CONV_PARTS:-harness torch release planted}"
 LOG="$OUT/convergence_run.log"
 say() { echo "$*" | tee -a "$LOG"; }
@@ -55,12 +55,12 @@ else
 fi
 [ -x "$B/bin/forge-model-step" ] || { say "MISSING: forge-model-step in the bundle"; exit 2; }
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:$B/lib:${LD_LIBRARY_PATH:-}"
-# FH_CONV_MPS=1: runs side by side share the GPU through MPS instead of the driver's time slices.
-# Measured 2026-12-07 on an H100 (docs/model_step/README.md): one harness run alone did 40 steps in
-# under 4 s with its start; 10 runs at once, time-sliced, finished 2 torch runs in 470 s and no harness
-# run; 9 at once through MPS (the daemon started) finished none in 215 s. Neither way is known to work,
-# so MPS stays opt-in; if the daemon does not start, the log says so.
-if [ "${FH_CONV_MPS:-0}" = 1 ] && [ "$PAR" -gt 1 ] && command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+# Runs side by side share the GPU through MPS (FH_CONV_MPS=0: the driver's time slices instead).
+# Measured 2026-12-07 on an H100 (docs/model_step/README.md): a harness run spins one CPU core and
+# leaves the GPU mostly idle; 100 steps took 8 s alone, 32 s for 4 at once time-sliced and 22 s for 4
+# through MPS; 6-8 harness runs of 1000 steps through MPS took 265-316 s each, all together. If the
+# daemon does not start, the log says so and the runs are time-sliced.
+if [ "${FH_CONV_MPS:-1}" = 1 ] && [ "$PAR" -gt 1 ] && command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
   export CUDA_MPS_PIPE_DIRECTORY="$WORK/mps_pipe" CUDA_MPS_LOG_DIRECTORY="$WORK/mps_log"
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
   if nvidia-cuda-mps-control -d; then
@@ -83,8 +83,13 @@ for s in $SEEDS; do
       # seed: the same weights and batch), for torch fp32's same start and gradient comparison below.
       dump="--dump-grads $WORK/g_s$s.bin"
       [ "$u" = fused ] && dump="--dump-init $WORK/w_s$s.bin"
-      echo "$B/bin/forge-model-step --model llama_30m --train $DATA --seed $s --update $u --state bf16 --store fp32_master $common $dump --force --out $OUT/json/h_${u}_bf16_master_s$s.json" >> "$jobs_file"
-      echo "$B/bin/forge-model-step --model llama_30m --train $DATA --seed $s --update $u --state int8 --store fp32_master $common --force --out $OUT/json/h_${u}_int8_master_s$s.json" >> "$jobs_file"
+      # The first seed's fused runs with fp32 master weights trace their first 60 steps: the largest
+      # weight change per step and (INT8) the second moments decoding to zero, the INT8 divergence's
+      # cause (convergence_parity's int8_update_within_10x_bf16). The trace only reads.
+      trace=""
+      [ "$u" = fused ] && [ "$s" = "${SEEDS%% *}" ] && trace="--trace-steps $(( STEPS < 60 ? STEPS : 60 ))"
+      echo "$B/bin/forge-model-step --model llama_30m --train $DATA --seed $s --update $u --state bf16 --store fp32_master $common $dump $trace --force --out $OUT/json/h_${u}_bf16_master_s$s.json" >> "$jobs_file"
+      echo "$B/bin/forge-model-step --model llama_30m --train $DATA --seed $s --update $u --state int8 --store fp32_master $common $trace --force --out $OUT/json/h_${u}_int8_master_s$s.json" >> "$jobs_file"
       echo "$B/bin/forge-model-step --model llama_30m --train $DATA --seed $s --update $u --state bf16 --store bf16_sr $common --force --out $OUT/json/h_${u}_bf16_sr_s$s.json" >> "$jobs_file"
     done
   fi

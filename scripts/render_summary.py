@@ -286,15 +286,36 @@ def issue33_figures(report_path, meta, figdir):
         if "torch_adamw_bf16" in curves:
             r0 = curves["torch_adamw_bf16"]
             ref = (r0[0][0], np.nanmean(np.array([r[1] for r in r0 if r[0] == r0[0][0]], dtype=float), axis=0))
-        for config in sorted(curves):
+        # A configuration diverged where a seed's held-out loss leaves finite values or rises above
+        # its start: drawn up to there, named so in the legend, and left out of the axes' range (its
+        # thousands of nats would flatten every other curve).
+        kept_lo, kept_hi, kept_gap = [], [], []
+        for i, config in enumerate(sorted(curves)):
             runs = [r for r in curves[config] if r[0] == curves[config][0][0]]  # the seeds on one schedule
             steps, loss = np.array(runs[0][0]), np.array([r[1] for r in runs], dtype=float)
-            line, = ax.plot(steps, np.nanmean(loss, axis=0), lw=1.2, label="%s (%d seeds)" % (config, len(runs)))
+            bad = ~np.isfinite(loss) | (loss > loss[:, :1] * 1.05)
+            diverged = bool(bad[:, 1:].any())
+            if diverged:
+                first = int(np.argmax(bad.any(axis=0)))
+                loss = np.where(np.arange(len(steps)) < first, loss, np.nan)
+            label = "%s (%d seeds%s)" % (config, len(runs), ", diverged" if diverged else "")
+            line, = ax.plot(steps, np.nanmean(loss, axis=0), lw=1.2, ls=("-", "--", ":")[i // 10 % 3], label=label)
             ax.fill_between(steps, np.nanmin(loss, axis=0), np.nanmax(loss, axis=0), color=line.get_color(), alpha=0.15)
+            if not diverged:
+                kept_lo.append(np.nanmin(loss)), kept_hi.append(np.nanmax(loss))
             if ref is not None and list(steps) == list(ref[0]):
-                dx.plot(steps, np.nanmean(loss, axis=0) - ref[1], lw=1.2, color=line.get_color())
+                gap = np.nanmean(loss, axis=0) - ref[1]
+                dx.plot(steps, gap, lw=1.2, color=line.get_color(), ls=line.get_linestyle())
                 dx.fill_between(steps, np.nanmin(loss, axis=0) - ref[1], np.nanmax(loss, axis=0) - ref[1],
                                 color=line.get_color(), alpha=0.15)
+                if not diverged and "_planted_" not in config:  # a planted run is meant to leave the range
+                    kept_gap.append(np.nanmax(np.abs(gap[len(steps) // 10:])))
+        if kept_lo:
+            pad = 0.05 * (max(kept_hi) - min(kept_lo))
+            ax.set_ylim(min(kept_lo) - pad, max(kept_hi) + pad)
+        if kept_gap:  # the later steps' gaps set the range (the first steps differ by tenths of a nat)
+            half = max(1.3 * max(kept_gap), 0.005)
+            dx.set_ylim(-half, half)
         ax.set_xlabel("step")
         ax.set_ylabel("held-out loss (nats)")
         ax.set_title("convergence_parity: held-out loss, mean over seeds, band = min-max", fontsize=9)

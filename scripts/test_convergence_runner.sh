@@ -45,6 +45,11 @@ done
 grep -q -- "--update standard --state int8 --store fp32_master --steps 7" "$d/json/h_standard_int8_master_s3.json" ||
   fail "a run without its own arguments: $(cat "$d/json/h_standard_int8_master_s3.json")"
 grep -q -- "--plant skip_one_update" "$d/json/h_fused_bf16_master_planted_s1.json" || fail "the planted run is not planted"
+# The first seed's fused INT8 and bf16 runs trace their first steps (at most the run's 7); no other run does.
+for f in h_fused_int8_master_s1 h_fused_bf16_master_s1; do
+  grep -q -- "--trace-steps 7 " "$d/json/$f.json" || fail "$f is not traced: $(cat "$d/json/$f.json")"
+done
+[ "$(grep -l -- "--trace-steps" "$d"/json/*.json | wc -l)" -eq 2 ] || fail "traced runs: $(grep -l -- "--trace-steps" "$d"/json/*.json)"
 grep -q -- "--dump-grads .*g_s2.bin" "$d/json/h_standard_bf16_master_s2.json" || fail "the standard run dumps no gradients"
 grep -q -- "--compare-grads .*g_s2.bin" "$d/json/t_fp32_from_harness_s2.json" || fail "torch fp32 from the harness compares no gradients"
 grep -q -- "--optimizer forge_int8 --forge-src $d/forge" "$d/json/r_forge_int8_s3.json" || fail "the release's INT8 run: $(cat "$d/json/r_forge_int8_s3.json")"

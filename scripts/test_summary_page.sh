@@ -166,5 +166,12 @@ FR="$ROOT/docs/model_step/family/family_report.h5"
 "$PY" "$RS" "$FR" -o "$T/family" > "$T/family.log" 2>&1 && grep -q 'family.png' "$T/family/index.html" \
   && [ -s "$T/family/figures/family.png" ] && ok "the family's figure" || fail "no family figure from $FR ($(tail -1 "$T/family.log"))"
 
+# The convergence study's figure, from its committed report (docs/model_step/convergence): the INT8
+# configurations that diverged are named so in the legend.
+CR="$ROOT/docs/model_step/convergence/convergence_report.h5"
+"$PY" "$RS" "$CR" -o "$T/convergence" > "$T/convergence.log" 2>&1 && grep -q 'convergence_loss.png' "$T/convergence/index.html" \
+  && [ -s "$T/convergence/figures/convergence_loss.png" ] && ok "the convergence study's figure" \
+  || fail "no convergence figure from $CR ($(tail -1 "$T/convergence.log"))"
+
 echo "test_summary_page: $fails failure(s), $(( $(date +%s) - start )) s"
 [ $fails = 0 ]

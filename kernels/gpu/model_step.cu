@@ -655,24 +655,30 @@ std::vector<uint16_t> ModelStep::weight_bits(size_t i) const {
   return out;
 }
 
-std::pair<int64_t, int64_t> ModelStep::int8_zero_states(int slot) const {
-  if (impl_->cfg.state != StateFormat::int8 || slot < 0 || slot >= kMaxStates) return {0, 0};
-  cuda_check(cudaStreamSynchronize(impl_->stream), "ModelStep::int8_zero_states");
-  int64_t zeros = 0, total = 0;
+ModelStep::Int8ZeroCounts ModelStep::int8_zero_counts() const {
+  Int8ZeroCounts n;
+  if (impl_->cfg.state != StateFormat::int8) return n;
+  cuda_check(cudaStreamSynchronize(impl_->stream), "ModelStep::int8_zero_counts");
   for (const Param& p : impl_->params) {
-    const StateView& sv = p.pv.state[slot];
-    if (!sv.i8 || !sv.absmax) continue;
+    const StateView &m = p.pv.state[0], &v = p.pv.state[1];
+    if (!m.i8 || !m.absmax || !v.i8 || !v.absmax) continue;
     const int64_t rows = p.pv.rows, cols = p.pv.cols, bpr = p.pv.blocks_per_row();
-    std::vector<uint8_t> q(size_t(rows * cols));
-    std::vector<float> amax(size_t(rows * bpr));
-    cuda_check(cudaMemcpy(q.data(), sv.i8, q.size(), cudaMemcpyDeviceToHost), "ModelStep::int8_zero_states");
-    cuda_check(cudaMemcpy(amax.data(), sv.absmax, amax.size() * 4, cudaMemcpyDeviceToHost), "ModelStep::int8_zero_states");
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c)
-        zeros += q[size_t(r * cols + c)] == 0 || amax[size_t(r * bpr + c / kInt8Block)] == 0.0f;
-    total += rows * cols;
+    // Per slot, is each element's decoded value zero: its code is 0, or its block's absmax is.
+    auto zero_of = [&](const StateView& sv) {
+      std::vector<uint8_t> q(size_t(rows * cols));
+      std::vector<float> amax(size_t(rows * bpr));
+      cuda_check(cudaMemcpy(q.data(), sv.i8, q.size(), cudaMemcpyDeviceToHost), "ModelStep::int8_zero_counts");
+      cuda_check(cudaMemcpy(amax.data(), sv.absmax, amax.size() * 4, cudaMemcpyDeviceToHost), "ModelStep::int8_zero_counts");
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          q[size_t(r * cols + c)] = q[size_t(r * cols + c)] == 0 || amax[size_t(r * bpr + c / kInt8Block)] == 0.0f;
+      return q;
+    };
+    const std::vector<uint8_t> mz = zero_of(m), vz = zero_of(v);
+    for (size_t i = 0; i < vz.size(); ++i) n.v_zero += vz[i], n.v_zero_m_nonzero += vz[i] && !mz[i];
+    n.total += rows * cols;
   }
-  return {zeros, total};
+  return n;
 }
 
 std::vector<uint64_t> ModelStep::state_digests() const {

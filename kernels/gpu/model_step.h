@@ -111,9 +111,14 @@ class ModelStep {
   std::vector<uint64_t> weight_digests() const;
   // Parameter i's bf16 weights (the copy the forward pass reads), their bits, row-major.
   std::vector<uint16_t> weight_bits(size_t i) const;
-  // INT8 state only: of every parameter's state slot `slot` elements, how many decode to zero (code 0,
-  // or a block whose absmax is 0), and how many there are; {0, 0} for another state format.
-  std::pair<int64_t, int64_t> int8_zero_states(int slot) const;
+  // INT8 state only (AdamW's slots: 0 the first moment, 1 the second): over every parameter, how many
+  // second moments decode to zero (code 0, or a block whose absmax is 0), how many of those beside a
+  // first moment that does not (the elements whose next update is m / eps), and how many elements
+  // there are; all 0 for another state format.
+  struct Int8ZeroCounts {
+    int64_t v_zero = 0, v_zero_m_nonzero = 0, total = 0;
+  };
+  Int8ZeroCounts int8_zero_counts() const;
   std::vector<uint64_t> state_digests() const;
   // The bytes the step holds at its start: weights and state (the pool's current use).
   int64_t resident_bytes() const;

@@ -348,10 +348,11 @@ std::vector<ClaimInfo> make_registry() {
            {"suites/claims/convergence_parity (digests, seed spread, tolerance)"},
            {"train_loss", "eval_loss", "eval_steps", "nonfinite_losses", "final_eval_gap", "final_eval_loss", "seeds",
             "mean_and_spread", "gap_and_spread", "floor_nats", "gap_nats", "first_loss_gap",
-            "v_zero_fraction", "grad_rel_err"},
+            "v_zero_fraction", "grad_rel_err", "first_nonfinite_step", "traced_v_zero_m_nonzero", "traced_v_zero",
+            "traced_max_update_int8", "traced_max_update_bf16"},
            0, kNeedsNothing, claim_convergence_parity},
           {"within_seed_spread_of_torch_bf16", "within_0p001_nats_of_torch_bf16", "paper_tolerance_above_precision_floor",
-           "int8_within_0p01_nats_of_bf16"}),
+           "int8_within_0p01_nats_of_bf16", "finite_to_the_end", "int8_update_within_10x_bf16"}),
           kInputConvergenceRuns),
       reading(with_findings(
           {"memory_scaling", "The review's reading of the memory saving: largest at small batch and short sequence; fit at 70B and beyond",

@@ -33,6 +33,8 @@ struct RunSpec {
   int init_seed = -1;
   double loss_shift = 0;  // added to every training loss
   std::string grad_rel_err;  // torch --compare-grads: a JSON object of parameter errors, or empty
+  int diverge_at = 0;        // > 0: the training losses from this step on and the last held-out loss are null
+  std::string trace;         // forge-model-step --trace-steps: the "trace" object, or empty
 };
 
 std::string json_of(const RunSpec& r) {
@@ -41,7 +43,8 @@ std::string json_of(const RunSpec& r) {
     // Each seed's fixture values apart from the others' (made up, not drawn).
     const double by_run = 0.01 * double(r.seed);
     const unsigned long long tag = 0x1000ull * unsigned(r.seed);
-    train += (s > 1 ? ", " : "") + std::to_string(5.0 - 0.25 * s + by_run + r.loss_shift);
+    train += (s > 1 ? ", " : "") +
+             (r.diverge_at && s >= r.diverge_at ? std::string("null") : std::to_string(5.0 - 0.25 * s + by_run + r.loss_shift));
     char d[17];
     std::snprintf(d, sizeof d, "%016llx", tag + unsigned(s) + (r.digest_off_from && s >= r.digest_off_from ? 7u : 0u));
     digests += std::string(s > 1 ? ", " : "") + "\"" + d + "\"";
@@ -52,7 +55,10 @@ std::string json_of(const RunSpec& r) {
                     ", \"eval_every\": 2, \"eval_batches\": 4, \"lr\": " + std::to_string(r.lr) +
                     ", \"weight_decay\": 0.01, \"device\": \"test\", \"data\": {\"train_tokens\": 100000, "
                     "\"heldout_tokens\": 1000}, \"train_loss\": " + train + "], \"eval_steps\": [0, 2, 4], "
-                    "\"eval_loss\": [8.3, 4.0, " + std::to_string(r.final_loss) + "], \"nonfinite_losses\": 0";
+                    "\"eval_loss\": [8.3, 4.0, " + (r.diverge_at ? std::string("null") : std::to_string(r.final_loss)) +
+                    "], \"nonfinite_losses\": " + std::to_string(r.diverge_at ? r.steps - r.diverge_at + 2 : 0);
+  if (r.state == "int8" && r.path == "harness") doc += ", \"int8_v_zero\": 10, \"int8_v_total\": 1000";
+  if (!r.trace.empty()) doc += ", \"trace\": " + r.trace;
   if (r.path == "harness")
     doc += ", \"update\": \"" + r.update + "\", \"state\": \"" + r.state + "\", \"store\": \"" + r.store +
            "\", \"step_digests\": " + digests + "]";
@@ -220,6 +226,54 @@ TEST(convergence_parity, GradientsAgainstTorchFp32) {
   EXPECT_THROW(judge(study(3.0005, 3.0008, 3.006, &t)), std::invalid_argument);
 }
 
+// INT8 state that diverges (the harness's, at the study's learning rate): a finding with its step and,
+// from traced runs (forge-model-step --trace-steps) of one seed, its cause: the update that follows
+// second moments decoding to zero, against bf16 state's. Never an error of the claim.
+TEST(convergence_parity, ADivergedInt8RunIsAFindingWithItsCause) {
+  const std::string bf16_trace = "{\"max_abs_update\": [0.001, 0.002, 0.002], \"max_update_param\": [\"a\", \"b\", \"b\"]}";
+  auto with_int8 = [&](int diverge_at, const std::string& int8_trace) {
+    std::vector<std::string> files = study(3.0015, 3.02, 3.05);
+    for (int seed = 1; seed <= 3; ++seed) {
+      RunSpec i;
+      i.seed = seed, i.state = "int8", i.config = "harness_standard_int8", i.update = "standard";
+      i.diverge_at = diverge_at, i.trace = seed == 1 ? int8_trace : "";
+      RunSpec b;
+      b.seed = seed, b.update = "standard", b.config = "harness_standard_bf16", b.final_loss = 3.0 + 0.002 * seed;
+      b.trace = seed == 1 ? bf16_trace : "";
+      files.push_back(file_of(i, "_int8"));
+      files.push_back(file_of(b, "_traced"));
+    }
+    return files;
+  };
+  // The study's own bf16 standard runs are replaced by the traced ones (one run per seed).
+  auto without_plain_standard = [](std::vector<std::string> files) {
+    std::vector<std::string> kept;
+    for (const std::string& f : files)
+      if (f.find("harness_standard_bf16_") == std::string::npos || f.find("_traced") != std::string::npos) kept.push_back(f);
+    return kept;
+  };
+  const std::string exploding =
+      "{\"max_abs_update\": [0.001, 40.0, null], \"max_update_param\": [\"a\", \"a\", \"a\"], "
+      "\"v_zero\": [5, 300, 900], \"v_zero_m_nonzero\": [1, 200, 800]}";
+  auto v = judge(without_plain_standard(with_int8(3, exploding)));
+  EXPECT_EQ(verdict(v, "seeds.harness_standard_int8", "finite_to_the_end"), fh::Verdict::fail);
+  EXPECT_EQ(verdict(v, "seeds.harness_standard_bf16", "finite_to_the_end"), fh::Verdict::pass);
+  EXPECT_EQ(fh::test::dataset(v, "seeds.harness_standard_int8", "first_nonfinite_step"), (std::vector<double>{3, 3, 3}));
+  EXPECT_EQ(verdict(v, "parity.harness_standard_int8", "within_seed_spread_of_torch_bf16"), fh::Verdict::fail);
+  EXPECT_EQ(verdict(v, "parity.harness_standard_int8", "within_0p001_nats_of_torch_bf16"), fh::Verdict::fail);
+  const std::string c = "int8_vs_bf16.harness_standard_int8";
+  EXPECT_EQ(verdict(v, c, "int8_within_0p01_nats_of_bf16"), fh::Verdict::fail);
+  EXPECT_EQ(verdict(v, c, "int8_update_within_10x_bf16"), fh::Verdict::fail);
+  EXPECT_EQ(fh::test::dataset(v, c, "traced_v_zero_m_nonzero"), (std::vector<double>{1, 200, 800}));
+  // A bounded INT8 update (at most 10x bf16's largest) passes; untraced runs leave the cause not run.
+  v = judge(without_plain_standard(with_int8(0, "{\"max_abs_update\": [0.001, 0.01, 0.003], \"max_update_param\": "
+                                                "[\"a\", \"a\", \"a\"], \"v_zero\": [5, 6, 7], \"v_zero_m_nonzero\": [0, 1, 1]}")));
+  EXPECT_EQ(verdict(v, c, "int8_update_within_10x_bf16"), fh::Verdict::pass);
+  EXPECT_EQ(verdict(v, "seeds.harness_standard_int8", "finite_to_the_end"), fh::Verdict::pass);
+  v = judge(without_plain_standard(with_int8(3, "")));
+  EXPECT_EQ(verdict(v, c, "int8_update_within_10x_bf16"), fh::Verdict::not_run);
+}
+
 TEST(convergence_parity, BadFilesAreRefusedAtTheDoor) {
   RunSpec r;
   const std::string good = json_of(r);
@@ -246,6 +300,31 @@ TEST(convergence_parity, BadFilesAreRefusedAtTheDoor) {
   refused("[1, 2]", "not an object");
   refused(replaced("\"nonfinite_losses\": 0", "\"nonfinite_losses\": 0, \"int8_v_total\": 5, \"int8_v_zero\": 6"),
           "more second moments at zero than there are");
+  // Traces: one value per traced step in every list, at most the run's steps, counts that fit.
+  RunSpec i8;
+  i8.state = "int8";
+  const std::string int8_good = json_of(i8);
+  auto traced = [&](const std::string& base, const std::string& trace) {
+    return base.substr(0, base.size() - 1) + ", \"trace\": " + trace + "}";
+  };
+  const std::string t_ok = "{\"max_abs_update\": [0.1, null], \"max_update_param\": [\"a\", \"b\"], \"v_zero\": [3, 4], "
+                           "\"v_zero_m_nonzero\": [1, 2]}";
+  fh::RunInputPaths tp;
+  tp.convergence_run = {write("traced.json", traced(int8_good, t_ok))};
+  EXPECT_EQ(fh::read_run_inputs(tp).convergence_runs[0].trace_v_zero_m_nonzero, (std::vector<int64_t>{1, 2}));
+  refused(traced(int8_good, "{\"max_abs_update\": [0.1], \"max_update_param\": [\"a\", \"b\"], \"v_zero\": [3, 4], "
+                            "\"v_zero_m_nonzero\": [1, 2]}"), "trace lists of two lengths");
+  refused(traced(int8_good, "{\"max_abs_update\": [0.1, 0.2], \"max_update_param\": [\"a\", \"b\"], \"v_zero\": [3, 4], "
+                            "\"v_zero_m_nonzero\": [1, 5]}"), "more zero-v elements beside m than zero-v elements");
+  refused(traced(int8_good, "{\"max_abs_update\": [0.1, 0.2], \"max_update_param\": [\"a\", \"b\"], \"v_zero\": [3, 2000], "
+                            "\"v_zero_m_nonzero\": [1, 2]}"), "more zero-v elements than the state holds");
+  refused(traced(int8_good, "{\"max_abs_update\": [1, 1, 1, 1, 1], \"max_update_param\": [\"a\", \"a\", \"a\", \"a\", "
+                            "\"a\"], \"v_zero\": [1, 1, 1, 1, 1], \"v_zero_m_nonzero\": [1, 1, 1, 1, 1]}"), "more traced steps than steps");
+  refused(traced(int8_good, "{\"max_abs_update\": [-0.1, 0.2], \"max_update_param\": [\"a\", \"b\"], \"v_zero\": [3, 4], "
+                            "\"v_zero_m_nonzero\": [1, 2]}"), "a negative update");
+  refused(traced(good, t_ok), "zero-v lists on bf16 state");
+  refused(traced(int8_good, "{\"max_abs_update\": [0.1, 0.2], \"max_update_param\": [\"a\", \"b\"]}"),
+          "INT8 state traced without its zero-v lists");
   // A null loss is read as not finite, and counted.
   const std::string with_null = replaced("\"eval_loss\": [8.3", "\"eval_loss\": [null");
   std::string counted = with_null;

@@ -56,7 +56,7 @@ struct Args {
   std::string train_dir, plant, dump_init, dump_grads;
   uint64_t seed = 0x18ull;
   double lr = 6e-4;
-  int64_t eval_every = 50, eval_batches = 8;
+  int64_t eval_every = 50, eval_batches = 8, trace_steps = 0;
   bool steps_given = false;
 };
 
@@ -66,12 +66,14 @@ const char kUsage[] =
     "         [--store bf16_rne|bf16_sr|fp32_master] [--steps N] [--warmup W] [--capacity MAX]\n"
     "         [--batch B] [--tp N] [--capacity-batch MAX]\n"
     "         [--train DIR [--seed S] [--lr LR] [--eval-every K] [--eval-batches B] [--plant skip_one_update]\n"
-    "          [--dump-init W.bin] [--dump-grads G.bin]]\n"
+    "          [--dump-init W.bin] [--dump-grads G.bin] [--trace-steps N]]\n"
     "         --out F.json [--force]\n"
     "--train DIR: a convergence run on DIR/train.u16 and DIR/heldout.u16 (scripts/prepare_corpus.py), --steps\n"
     "steps (default 1000) of AdamW at --lr from the weights of --seed, the held-out loss every K steps;\n"
     "--dump-init: the initial bf16 weights, for scripts/torch_train_reference.py --init-from (same path policy).\n"
     "--dump-grads: the standard path's first-step gradients (fp32), for torch_train_reference.py --compare-grads.\n"
+    "--trace-steps N: for the first N steps, the largest change of a bf16 weight in the step and (INT8 state)\n"
+    "the second moments decoding to zero (the INT8 divergence's measured cause; reads only).\n"
     "--tp N: one tensor-parallel rank's shard of the step (collectives not run; NCCL's buffers allocated\n"
     "outside the pool); --capacity-batch MAX: the largest micro-batch of --tokens sequences that fits.\n"
     "--out: absent or a regular file (never a directory, device or symbolic link), replaced only with\n"
@@ -117,6 +119,7 @@ Args parse(int argc, char** argv) {
     else if (f == "--plant") a.plant = val();
     else if (f == "--dump-init") a.dump_init = val();
     else if (f == "--dump-grads") a.dump_grads = val();
+    else if (f == "--trace-steps") a.trace_steps = parse_int(f, val(), 1, 100000);
     else if (f == "--lr") {
       const char* v = val();
       char* end = nullptr;
@@ -144,6 +147,7 @@ Args parse(int argc, char** argv) {
   if (!a.dump_grads.empty() && (a.train_dir.empty() || a.update == "fused"))
     usage("--dump-grads needs --train and the standard path (--update standard or standard_cublas)");
   if (!a.train_dir.empty() && !a.steps_given) a.steps = 1000;
+  if (a.trace_steps > 0 && (a.train_dir.empty() || a.trace_steps > a.steps)) usage("--trace-steps needs --train and at most --steps");
   return a;
 }
 
@@ -291,13 +295,48 @@ void train_run(const Args& a, const ModelStepConfig& cfg, json& doc) {
   std::vector<double> losses, eval_losses;
   std::vector<int64_t> eval_steps;
   json digests = json::array();
+  // --trace-steps: per traced step, the largest |w_after - w_before| over every bf16 weight and its
+  // parameter, and the INT8 second moments decoding to zero after the step.
+  const bool int8 = cfg.state == fh::StateFormat::int8;
+  json trace = {{"max_abs_update", json::array()}, {"max_update_param", json::array()}};
+  if (int8) trace["v_zero"] = json::array(), trace["v_zero_m_nonzero"] = json::array();
+  std::vector<std::vector<uint16_t>> before;
+  auto bf16_value = [](uint16_t b) {
+    const uint32_t u = uint32_t(b) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
   if (!a.dump_grads.empty()) m.capture_gradients(true);
   eval_steps.push_back(0);
   eval_losses.push_back(eval());
   for (int64_t s = 1; s <= a.steps; ++s) {
     fh::train::window(train, fh::train::train_offset(a.seed, s, int64_t(train.size()), T), T, tok, lab);
     m.set_batch(tok, lab);
+    const bool traced = s <= a.trace_steps;
+    if (traced) {
+      before.clear();
+      for (size_t i = 0; i < m.params().size(); ++i) before.push_back(m.weight_bits(i));
+    }
     losses.push_back(double(m.step(s).loss));
+    if (traced) {
+      double worst = 0.0;  // NaN once a weight is not finite
+      std::string where = "none";
+      for (size_t i = 0; i < m.params().size(); ++i) {
+        const std::vector<uint16_t> after = m.weight_bits(i);
+        for (size_t k = 0; k < after.size(); ++k) {
+          const double d = std::fabs(double(bf16_value(after[k])) - double(bf16_value(before[i][k])));
+          if (!(d <= worst) && !std::isnan(worst)) worst = d, where = m.params()[i].name;
+        }
+      }
+      trace["max_abs_update"].push_back(std::isfinite(worst) ? json(worst) : json(nullptr));
+      trace["max_update_param"].push_back(where);
+      if (int8) {
+        const ModelStep::Int8ZeroCounts z = m.int8_zero_counts();
+        trace["v_zero"].push_back(z.v_zero);
+        trace["v_zero_m_nonzero"].push_back(z.v_zero_m_nonzero);
+      }
+    }
     if (s == 1 && !a.dump_grads.empty()) {  // the first step's gradients, fp32 (x86-64: little-endian)
       write_param_dump(a, a.dump_grads, {{"kind", "fh_model_grads"}, {"step", 1}}, m, [&](size_t i) {
         const std::vector<float>& g = m.gradients()[i];
@@ -316,17 +355,18 @@ void train_run(const Args& a, const ModelStepConfig& cfg, json& doc) {
     }
   }
   const int nonfinite = count_nonfinite(losses) + count_nonfinite(eval_losses);
-  if (cfg.state == fh::StateFormat::int8) {
+  if (int8) {
     // The INT8 gap's first suspect: second moments that decode to zero (AdamW's slot 1), whose
     // update is then m / eps.
-    const auto [zeros, total] = m.int8_zero_states(1);
-    doc["int8_v_zero"] = zeros;
-    doc["int8_v_total"] = total;
+    const ModelStep::Int8ZeroCounts z = m.int8_zero_counts();
+    doc["int8_v_zero"] = z.v_zero;
+    doc["int8_v_total"] = z.total;
   }
   doc["train_loss"] = nullable(losses);
   doc["eval_steps"] = eval_steps;
   doc["eval_loss"] = nullable(eval_losses);
   doc["step_digests"] = digests;
+  if (a.trace_steps > 0) doc["trace"] = trace;
   doc["nonfinite_losses"] = nonfinite;
 }
 
