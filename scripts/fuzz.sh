@@ -6,6 +6,7 @@
 #   bench_json        --bench-json, --external-timing                 read_benchmark_json, read_benchmark_errors
 #   model_step_json   --model-step                                    read_model_step_json
 #   model_bench_json  --external-model                                read_model_bench_json
+#   convergence_run_json  --convergence-run                           read_convergence_run_json
 #   rename_map        forge-verify diff --rename-map                  parse_rename_map, apply_renames
 # with libFuzzer (clang-14, -fsanitize=fuzzer,address,undefined). Only the inputs/ and reports/
 # sources the readers need are built (no CUDA, no MPFR), into build-fuzz/ (or $FH_FUZZ_DIR), incrementally.
@@ -39,7 +40,7 @@ OUT="${FH_FUZZ_DIR:-$ROOT/build-fuzz}"
 ARTIFACTS="${FH_FUZZ_ARTIFACTS:-$OUT/artifacts}"
 CXX="${FH_FUZZ_CXX:-clang++-14}"
 JOBS="${FH_JOBS:-$(nproc)}"
-ALL=(results_file cases_file report bench_json model_step_json model_bench_json rename_map)
+ALL=(results_file cases_file report bench_json model_step_json model_bench_json convergence_run_json rename_map)
 read -r -a TARGETS <<< "${FH_FUZZ_TARGETS:-${ALL[*]}}"
 for t in "${TARGETS[@]}"; do
   [[ " ${ALL[*]} " == *" $t "* ]] || usage "unknown target '$t' (${ALL[*]})"
@@ -51,7 +52,7 @@ HDF5_CFLAGS="$(pkg-config --cflags hdf5 2>/dev/null)" && HDF5_LIBS="$(pkg-config
 
 # ---- build (ninja: only what changed) ----
 mkdir -p "$OUT" || exit 2
-DEPS=(inputs/input_file inputs/text_rules inputs/benchmark_json inputs/external_bench inputs/external_io
+DEPS=(inputs/input_file inputs/text_rules inputs/benchmark_json inputs/external_bench inputs/external_io inputs/convergence_run_json
       inputs/hdf5_util reports/report_builder reports/report_read reports/report_write reports/report_path reports/report_diff
       oracles/evidence suites/fuzz/fuzz_inputs)
 {
@@ -95,6 +96,7 @@ seed_files() {  # the project's own files that are valid inputs of target $1
     bench_json) echo "$ROOT/scripts/testdata/bench_sample.json $ROOT/docs/forge_audit/timing_*.json" ;;
     model_step_json) echo "$ROOT/docs/model_step/json/harness_*.json $ROOT/docs/model_step/json/capacity_*.json" ;;
     model_bench_json) echo "$ROOT/docs/forge_audit/model_*.json $ROOT/docs/model_step/json/torch_*.json" ;;
+    convergence_run_json) echo "$ROOT/docs/model_step/convergence/json/h_fused_int8_master_s1.json $ROOT/docs/model_step/convergence/json/t_fp32_from_harness_s1.json $ROOT/docs/model_step/convergence/json/r_forge_s1.json" ;;
   esac
 }
 

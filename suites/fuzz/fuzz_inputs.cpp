@@ -21,6 +21,7 @@
 #include <set>
 
 #include "inputs/benchmark_json.h"
+#include "inputs/convergence_run_json.h"
 #include "inputs/external_bench.h"
 #include "inputs/external_io.h"
 #include "reports/report.h"
@@ -919,6 +920,38 @@ Outcome model_step_json(const uint8_t* data, size_t size) {
   return {};
 }
 
+// A convergence run reaches convergence_parity, which indexes each loss list by the run's steps and
+// evaluation steps and each trace list by the traced steps: a file the reader takes must hold them.
+Outcome convergence_run_json(const uint8_t* data, size_t size) {
+  const std::string path = text_input(data, size, "input.json");
+  ConvergenceRun r;
+  try {
+    r = read_convergence_run_json(path);
+  } catch (const std::invalid_argument& e) {
+    return {true, e.what()};
+  }
+  for (const std::string* t : {&r.config, &r.model, &r.status, &r.error, &r.device, &r.planted, &r.update, &r.state,
+                               &r.store, &r.dtype, &r.init_from})
+    promise(report_detail::text_problem(*t).empty(), "a text field is not report text: " + report_detail::text_problem(*t));
+  promise(report_detail::name_problem(r.config).empty(), "the config is not a report name");
+  if (r.status != "ok") return {};
+  promise(r.train_loss.size() == size_t(r.steps), "train_loss is not one loss per step");
+  promise(!r.eval_steps.empty() && r.eval_steps.front() == 0 && r.eval_loss.size() == r.eval_steps.size(),
+          "eval_loss is not one loss per eval step from 0");
+  for (size_t i = 1; i < r.eval_steps.size(); ++i) promise(r.eval_steps[i] > r.eval_steps[i - 1], "eval steps not ascending");
+  promise(r.producer_path != "harness" || r.step_digests.size() == size_t(r.steps), "a harness run without a digest a step");
+  const size_t n = r.trace_max_update.size();
+  promise(n <= size_t(r.steps) && r.trace_update_param.size() == n, "a trace list off the traced steps");
+  promise(r.trace_v_zero.empty() || (r.trace_v_zero.size() == n && r.trace_v_zero_m_nonzero.size() == n),
+          "a zero-v trace list off the traced steps");
+  for (size_t i = 0; i < r.trace_v_zero.size(); ++i)
+    promise(r.trace_v_zero_m_nonzero[i] <= r.trace_v_zero[i] && r.trace_v_zero[i] <= r.int8_v_total,
+            "zero-v counts out of order");
+  for (const auto& [name, e] : r.grad_rel_err)
+    promise(report_detail::text_problem(name).empty() && e >= 0, "a gradient error's name or value");
+  return {};
+}
+
 Outcome model_bench_json(const uint8_t* data, size_t size) {
   const std::string path = text_input(data, size, "input.json");
   ModelBenchResult r;
@@ -1126,6 +1159,8 @@ const std::vector<Target>& targets() {
        bench_json},
       {"model_step_json", "--model-step (forge-model-step JSON): read_model_step_json", model_step_json},
       {"model_bench_json", "--external-model (forge_model_bench.py JSON): read_model_bench_json", model_bench_json},
+      {"convergence_run_json", "--convergence-run (forge-model-step --train, torch_train_reference.py JSON): "
+       "read_convergence_run_json", convergence_run_json},
       {"rename_map", "forge-verify diff --rename-map: parse_rename_map, apply_renames", rename_map},
   };
   return t;

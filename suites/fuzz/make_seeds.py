@@ -85,6 +85,27 @@ put("model_bench_json", "device_deep.json", model(device="@").replace('"@"', "["
 put("model_bench_json", "step_ms_negative.json", model(step_ms=[1.0, -2.0]))
 put("model_bench_json", "layers_float.json", model(layers=32.5))
 
+# --convergence-run: a short INT8 run with a trace, from the study's seed-1 INT8 run
+with open(os.path.join(HERE, "..", "..", "docs", "model_step", "convergence", "json", "h_fused_int8_master_s1.json")) as f:
+    conv = json.load(f)
+conv.update(steps=4, train_loss=[8.4, 7.9, None, None], eval_steps=[0, 2, 4], eval_loss=[8.4, 7.5, None],
+            step_digests=conv["step_digests"][:4], nonfinite_losses=3,
+            trace={"max_abs_update": [0.001, 40.0, None], "max_update_param": ["a", "b", "b"],
+                   "v_zero": [5, 300, 900], "v_zero_m_nonzero": [1, 200, 800]})
+def convergence(**kw):
+    d = dict(conv)
+    d.update(kw)
+    return json.dumps(d)
+put("convergence_run_json", "int8_traced.json", convergence())
+put("convergence_run_json", "trace_longer_than_steps.json",
+    convergence(trace=dict(conv["trace"], max_abs_update=[1.0] * 5, max_update_param=["a"] * 5, v_zero=[1] * 5,
+                           v_zero_m_nonzero=[1] * 5)))
+put("convergence_run_json", "trace_m_above_v.json", convergence(trace=dict(conv["trace"], v_zero_m_nonzero=[9, 900, 901])))
+put("convergence_run_json", "trace_nan_text.json", convergence().replace('"max_abs_update": [0.001', '"max_abs_update": [NaN'))
+put("convergence_run_json", "steps_1e300.json", convergence(steps=1e300))
+put("convergence_run_json", "config_nul.json", convergence(config="a\u0000b"))
+put("convergence_run_json", "loss_deep.json", convergence(train_loss="@").replace('"@"', "[" * DEEP + "]" * DEEP))
+
 # forge-verify diff --rename-map
 put("rename_map", "valid.txt", "# deliberate\nclaim alpha renamed\ncase c1 'c one'\ncheck exact \"exact two\"\n"
     "metric_name err error\ndataset curve curve2\nattr rule rule2\n")
