@@ -8,7 +8,9 @@
 //   - both consumers (warpgroups 1, 2) multiply the tile, wait until the epilogue warps have read
 //     the previous tile's G, store theirs to the block's 128 KB slice of a global scratch
 //     (g_scratch), with INT8 state update its rows from coop_l2g_epilogue_rows(_16k) down
-//     themselves (128: none), and go on to the next tile; the block's last tile they update whole;
+//     themselves (128: none), with fp32 or bf16 state from coop_l2g_epilogue_rows_fp down (kShare:
+//     the kernel built for a value below 128, v48), and go on to the next tile; the block's last
+//     tile they update whole;
 //   - warps 1, 2 and 3 (FusedSchedule::coop_l2g_epilogue_warps = 3) or 1 and 2 are the epilogue:
 //     they update each parked tile but the last (with INT8 state its first FusedSchedule::
 //     coop_l2g_epilogue_rows, or coop_l2g_epilogue_rows_16k from T = kCoopL2gRows16kFromTokens)
@@ -79,12 +81,18 @@ struct CoopL2gCfg {
   static_assert(kSmemBytes <= 232448, "one block's shared memory on sm_90");
 };
 
-template <class Rule, StateFormat SF, WeightStore WS>
+// kShare (fp32 and bf16 state only; INT8 always shares): the consumers update each tile's rows from
+// epilogue_rows down inside the tile loop (v48). A kernel of its own, so that the default one (the
+// epilogue warps take whole tiles) keeps its registers: the share inside the loop spilled 116-128
+// bytes where v42 tried it.
+template <class Rule, StateFormat SF, WeightStore WS, bool kShare = false>
 __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     fused_wgrad_coop_l2g_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec, int group_rows,
                                 int epilogue_warps, int epilogue_rows, float* g_scratch,
                                 const __grid_constant__ WgradTmaMaps maps) {
   static_assert(coop_l2g_builds(Rule::kStateSlots), "only where it serves (coop_l2g_builds)");
+  static_assert(!(kShare && SF == StateFormat::int8), "INT8 state shares its tiles without kShare");
+  constexpr bool kShared = SF == StateFormat::int8 || kShare;  // the consumers take a share of each tile
   using Cfg = CoopCfg;
   constexpr int S = Cfg::kStages;
   extern __shared__ __align__(16) unsigned char coop_l2g_smem[];
@@ -111,8 +119,8 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     fence_mbarrier_init();
   }
   __syncthreads();
-  // The epilogue warps' rows of each tile: INT8 state only splits a tile with the consumers.
-  const int erows = SF == StateFormat::int8 ? epilogue_rows : Cfg::TR;
+  // The epilogue warps' rows of each tile: the rest are the consumers' (INT8 state, kShare).
+  const int erows = kShared ? epilogue_rows : Cfg::TR;
   auto epilogue = [&](auto tile, int64_t o0, int64_t i0, L2gPiece piece, int tid) {
     coop_update_piece<decltype(tile), Rule, SF, WS>(s, pv, vec, gG, o0, i0, piece, tid);
   };
@@ -168,7 +176,7 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     if (k > 0 && erows < Cfg::TR) coop_consumers_barrier();
     coop_park_rows<L2gLastTile>(gG, acc, consumer, cwarp, lane);
     if (!last) mbar_arrive(g_full);
-    if constexpr (SF == StateFormat::int8) {
+    if constexpr (kShared) {
       // The consumers' share: the rows below the epilogue warps' (the whole of the block's last tile).
       const int r0 = last ? 0 : erows;
       if (r0 < Cfg::TR) {
@@ -177,11 +185,11 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
       }
     }
   }
-  // fp32 / bf16 state: the block's last tile, by the consumers, after the loop (inside it, with or
-  // without a share of the other tiles, ptxas kept the accumulators' registers beside the
+  // fp32 / bf16 state without kShare: the block's last tile, by the consumers, after the loop (inside
+  // it, with or without a share of the other tiles, ptxas kept the accumulators' registers beside the
   // epilogue's and spilled 116 bytes to 1 KB; an early L2 prefetch of its first passes inside the
   // mainloop spilled 32 bytes, so it has none).
-  if constexpr (SF != StateFormat::int8) {
+  if constexpr (!kShared) {
     if (my_tiles > 0) {
       int64_t o0, i0;
       tile_origin(my_tiles - 1, o0, i0);
@@ -195,10 +203,10 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
 // order keeps two launches on one stream apart; launches on other streams get other slices).
 float* coop_l2g_scratch(cudaStream_t stream, size_t floats);
 
-template <class Rule, StateFormat SF, WeightStore WS>
-void launch_fused_coop_l2g(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
-                           cudaStream_t stream) {
-  auto kernel = fused_wgrad_coop_l2g_kernel<Rule, SF, WS>;
+template <class Rule, StateFormat SF, WeightStore WS, bool kShare>
+void launch_fused_coop_l2g_as(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
+                              int epilogue_rows, cudaStream_t stream) {
+  auto kernel = fused_wgrad_coop_l2g_kernel<Rule, SF, WS, kShare>;
   static const bool attributes_set =
       set_smem_limit(kernel, CoopL2gCfg::kSmemBytes, "fused_wgrad_coop_l2g: cudaFuncSetAttribute");
   (void)attributes_set;
@@ -207,11 +215,23 @@ void launch_fused_coop_l2g(const WgradTileArgs& a, const typename Rule::Scalars&
   const WgradTmaMaps maps = make_wgrad_tma_maps(a);
   const bool vec = SF != StateFormat::int8 && fused_params_vec4<SF>(pv);
   const FusedSchedule fs = fused_schedule();
-  const int epilogue_rows =
-      a.T >= kCoopL2gRows16kFromTokens ? fs.coop_l2g_epilogue_rows_16k : fs.coop_l2g_epilogue_rows;
   kernel<<<unsigned(blocks), CoopCfg::kThreads, CoopL2gCfg::kSmemBytes, stream>>>(
       a, s, pv, vec, fs.coop_group_rows, fs.coop_l2g_epilogue_warps, epilogue_rows, scratch, maps);
   cuda_check(cudaGetLastError(), "fused_wgrad_coop_l2g: launch");
+}
+
+template <class Rule, StateFormat SF, WeightStore WS>
+void launch_fused_coop_l2g(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
+                           cudaStream_t stream) {
+  const FusedSchedule fs = fused_schedule();
+  if constexpr (SF == StateFormat::int8) {
+    const int rows = a.T >= kCoopL2gRows16kFromTokens ? fs.coop_l2g_epilogue_rows_16k : fs.coop_l2g_epilogue_rows;
+    launch_fused_coop_l2g_as<Rule, SF, WS, false>(a, s, pv, rows, stream);
+  } else if (coop_l2g_shares(SF)) {
+    launch_fused_coop_l2g_as<Rule, SF, WS, true>(a, s, pv, fs.coop_l2g_epilogue_rows_fp, stream);
+  } else {
+    launch_fused_coop_l2g_as<Rule, SF, WS, false>(a, s, pv, CoopCfg::TR, stream);
+  }
 }
 
 }  // namespace fh::gpu

@@ -89,7 +89,8 @@ const char* fused_kernel_for(const WgradProblem& p, TileShape tile, StateFormat 
   if (const int splits = coop_splits_for(a); splits > 1)
     return coop_tiles(a) * splits <= coop_sm_count() ? "coop_split_128x256" : "coop_split_waves_128x256";
   if (coop_ilv_chosen(a, sf)) return "coop_ilv_128x256";
-  if (coop_l2g_chosen(a, sf, rule_declared_slots(rule), rule_kept_slots(rule))) return "coop_l2g_128x256";
+  if (coop_l2g_chosen(a, sf, rule_declared_slots(rule), rule_kept_slots(rule)))
+    return coop_l2g_shares(sf) ? "coop_l2g_share_128x256" : "coop_l2g_128x256";
   return coop_chosen(a, sf) ? "coop_128x256" : "block_per_tile";
 }
 

@@ -55,7 +55,8 @@ void set_fused_schedule(const FusedSchedule& s) {
     throw std::invalid_argument("set_fused_schedule: coop_l2g_light_min_tiles must be >= 1 (got " +
                                 std::to_string(s.coop_l2g_light_min_tiles) + ")");
   for (auto [name, rows] : {std::pair{"coop_l2g_epilogue_rows", s.coop_l2g_epilogue_rows},
-                            std::pair{"coop_l2g_epilogue_rows_16k", s.coop_l2g_epilogue_rows_16k}})
+                            std::pair{"coop_l2g_epilogue_rows_16k", s.coop_l2g_epilogue_rows_16k},
+                            std::pair{"coop_l2g_epilogue_rows_fp", s.coop_l2g_epilogue_rows_fp}})
     if (rows < 8 || rows > 128 || rows % 8 != 0)
       throw std::invalid_argument(std::string("set_fused_schedule: ") + name +
                                   " must be a multiple of 8 in 8 .. 128 (got " + std::to_string(rows) + ")");

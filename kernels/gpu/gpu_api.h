@@ -148,7 +148,10 @@ void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateForm
 //   coop_l2g_epilogue_rows, coop_l2g_epilogue_rows_16k: with INT8 state, the epilogue warps update
 //     each parked tile's first this many rows (a multiple of 8, 8 .. 128; the second from T =
 //     16384, where a tile's mainloop is twice as long) and the consumers the rest before they
-//     multiply the next tile (fp32 and bf16 state: the epilogue warps all 128).
+//     multiply the next tile (fp32 and bf16 state: coop_l2g_epilogue_rows_fp).
+//   coop_l2g_epilogue_rows_fp: the same with fp32 or bf16 state (a multiple of 8, 8 .. 128, any T);
+//     128, the default, leaves the whole tile to the epilogue warps (v41's kernel); below 128 the
+//     form runs a kernel of its own whose consumers take the other rows (v48, unmeasured).
 //   coop_l2g_min_tokens_int8: the form for INT8 state (0: never). The defaults (72, 104 rows,
 //     from T = 8192) are measured (kernels/gpu/NOTES.md v42).
 //   coop_split_max, coop_split_min_tokens, coop_split_overhead_chunks, coop_split_gain_pct: the 128 x 128
@@ -171,7 +174,7 @@ void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateForm
 // FH_FUSED_COOP_STAGGER_GROUPS, FH_FUSED_COOP_GROUP_ROWS, FH_FUSED_COOP_L2G_MIN_TOKENS,
 // FH_FUSED_COOP_L2G_MIN_TOKENS_LIGHT, FH_FUSED_COOP_L2G_LIGHT_MIN_TILES,
 // FH_FUSED_COOP_L2G_EPILOGUE_WARPS, FH_FUSED_COOP_L2G_EPILOGUE_ROWS,
-// FH_FUSED_COOP_L2G_EPILOGUE_ROWS_16K, FH_FUSED_COOP_L2G_MIN_TOKENS_INT8, FH_FUSED_COOP_SPLIT_MAX,
+// FH_FUSED_COOP_L2G_EPILOGUE_ROWS_16K, FH_FUSED_COOP_L2G_EPILOGUE_ROWS_FP, FH_FUSED_COOP_L2G_MIN_TOKENS_INT8, FH_FUSED_COOP_SPLIT_MAX,
 // FH_FUSED_COOP_SPLIT_MIN_TOKENS, FH_FUSED_COOP_SPLIT_OVERHEAD_CHUNKS, FH_FUSED_COOP_SPLIT_GAIN_PCT,
 // FH_FUSED_COOP_SPLIT_UNIT_CHUNKS, FH_FUSED_COOP_SPLIT_MIN_SLICE_TOKENS and FH_FUSED_COOP_ILV_MIN_TOKENS.
 constexpr int64_t kCoopMinTokens = 2048;
@@ -186,6 +189,7 @@ constexpr int kCoopL2gEpilogueWarps = 3;
 constexpr int kCoopL2gEpilogueRows = 72;
 constexpr int kCoopL2gEpilogueRows16k = 104;
 constexpr int64_t kCoopL2gRows16kFromTokens = 16384;  // where coop_l2g_epilogue_rows_16k takes over
+constexpr int kCoopL2gEpilogueRowsFp = 128;  // the epilogue warps take whole fp32 / bf16 tiles (v48: unmeasured)
 constexpr int64_t kCoopL2gMinTokensInt8 = 8192;
 constexpr int kCoopSplitMax = 16;  // the kernel cuts a tile's 16 groups of 8 rows into S bands: at most 16
 constexpr int kCoopSplitDefaultMax = 16;
@@ -210,6 +214,7 @@ struct FusedSchedule {
   int coop_l2g_epilogue_warps = kCoopL2gEpilogueWarps;
   int coop_l2g_epilogue_rows = kCoopL2gEpilogueRows;
   int coop_l2g_epilogue_rows_16k = kCoopL2gEpilogueRows16k;
+  int coop_l2g_epilogue_rows_fp = kCoopL2gEpilogueRowsFp;
   int64_t coop_l2g_min_tokens_int8 = kCoopL2gMinTokensInt8;
   int coop_split_max = kCoopSplitDefaultMax;
   int64_t coop_split_min_tokens = kCoopSplitMinTokens;
@@ -223,18 +228,25 @@ struct FusedSchedule {
 // coop_min_tokens and coop_min_tokens_int8 >= 0, coop_stagger_us >= 0, coop_stagger_groups
 // 1 .. 1024, the last group's delay at most 10^6 us, coop_group_rows 1 .. 1024,
 // coop_l2g_min_tokens and coop_l2g_min_tokens_light >= 0, coop_l2g_light_min_tiles >= 1,
-// coop_l2g_epilogue_warps 2 or 3, coop_l2g_epilogue_rows and coop_l2g_epilogue_rows_16k multiples
-// of 8 in 8 .. 128, coop_l2g_min_tokens_int8 >= 0, coop_split_max 1 .. kCoopSplitMax,
+// coop_l2g_epilogue_warps 2 or 3, coop_l2g_epilogue_rows, coop_l2g_epilogue_rows_16k and
+// coop_l2g_epilogue_rows_fp multiples of 8 in 8 .. 128, coop_l2g_min_tokens_int8 >= 0, coop_split_max 1 .. kCoopSplitMax,
 // coop_split_min_tokens >= 0, coop_split_overhead_chunks 0 .. 1024, coop_split_gain_pct 0 .. 99,
 // coop_split_unit_chunks -1 .. 1024, coop_split_min_slice_tokens >= 0, coop_ilv_min_tokens >= 0).
 void set_fused_schedule(const FusedSchedule& s);
 FusedSchedule fused_schedule();
+// Whether the G-through-L2 form, where it runs with this state format, splits each tile between its
+// epilogue warps and the consumers by the kernel built for that (fp32 / bf16 state with
+// coop_l2g_epilogue_rows_fp below 128; INT8 state shares in its own kernel and says false).
+inline bool coop_l2g_shares(StateFormat sf) {
+  return sf != StateFormat::int8 && fused_schedule().coop_l2g_epilogue_rows_fp < 128;
+}
 // The stagger an auto schedule uses: 10 us where the epilogue is DRAM bound (fp32 state: 24 or
 // more bytes a parameter), none otherwise (bf16 and int8 state lost time with it on the runner).
 int auto_stagger_us(StateFormat sf);
 // The kernel fused_wgrad_update runs for this problem, tile setting and state format under the
 // current schedule:
-// "coop_split_128x256", "coop_split_waves_128x256", "coop_ilv_128x256", "coop_l2g_128x256", "coop_128x256",
+// "coop_split_128x256", "coop_split_waves_128x256", "coop_ilv_128x256", "coop_l2g_128x256",
+// "coop_l2g_share_128x256" (coop_l2g_shares), "coop_128x256",
 // "block_per_tile" (all for the 128 x 128
 // setting) or "mma_sync_64x64".
 // rule: its hyperparameters say which state slots it keeps (their storage is what the epilogue moves).

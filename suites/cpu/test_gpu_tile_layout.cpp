@@ -788,6 +788,7 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
     refused([&](S& s) { s.coop_l2g_epilogue_rows = rows; }, std::to_string(rows) + " epilogue rows");
     refused([&](S& s) { s.coop_l2g_epilogue_rows_16k = rows; },
             std::to_string(rows) + " epilogue rows from T = 16384");
+    refused([&](S& s) { s.coop_l2g_epilogue_rows_fp = rows; }, std::to_string(rows) + " epilogue rows, fp32 / bf16");
   }
   for (int warps : {1, 4})
     refused([&](S& s) { s.coop_l2g_epilogue_warps = warps; }, std::to_string(warps) + " epilogue warps");
@@ -823,6 +824,8 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   EXPECT_EQ(before.coop_l2g_light_min_tiles, kCoopL2gLightMinTiles);
   EXPECT_EQ(before.coop_l2g_epilogue_rows, kCoopL2gEpilogueRows);
   EXPECT_EQ(before.coop_l2g_epilogue_rows_16k, kCoopL2gEpilogueRows16k);
+  EXPECT_EQ(before.coop_l2g_epilogue_rows_fp, 128) << "fp32 / bf16 tiles whole on the epilogue warps until v48 is measured";
+  EXPECT_FALSE(coop_l2g_shares(StateFormat::fp32));
   EXPECT_EQ(before.coop_l2g_min_tokens_int8, kCoopL2gMinTokensInt8);
   EXPECT_EQ(before.coop_ilv_min_tokens, 0) << "the interleaved form is opt-in until the runner measures it";
   // The G-through-L2 form: built for rules that declare state; heavy epilogues (fp32 state, two or
@@ -861,6 +864,7 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   mine.coop_l2g_light_min_tiles = 7;
   mine.coop_l2g_epilogue_rows = 40;
   mine.coop_l2g_epilogue_rows_16k = 128;
+  mine.coop_l2g_epilogue_rows_fp = 88;
   mine.coop_l2g_min_tokens_int8 = 12288;
   mine.coop_split_max = 1;
   mine.coop_split_min_tokens = 8192;
@@ -884,6 +888,9 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   EXPECT_EQ(fused_schedule().coop_l2g_light_min_tiles, 7);
   EXPECT_EQ(fused_schedule().coop_l2g_epilogue_rows, 40);
   EXPECT_EQ(fused_schedule().coop_l2g_epilogue_rows_16k, 128);
+  EXPECT_EQ(fused_schedule().coop_l2g_epilogue_rows_fp, 88);
+  EXPECT_TRUE(coop_l2g_shares(StateFormat::bf16));
+  EXPECT_FALSE(coop_l2g_shares(StateFormat::int8));  // INT8 shares in its own kernel
   EXPECT_EQ(fused_schedule().coop_l2g_min_tokens_int8, 12288);
   EXPECT_EQ(fused_schedule().coop_split_max, 1);
   EXPECT_EQ(fused_schedule().coop_split_min_tokens, 8192);

@@ -150,19 +150,23 @@ TEST(gpu_fused_vs_twin, FusedEqualsOrderMatchedAndTwinOnRaggedShapes) {
 
 namespace {
 // The cooperative kernel's forms, each against order-matched for every rule, state format and store.
-enum class CoopForm { coop, l2g, ilv };
+enum class CoopForm { coop, l2g, l2g_share, ilv };
 void coop_form_vs_order_matched(CoopForm form) {
   const FusedSchedule defaults = fused_schedule();
   FusedSchedule coop = defaults;
   coop.coop_min_tokens = kCoopMinTokens;
   coop.coop_min_tokens_int8 = kCoopMinTokens;
   coop.coop_split_max = 1;  // the kernel split over tokens has its own test (SplitKernel...)
-  const bool l2g = form == CoopForm::l2g, ilv = form == CoopForm::ilv;
-  const char* name = ilv ? "coop kernel (interleaved epilogue)" : l2g ? "coop kernel (G through L2)" : "coop kernel";
+  const bool share = form == CoopForm::l2g_share, l2g = form == CoopForm::l2g || share, ilv = form == CoopForm::ilv;
+  const char* name = ilv     ? "coop kernel (interleaved epilogue)"
+                     : share ? "coop kernel (G through L2, fp32 / bf16 tiles shared with the consumers)"
+                     : l2g   ? "coop kernel (G through L2)"
+                             : "coop kernel";
   coop.coop_l2g_min_tokens = coop.coop_l2g_min_tokens_light = coop.coop_l2g_min_tokens_int8 = l2g ? kCoopMinTokens : 0;
   coop.coop_ilv_min_tokens = ilv ? kCoopMinTokens : 0;
   coop.coop_l2g_light_min_tiles = 1;
   coop.coop_l2g_epilogue_rows = coop.coop_l2g_epilogue_rows_16k = 56;
+  coop.coop_l2g_epilogue_rows_fp = share ? 40 : 128;
   set_fused_schedule(coop);
   int64_t compared = 0, differing = 0, configs = 0;
   for (const Shape& s : {Shape{304, 520, 2100}, Shape{2040, 4000, kCoopMinTokens}}) {
@@ -177,7 +181,7 @@ void coop_form_vs_order_matched(CoopForm form) {
                        ilv && sf != StateFormat::int8 ? "coop_ilv_128x256"
                        : l2g && coop_l2g_class(sf, rule_declared_slots(hp.rule), rule_kept_slots(hp.rule), 1, 1) !=
                                     CoopL2gClass::none
-                           ? "coop_l2g_128x256"
+                           ? (share && sf != StateFormat::int8 ? "coop_l2g_share_128x256" : "coop_l2g_128x256")
                            : "coop_128x256");
           const ParamEvidence e = fused_vs_order_matched(steps, hp, sf, ws);
           compared += e.values;
@@ -208,6 +212,15 @@ TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
   FH_REQUIRE_GPU();
   coop_form_vs_order_matched(CoopForm::coop);
   coop_form_vs_order_matched(CoopForm::l2g);
+}
+
+// v48 (opt-in: coop_l2g_epilogue_rows_fp below 128): the G-through-L2 form whose consumers update
+// each fp32 / bf16 tile's rows from 40 down (ragged tiles among both shares), every rule that form
+// serves, state format and store, fused == order-matched bit for bit. A test of its own, as the
+// interleaved form's below.
+TEST(GpuFused, CoopL2gShareKernelEqualsOrderMatchedForEveryRule) {
+  FH_REQUIRE_GPU();
+  coop_form_vs_order_matched(CoopForm::l2g_share);
 }
 
 // The same for the form with the epilogue interleaved into the next tile's mainloop (v46, opt-in:
@@ -597,11 +610,13 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
   // default eight.
   // With its G tiles through L2 in the default and the three-row order, by three and by two
   // epilogue warps, INT8 tiles whole on the epilogue warps or split at row 24.
-  for (auto [us, groups, rows, l2g, warps, erows] :
-       {std::tuple{0, 1, kCoopGroupRows, 0, 3, 128}, std::tuple{10, 2, kCoopGroupRows, 0, 3, 128},
-        std::tuple{4, 4, kCoopGroupRows, 0, 3, 128}, std::tuple{0, 1, 1, 0, 3, 128}, std::tuple{0, 1, 3, 0, 3, 128},
-        std::tuple{0, 1, kCoopGroupRows, 64, 3, 128}, std::tuple{0, 1, 3, 64, 3, 24},
-        std::tuple{0, 1, kCoopGroupRows, 64, 2, 24}}) {
+  // v48: fp32 / bf16 tiles shared at row 72 with three warps and at row 8 with two.
+  for (auto [us, groups, rows, l2g, warps, erows, erows_fp] :
+       {std::tuple{0, 1, kCoopGroupRows, 0, 3, 128, 128}, std::tuple{10, 2, kCoopGroupRows, 0, 3, 128, 128},
+        std::tuple{4, 4, kCoopGroupRows, 0, 3, 128, 128}, std::tuple{0, 1, 1, 0, 3, 128, 128},
+        std::tuple{0, 1, 3, 0, 3, 128, 128}, std::tuple{0, 1, kCoopGroupRows, 64, 3, 128, 128},
+        std::tuple{0, 1, 3, 64, 3, 24, 128}, std::tuple{0, 1, kCoopGroupRows, 64, 2, 24, 128},
+        std::tuple{0, 1, kCoopGroupRows, 64, 3, 128, 72}, std::tuple{0, 1, 3, 64, 2, 24, 8}}) {
     FusedSchedule coop = defaults;
     coop.coop_min_tokens = coop.coop_min_tokens_int8 = 64;
     coop.coop_stagger_us = us;
@@ -610,6 +625,7 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
     coop.coop_l2g_min_tokens = coop.coop_l2g_min_tokens_light = coop.coop_l2g_min_tokens_int8 = l2g;
     coop.coop_l2g_epilogue_warps = warps;
     coop.coop_l2g_epilogue_rows = coop.coop_l2g_epilogue_rows_16k = erows;
+    coop.coop_l2g_epilogue_rows_fp = erows_fp;
     coop.coop_l2g_light_min_tiles = 1;
     variants.push_back(coop);
   }
@@ -644,7 +660,7 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
                                   << " us x " << v.coop_stagger_groups << " groups, tile groups of "
                                   << v.coop_group_rows << " rows, G through L2 from T = " << v.coop_l2g_min_tokens
                                   << " by " << v.coop_l2g_epilogue_warps << " warps on "
-                                  << v.coop_l2g_epilogue_rows << " rows"
+                                  << v.coop_l2g_epilogue_rows << " rows (fp32 / bf16 " << v.coop_l2g_epilogue_rows_fp << ")"
                                   << ": "
                                   << config_name(RuleId::adamw, sf, ws) << " " << s.out << "x" << s.in
                                   << ", first " << e.first_diff;
