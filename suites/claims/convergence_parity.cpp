@@ -10,7 +10,9 @@
 //     (same state, store and seed): equal weight-and-state digests and equal losses at every step
 //     (a contract: the fused kernel is the order-matched path's bits). A run planted with a skipped
 //     update (forge-model-step --plant skip_one_update) must differ: planted_defect_seen;
-//   - seeds.<config>: the final held-out loss over the seeds (mean, spread);
+//   - seeds.<config>: the final held-out loss over the seeds (mean, spread), and whether every seed
+//     stayed finite to the end (finite_to_the_end, a finding: a diverged configuration is measured,
+//     with the step each seed left finite values, never an error of the claim);
 //   - parity.<config>: each harness configuration and each of the released package's
 //     (scripts/torch_train_reference.py --optimizer forge|forge_int8, path forge_release) against
 //     torch AdamW in bf16 (findings): the mean
@@ -20,7 +22,10 @@
 //     objection);
 //   - int8_vs_bf16.<config>: INT8 state against the same path (the harness's update and store, or
 //     the released package's) with bf16 state, within 0.01 nats
-//     (the gap this harness states for INT8 state; a finding);
+//     (the gap this harness states for INT8 state; a finding), and, for the harness, its cause from
+//     traced runs of one seed (forge-model-step --trace-steps): the second moments decoding to zero
+//     beside a nonzero first moment per step, and the largest weight change against bf16 state's
+//     (int8_update_within_10x_bf16, a finding; not run without traces);
 //   - same_start.<config>.seed<S>: torch in fp32 started from the harness's own initial weights
 //     (--init-from): the harness's first training loss (its bf16 forward) within 0.01 nats of this
 //     independent fp32 reference on the same batch (a contract; the model step's kernels beyond
