@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/bf16.h"
 #include "kernels/gpu/device_info.h"
 #include "kernels/gpu/model_step.h"
 #include "reference/memory_model.h"
@@ -250,6 +251,45 @@ void write_param_dump(const Args& a, const std::string& path, json head, const M
   fh::write_text_file(path, head.dump() + "\n" + bytes, fh::WriteOptions{.replace_existing = a.force});
 }
 
+// --trace-steps: per traced step, the largest |w_after - w_before| over every bf16 weight (null once
+// one is not finite) and its parameter, and with INT8 state the second moments decoding to zero after
+// the step (ModelStep::int8_zero_counts). Reads only.
+class StepTrace {
+ public:
+  explicit StepTrace(bool int8) : int8_(int8) {
+    if (int8_) doc_["v_zero"] = json::array(), doc_["v_zero_m_nonzero"] = json::array();
+  }
+  void before_step(const ModelStep& m) {
+    before_.clear();
+    for (size_t i = 0; i < m.params().size(); ++i) before_.push_back(m.weight_bits(i));
+  }
+  void after_step(const ModelStep& m) {
+    double worst = 0.0;  // NaN once a weight is not finite
+    std::string where = "none";
+    for (size_t i = 0; i < m.params().size(); ++i) {
+      const std::vector<uint16_t> after = m.weight_bits(i);
+      for (size_t k = 0; k < after.size(); ++k) {
+        const double d = std::fabs(double(value(after[k])) - double(value(before_[i][k])));
+        if (!(d <= worst) && !std::isnan(worst)) worst = d, where = m.params()[i].name;
+      }
+    }
+    doc_["max_abs_update"].push_back(std::isfinite(worst) ? json(worst) : json(nullptr));
+    doc_["max_update_param"].push_back(where);
+    if (int8_) {
+      const ModelStep::Int8ZeroCounts z = m.int8_zero_counts();
+      doc_["v_zero"].push_back(z.v_zero);
+      doc_["v_zero_m_nonzero"].push_back(z.v_zero_m_nonzero);
+    }
+  }
+  const json& doc() const { return doc_; }
+
+ private:
+  static float value(uint16_t bits) { return fh::bf16_to_float(fh::bf16::from_bits(bits)); }
+  bool int8_;
+  json doc_ = {{"max_abs_update", json::array()}, {"max_update_param", json::array()}};
+  std::vector<std::vector<uint16_t>> before_;
+};
+
 // The convergence run (--train): a.steps steps on the training windows of a.seed, each step's loss
 // and the digest of every weight and state after it (fused == standard bit for bit shows as equal
 // digests at every step), and the mean held-out loss over a.eval_batches windows at step 0, every
@@ -295,18 +335,8 @@ void train_run(const Args& a, const ModelStepConfig& cfg, json& doc) {
   std::vector<double> losses, eval_losses;
   std::vector<int64_t> eval_steps;
   json digests = json::array();
-  // --trace-steps: per traced step, the largest |w_after - w_before| over every bf16 weight and its
-  // parameter, and the INT8 second moments decoding to zero after the step.
   const bool int8 = cfg.state == fh::StateFormat::int8;
-  json trace = {{"max_abs_update", json::array()}, {"max_update_param", json::array()}};
-  if (int8) trace["v_zero"] = json::array(), trace["v_zero_m_nonzero"] = json::array();
-  std::vector<std::vector<uint16_t>> before;
-  auto bf16_value = [](uint16_t b) {
-    const uint32_t u = uint32_t(b) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  };
+  StepTrace trace(int8);
   if (!a.dump_grads.empty()) m.capture_gradients(true);
   eval_steps.push_back(0);
   eval_losses.push_back(eval());
@@ -314,29 +344,9 @@ void train_run(const Args& a, const ModelStepConfig& cfg, json& doc) {
     fh::train::window(train, fh::train::train_offset(a.seed, s, int64_t(train.size()), T), T, tok, lab);
     m.set_batch(tok, lab);
     const bool traced = s <= a.trace_steps;
-    if (traced) {
-      before.clear();
-      for (size_t i = 0; i < m.params().size(); ++i) before.push_back(m.weight_bits(i));
-    }
+    if (traced) trace.before_step(m);
     losses.push_back(double(m.step(s).loss));
-    if (traced) {
-      double worst = 0.0;  // NaN once a weight is not finite
-      std::string where = "none";
-      for (size_t i = 0; i < m.params().size(); ++i) {
-        const std::vector<uint16_t> after = m.weight_bits(i);
-        for (size_t k = 0; k < after.size(); ++k) {
-          const double d = std::fabs(double(bf16_value(after[k])) - double(bf16_value(before[i][k])));
-          if (!(d <= worst) && !std::isnan(worst)) worst = d, where = m.params()[i].name;
-        }
-      }
-      trace["max_abs_update"].push_back(std::isfinite(worst) ? json(worst) : json(nullptr));
-      trace["max_update_param"].push_back(where);
-      if (int8) {
-        const ModelStep::Int8ZeroCounts z = m.int8_zero_counts();
-        trace["v_zero"].push_back(z.v_zero);
-        trace["v_zero_m_nonzero"].push_back(z.v_zero_m_nonzero);
-      }
-    }
+    if (traced) trace.after_step(m);
     if (s == 1 && !a.dump_grads.empty()) {  // the first step's gradients, fp32 (x86-64: little-endian)
       write_param_dump(a, a.dump_grads, {{"kind", "fh_model_grads"}, {"step", 1}}, m, [&](size_t i) {
         const std::vector<float>& g = m.gradients()[i];
@@ -366,7 +376,7 @@ void train_run(const Args& a, const ModelStepConfig& cfg, json& doc) {
   doc["eval_steps"] = eval_steps;
   doc["eval_loss"] = nullable(eval_losses);
   doc["step_digests"] = digests;
-  if (a.trace_steps > 0) doc["trace"] = trace;
+  if (a.trace_steps > 0) doc["trace"] = trace.doc();
   doc["nonfinite_losses"] = nonfinite;
 }
 
