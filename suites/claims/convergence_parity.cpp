@@ -37,6 +37,7 @@
 #include <cstring>
 #include <map>
 
+#include "suites/claims/claim_common.h"
 #include "suites/claims/claim_entries.h"
 #include "suites/claims/external_common.h"
 
@@ -103,6 +104,24 @@ double max_traced_update(const ConvergenceRun& r) {
     m = std::max(m, x);
   }
   return m;
+}
+
+// Where the INT8 trace first leaves 10x bf16's change at the same step (or leaves finite values):
+// the step, the parameter, both changes and the second moments decoding to zero beside a nonzero
+// first moment at the step before it (the state that update read).
+std::string first_step_over_10x(const ConvergenceRun& i8, const ConvergenceRun& bf) {
+  const size_t n = std::min(i8.trace_max_update.size(), bf.trace_max_update.size());
+  for (size_t s = 0; s < n; ++s) {
+    const double ui = i8.trace_max_update[s], ub = bf.trace_max_update[s];
+    if (!(std::isnan(ui) || ui > 10 * ub)) continue;
+    std::string at = "first at step " + std::to_string(s + 1) + ": " + i8.trace_update_param[s] + " changed by " +
+                     num(ui) + " against bf16 state's largest change " + num(ub);
+    if (s > 0 && s - 1 < i8.trace_v_zero_m_nonzero.size())
+      at += "; after step " + std::to_string(s) + ", " + std::to_string(i8.trace_v_zero_m_nonzero[s - 1]) + " of " +
+            std::to_string(i8.int8_v_total) + " second moments decoded to 0 beside a nonzero first moment";
+    return at;
+  }
+  return "no traced step over 10x";
 }
 
 }  // namespace
@@ -350,7 +369,7 @@ void claim_convergence_parity(const VerifyConfig& cfg, Report& report, const Pro
     const double ratio = std::isnan(ui) ? INFINITY : ub > 0 ? ui / ub : ui > 0 ? INFINITY : 1.0;
     cs.add_check(judge("int8_update_within_10x_bf16", "max_update_ratio", ratio, 10, PassIf::at_most,
                        "over the traced steps INT8 state's largest weight change is more than 10x bf16 state's (" +
-                           std::to_string(ui) + " against " + std::to_string(ub) + ")")
+                           first_step_over_10x(*ti, *tb) + ")")
                      .as_finding());
   }
   progress.note(std::to_string(runs.size()) + " convergence runs, " + std::to_string(groups.size()) + " configurations");

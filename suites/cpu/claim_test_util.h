@@ -48,6 +48,17 @@ inline fh::Verdict verdict(const fh::ReportData& r, const std::string& case_name
   return fh::Verdict::error;
 }
 
+// The reason (note) of check `check` in case `case_name`; a test failure (and "") when absent.
+inline std::string reason(const fh::ReportData& r, const std::string& case_name, const std::string& check) {
+  for (const auto& cl : r.claims)
+    for (const auto& cs : cl.cases)
+      if (cs.name == case_name)
+        for (const auto& ck : cs.checks)
+          if (ck.name == check) return ck.reason;
+  ADD_FAILURE() << "no check " << check << " in case " << case_name;
+  return {};
+}
+
 // The f64 values of dataset `name` in case `case_name`; a test failure (and {}) when absent.
 inline std::vector<double> dataset(const fh::ReportData& r, const std::string& case_name, const std::string& name) {
   for (const auto& cl : r.claims)

@@ -265,6 +265,10 @@ TEST(convergence_parity, ADivergedInt8RunIsAFindingWithItsCause) {
   EXPECT_EQ(verdict(v, c, "int8_within_0p01_nats_of_bf16"), fh::Verdict::fail);
   EXPECT_EQ(verdict(v, c, "int8_update_within_10x_bf16"), fh::Verdict::fail);
   EXPECT_EQ(fh::test::dataset(v, c, "traced_v_zero_m_nonzero"), (std::vector<double>{1, 200, 800}));
+  // The note names where the change first left 10x bf16's, and the zero-decoding count the update read.
+  EXPECT_NE(fh::test::reason(v, c, "int8_update_within_10x_bf16").find("first at step 2: a changed by 40"), std::string::npos)
+      << fh::test::reason(v, c, "int8_update_within_10x_bf16");
+  EXPECT_NE(fh::test::reason(v, c, "int8_update_within_10x_bf16").find("after step 1, 1 of"), std::string::npos);
   // A bounded INT8 update (at most 10x bf16's largest) passes; untraced runs leave the cause not run.
   v = judge(without_plain_standard(with_int8(0, "{\"max_abs_update\": [0.001, 0.01, 0.003], \"max_update_param\": "
                                                 "[\"a\", \"a\", \"a\"], \"v_zero\": [5, 6, 7], \"v_zero_m_nonzero\": [0, 1, 1]}")));
