@@ -19,9 +19,11 @@ namespace fh::gpu {
 
 // An epilogue's geometry over a kRows x kCols piece of a parked 128 x 256 G tile: kEpilogueThreads
 // threads (a row's quads a whole number of passes' worth), kQuads quads a thread in each of the two
-// batches in flight, G rows kLd floats apart.
-template <int kEpilogueThreads, int kQuads, int kLd, int kRows = 128, int kCols = 256>
+// batches in flight, G rows kLd floats apart; kGGlobal: G in global memory (L2), loaded with its
+// batch's weights and state (fused_epilogue_quads).
+template <int kEpilogueThreads, int kQuads, int kLd, int kRows = 128, int kCols = 256, bool kGGlobal = false>
 struct CoopEpilogueTile {
+  static constexpr bool kGWithBatch = kGGlobal;
   static constexpr int TR = kRows, TC = kCols, kThreads = kEpilogueThreads, kWarps = kEpilogueThreads / 32;
   static_assert(kThreads % (TC / 4) == 0, "each pass takes whole rows");
   static constexpr int kEpilogueQuads = kQuads;

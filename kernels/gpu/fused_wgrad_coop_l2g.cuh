@@ -34,8 +34,9 @@ namespace fh::gpu {
 // The epilogues over a G tile in global memory (rows of 256 floats, no padding: no banks to avoid).
 // Each epilogue warp alone over a 128-column half (one 32-quad row a pass), on its own pieces: a
 // single geometry and call site (two of them spilled 548 bytes and more at 168 registers), one quad
-// a batch (two spilled 36 bytes).
-using L2gEpilogueTile = CoopEpilogueTile<32, 1, 256, 128, 128>;
+// a batch (two spilled 36 bytes). G is loaded with the batch (kGGlobal): at the update each pass
+// waited on an L2 round trip (v49).
+using L2gEpilogueTile = CoopEpilogueTile<32, 1, 256, 128, 128, true>;
 struct L2gPiece {
   int r0, c0, rows;
 };
@@ -52,7 +53,7 @@ __device__ __forceinline__ L2gPiece l2g_piece(int warps, int w, int rows, int k)
   return {b1 - rows, 128, e > b1 ? e - b1 : 0};
 }
 // Both consumers, on the block's last tile: one quad a batch (two spilled 8 bytes at 168 registers).
-using L2gLastTile = CoopEpilogueTile<256, 1, 256>;
+using L2gLastTile = CoopEpilogueTile<256, 1, 256, 128, 256, true>;
 constexpr size_t kL2gScratchFloats = size_t(CoopCfg::TR) * CoopCfg::TC;  // a block's slice
 
 // The update of tile (o0, i0)'s piece (rows piece.r0 .. piece.r0 + piece.rows - 1, columns piece.c0 ..

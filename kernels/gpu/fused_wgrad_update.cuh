@@ -138,6 +138,16 @@ __device__ __forceinline__ void store_quad(const ParamView& pv, int64_t idx, int
   }
 }
 
+// Does an epilogue geometry load G with its batch's weights and state (Cfg::kGWithBatch, where G is
+// in global memory), or at the update (absent or false: G in shared memory)?
+template <class Cfg>
+__host__ __device__ constexpr bool epilogue_g_with_batch() {
+  if constexpr (requires { Cfg::kGWithBatch; })
+    return Cfg::kGWithBatch;
+  else
+    return false;
+}
+
 // fp32 / bf16 state: pass j of thread tid takes the tile's quad epilogue_quad(tid, j), four
 // consecutive columns, moved with vector accesses where the whole quad is in the view and `vec`
 // (fused_params_vec4) holds, element by element otherwise (ragged edges). Each element is the same
@@ -154,9 +164,16 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
   // The piece's first `rows` rows only (a multiple of Cfg::kQuadRowsPerPass * 2 * Q).
   const int passes = rows * (Cfg::TC / 4) / Cfg::kThreads;
   // Only the weight and state values stay live across a batch: indices are recomputed and G is
-  // read from the tile at the update (fewer registers).
+  // read from the tile at the update (fewer registers), except where the tile is in global memory
+  // (epilogue_g_with_batch: an L2 round trip at each update otherwise; v49).
+  constexpr bool kGWithBatch = epilogue_g_with_batch<Cfg>();
   struct Batch {
     ElementValues e[Q][4];
+    float g[kGWithBatch ? Q : 1][4];
+  };
+  auto load_g = [&](FragCoord t, float (&g)[4]) {
+    const float4 g4 = *reinterpret_cast<const float4*>(sG + t.row * Cfg::kLdG + t.col);
+    g[0] = g4.x, g[1] = g4.y, g[2] = g4.z, g[3] = g4.w;
   };
   const int64_t idx_first = (o0 + first.row) * pv.cols + (i0 + first.col), idx_step = Cfg::kQuadRowsPerPass * pv.cols;
   // The key of tile element t's random bits (bf16_sr): its global index.
@@ -189,6 +206,7 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
       int64_t r, c;
       where(j0 + q, t, r, c);
       const int64_t idx = index(j0 + q, r, c);
+      if constexpr (kGWithBatch) load_g(t, x.g[q]);
       if (whole_quad(r, c)) {
         load_quad<Rule, SF, WS>(pv, idx, idx, x.e[q]);
       } else {
@@ -207,8 +225,13 @@ __device__ __forceinline__ void fused_epilogue_quads(const typename Rule::Scalar
       where(j0 + q, t, r, c);
       const int64_t idx = index(j0 + q, r, c);
       const int64_t gidx = kWholeTile ? gidx_first + (j0 + q) * gidx_step : bits_key(t);
-      const float4 g4 = *reinterpret_cast<const float4*>(sG + t.row * Cfg::kLdG + t.col);
-      const float g[4] = {g4.x, g4.y, g4.z, g4.w};
+      float g[4];
+      if constexpr (kGWithBatch) {
+#pragma unroll
+        for (int b = 0; b < 4; ++b) g[b] = x.g[q][b];
+      } else {
+        load_g(t, g);
+      }
       if (whole_quad(r, c)) {
         // The quad's four updates interleave (speculative_update.cuh); a quad that leaves the fast
         // range reloads.
