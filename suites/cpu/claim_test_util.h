@@ -37,26 +37,24 @@ inline std::string write_scratch(const std::string& prefix, const std::string& n
   return p.string();
 }
 
-// The verdict of check `check` in case `case_name`; a test failure (and error) when absent.
-inline fh::Verdict verdict(const fh::ReportData& r, const std::string& case_name, const std::string& check) {
+// Check `check` of case `case_name`; a test failure (and nullptr) when absent.
+inline const fh::Check* find_check(const fh::ReportData& r, const std::string& case_name, const std::string& check) {
   for (const auto& cl : r.claims)
     for (const auto& cs : cl.cases)
       if (cs.name == case_name)
         for (const auto& ck : cs.checks)
-          if (ck.name == check) return ck.verdict;
+          if (ck.name == check) return &ck;
   ADD_FAILURE() << "no check " << check << " in case " << case_name;
-  return fh::Verdict::error;
+  return nullptr;
 }
-
-// The reason (note) of check `check` in case `case_name`; a test failure (and "") when absent.
+// Its verdict (error when absent) and its reason (note; "" when absent).
+inline fh::Verdict verdict(const fh::ReportData& r, const std::string& case_name, const std::string& check) {
+  const fh::Check* ck = find_check(r, case_name, check);
+  return ck ? ck->verdict : fh::Verdict::error;
+}
 inline std::string reason(const fh::ReportData& r, const std::string& case_name, const std::string& check) {
-  for (const auto& cl : r.claims)
-    for (const auto& cs : cl.cases)
-      if (cs.name == case_name)
-        for (const auto& ck : cs.checks)
-          if (ck.name == check) return ck.reason;
-  ADD_FAILURE() << "no check " << check << " in case " << case_name;
-  return {};
+  const fh::Check* ck = find_check(r, case_name, check);
+  return ck ? ck->reason : std::string();
 }
 
 // The f64 values of dataset `name` in case `case_name`; a test failure (and {}) when absent.
