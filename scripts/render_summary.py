@@ -246,12 +246,18 @@ def issue33_figures(report_path, meta, figdir):
     """Issue 33's figures from the report, each drawn when its claim wrote data: the convergence
     study's held-out loss per configuration (mean over seeds, band = the seeds' min-max) and one
     tensor-parallel rank's largest micro-batch per degree (FORGE and the standard step); the family's
-    step time and peak per model against torch fused AdamW's (model_step_figures' family cases)."""
+    step time and peak per model against torch fused AdamW's (model_step_figures' family cases), and the
+    INT8 state's divergence per traced step (convergence_parity's int8_vs_bf16 cases)."""
     import h5py
-    curves, tp, family = {}, {}, {}
+    import numpy as np
+    curves, tp, family, traces = {}, {}, {}, {}
+    trace_keys = ("traced_max_update_int8", "traced_max_update_bf16", "traced_v_zero", "traced_v_zero_m_nonzero")
     with h5py.File(report_path, "r") as f:
         if "convergence_parity" in f:
             for case, g in f["convergence_parity"].items():
+                # The INT8 divergence's cause, where the claim had traced runs (int8_vs_bf16.<config>).
+                if case.startswith("int8_vs_bf16.") and "data" in g and all(k in g["data"] for k in trace_keys):
+                    traces[case[len("int8_vs_bf16."):]] = {k: np.array(g["data"][k][()], dtype=float) for k in trace_keys}
                 m = re.match(r"^run\.(.+)\.seed\d+$", case)
                 if m and "data" in g and "eval_loss" in g["data"] and "eval_steps" in g["data"]:
                     curves.setdefault(m.group(1), []).append((list(g["data"]["eval_steps"][()]),
@@ -271,13 +277,32 @@ def issue33_figures(report_path, meta, figdir):
                     fam[m.group(1)] = (float(d["peak_bytes"][0]), float(d["median_ms"][0]))
                     if "torch_fused_peak_bytes" in d and "torch_fused_median_ms" in d:
                         fam["torch"] = (float(d["torch_fused_peak_bytes"][0]), float(d["torch_fused_median_ms"][0]))
-    if not curves and not tp and not family:
+    if not curves and not tp and not family and not traces:
         return []
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
     out = []
+    for config, t in sorted(traces.items())[:1]:  # one traced configuration (the study traces the fused path)
+        # Left: per traced step, the largest change of any bf16 weight with INT8 and with bf16 state (log
+        # scale; a non-finite step ends the INT8 line); right: the second moments decoding to 0.
+        fig, (ax, zx) = plt.subplots(1, 2, figsize=(13, 4.6))
+        steps = np.arange(1, len(t["traced_max_update_int8"]) + 1)
+        ax.semilogy(steps, t["traced_max_update_int8"], "o-", ms=3, lw=1.2, label="INT8 state")
+        ax.semilogy(np.arange(1, len(t["traced_max_update_bf16"]) + 1), t["traced_max_update_bf16"], "s-", ms=3, lw=1.2,
+                    label="bf16 state (same seed)")
+        ax.set_xlabel("step")
+        ax.set_ylabel("largest |change| of a bf16 weight")
+        ax.set_title("%s: the update each step made" % config, fontsize=9)
+        ax.legend(fontsize=8)
+        zsteps = np.arange(1, len(t["traced_v_zero"]) + 1)
+        zx.plot(zsteps, t["traced_v_zero"], lw=1.2, label="second moments decoding to 0")
+        zx.plot(zsteps, t["traced_v_zero_m_nonzero"], lw=1.2, label="... beside a first moment that does not (update m / eps)")
+        zx.set_xlabel("step (state after it)")
+        zx.set_ylabel("elements")
+        zx.set_title("INT8 state: what the next update reads", fontsize=9)
+        zx.legend(fontsize=8)
+        out.append(save_stamped(fig, meta, figdir, "convergence_int8_cause.png"))
     if curves:
         # Left: the curves; right: each configuration's mean minus torch bf16's (the parity the
         # paper states in nats), where torch bf16 ran on the same schedule.
@@ -721,6 +746,9 @@ CAPTIONS = {
     "roofline.png": "Benchmarks on a roofline against the H200's datasheet peaks.",
     "convergence_loss.png": "Convergence parity: held-out loss per configuration (harness, torch, the released "
                             "package), mean over seeds with the seeds' min-max band.",
+    "convergence_int8_cause.png": "Convergence parity, the INT8 state's divergence: per traced step the largest weight "
+                                  "change with INT8 and with bf16 state (one seed), and the second moments decoding to "
+                                  "zero beside a first moment that does not.",
     "tp_microbatch.png": "One tensor-parallel rank of Llama-3.1-8B per H200: the largest micro-batch under FORGE and "
                          "the standard step, per degree (the memory model, validated by the measured ranks).",
     "family.png": "The Qwen3 family and GPT-2 124M (batch 1, sequence 512, bf16 state): each path's speedup over "

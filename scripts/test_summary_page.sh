@@ -172,6 +172,9 @@ CR="$ROOT/docs/model_step/convergence/convergence_report.h5"
 "$PY" "$RS" "$CR" -o "$T/convergence" > "$T/convergence.log" 2>&1 && grep -q 'convergence_loss.png' "$T/convergence/index.html" \
   && [ -s "$T/convergence/figures/convergence_loss.png" ] && ok "the convergence study's figure" \
   || fail "no convergence figure from $CR ($(tail -1 "$T/convergence.log"))"
+# ... and the INT8 divergence's cause, from the traced runs the report judged.
+grep -q 'convergence_int8_cause.png' "$T/convergence/index.html" && [ -s "$T/convergence/figures/convergence_int8_cause.png" ] \
+  && ok "the INT8 divergence's figure" || fail "no INT8 divergence figure from $CR"
 
 echo "test_summary_page: $fails failure(s), $(( $(date +%s) - start )) s"
 [ $fails = 0 ]
