@@ -904,14 +904,24 @@ void model_text_promises(const ModelBenchResult& r, const std::string& case_name
           "the case name '" + case_name + "' is not a report name: " + report_detail::name_problem(case_name));
 }
 
-Outcome model_step_json(const uint8_t* data, size_t size) {
+// A JSON target's opening: the input written as a file and read by `read`; the reader's
+// invalid_argument is the input refused (`refused` says so and why), anything else escapes.
+template <class T>
+std::optional<T> read_json_input(T (*read)(const std::string&), const uint8_t* data, size_t size, Outcome& refused) {
   const std::string path = text_input(data, size, "input.json");
-  ModelStepRun r;
   try {
-    r = read_model_step_json(path);
+    return read(path);
   } catch (const std::invalid_argument& e) {
-    return {true, e.what()};
+    refused = {true, e.what()};
+    return std::nullopt;
   }
+}
+
+Outcome model_step_json(const uint8_t* data, size_t size) {
+  Outcome refused;
+  const std::optional<ModelStepRun> got = read_json_input(read_model_step_json, data, size, refused);
+  if (!got) return refused;
+  const ModelStepRun& r = *got;
   model_text_promises(r.common, r.common.config + "." + r.common.model + ".L" + std::to_string(r.layers));
   promise(r.layers >= 1 && r.layers <= 1000, "layers out of range");
   for (const auto& ph : r.timeline) promise(report_detail::text_problem(ph.name).empty(), "a phase name is not report text");
@@ -923,13 +933,10 @@ Outcome model_step_json(const uint8_t* data, size_t size) {
 // A convergence run reaches convergence_parity, which indexes each loss list by the run's steps and
 // evaluation steps and each trace list by the traced steps: a file the reader takes must hold them.
 Outcome convergence_run_json(const uint8_t* data, size_t size) {
-  const std::string path = text_input(data, size, "input.json");
-  ConvergenceRun r;
-  try {
-    r = read_convergence_run_json(path);
-  } catch (const std::invalid_argument& e) {
-    return {true, e.what()};
-  }
+  Outcome refused;
+  const std::optional<ConvergenceRun> got = read_json_input(read_convergence_run_json, data, size, refused);
+  if (!got) return refused;
+  const ConvergenceRun& r = *got;
   for (const std::string* t : {&r.config, &r.model, &r.status, &r.error, &r.device, &r.planted, &r.update, &r.state,
                                &r.store, &r.dtype, &r.init_from})
     promise(report_detail::text_problem(*t).empty(), "a text field is not report text: " + report_detail::text_problem(*t));
@@ -953,13 +960,10 @@ Outcome convergence_run_json(const uint8_t* data, size_t size) {
 }
 
 Outcome model_bench_json(const uint8_t* data, size_t size) {
-  const std::string path = text_input(data, size, "input.json");
-  ModelBenchResult r;
-  try {
-    r = read_model_bench_json(path);
-  } catch (const std::invalid_argument& e) {
-    return {true, e.what()};
-  }
+  Outcome refused;
+  const std::optional<ModelBenchResult> got = read_json_input(read_model_bench_json, data, size, refused);
+  if (!got) return refused;
+  const ModelBenchResult& r = *got;
   model_text_promises(r, r.config + "." + r.model);
   if (r.status == "ok") promise(r.peak_bytes >= 0 && r.median_ms >= 0, "ok without a peak or a time");
   for (double t : r.step_ms) promise(t >= 0, "a step time < 0");
