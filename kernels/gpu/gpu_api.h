@@ -151,7 +151,8 @@ void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateForm
 //     multiply the next tile (fp32 and bf16 state: coop_l2g_epilogue_rows_fp).
 //   coop_l2g_epilogue_rows_fp: the same with fp32 or bf16 state (a multiple of 8, 8 .. 128, any T);
 //     128, the default, leaves the whole tile to the epilogue warps (v41's kernel); below 128 the
-//     form runs a kernel of its own whose consumers take the other rows (v48, unmeasured).
+//     form runs a kernel of its own whose consumers take the other rows (v48: 10-28% slower at every
+//     share on an H100, so off).
 //   coop_l2g_min_tokens_int8: the form for INT8 state (0: never). The defaults (72, 104 rows,
 //     from T = 8192) are measured (kernels/gpu/NOTES.md v42).
 //   coop_split_max, coop_split_min_tokens, coop_split_overhead_chunks, coop_split_gain_pct: the 128 x 128
@@ -189,7 +190,7 @@ constexpr int kCoopL2gEpilogueWarps = 3;
 constexpr int kCoopL2gEpilogueRows = 72;
 constexpr int kCoopL2gEpilogueRows16k = 104;
 constexpr int64_t kCoopL2gRows16kFromTokens = 16384;  // where coop_l2g_epilogue_rows_16k takes over
-constexpr int kCoopL2gEpilogueRowsFp = 128;  // the epilogue warps take whole fp32 / bf16 tiles (v48: unmeasured)
+constexpr int kCoopL2gEpilogueRowsFp = 128;  // the epilogue warps take whole fp32 / bf16 tiles (v48: every share measured slower)
 constexpr int64_t kCoopL2gMinTokensInt8 = 8192;
 constexpr int kCoopSplitMax = 16;  // the kernel cuts a tile's 16 groups of 8 rows into S bands: at most 16
 constexpr int kCoopSplitDefaultMax = 16;
