@@ -6,9 +6,11 @@
 // and mainloop:
 //   - warp 0 (one thread) loads the chunks with TMA, from one tile straight into the next;
 //   - both consumers (warpgroups 1, 2) multiply the tile, wait until the epilogue warps have read
-//     the previous tile's G, store theirs to the block's 128 KB slice of a global scratch
-//     (g_scratch), with INT8 state update its rows from coop_l2g_epilogue_rows(_16k) down
-//     themselves (128: none), with fp32 or bf16 state from coop_l2g_epilogue_rows_fp down (kShare:
+//     the G last parked in the slice the tile goes to, store theirs to that slice of the block's
+//     (g_scratch: FusedSchedule::coop_l2g_g_slices slices of 128 KB, INT8 state one; with two, v50,
+//     the consumers wait for tile k - 2's epilogue rather than k - 1's, and the block's last tile's
+//     epilogue overlaps the epilogue warps' last), with INT8 state update its rows from
+//     coop_l2g_epilogue_rows(_16k) down themselves (128: none), with fp32 or bf16 state from coop_l2g_epilogue_rows_fp down (kShare:
 //     the kernel built for a value below 128, v48), and go on to the next tile; the block's last
 //     tile they update whole;
 //   - warps 1, 2 and 3 (FusedSchedule::coop_l2g_epilogue_warps = 3) or 1 and 2 are the epilogue:
@@ -54,7 +56,8 @@ __device__ __forceinline__ L2gPiece l2g_piece(int warps, int w, int rows, int k)
 }
 // Both consumers, on the block's last tile: one quad a batch (two spilled 8 bytes at 168 registers).
 using L2gLastTile = CoopEpilogueTile<256, 1, 256, 128, 256, true>;
-constexpr size_t kL2gScratchFloats = size_t(CoopCfg::TR) * CoopCfg::TC;  // a block's slice
+constexpr size_t kL2gScratchFloats = size_t(CoopCfg::TR) * CoopCfg::TC;  // one G slice of a block
+constexpr int kL2gMaxGSlices = 2;  // FusedSchedule::coop_l2g_g_slices: 1 or 2
 
 // The update of tile (o0, i0)'s piece (rows piece.r0 .. piece.r0 + piece.rows - 1, columns piece.c0 ..
 // piece.c0 + Tile::TC - 1) from the G tile at gG (rows Tile::kLdG floats apart), by the Tile::kThreads
@@ -78,7 +81,7 @@ __device__ __forceinline__ void coop_update_piece(const typename Rule::Scalars& 
 struct CoopL2gCfg {
   static constexpr size_t kBarrierOffset = CoopCfg::kRingBytes;
   static constexpr size_t kSmemBytes =
-      kBarrierOffset + (2 * CoopCfg::kStages + 2) * sizeof(uint64_t) + kWgmmaAtomBytes;
+      kBarrierOffset + (2 * CoopCfg::kStages + 2 * kL2gMaxGSlices) * sizeof(uint64_t) + kWgmmaAtomBytes;
   static_assert(kSmemBytes <= 232448, "one block's shared memory on sm_90");
 };
 
@@ -89,7 +92,7 @@ struct CoopL2gCfg {
 template <class Rule, StateFormat SF, WeightStore WS, bool kShare = false>
 __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     fused_wgrad_coop_l2g_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec, int group_rows,
-                                int epilogue_warps, int epilogue_rows, float* g_scratch,
+                                int epilogue_warps, int epilogue_rows, int g_slices, float* g_scratch,
                                 const __grid_constant__ WgradTmaMaps maps) {
   static_assert(coop_l2g_builds(Rule::kStateSlots), "only where it serves (coop_l2g_builds)");
   static_assert(!(kShare && SF == StateFormat::int8), "INT8 state shares its tiles without kShare");
@@ -100,9 +103,16 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   unsigned char* ring = align_to_atom(coop_l2g_smem);
   uint64_t* full = reinterpret_cast<uint64_t*>(ring + CoopL2gCfg::kBarrierOffset);
   uint64_t* empty = full + S;
-  uint64_t* g_full = empty + S;    // both consumers stored the tile
-  uint64_t* g_empty = g_full + 1;  // the epilogue warps have read it
-  float* gG = g_scratch + size_t(blockIdx.x) * kL2gScratchFloats;
+  // One pair of G barriers a slice: tile k lies in slice k mod g_slices (1 or 2; v50), its barriers'
+  // phase k / g_slices (a parity wait cannot tell phase k from k - 2, hence a pair a slice).
+  uint64_t* g_full = empty + S;                 // both consumers stored the slice's tile
+  uint64_t* g_empty = g_full + kL2gMaxGSlices;  // the epilogue warps have read it
+  // INT8 state keeps one slice: with the choice at run time its kernel spilled 20 bytes (v50).
+  const int slices = SF == StateFormat::int8 ? 1 : g_slices;
+  auto slot = [&](int64_t k) { return int(k) & (slices - 1); };
+  float* const block_g = g_scratch + size_t(blockIdx.x) * slices * kL2gScratchFloats;
+  auto slice_g = [&](int64_t k) { return block_g + size_t(slot(k)) * kL2gScratchFloats; };
+  auto phase = [&](int64_t k) { return uint32_t(k >> (slices - 1)) & 1u; };
   // The warp index from lane 0, so that ptxas sees the role branches as warp-uniform.
   const int warp = __shfl_sync(0xffffffffu, int(threadIdx.x / 32), 0), lane = threadIdx.x & 31;
   const int64_t tiles_x = (a.in + Cfg::TC - 1) / Cfg::TC, tiles_y = (a.out + Cfg::TR - 1) / Cfg::TR;
@@ -115,14 +125,16 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   if (threadIdx.x == 0) {
     coop_init_ring(full, empty);
     // Every thread arrives on the G barriers: each orders its own global accesses.
-    mbar_init(g_full, 256);
-    mbar_init(g_empty, 32 * epilogue_warps);
+    for (int j = 0; j < kL2gMaxGSlices; ++j) {
+      mbar_init(g_full + j, 256);
+      mbar_init(g_empty + j, 32 * epilogue_warps);
+    }
     fence_mbarrier_init();
   }
   __syncthreads();
   // The epilogue warps' rows of each tile: the rest are the consumers' (INT8 state, kShare).
   const int erows = kShared ? epilogue_rows : Cfg::TR;
-  auto epilogue = [&](auto tile, int64_t o0, int64_t i0, L2gPiece piece, int tid) {
+  auto epilogue = [&](auto tile, const float* gG, int64_t o0, int64_t i0, L2gPiece piece, int tid) {
     coop_update_piece<decltype(tile), Rule, SF, WS>(s, pv, vec, gG, o0, i0, piece, tid);
   };
 
@@ -153,13 +165,14 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
         prefetch_first_passes<L2gEpilogueTile, Rule, SF, WS>(pv, epilogue_quad<L2gEpilogueTile>(lane, 0),
                                                              o0 + first.r0, i0 + first.c0);
       }
-      mbar_wait(g_full, uint32_t(k) & 1u);
+      const int j = slot(k);
+      mbar_wait(g_full + j, phase(k));
 #pragma unroll 1
       for (int p = 0; p < 2; ++p) {
         const L2gPiece piece = l2g_piece(epilogue_warps, w, erows, p);
-        if (piece.rows > 0) epilogue(L2gEpilogueTile{}, o0, i0, piece, lane);
+        if (piece.rows > 0) epilogue(L2gEpilogueTile{}, slice_g(k), o0, i0, piece, lane);
       }
-      mbar_arrive(g_empty);
+      mbar_arrive(g_empty + j);
     }
     return;
   }
@@ -172,17 +185,19 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     tile_origin(k, o0, i0);
     const bool last = k + 1 == my_tiles;
     coop_multiply_tile(acc, ring, full, empty, seq, nchunks, a.T, consumer, lane, [](int64_t) {});
-    if (k > 0) mbar_wait(g_empty, uint32_t(k - 1) & 1u);  // the previous tile's G is read
+    // The epilogue warps have read the G that tile k - g_slices left in this slice.
+    if (k >= slices) mbar_wait(g_empty + slot(k), phase(k - slices));
     // The consumers' own share of the previous tile was read by all of them.
     if (k > 0 && erows < Cfg::TR) coop_consumers_barrier();
+    float* gG = slice_g(k);
     coop_park_rows<L2gLastTile>(gG, acc, consumer, cwarp, lane);
-    if (!last) mbar_arrive(g_full);
+    if (!last) mbar_arrive(g_full + slot(k));
     if constexpr (kShared) {
       // The consumers' share: the rows below the epilogue warps' (the whole of the block's last tile).
       const int r0 = last ? 0 : erows;
       if (r0 < Cfg::TR) {
         coop_consumers_barrier();  // those rows are stored (bar.sync orders the consumers' stores)
-        epilogue(L2gLastTile{}, o0, i0, L2gPiece{r0, 0, Cfg::TR - r0}, ctid);
+        epilogue(L2gLastTile{}, gG, o0, i0, L2gPiece{r0, 0, Cfg::TR - r0}, ctid);
       }
     }
   }
@@ -195,7 +210,7 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
       int64_t o0, i0;
       tile_origin(my_tiles - 1, o0, i0);
       coop_consumers_barrier();  // the whole tile is stored (bar.sync orders the consumers' stores)
-      epilogue(L2gLastTile{}, o0, i0, L2gPiece{0, 0, L2gLastTile::TR}, ctid);
+      epilogue(L2gLastTile{}, slice_g(my_tiles - 1), o0, i0, L2gPiece{0, 0, L2gLastTile::TR}, ctid);
     }
   }
 }
@@ -212,12 +227,13 @@ void launch_fused_coop_l2g_as(const WgradTileArgs& a, const typename Rule::Scala
       set_smem_limit(kernel, CoopL2gCfg::kSmemBytes, "fused_wgrad_coop_l2g: cudaFuncSetAttribute");
   (void)attributes_set;
   const int64_t blocks = coop_blocks(a);
-  float* scratch = coop_l2g_scratch(stream, size_t(blocks) * kL2gScratchFloats);
+  const FusedSchedule fs = fused_schedule();
+  float* scratch = coop_l2g_scratch(stream, size_t(blocks) * fs.coop_l2g_g_slices * kL2gScratchFloats);
   const WgradTmaMaps maps = make_wgrad_tma_maps(a);
   const bool vec = SF != StateFormat::int8 && fused_params_vec4<SF>(pv);
-  const FusedSchedule fs = fused_schedule();
   kernel<<<unsigned(blocks), CoopCfg::kThreads, CoopL2gCfg::kSmemBytes, stream>>>(
-      a, s, pv, vec, fs.coop_group_rows, fs.coop_l2g_epilogue_warps, epilogue_rows, scratch, maps);
+      a, s, pv, vec, fs.coop_group_rows, fs.coop_l2g_epilogue_warps, epilogue_rows, fs.coop_l2g_g_slices,
+      scratch, maps);
   cuda_check(cudaGetLastError(), "fused_wgrad_coop_l2g: launch");
 }
 

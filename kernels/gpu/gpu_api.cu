@@ -60,6 +60,9 @@ void set_fused_schedule(const FusedSchedule& s) {
     if (rows < 8 || rows > 128 || rows % 8 != 0)
       throw std::invalid_argument(std::string("set_fused_schedule: ") + name +
                                   " must be a multiple of 8 in 8 .. 128 (got " + std::to_string(rows) + ")");
+  if (s.coop_l2g_g_slices < 1 || s.coop_l2g_g_slices > 2)
+    throw std::invalid_argument("set_fused_schedule: coop_l2g_g_slices must be 1 or 2 (got " +
+                                std::to_string(s.coop_l2g_g_slices) + ")");
   if (s.coop_l2g_epilogue_warps < 2 || s.coop_l2g_epilogue_warps > 3)
     throw std::invalid_argument("set_fused_schedule: coop_l2g_epilogue_warps must be 2 or 3 (got " +
                                 std::to_string(s.coop_l2g_epilogue_warps) + ")");

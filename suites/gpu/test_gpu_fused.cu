@@ -611,12 +611,15 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
   // With its G tiles through L2 in the default and the three-row order, by three and by two
   // epilogue warps, INT8 tiles whole on the epilogue warps or split at row 24.
   // v48: fp32 / bf16 tiles shared at row 72 with three warps and at row 8 with two.
-  for (auto [us, groups, rows, l2g, warps, erows, erows_fp] :
-       {std::tuple{0, 1, kCoopGroupRows, 0, 3, 128, 128}, std::tuple{10, 2, kCoopGroupRows, 0, 3, 128, 128},
-        std::tuple{4, 4, kCoopGroupRows, 0, 3, 128, 128}, std::tuple{0, 1, 1, 0, 3, 128, 128},
-        std::tuple{0, 1, 3, 0, 3, 128, 128}, std::tuple{0, 1, kCoopGroupRows, 64, 3, 128, 128},
-        std::tuple{0, 1, 3, 64, 3, 24, 128}, std::tuple{0, 1, kCoopGroupRows, 64, 2, 24, 128},
-        std::tuple{0, 1, kCoopGroupRows, 64, 3, 128, 72}, std::tuple{0, 1, 3, 64, 2, 24, 8}}) {
+  // v50: two G slices a block (fp32 / bf16 state; INT8 keeps one), whole tiles on three warps, and
+  // fp32 / bf16 tiles shared at row 72 (4096^2: 512 128 x 256 tiles, 3 or 4 a block on 132 SMs, so a slice is reused).
+  for (auto [us, groups, rows, l2g, warps, erows, erows_fp, slices] :
+       {std::tuple{0, 1, kCoopGroupRows, 0, 3, 128, 128, 1}, std::tuple{10, 2, kCoopGroupRows, 0, 3, 128, 128, 1},
+        std::tuple{4, 4, kCoopGroupRows, 0, 3, 128, 128, 1}, std::tuple{0, 1, 1, 0, 3, 128, 128, 1},
+        std::tuple{0, 1, 3, 0, 3, 128, 128, 1}, std::tuple{0, 1, kCoopGroupRows, 64, 3, 128, 128, 1},
+        std::tuple{0, 1, 3, 64, 3, 24, 128, 1}, std::tuple{0, 1, kCoopGroupRows, 64, 2, 24, 128, 1},
+        std::tuple{0, 1, kCoopGroupRows, 64, 3, 128, 72, 1}, std::tuple{0, 1, 3, 64, 2, 24, 8, 1},
+        std::tuple{0, 1, kCoopGroupRows, 64, 3, 128, 128, 2}, std::tuple{0, 1, 3, 64, 3, 24, 72, 2}}) {
     FusedSchedule coop = defaults;
     coop.coop_min_tokens = coop.coop_min_tokens_int8 = 64;
     coop.coop_stagger_us = us;
@@ -626,6 +629,7 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
     coop.coop_l2g_epilogue_warps = warps;
     coop.coop_l2g_epilogue_rows = coop.coop_l2g_epilogue_rows_16k = erows;
     coop.coop_l2g_epilogue_rows_fp = erows_fp;
+    coop.coop_l2g_g_slices = slices;
     coop.coop_l2g_light_min_tiles = 1;
     variants.push_back(coop);
   }
@@ -660,7 +664,8 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
                                   << " us x " << v.coop_stagger_groups << " groups, tile groups of "
                                   << v.coop_group_rows << " rows, G through L2 from T = " << v.coop_l2g_min_tokens
                                   << " by " << v.coop_l2g_epilogue_warps << " warps on "
-                                  << v.coop_l2g_epilogue_rows << " rows (fp32 / bf16 " << v.coop_l2g_epilogue_rows_fp << ")"
+                                  << v.coop_l2g_epilogue_rows << " rows (fp32 / bf16 " << v.coop_l2g_epilogue_rows_fp << "), "
+                                  << v.coop_l2g_g_slices << " G slices"
                                   << ": "
                                   << config_name(RuleId::adamw, sf, ws) << " " << s.out << "x" << s.in
                                   << ", first " << e.first_diff;
