@@ -139,7 +139,8 @@ void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateForm
 //     (coop_l2g_class: fp32 state, two or more state slots kept), from this many tokens on it
 //     parks each G tile in global memory (L2) and epilogue warps update it while the consumers
 //     multiply the next tile (fused_wgrad_coop_l2g.cuh); 0: never. The default,
-//     kCoopL2gMinTokens = 16384, is measured (kernels/gpu/NOTES.md v40, v41).
+//     kCoopL2gMinTokens = 8192, is measured (kernels/gpu/NOTES.md v40, v41; v49: with G loaded a
+//     batch ahead the form ties or beats the cooperative kernel at T = 8192).
 //   coop_l2g_min_tokens_light, coop_l2g_light_min_tiles: the same for the lighter epilogues
 //     (coop_l2g_class), on layers of at least that many 128 x 256 tiles. Defaults measured
 //     (kernels/gpu/NOTES.md v41).
@@ -187,7 +188,7 @@ constexpr int64_t kCoopMinTokensInt8 = 8192;
 constexpr int kCoopStaggerUs = 0;
 constexpr int kCoopStaggerGroups = 1;
 constexpr int kCoopGroupRows = 8;
-constexpr int64_t kCoopL2gMinTokens = 16384;
+constexpr int64_t kCoopL2gMinTokens = 8192;
 constexpr int64_t kCoopL2gMinTokensLight = 16384;
 constexpr int64_t kCoopL2gLightMinTiles = 1024;
 constexpr int kCoopL2gEpilogueWarps = 3;

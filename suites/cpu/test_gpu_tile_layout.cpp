@@ -861,7 +861,7 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   mine.stagger_stride = 3;
   mine.coop_min_tokens = 0;
   mine.coop_group_rows = 1024;
-  mine.coop_l2g_min_tokens = 8192;
+  mine.coop_l2g_min_tokens = 4096;
   mine.coop_l2g_min_tokens_light = 4096;
   mine.coop_l2g_epilogue_warps = 2;
   mine.coop_l2g_light_min_tiles = 7;
@@ -886,7 +886,7 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   EXPECT_EQ(fused_schedule().stagger_stride, 3);
   EXPECT_EQ(fused_schedule().coop_min_tokens, 0);
   EXPECT_EQ(fused_schedule().coop_group_rows, 1024);
-  EXPECT_EQ(fused_schedule().coop_l2g_min_tokens, 8192);
+  EXPECT_EQ(fused_schedule().coop_l2g_min_tokens, 4096);
   EXPECT_EQ(fused_schedule().coop_l2g_min_tokens_light, 4096);
   EXPECT_EQ(fused_schedule().coop_l2g_epilogue_warps, 2);
   EXPECT_EQ(fused_schedule().coop_l2g_light_min_tiles, 7);
