@@ -10,9 +10,9 @@
 //     (g_scratch: FusedSchedule::coop_l2g_g_slices slices of 128 KB, INT8 state one; with two, v50,
 //     the consumers wait for tile k - 2's epilogue rather than k - 1's, and the block's last tile's
 //     epilogue overlaps the epilogue warps' last), with INT8 state update its rows from
-//     coop_l2g_epilogue_rows(_16k) down themselves (128: none), with fp32 or bf16 state from coop_l2g_epilogue_rows_fp down (kShare:
-//     the kernel built for a value below 128, v48), and go on to the next tile; the block's last
-//     tile they update whole;
+//     coop_l2g_epilogue_rows(_16k) down themselves (128: none), with fp32 or bf16 state from
+//     coop_l2g_epilogue_rows_fp down (kShare: the kernel built for a value below 128, v48), and go
+//     on to the next tile; the block's last tile they update whole;
 //   - warps 1, 2 and 3 (FusedSchedule::coop_l2g_epilogue_warps = 3) or 1 and 2 are the epilogue:
 //     they update each parked tile but the last (with INT8 state its first FusedSchedule::
 //     coop_l2g_epilogue_rows, or coop_l2g_epilogue_rows_16k from T = kCoopL2gRows16kFromTokens)
@@ -58,6 +58,12 @@ __device__ __forceinline__ L2gPiece l2g_piece(int warps, int w, int rows, int k)
 using L2gLastTile = CoopEpilogueTile<256, 1, 256, 128, 256, true>;
 constexpr size_t kL2gScratchFloats = size_t(CoopCfg::TR) * CoopCfg::TC;  // one G slice of a block
 constexpr int kL2gMaxGSlices = 2;  // FusedSchedule::coop_l2g_g_slices: 1 or 2
+// The G slices a block of the form parks its tiles in, for the kernel and its scratch alike: the
+// schedule's, but one with INT8 state (with the choice at run time its kernel spilled 20 bytes, v50).
+template <StateFormat SF>
+__host__ __device__ constexpr int l2g_g_slices(int scheduled) {
+  return SF == StateFormat::int8 ? 1 : scheduled;
+}
 
 // The update of tile (o0, i0)'s piece (rows piece.r0 .. piece.r0 + piece.rows - 1, columns piece.c0 ..
 // piece.c0 + Tile::TC - 1) from the G tile at gG (rows Tile::kLdG floats apart), by the Tile::kThreads
@@ -107,8 +113,7 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   // phase k / g_slices (a parity wait cannot tell phase k from k - 2, hence a pair a slice).
   uint64_t* g_full = empty + S;                 // both consumers stored the slice's tile
   uint64_t* g_empty = g_full + kL2gMaxGSlices;  // the epilogue warps have read it
-  // INT8 state keeps one slice: with the choice at run time its kernel spilled 20 bytes (v50).
-  const int slices = SF == StateFormat::int8 ? 1 : g_slices;
+  const int slices = l2g_g_slices<SF>(g_slices);
   auto slot = [&](int64_t k) { return int(k) & (slices - 1); };
   float* const block_g = g_scratch + size_t(blockIdx.x) * slices * kL2gScratchFloats;
   auto slice_g = [&](int64_t k) { return block_g + size_t(slot(k)) * kL2gScratchFloats; };
@@ -185,7 +190,7 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     tile_origin(k, o0, i0);
     const bool last = k + 1 == my_tiles;
     coop_multiply_tile(acc, ring, full, empty, seq, nchunks, a.T, consumer, lane, [](int64_t) {});
-    // The epilogue warps have read the G that tile k - g_slices left in this slice.
+    // The epilogue warps have read the G that tile k - slices left in this slice.
     if (k >= slices) mbar_wait(g_empty + slot(k), phase(k - slices));
     // The consumers' own share of the previous tile was read by all of them.
     if (k > 0 && erows < Cfg::TR) coop_consumers_barrier();
@@ -228,12 +233,12 @@ void launch_fused_coop_l2g_as(const WgradTileArgs& a, const typename Rule::Scala
   (void)attributes_set;
   const int64_t blocks = coop_blocks(a);
   const FusedSchedule fs = fused_schedule();
-  float* scratch = coop_l2g_scratch(stream, size_t(blocks) * fs.coop_l2g_g_slices * kL2gScratchFloats);
+  const int slices = l2g_g_slices<SF>(fs.coop_l2g_g_slices);
+  float* scratch = coop_l2g_scratch(stream, size_t(blocks) * slices * kL2gScratchFloats);
   const WgradTmaMaps maps = make_wgrad_tma_maps(a);
   const bool vec = SF != StateFormat::int8 && fused_params_vec4<SF>(pv);
   kernel<<<unsigned(blocks), CoopCfg::kThreads, CoopL2gCfg::kSmemBytes, stream>>>(
-      a, s, pv, vec, fs.coop_group_rows, fs.coop_l2g_epilogue_warps, epilogue_rows, fs.coop_l2g_g_slices,
-      scratch, maps);
+      a, s, pv, vec, fs.coop_group_rows, fs.coop_l2g_epilogue_warps, epilogue_rows, slices, scratch, maps);
   cuda_check(cudaGetLastError(), "fused_wgrad_coop_l2g: launch");
 }
 

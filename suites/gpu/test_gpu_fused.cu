@@ -612,7 +612,8 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
   // epilogue warps, INT8 tiles whole on the epilogue warps or split at row 24.
   // v48: fp32 / bf16 tiles shared at row 72 with three warps and at row 8 with two.
   // v50: two G slices a block (fp32 / bf16 state; INT8 keeps one), whole tiles on three warps, and
-  // fp32 / bf16 tiles shared at row 72 (4096^2: 512 128 x 256 tiles, 3 or 4 a block on 132 SMs, so a slice is reused).
+  // fp32 / bf16 tiles shared at row 72 (4096^2: 512 128 x 256 tiles, 3 or 4 a block on 132 SMs, so
+  // a slice is reused).
   for (auto [us, groups, rows, l2g, warps, erows, erows_fp, slices] :
        {std::tuple{0, 1, kCoopGroupRows, 0, 3, 128, 128, 1}, std::tuple{10, 2, kCoopGroupRows, 0, 3, 128, 128, 1},
         std::tuple{4, 4, kCoopGroupRows, 0, 3, 128, 128, 1}, std::tuple{0, 1, 1, 0, 3, 128, 128, 1},
