@@ -58,11 +58,129 @@ __device__ __forceinline__ L2gPiece l2g_piece(int warps, int w, int rows, int k)
 using L2gLastTile = CoopEpilogueTile<256, 1, 256, 128, 256, true>;
 constexpr size_t kL2gScratchFloats = size_t(CoopCfg::TR) * CoopCfg::TC;  // one G slice of a block
 constexpr int kL2gMaxGSlices = 2;  // FusedSchedule::coop_l2g_g_slices: 1 or 2
+// v51's staging (FusedSchedule::coop_l2g_staged): the shared memory the ring leaves, a third to each
+// of at most three epilogue warps, each cut into as many stages of a pass as fit (at most 8).
+constexpr int kL2gMaxEpilogueWarps = 3;
+constexpr int kL2gMaxStages = 8;
+constexpr uint32_t kL2gStagingBytesPerWarp = 10240;
 // The G slices a block of the form parks its tiles in, for the kernel and its scratch alike: the
 // schedule's, but one with INT8 state (with the choice at run time its kernel spilled 20 bytes, v50).
 template <StateFormat SF>
 __host__ __device__ constexpr int l2g_g_slices(int scheduled) {
   return SF == StateFormat::int8 ? 1 : scheduled;
+}
+
+// v51 (opt-in: FusedSchedule::coop_l2g_staged): an epilogue warp's piece of a whole tile with its G,
+// weights and state brought into shared memory by bulk copies (cp.async.bulk, issued by lane 0)
+// several passes ahead of their update, instead of into registers one batch ahead: more bytes in
+// flight per warp at no register cost. A pass is one row of the piece, 128 columns, a quad a lane.
+// Stage layout: G (512 bytes), the rule's kept state slots, then the weight the rule reads.
+template <class Rule, StateFormat SF, WeightStore WS>
+struct L2gStage {
+  static constexpr uint32_t kStateBytes = 128 * (SF == StateFormat::fp32 ? 4 : 2);
+  static constexpr uint32_t kWeightBytes = 128 * (WS == WeightStore::fp32_master ? 4 : 2);
+  static constexpr uint32_t kGBytes = 128 * 4;
+  static constexpr uint32_t kBytes = kGBytes + Rule::kStateSlots * kStateBytes + kWeightBytes;
+  static constexpr int kStages = int(kL2gStagingBytesPerWarp / kBytes) < kL2gMaxStages
+                                     ? int(kL2gStagingBytesPerWarp / kBytes) : kL2gMaxStages;
+  static_assert(kStages >= 2 && kBytes % 16 == 0, "bulk copies of whole 16-byte units, two stages at least");
+  __host__ __device__ static constexpr uint32_t state_at(int k) { return kGBytes + uint32_t(k) * kStateBytes; }
+  __host__ __device__ static constexpr uint32_t weight_at() { return kGBytes + Rule::kStateSlots * kStateBytes; }
+};
+// One epilogue warp's stages (its share of the block's staging bytes), their barriers, and the
+// passes it has staged so far (the stage and parity of the next).
+struct L2gStaging {
+  unsigned char* buf;
+  uint64_t* full;
+  uint32_t passes;
+};
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   smem_u32(dst)),
+               "l"(src), "r"(bytes), "r"(smem_u32(bar))
+               : "memory");
+}
+// The consumers' G stores (generic proxy) before the epilogue warps' bulk copies read them (async proxy).
+__device__ __forceinline__ void fence_proxy_async_global() {
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+}
+__device__ __forceinline__ void stage_read4(const unsigned char* p, float (&v)[4]) {
+  const float4 x = *reinterpret_cast<const float4*>(p);
+  v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+}
+__device__ __forceinline__ void stage_read4(const unsigned char* p, float (&v)[4], bool bf16x4) {
+  if (!bf16x4) return stage_read4(p, v);
+  const uint2 x = *reinterpret_cast<const uint2*>(p);
+  v[0] = bf16_to_float(bf16_low(x.x)), v[1] = bf16_to_float(bf16_high(x.x));
+  v[2] = bf16_to_float(bf16_low(x.y)), v[3] = bf16_to_float(bf16_high(x.y));
+}
+// Piece `piece` of whole tile (o0, i0) (G at gG), by one epilogue warp: the same elements, values
+// and update (update_speculative, store_quad) as fused_epilogue_quads over L2gEpilogueTile, pass
+// by pass in the same order; only where the loaded values wait differs.
+template <class Rule, StateFormat SF, WeightStore WS>
+__device__ __forceinline__ void l2g_staged_piece(const typename Rule::Scalars& s, const ParamView& pv,
+                                                 const float* gG, int64_t o0, int64_t i0, L2gPiece piece,
+                                                 int lane, L2gStaging& st) {
+  using Stage = L2gStage<Rule, SF, WS>;
+  constexpr int S = Stage::kStages;
+  const int64_t idx0 = (o0 + piece.r0) * pv.cols + (i0 + piece.c0);
+  auto stage = [&](int p) { return st.buf + ((st.passes + uint32_t(p)) % S) * Stage::kBytes; };
+  auto bar = [&](int p) { return st.full + (st.passes + uint32_t(p)) % S; };
+  auto issue = [&](int p) {  // lane 0: pass p's bytes into its stage
+    unsigned char* d = stage(p);
+    uint64_t* b = bar(p);
+    const int64_t idx = idx0 + p * pv.cols;
+    uint32_t bytes = Stage::kGBytes + Stage::kWeightBytes;
+#pragma unroll
+    for (int k = 0; k < Rule::kStateSlots; ++k)
+      if (pv.state[k].present()) bytes += Stage::kStateBytes;
+    mbar_arrive_expect_tx(b, bytes);
+    bulk_load(d, gG + (piece.r0 + p) * CoopCfg::TC + piece.c0, Stage::kGBytes, b);
+#pragma unroll
+    for (int k = 0; k < Rule::kStateSlots; ++k)
+      if (pv.state[k].present())
+        bulk_load(d + Stage::state_at(k),
+                  SF == StateFormat::fp32 ? static_cast<const void*>(pv.state[k].f32 + idx) : pv.state[k].bf16 + idx,
+                  Stage::kStateBytes, b);
+    bulk_load(d + Stage::weight_at(),
+              WS == WeightStore::fp32_master ? static_cast<const void*>(pv.master + idx) : pv.bf16 + idx,
+              Stage::kWeightBytes, b);
+  };
+  if (lane == 0)
+    for (int p = 0; p < S && p < piece.rows; ++p) issue(p);
+#pragma unroll 1
+  for (int p = 0; p < piece.rows; ++p) {
+    mbar_wait(bar(p), ((st.passes + uint32_t(p)) / S) & 1u);
+    const unsigned char* d = stage(p);
+    auto read = [&](ElementValues(&e)[4]) {  // the quad's weights and state, as load_quad gives them
+      float v[4];
+#pragma unroll
+      for (int k = 0; k < kMaxStates; ++k) {
+        if (k < Rule::kStateSlots && pv.state[k].present())
+          stage_read4(d + Stage::state_at(k) + lane * 4 * (Stage::kStateBytes / 128), v, SF != StateFormat::fp32);
+        else
+          v[0] = v[1] = v[2] = v[3] = 0.0f;
+#pragma unroll
+        for (int b = 0; b < 4; ++b) e[b].st[k] = v[b];
+      }
+      stage_read4(d + Stage::weight_at() + lane * 4 * (Stage::kWeightBytes / 128), v, WS != WeightStore::fp32_master);
+#pragma unroll
+      for (int b = 0; b < 4; ++b) e[b].p = v[b];
+    };
+    float g[4];
+    stage_read4(d + lane * 16, g);
+    ElementValues e[4];
+    read(e);
+    update_speculative<Rule, 4>(s, e, g, read);
+    const int64_t r = o0 + piece.r0 + p, c = i0 + piece.c0 + 4 * lane;
+    const int64_t idx = idx0 + p * pv.cols + 4 * lane;
+    store_quad<Rule, SF, WS>(pv, idx, idx, global_element_index(pv, r, c), e);
+    // Every lane's reads of the stage before lane 0's bulk copy overwrites it (generic, then async proxy).
+    fence_proxy_async_shared();
+    __syncwarp();
+    if (lane == 0 && p + S < piece.rows) issue(p + S);
+  }
+  st.passes += uint32_t(piece.rows);
 }
 
 // The update of tile (o0, i0)'s piece (rows piece.r0 .. piece.r0 + piece.rows - 1, columns piece.c0 ..
@@ -86,8 +204,10 @@ __device__ __forceinline__ void coop_update_piece(const typename Rule::Scalars& 
 
 struct CoopL2gCfg {
   static constexpr size_t kBarrierOffset = CoopCfg::kRingBytes;
+  static constexpr int kBarriers = 2 * CoopCfg::kStages + 2 * kL2gMaxGSlices + kL2gMaxEpilogueWarps * kL2gMaxStages;
+  static constexpr size_t kStagingOffset = (kBarrierOffset + kBarriers * sizeof(uint64_t) + 127) / 128 * 128;
   static constexpr size_t kSmemBytes =
-      kBarrierOffset + (2 * CoopCfg::kStages + 2 * kL2gMaxGSlices) * sizeof(uint64_t) + kWgmmaAtomBytes;
+      kStagingOffset + size_t(kL2gMaxEpilogueWarps) * kL2gStagingBytesPerWarp + kWgmmaAtomBytes;
   static_assert(kSmemBytes <= 232448, "one block's shared memory on sm_90");
 };
 
@@ -98,8 +218,8 @@ struct CoopL2gCfg {
 template <class Rule, StateFormat SF, WeightStore WS, bool kShare = false>
 __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     fused_wgrad_coop_l2g_kernel(WgradTileArgs a, typename Rule::Scalars s, ParamView pv, bool vec, int group_rows,
-                                int epilogue_warps, int epilogue_rows, int g_slices, float* g_scratch,
-                                const __grid_constant__ WgradTmaMaps maps) {
+                                int epilogue_warps, int epilogue_rows, int g_slices, bool staged,
+                                float* g_scratch, const __grid_constant__ WgradTmaMaps maps) {
   static_assert(coop_l2g_builds(Rule::kStateSlots), "only where it serves (coop_l2g_builds)");
   static_assert(!(kShare && SF == StateFormat::int8), "INT8 state shares its tiles without kShare");
   constexpr bool kShared = SF == StateFormat::int8 || kShare;  // the consumers take a share of each tile
@@ -113,6 +233,7 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   // phase k / g_slices (a parity wait cannot tell phase k from k - 2, hence a pair a slice).
   uint64_t* g_full = empty + S;                 // both consumers stored the slice's tile
   uint64_t* g_empty = g_full + kL2gMaxGSlices;  // the epilogue warps have read it
+  uint64_t* stage_full = g_empty + kL2gMaxGSlices;  // v51: kL2gMaxStages a warp, each a stage's bytes landed
   const int slices = l2g_g_slices<SF>(g_slices);
   auto slot = [&](int64_t k) { return int(k) & (slices - 1); };
   float* const block_g = g_scratch + size_t(blockIdx.x) * slices * kL2gScratchFloats;
@@ -134,6 +255,7 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
       mbar_init(g_full + j, 256);
       mbar_init(g_empty + j, 32 * epilogue_warps);
     }
+    for (int j = 0; j < kL2gMaxEpilogueWarps * kL2gMaxStages; ++j) mbar_init(stage_full + j, 1);
     fence_mbarrier_init();
   }
   __syncthreads();
@@ -157,6 +279,8 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
   if (warp < 4) {  // the epilogue warps: every tile of the block but its last
     const int w = warp - 1;
     if (w >= epilogue_warps) return;
+    L2gStaging staging{ring + CoopL2gCfg::kStagingOffset + w * kL2gStagingBytesPerWarp,
+                       stage_full + w * kL2gMaxStages, 0};
     for (int64_t k = 0; k + 1 < my_tiles; ++k) {
       int64_t o0, i0;
       tile_origin(k, o0, i0);
@@ -172,10 +296,19 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
       }
       const int j = slot(k);
       mbar_wait(g_full + j, phase(k));
+      // v51: whole tiles through shared-memory stages (fp32 / bf16 state, whole tiles to the epilogue warps).
+      const bool stage_it = !kShared && staged && coop_tile_whole(pv, vec, o0, i0);
 #pragma unroll 1
       for (int p = 0; p < 2; ++p) {
         const L2gPiece piece = l2g_piece(epilogue_warps, w, erows, p);
-        if (piece.rows > 0) epilogue(L2gEpilogueTile{}, slice_g(k), o0, i0, piece, lane);
+        if (piece.rows <= 0) continue;
+        if constexpr (!kShared) {
+          if (stage_it) {
+            l2g_staged_piece<Rule, SF, WS>(s, pv, slice_g(k), o0, i0, piece, lane, staging);
+            continue;
+          }
+        }
+        epilogue(L2gEpilogueTile{}, slice_g(k), o0, i0, piece, lane);
       }
       mbar_arrive(g_empty + j);
     }
@@ -196,6 +329,7 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
     if (k > 0 && erows < Cfg::TR) coop_consumers_barrier();
     float* gG = slice_g(k);
     coop_park_rows<L2gLastTile>(gG, acc, consumer, cwarp, lane);
+    if (staged) fence_proxy_async_global();  // v51: the epilogue warps' bulk copies read these stores
     if (!last) mbar_arrive(g_full + slot(k));
     if constexpr (kShared) {
       // The consumers' share: the rows below the epilogue warps' (the whole of the block's last tile).
@@ -237,8 +371,9 @@ void launch_fused_coop_l2g_as(const WgradTileArgs& a, const typename Rule::Scala
   float* scratch = coop_l2g_scratch(stream, size_t(blocks) * slices * kL2gScratchFloats);
   const WgradTmaMaps maps = make_wgrad_tma_maps(a);
   const bool vec = SF != StateFormat::int8 && fused_params_vec4<SF>(pv);
+  const bool staged = !kShare && SF != StateFormat::int8 && fs.coop_l2g_staged != 0 && fused_params_bulk16(pv);
   kernel<<<unsigned(blocks), CoopCfg::kThreads, CoopL2gCfg::kSmemBytes, stream>>>(
-      a, s, pv, vec, fs.coop_group_rows, fs.coop_l2g_epilogue_warps, epilogue_rows, slices, scratch, maps);
+      a, s, pv, vec, fs.coop_group_rows, fs.coop_l2g_epilogue_warps, epilogue_rows, slices, staged, scratch, maps);
   cuda_check(cudaGetLastError(), "fused_wgrad_coop_l2g: launch");
 }
 

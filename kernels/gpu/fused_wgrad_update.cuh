@@ -705,6 +705,16 @@ bool fused_params_vec4(const ParamView& pv) {
   return ok;
 }
 
+// Can whole rows of 128 columns move by bulk copies (16-byte aligned starts and lengths; the
+// G-through-L2 form's staging, v51)? Row length a multiple of 8 (a bf16 row of the view then starts
+// on 16 bytes wherever a 128-column piece does) and every array aligned to 16 bytes.
+inline bool fused_params_bulk16(const ParamView& pv) {
+  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  bool ok = pv.cols % 8 == 0 && aligned(pv.master) && aligned(pv.bf16);
+  for (const StateView& sv : pv.state) ok = ok && aligned(sv.f32) && aligned(sv.bf16);
+  return ok;
+}
+
 template <class Cfg, class Rule, StateFormat SF, WeightStore WS>
 void launch_fused_cfg(const WgradTileArgs& a, const typename Rule::Scalars& s, const ParamView& pv,
                       cudaStream_t stream) {

@@ -63,6 +63,9 @@ void set_fused_schedule(const FusedSchedule& s) {
   if (s.coop_l2g_g_slices < 1 || s.coop_l2g_g_slices > 2)
     throw std::invalid_argument("set_fused_schedule: coop_l2g_g_slices must be 1 or 2 (got " +
                                 std::to_string(s.coop_l2g_g_slices) + ")");
+  if (s.coop_l2g_staged < 0 || s.coop_l2g_staged > 1)
+    throw std::invalid_argument("set_fused_schedule: coop_l2g_staged must be 0 or 1 (got " +
+                                std::to_string(s.coop_l2g_staged) + ")");
   if (s.coop_l2g_epilogue_warps < 2 || s.coop_l2g_epilogue_warps > 3)
     throw std::invalid_argument("set_fused_schedule: coop_l2g_epilogue_warps must be 2 or 3 (got " +
                                 std::to_string(s.coop_l2g_epilogue_warps) + ")");

@@ -157,6 +157,10 @@ void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateForm
 //   coop_l2g_g_slices: how many 128 KB G slices each block of that form parks its tiles in, in turn
 //     (1 or 2): with two the consumers wait for the epilogue of the tile before the previous one
 //     (v50; 1, the default, until measured). INT8 state keeps one (its kernel spilled with two).
+//   coop_l2g_staged: 1: that form's epilogue warps bring each whole fp32 / bf16 tile's G, weights and
+//     state into shared memory by bulk copies, several passes ahead of the update (v51), where the
+//     view's rows allow it (fused_params_bulk16); 0, the default until measured: into registers, a
+//     batch ahead (v49).
 //   coop_l2g_min_tokens_int8: the form for INT8 state (0: never). The defaults (72, 104 rows,
 //     from T = 8192) are measured (kernels/gpu/NOTES.md v42).
 //   coop_split_max, coop_split_min_tokens, coop_split_overhead_chunks, coop_split_gain_pct: the 128 x 128
@@ -180,6 +184,7 @@ void fused_wgrad_update(const WgradProblem& p, const RuleConfig& rule, StateForm
 // FH_FUSED_COOP_L2G_MIN_TOKENS_LIGHT, FH_FUSED_COOP_L2G_LIGHT_MIN_TILES,
 // FH_FUSED_COOP_L2G_EPILOGUE_WARPS, FH_FUSED_COOP_L2G_EPILOGUE_ROWS,
 // FH_FUSED_COOP_L2G_EPILOGUE_ROWS_16K, FH_FUSED_COOP_L2G_EPILOGUE_ROWS_FP, FH_FUSED_COOP_L2G_G_SLICES,
+// FH_FUSED_COOP_L2G_STAGED,
 // FH_FUSED_COOP_L2G_MIN_TOKENS_INT8, FH_FUSED_COOP_SPLIT_MAX,
 // FH_FUSED_COOP_SPLIT_MIN_TOKENS, FH_FUSED_COOP_SPLIT_OVERHEAD_CHUNKS, FH_FUSED_COOP_SPLIT_GAIN_PCT,
 // FH_FUSED_COOP_SPLIT_UNIT_CHUNKS, FH_FUSED_COOP_SPLIT_MIN_SLICE_TOKENS and FH_FUSED_COOP_ILV_MIN_TOKENS.
@@ -197,6 +202,7 @@ constexpr int kCoopL2gEpilogueRows16k = 104;
 constexpr int64_t kCoopL2gRows16kFromTokens = 16384;  // where coop_l2g_epilogue_rows_16k takes over
 constexpr int kCoopL2gEpilogueRowsFp = 128;  // the epilogue warps take whole fp32 / bf16 tiles (v48: every share measured slower)
 constexpr int kCoopL2gGSlices = 1;  // v50's two slices: off until measured
+constexpr int kCoopL2gStaged = 0;    // v51's staged epilogue: off until measured
 constexpr int64_t kCoopL2gMinTokensInt8 = 8192;
 constexpr int kCoopSplitMax = 16;  // the kernel cuts a tile's 16 groups of 8 rows into S bands: at most 16
 constexpr int kCoopSplitDefaultMax = 16;
@@ -223,6 +229,7 @@ struct FusedSchedule {
   int coop_l2g_epilogue_rows_16k = kCoopL2gEpilogueRows16k;
   int coop_l2g_epilogue_rows_fp = kCoopL2gEpilogueRowsFp;
   int coop_l2g_g_slices = kCoopL2gGSlices;
+  int coop_l2g_staged = kCoopL2gStaged;
   int64_t coop_l2g_min_tokens_int8 = kCoopL2gMinTokensInt8;
   int coop_split_max = kCoopSplitDefaultMax;
   int64_t coop_split_min_tokens = kCoopSplitMinTokens;
@@ -237,7 +244,7 @@ struct FusedSchedule {
 // 1 .. 1024, the last group's delay at most 10^6 us, coop_group_rows 1 .. 1024,
 // coop_l2g_min_tokens and coop_l2g_min_tokens_light >= 0, coop_l2g_light_min_tiles >= 1,
 // coop_l2g_epilogue_warps 2 or 3, coop_l2g_epilogue_rows, coop_l2g_epilogue_rows_16k and
-// coop_l2g_epilogue_rows_fp multiples of 8 in 8 .. 128, coop_l2g_g_slices 1 or 2, coop_l2g_min_tokens_int8 >= 0, coop_split_max 1 .. kCoopSplitMax,
+// coop_l2g_epilogue_rows_fp multiples of 8 in 8 .. 128, coop_l2g_g_slices 1 or 2, coop_l2g_staged 0 or 1, coop_l2g_min_tokens_int8 >= 0, coop_split_max 1 .. kCoopSplitMax,
 // coop_split_min_tokens >= 0, coop_split_overhead_chunks 0 .. 1024, coop_split_gain_pct 0 .. 99,
 // coop_split_unit_chunks -1 .. 1024, coop_split_min_slice_tokens >= 0, coop_ilv_min_tokens >= 0).
 void set_fused_schedule(const FusedSchedule& s);

@@ -223,6 +223,7 @@ int main(int argc, char** argv) {
   env_int("FH_FUSED_COOP_L2G_EPILOGUE_ROWS_16K", sched.coop_l2g_epilogue_rows_16k);
   env_int("FH_FUSED_COOP_L2G_EPILOGUE_ROWS_FP", sched.coop_l2g_epilogue_rows_fp);  // 128: the epilogue warps' whole tiles
   env_int("FH_FUSED_COOP_L2G_G_SLICES", sched.coop_l2g_g_slices);  // 1 or 2
+  env_int("FH_FUSED_COOP_L2G_STAGED", sched.coop_l2g_staged);      // 0 or 1
   env_tokens("FH_FUSED_COOP_L2G_MIN_TOKENS_INT8", sched.coop_l2g_min_tokens_int8);
   env_tokens("FH_FUSED_COOP_ILV_MIN_TOKENS", sched.coop_ilv_min_tokens);  // 0: never
   env_int("FH_FUSED_COOP_SPLIT_MAX", sched.coop_split_max);  // 1: never
@@ -248,13 +249,13 @@ int main(int argc, char** argv) {
   std::printf("seed: 0x%016llx (fixed)\n", (unsigned long long)kBenchSeed);
   std::printf("forge-bench: fused schedule: cooperative kernel from T = %lld (INT8 state: %lld; 0: never), stagger %d us "
               "(-1: auto, %d us for fp32 state), stride %d (0: SM count); cooperative stagger %d us x %d groups, "
-              "tiles in groups of %d rows; G through L2 from T = %lld, lighter epilogues from T = %lld (0: never) on %lld tiles or more, INT8 from T = %lld, %d epilogue warps on %d rows (%d from T = %lld; fp32 / bf16 state %d), %d G slices a block; split over tokens up to %d slices from T = %lld (overhead %d chunks a unit, gain %d%%; waves: %d chunks a wave, -1: none, slices from %lld tokens); interleaved epilogue from T = %lld (0: never)\n",
+              "tiles in groups of %d rows; G through L2 from T = %lld, lighter epilogues from T = %lld (0: never) on %lld tiles or more, INT8 from T = %lld, %d epilogue warps on %d rows (%d from T = %lld; fp32 / bf16 state %d), %d G slices a block, staged epilogue %d; split over tokens up to %d slices from T = %lld (overhead %d chunks a unit, gain %d%%; waves: %d chunks a wave, -1: none, slices from %lld tokens); interleaved epilogue from T = %lld (0: never)\n",
               (long long)sched.coop_min_tokens, (long long)sched.coop_min_tokens_int8, sched.stagger_us,
               auto_stagger_us(StateFormat::fp32), sched.stagger_stride, sched.coop_stagger_us, sched.coop_stagger_groups,
               sched.coop_group_rows, (long long)sched.coop_l2g_min_tokens, (long long)sched.coop_l2g_min_tokens_light,
               (long long)sched.coop_l2g_light_min_tiles, (long long)sched.coop_l2g_min_tokens_int8,
               sched.coop_l2g_epilogue_warps, sched.coop_l2g_epilogue_rows, sched.coop_l2g_epilogue_rows_16k,
-              (long long)kCoopL2gRows16kFromTokens, sched.coop_l2g_epilogue_rows_fp, sched.coop_l2g_g_slices, sched.coop_split_max, (long long)sched.coop_split_min_tokens,
+              (long long)kCoopL2gRows16kFromTokens, sched.coop_l2g_epilogue_rows_fp, sched.coop_l2g_g_slices, sched.coop_l2g_staged, sched.coop_split_max, (long long)sched.coop_split_min_tokens,
               sched.coop_split_overhead_chunks, sched.coop_split_gain_pct, sched.coop_split_unit_chunks,
               (long long)sched.coop_split_min_slice_tokens, (long long)sched.coop_ilv_min_tokens);
   struct Layer { int64_t out, in; };

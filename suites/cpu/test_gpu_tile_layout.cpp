@@ -794,6 +794,8 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
     refused([&](S& s) { s.coop_l2g_epilogue_warps = warps; }, std::to_string(warps) + " epilogue warps");
   for (int slices : {0, 3})
     refused([&](S& s) { s.coop_l2g_g_slices = slices; }, std::to_string(slices) + " G slices");
+  for (int staged : {-1, 2})
+    refused([&](S& s) { s.coop_l2g_staged = staged; }, "coop_l2g_staged " + std::to_string(staged));
   for (int m : {0, -1, kCoopSplitMax + 1})
     refused([&](S& s) { s.coop_split_max = m; }, std::to_string(m) + " split max");
   refused([](S& s) { s.coop_split_min_tokens = -1; }, "coop_split_min_tokens -1");
@@ -829,6 +831,7 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   EXPECT_EQ(before.coop_l2g_epilogue_rows_fp, 128) << "fp32 / bf16 tiles whole on the epilogue warps until v48 is measured";
   EXPECT_FALSE(coop_l2g_shares(StateFormat::fp32));
   EXPECT_EQ(before.coop_l2g_g_slices, 1) << "one G slice a block until v50 is measured";
+  EXPECT_EQ(before.coop_l2g_staged, 0) << "the epilogue warps load into registers until v51 is measured";
   EXPECT_EQ(before.coop_l2g_min_tokens_int8, kCoopL2gMinTokensInt8);
   EXPECT_EQ(before.coop_ilv_min_tokens, 0) << "the interleaved form is opt-in until the runner measures it";
   // The G-through-L2 form: built for rules that declare state; heavy epilogues (fp32 state, two or
@@ -869,6 +872,7 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   mine.coop_l2g_epilogue_rows_16k = 128;
   mine.coop_l2g_epilogue_rows_fp = 88;
   mine.coop_l2g_g_slices = 2;
+  mine.coop_l2g_staged = 1;
   mine.coop_l2g_min_tokens_int8 = 12288;
   mine.coop_split_max = 1;
   mine.coop_split_min_tokens = 8192;
@@ -894,6 +898,7 @@ TEST(GpuTileLayout, FusedScheduleIsValidatedAndKept) {
   EXPECT_EQ(fused_schedule().coop_l2g_epilogue_rows_16k, 128);
   EXPECT_EQ(fused_schedule().coop_l2g_epilogue_rows_fp, 88);
   EXPECT_EQ(fused_schedule().coop_l2g_g_slices, 2);
+  EXPECT_EQ(fused_schedule().coop_l2g_staged, 1);
   EXPECT_TRUE(coop_l2g_shares(StateFormat::bf16));
   EXPECT_FALSE(coop_l2g_shares(StateFormat::int8));  // INT8 shares in its own kernel
   EXPECT_EQ(fused_schedule().coop_l2g_min_tokens_int8, 12288);

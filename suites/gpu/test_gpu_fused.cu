@@ -150,23 +150,26 @@ TEST(gpu_fused_vs_twin, FusedEqualsOrderMatchedAndTwinOnRaggedShapes) {
 
 namespace {
 // The cooperative kernel's forms, each against order-matched for every rule, state format and store.
-enum class CoopForm { coop, l2g, l2g_share, ilv };
+enum class CoopForm { coop, l2g, l2g_share, l2g_staged, ilv };
 void coop_form_vs_order_matched(CoopForm form) {
   const FusedSchedule defaults = fused_schedule();
   FusedSchedule coop = defaults;
   coop.coop_min_tokens = kCoopMinTokens;
   coop.coop_min_tokens_int8 = kCoopMinTokens;
   coop.coop_split_max = 1;  // the kernel split over tokens has its own test (SplitKernel...)
-  const bool share = form == CoopForm::l2g_share, l2g = form == CoopForm::l2g || share, ilv = form == CoopForm::ilv;
-  const char* name = ilv     ? "coop kernel (interleaved epilogue)"
-                     : share ? "coop kernel (G through L2, fp32 / bf16 tiles shared with the consumers)"
-                     : l2g   ? "coop kernel (G through L2)"
-                             : "coop kernel";
+  const bool share = form == CoopForm::l2g_share, staged = form == CoopForm::l2g_staged,
+             l2g = form == CoopForm::l2g || share || staged, ilv = form == CoopForm::ilv;
+  const char* name = ilv      ? "coop kernel (interleaved epilogue)"
+                     : share  ? "coop kernel (G through L2, fp32 / bf16 tiles shared with the consumers)"
+                     : staged ? "coop kernel (G through L2, whole tiles staged in shared memory)"
+                     : l2g    ? "coop kernel (G through L2)"
+                              : "coop kernel";
   coop.coop_l2g_min_tokens = coop.coop_l2g_min_tokens_light = coop.coop_l2g_min_tokens_int8 = l2g ? kCoopMinTokens : 0;
   coop.coop_ilv_min_tokens = ilv ? kCoopMinTokens : 0;
   coop.coop_l2g_light_min_tiles = 1;
   coop.coop_l2g_epilogue_rows = coop.coop_l2g_epilogue_rows_16k = 56;
   coop.coop_l2g_epilogue_rows_fp = share ? 40 : 128;
+  coop.coop_l2g_staged = staged ? 1 : 0;
   set_fused_schedule(coop);
   int64_t compared = 0, differing = 0, configs = 0;
   for (const Shape& s : {Shape{304, 520, 2100}, Shape{2040, 4000, kCoopMinTokens}}) {
@@ -221,6 +224,15 @@ TEST(GpuFused, CoopKernelEqualsOrderMatchedForEveryRule) {
 TEST(GpuFused, CoopL2gShareKernelEqualsOrderMatchedForEveryRule) {
   FH_REQUIRE_GPU();
   coop_form_vs_order_matched(CoopForm::l2g_share);
+}
+
+// v51 (opt-in: coop_l2g_staged): the G-through-L2 form whose epilogue warps bring each whole fp32 /
+// bf16 tile's G, weights and state into shared memory by bulk copies (both shapes' rows allow it:
+// 520 and 4000 columns; the ragged tiles keep the register path), every rule that form serves,
+// state format and store, fused == order-matched bit for bit.
+TEST(GpuFused, CoopL2gStagedKernelEqualsOrderMatchedForEveryRule) {
+  FH_REQUIRE_GPU();
+  coop_form_vs_order_matched(CoopForm::l2g_staged);
 }
 
 // The same for the form with the epilogue interleaved into the next tile's mainloop (v46, opt-in:
@@ -614,13 +626,16 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
   // v50: two G slices a block (fp32 / bf16 state; INT8 keeps one), whole tiles on three warps, and
   // fp32 / bf16 tiles shared at row 72 (4096^2: 512 128 x 256 tiles, 3 or 4 a block on 132 SMs, so
   // a slice is reused).
-  for (auto [us, groups, rows, l2g, warps, erows, erows_fp, slices] :
-       {std::tuple{0, 1, kCoopGroupRows, 0, 3, 128, 128, 1}, std::tuple{10, 2, kCoopGroupRows, 0, 3, 128, 128, 1},
-        std::tuple{4, 4, kCoopGroupRows, 0, 3, 128, 128, 1}, std::tuple{0, 1, 1, 0, 3, 128, 128, 1},
-        std::tuple{0, 1, 3, 0, 3, 128, 128, 1}, std::tuple{0, 1, kCoopGroupRows, 64, 3, 128, 128, 1},
-        std::tuple{0, 1, 3, 64, 3, 24, 128, 1}, std::tuple{0, 1, kCoopGroupRows, 64, 2, 24, 128, 1},
-        std::tuple{0, 1, kCoopGroupRows, 64, 3, 128, 72, 1}, std::tuple{0, 1, 3, 64, 2, 24, 8, 1},
-        std::tuple{0, 1, kCoopGroupRows, 64, 3, 128, 128, 2}, std::tuple{0, 1, 3, 64, 3, 24, 72, 2}}) {
+  // v51: whole fp32 / bf16 tiles staged in shared memory, by three warps with one G slice and by two
+  // with two slices.
+  for (auto [us, groups, rows, l2g, warps, erows, erows_fp, slices, staged] :
+       {std::tuple{0, 1, kCoopGroupRows, 0, 3, 128, 128, 1, 0}, std::tuple{10, 2, kCoopGroupRows, 0, 3, 128, 128, 1, 0},
+        std::tuple{4, 4, kCoopGroupRows, 0, 3, 128, 128, 1, 0}, std::tuple{0, 1, 1, 0, 3, 128, 128, 1, 0},
+        std::tuple{0, 1, 3, 0, 3, 128, 128, 1, 0}, std::tuple{0, 1, kCoopGroupRows, 64, 3, 128, 128, 1, 0},
+        std::tuple{0, 1, 3, 64, 3, 24, 128, 1, 0}, std::tuple{0, 1, kCoopGroupRows, 64, 2, 24, 128, 1, 0},
+        std::tuple{0, 1, kCoopGroupRows, 64, 3, 128, 72, 1, 0}, std::tuple{0, 1, 3, 64, 2, 24, 8, 1, 0},
+        std::tuple{0, 1, kCoopGroupRows, 64, 3, 128, 128, 2, 0}, std::tuple{0, 1, 3, 64, 3, 24, 72, 2, 0},
+        std::tuple{0, 1, kCoopGroupRows, 64, 3, 128, 128, 1, 1}, std::tuple{0, 1, 3, 64, 2, 128, 128, 2, 1}}) {
     FusedSchedule coop = defaults;
     coop.coop_min_tokens = coop.coop_min_tokens_int8 = 64;
     coop.coop_stagger_us = us;
@@ -631,6 +646,7 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
     coop.coop_l2g_epilogue_rows = coop.coop_l2g_epilogue_rows_16k = erows;
     coop.coop_l2g_epilogue_rows_fp = erows_fp;
     coop.coop_l2g_g_slices = slices;
+    coop.coop_l2g_staged = staged;
     coop.coop_l2g_light_min_tiles = 1;
     variants.push_back(coop);
   }
@@ -666,7 +682,7 @@ TEST(GpuFused, ScheduleSettingsChangeNoBits) {
                                   << v.coop_group_rows << " rows, G through L2 from T = " << v.coop_l2g_min_tokens
                                   << " by " << v.coop_l2g_epilogue_warps << " warps on "
                                   << v.coop_l2g_epilogue_rows << " rows (fp32 / bf16 " << v.coop_l2g_epilogue_rows_fp << "), "
-                                  << v.coop_l2g_g_slices << " G slices"
+                                  << v.coop_l2g_g_slices << " G slices, staged " << v.coop_l2g_staged
                                   << ": "
                                   << config_name(RuleId::adamw, sf, ws) << " " << s.out << "x" << s.in
                                   << ", first " << e.first_diff;
