@@ -1,17 +1,23 @@
 #!/usr/bin/env python3
-"""ptxas's register spills in the production fused kernels, against the recorded ceiling per kernel.
+"""ptxas's register spills in the production fused kernels, against the recorded ceiling per kernel, and
+its serialized wgmma (warning C7520), which no production kernel may have.
 
 Compiles suites/cpu/ptxas_spill_probe.cu (AdamW's fused kernels for fp32, bf16 and INT8 state: the
 cooperative kernel, its G-through-L2 and interleaved forms and both block-per-tile tiles) for sm_90a with the project's device flags and
 -Xptxas -v, and fails when a kernel spills more bytes than CEILING allows. Why: a spill changes no
 bit, so no bitwise suite sees it, but one in the cooperative kernel's 40-register producer slowed
 every fused step by 5-10% on the runner (kernels/gpu/NOTES.md v39). Lower a ceiling when a kernel
-spills less; raise one only with a runner measurement in NOTES.md.
+spills less; raise one only with a runner measurement in NOTES.md. C7520 ("wgmma.mma_async instructions
+are serialized due to program dependence on compiler-inserted WG.AR in divergent path"): ptxas waits for
+every wgmma before the next, so the tensor cores stop overlapping; it too changes no bit (v51's try,
+kernels/gpu/NOTES.md: a call left in a warp-role branch did it).
 
-Usage: check_kernel_spills.py [--plant] --nvcc NVCC SOURCE_DIR
+Usage: check_kernel_spills.py [--plant | --plant-serialized] --nvcc NVCC SOURCE_DIR
   --plant: compile with FH_PLANT_PRODUCER_SPILL (the producer keeps two more values live) and
            expect exactly the cooperative kernels (both forms) to fail (the check's own test).
-Exit: 0 within the ceilings (or, with --plant, the planted spill caught), 1 otherwise, 2 bad usage.
+  --plant-serialized: compile with FH_PLANT_WGMMA_SERIALIZED (the G-through-L2 form's staged piece not
+           inlined) and expect exactly that form's fp32 and bf16 kernels serialized.
+Exit: 0 within the ceilings and none serialized (or, with a plant, the plant caught), 1 otherwise, 2 bad usage.
 """
 import argparse
 import os
@@ -76,9 +82,21 @@ def spills(log):
     return found
 
 
+def serialized(log):
+    """{(kernel, format)} whose wgmma ptxas serialized (C7520), from ptxas -v output."""
+    found = set()
+    for line in log.splitlines():
+        m = re.search(r"C7520\).*function '(\S+)'", line)
+        if m and kernel_key(m.group(1)):
+            found.add(kernel_key(m.group(1)))
+    return found
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--plant", action="store_true")
+    plants = ap.add_mutually_exclusive_group()
+    plants.add_argument("--plant", action="store_true")
+    plants.add_argument("--plant-serialized", action="store_true")
     ap.add_argument("--nvcc", required=True)
     ap.add_argument("source_dir")
     a = ap.parse_args()
@@ -88,20 +106,30 @@ def main():
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [a.nvcc, "-I", a.source_dir] + FLAGS + (["-DFH_PLANT_PRODUCER_SPILL"] if a.plant else [])
+        cmd += ["-DFH_PLANT_WGMMA_SERIALIZED"] if a.plant_serialized else []
         cmd += [probe, "-o", os.path.join(tmp, "probe.cubin")]
         r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         print("check_kernel_spills: nvcc failed (%d):\n%s" % (r.returncode, r.stderr[-4000:]))
         return 1
     found = spills(r.stderr + r.stdout)
+    slow = serialized(r.stderr + r.stdout)
     missing = sorted(set(CEILING) - set(found))
     if missing:
         print("check_kernel_spills: ptxas reported nothing for %s (not checked)" % missing)
         return 1
     over = sorted(k for k in CEILING if found[k] > CEILING[k])
     for k in sorted(CEILING):
-        print("%-9s %-5s %4d bytes spill stores (ceiling %d)%s" % (k[0], k[1], found[k], CEILING[k],
-                                                                  "  OVER" if k in over else ""))
+        print("%-9s %-5s %4d bytes spill stores (ceiling %d)%s%s" % (k[0], k[1], found[k], CEILING[k],
+                                                                    "  OVER" if k in over else "",
+                                                                    "  WGMMA SERIALIZED (C7520)" if k in slow else ""))
+    if a.plant_serialized:
+        want = {("coop_l2g", "fp32"), ("coop_l2g", "bf16")}
+        if slow == want:
+            print("check_kernel_spills --plant-serialized: the planted serialization was caught in %s" % sorted(slow))
+            return 0
+        print("check_kernel_spills --plant-serialized: expected exactly %s serialized, got %s" % (sorted(want), sorted(slow)))
+        return 1
     if a.plant:
         # The plant is in the producer's loads (coop_load_tile), which both cooperative kernels share:
         # it must spill the cooperative kernel, whose producer has 40 registers (setmaxnreg), and
@@ -114,10 +142,11 @@ def main():
         print("check_kernel_spills --plant: expected %s (and at most G-through-L2 and split kernels) over the ceiling, "
               "got %s" % (want, over))
         return 1
-    if over:
-        print("check_kernel_spills: FAIL: %d kernels spill more than their ceiling" % len(over))
+    if over or slow:
+        print("check_kernel_spills: FAIL: %d kernels spill more than their ceiling, %d with serialized wgmma"
+              % (len(over), len(slow)))
         return 1
-    print("check_kernel_spills: every kernel within its ceiling")
+    print("check_kernel_spills: every kernel within its ceiling, no wgmma serialized")
     return 0
 
 

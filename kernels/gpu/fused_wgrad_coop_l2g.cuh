@@ -117,8 +117,13 @@ __device__ __forceinline__ void stage_read4(const unsigned char* p, float (&v)[4
 // Piece `piece` of whole tile (o0, i0) (G at gG), by one epilogue warp: the same elements, values
 // and update (update_speculative, store_quad) as fused_epilogue_quads over L2gEpilogueTile, pass
 // by pass in the same order; only where the loaded values wait differs.
+#ifdef FH_PLANT_WGMMA_SERIALIZED  // scripts/check_kernel_spills.py --plant-serialized: a call ptxas must keep
+#define FH_L2G_STAGED_INLINE __noinline__  // in the epilogue warps' branch serializes the kernel's wgmma (C7520)
+#else
+#define FH_L2G_STAGED_INLINE __forceinline__
+#endif
 template <class Rule, StateFormat SF, WeightStore WS>
-__device__ __forceinline__ void l2g_staged_piece(const typename Rule::Scalars& s, const ParamView& pv,
+__device__ FH_L2G_STAGED_INLINE void l2g_staged_piece(const typename Rule::Scalars& s, const ParamView& pv,
                                                  const float* gG, int64_t o0, int64_t i0, L2gPiece piece,
                                                  int lane, L2gStaging& st) {
   using Stage = L2gStage<Rule, SF, WS>;
