@@ -17,7 +17,8 @@
 //     they update each parked tile but the last (with INT8 state its first FusedSchedule::
 //     coop_l2g_epilogue_rows, or coop_l2g_epilogue_rows_16k from T = kCoopL2gRows16kFromTokens)
 //     while the consumers multiply the next one, each its own run of the rows' two 128-column
-//     halves (l2g_piece).
+//     halves (l2g_piece); with FusedSchedule::coop_l2g_staged (v51) a whole fp32 / bf16 tile's
+//     passes come through shared-memory stages filled by bulk copies (l2g_staged_piece).
 // A fourth warpgroup for the epilogue does not compile: a 512-thread block has 128 registers a
 // thread, and ptxas refuses the m64n256k16 accumulators below 154 even after setmaxnreg.
 // Why: the cooperative kernel's epilogue does not overlap its mainloop (about 34 us a tile at
