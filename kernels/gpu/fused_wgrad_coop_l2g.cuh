@@ -105,15 +105,12 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t b
 __device__ __forceinline__ void fence_proxy_async_global() {
   asm volatile("fence.proxy.async.global;\n" ::: "memory");
 }
-__device__ __forceinline__ void stage_read4(const unsigned char* p, float (&v)[4]) {
-  const float4 x = *reinterpret_cast<const float4*>(p);
-  v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
-}
-__device__ __forceinline__ void stage_read4(const unsigned char* p, float (&v)[4], bool bf16x4) {
-  if (!bf16x4) return stage_read4(p, v);
-  const uint2 x = *reinterpret_cast<const uint2*>(p);
-  v[0] = bf16_to_float(bf16_low(x.x)), v[1] = bf16_to_float(bf16_high(x.x));
-  v[2] = bf16_to_float(bf16_low(x.y)), v[3] = bf16_to_float(bf16_high(x.y));
+// Four values of a stage as load4 gives them from global memory (a plain shared load: no cache hint).
+__device__ __forceinline__ void stage_read4(const unsigned char* p, float (&v)[4], bool bf16x4 = false) {
+  if (bf16x4)
+    unpack4(*reinterpret_cast<const uint2*>(p), v);
+  else
+    unpack4(*reinterpret_cast<const float4*>(p), v);
 }
 // Piece `piece` of whole tile (o0, i0) (G at gG), by one epilogue warp: the same elements, values
 // and update (update_speculative, store_quad) as fused_epilogue_quads over L2gEpilogueTile, pass
@@ -303,7 +300,7 @@ __global__ void __launch_bounds__(CoopCfg::kThreads, 1)
       const int j = slot(k);
       mbar_wait(g_full + j, phase(k));
       // v51: whole tiles through shared-memory stages (fp32 / bf16 state, whole tiles to the epilogue warps).
-      const bool stage_it = !kShared && staged && coop_tile_whole(pv, vec, o0, i0);
+      const bool stage_it = staged && coop_tile_whole(pv, vec, o0, i0);  // the launch stages no INT8 / share tile
 #pragma unroll 1
       for (int p = 0; p < 2; ++p) {
         const L2gPiece piece = l2g_piece(epilogue_warps, w, erows, p);

@@ -33,16 +33,19 @@ __device__ __forceinline__ bool early_prefetch_chunk(int64_t chunk, int64_t nchu
   return chunk == (nchunks > kFusedEarlyPrefetchChunks ? nchunks - kFusedEarlyPrefetchChunks : 0);
 }
 
+// Four consecutive fp32 or bf16 values as floats, from one vector's bits.
+__device__ __forceinline__ void unpack4(float4 x, float (&v)[4]) { v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w; }
+__device__ __forceinline__ void unpack4(uint2 x, float (&v)[4]) {
+  v[0] = bf16_to_float(bf16_low(x.x)), v[1] = bf16_to_float(bf16_high(x.x));
+  v[2] = bf16_to_float(bf16_low(x.y)), v[3] = bf16_to_float(bf16_high(x.y));
+}
 // Four consecutive fp32 or bf16 values, one vector access. Streaming cache hints: the epilogue
 // touches each weight and state byte once, and the operands should keep the L2.
 __device__ __forceinline__ void load4(const float* p, float (&v)[4]) {
-  const float4 x = __ldcs(reinterpret_cast<const float4*>(p));
-  v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+  unpack4(__ldcs(reinterpret_cast<const float4*>(p)), v);
 }
 __device__ __forceinline__ void load4(const bf16* p, float (&v)[4]) {
-  const uint2 x = __ldcs(reinterpret_cast<const uint2*>(p));
-  v[0] = bf16_to_float(bf16_low(x.x)), v[1] = bf16_to_float(bf16_high(x.x));
-  v[2] = bf16_to_float(bf16_low(x.y)), v[3] = bf16_to_float(bf16_high(x.y));
+  unpack4(__ldcs(reinterpret_cast<const uint2*>(p)), v);
 }
 // L2 prefetch of the line holding p: no register waits for it.
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
